@@ -1,0 +1,1 @@
+"""One module per `ctxlamp` subcommand: configure(parser) and run(args)."""

@@ -1,0 +1,38 @@
+"""Turn one transcript line into a dict, or say why not.
+
+Only lines that are not JSON objects count as malformed. Entry types the engine
+never reads (attachments, request blobs, snapshots) are recognised from the
+line's opening bytes and skipped before a full JSON parse.
+"""
+from __future__ import annotations
+
+import re
+
+import orjson
+
+Entry = dict  # a transcript entry as Claude Code wrote it
+
+
+class Malformed(ValueError):
+    """A line that is not a JSON object (corrupt, truncated, binary)."""
+
+
+# A line that *starts* with one of these top-level types carries no usage, no
+# tool data and no reset, so its (often large) body need not be parsed.
+_SKIP_PREFIX = re.compile(
+    rb'^\s*\{\s*"type"\s*:\s*"(?:api-request(?:-shape|-blob)?|file-history-snapshot|queue-operation'
+    rb'|progress|attachment|permission-mode|mode|last-prompt|tools-used|atis-latch|cost-state|summary)"'
+)
+
+
+def parse_line(line: bytes) -> Entry | None:
+    """The entry of one line; None for a line of a type no reader needs."""
+    if _SKIP_PREFIX.match(line):
+        return None
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise Malformed(str(exc)) from None
+    if not isinstance(obj, dict):
+        raise Malformed(f"not a JSON object: {type(obj).__name__}")
+    return obj

@@ -1,0 +1,232 @@
+"""Per-token prices by model id (MEASUREMENT.md section 6).
+
+Pure: the caller loads `resources/prices.json` (and the user's override file)
+and hands the parsed objects in. Lookups say how they found the price, because
+a guessed price must be flagged in the data-quality panel:
+
+    "table"    the id (or the id without its `-YYYYMMDD` snapshot date) is in the table
+    "family"   not in the table; priced at its family's newest entry
+    "unknown"  no family we price (e.g. `<synthetic>`): no price at all
+"""
+from __future__ import annotations
+
+import copy
+import math
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Mapping
+
+PER_MILLION = 1_000_000
+RATE_FIELDS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
+
+_DATE_SUFFIX = re.compile(r"[-@]\d{8}$")
+_BRACKET_SUFFIX = re.compile(r"\[[^\]]*\]$")          # Claude Code's "claude-opus-4-6[1m]"
+_BEDROCK_VERSION = re.compile(r"-v\d+(:\d+)?$")        # "anthropic.claude-...-v1:0"
+_RELEASED = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
+
+
+@dataclass(frozen=True)
+class LongContextRates:
+    """Rates for a whole request whose prompt exceeds `threshold_tokens` (USD per token)."""
+    threshold_tokens: int
+    p_in: float
+    p_out: float
+    p_r: float
+    p_w5: float
+    p_w1h: float
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per token. `model` is the table entry that supplied the figures."""
+    model: str
+    family: str | None
+    p_in: float
+    p_out: float
+    p_r: float
+    p_w5: float
+    p_w1h: float
+    context_window: int
+    long_context: LongContextRates | None = None
+
+    def for_prompt(self, prompt_tokens: int) -> "Price":
+        """The rates a request with this many prompt tokens (input + cache reads + writes) pays."""
+        lc = self.long_context
+        if lc is None or prompt_tokens <= lc.threshold_tokens:
+            return self
+        return replace(self, p_in=lc.p_in, p_out=lc.p_out, p_r=lc.p_r,
+                       p_w5=lc.p_w5, p_w1h=lc.p_w1h, long_context=None)
+
+
+def normalize_model_id(model: str) -> str:
+    """Canonical spelling: lower case, no `[1m]` tag, Bedrock/Vertex decorations removed."""
+    mid = model.strip().lower()
+    mid = _BRACKET_SUFFIX.sub("", mid)
+    if "anthropic." in mid and "claude-" in mid:          # "us.anthropic.claude-opus-4-1-20250805-v1:0"
+        mid = mid[mid.index("claude-"):]
+        mid = _BEDROCK_VERSION.sub("", mid)
+    return mid.replace("@", "-")                           # Vertex "claude-opus-4@20250514"
+
+
+def strip_date(model: str) -> str:
+    return _DATE_SUFFIX.sub("", model)
+
+
+def family_of(model: str) -> str | None:
+    """`claude-<family>-…` or old style `claude-3-5-<family>-…`; None when not a Claude id."""
+    mid = normalize_model_id(model)
+    if not mid.startswith("claude-"):
+        return None
+    for part in mid.split("-")[1:]:
+        if part.isalpha():
+            return part
+    return None
+
+
+def _version_key(model: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in strip_date(model).split("-") if p.isdigit())
+
+
+class PriceTable:
+    """Immutable price table; `lookup` is memoized."""
+
+    def __init__(self, raw: Mapping[str, Mapping[str, Any]], source: str = "", source_date: str = ""):
+        self.source = source
+        self.source_date = source_date
+        self._raw = {mid: copy.deepcopy(dict(entry)) if isinstance(entry, Mapping) else entry
+                     for mid, entry in raw.items()}
+        self._prices: dict[str, Price] = {}
+        self._released: dict[str, tuple[int, int, int]] = {}
+        self._index: dict[str, str] = {}
+        for mid, entry in self._raw.items():
+            self._prices[mid] = _parse_entry(mid, entry)
+            self._released[mid] = _parse_released(mid, entry.get("released"))
+        for mid in self._raw:                                  # aliases never shadow a real id
+            for alias in self._raw[mid].get("aliases") or ():
+                self._index.setdefault(normalize_model_id(alias), mid)
+        for mid in self._raw:
+            self._index[normalize_model_id(mid)] = mid
+        self._newest: dict[str, str] = {}
+        for mid, price in self._prices.items():
+            fam = price.family
+            if fam is None:
+                continue
+            best = self._newest.get(fam)
+            if best is None or self._order_key(mid) > self._order_key(best):
+                self._newest[fam] = mid
+        self._memo: dict[str, tuple[Price | None, str]] = {}
+
+    # -- construction -------------------------------------------------------
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> "PriceTable":
+        models = obj.get("models") if isinstance(obj, Mapping) else None
+        if not isinstance(models, Mapping):
+            raise ValueError("prices: expected an object with a 'models' object")
+        return cls(models, source=str(obj.get("source", "")), source_date=str(obj.get("source_date", "")))
+
+    def merged(self, override: Mapping[str, Any]) -> "PriceTable":
+        """A new table with the user's entries applied field by field.
+
+        An entry for a known model changes only the fields it names (so a user can
+        correct one rate); an entry for a new model must be complete.
+        """
+        models = override.get("models") if isinstance(override, Mapping) else None
+        if not isinstance(models, Mapping):
+            raise ValueError("prices override: expected an object with a 'models' object")
+        raw = copy.deepcopy(self._raw)
+        for mid, entry in models.items():
+            if not isinstance(entry, Mapping):
+                raise ValueError(f"prices override: model {mid!r}: entry must be an object")
+            known = self._index.get(normalize_model_id(mid))
+            if known is not None:
+                raw[known].update(copy.deepcopy(dict(entry)))
+            else:
+                raw[mid] = copy.deepcopy(dict(entry))
+        source = self.source
+        if override.get("source"):
+            source = f"{source}; overridden by {override['source']}"
+        return PriceTable(raw, source=source, source_date=str(override.get("source_date", self.source_date)))
+
+    # -- queries ------------------------------------------------------------
+    def lookup(self, model: str) -> tuple[Price | None, str]:
+        hit = self._memo.get(model)
+        if hit is None:
+            hit = self._memo[model] = self._resolve(model)
+        return hit
+
+    def models(self) -> list[str]:
+        return sorted(self._prices)
+
+    def entry_source(self, model: str) -> str:
+        """The `source` text of a table entry (for the data-quality panel)."""
+        return str(self._raw[model].get("source", ""))
+
+    def newest_in_family(self, family: str) -> str | None:
+        return self._newest.get(family)
+
+    def _resolve(self, model: str) -> tuple[Price | None, str]:
+        if not isinstance(model, str) or not model:
+            return None, "unknown"
+        mid = normalize_model_id(model)
+        for candidate in (mid, strip_date(mid)):
+            known = self._index.get(candidate)
+            if known is not None:
+                return self._prices[known], "table"
+        fam = family_of(mid)
+        newest = self._newest.get(fam) if fam else None
+        if newest is None:
+            return None, "unknown"
+        return self._prices[newest], "family"
+
+    def _order_key(self, mid: str) -> tuple:
+        return (self._released[mid], _version_key(mid))
+
+
+def _rate(mid: str, where: Mapping[str, Any], field: str, label: str) -> float:
+    if field not in where:
+        raise ValueError(f"prices: model {mid!r}: missing field {label!r}")
+    value = where[field]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"prices: model {mid!r}: field {label!r} must be a non-negative number, got {value!r}")
+    return float(value) / PER_MILLION
+
+
+def _parse_entry(mid: str, entry: Any) -> Price:
+    if not isinstance(mid, str) or not mid:
+        raise ValueError(f"prices: model id must be a non-empty string, got {mid!r}")
+    if not isinstance(entry, Mapping):
+        raise ValueError(f"prices: model {mid!r}: entry must be an object, got {type(entry).__name__}")
+    p_in, p_out, p_r, p_w5, p_w1h = (_rate(mid, entry, f, f) for f in RATE_FIELDS)
+    cw = entry.get("context_window")
+    if isinstance(cw, bool) or not isinstance(cw, int) or cw <= 0:
+        raise ValueError(f"prices: model {mid!r}: field 'context_window' must be a positive integer, got {cw!r}")
+    family = entry.get("family", family_of(mid))
+    if family is not None and (not isinstance(family, str) or not family):
+        raise ValueError(f"prices: model {mid!r}: field 'family' must be a non-empty string or null, got {family!r}")
+    aliases = entry.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) and a for a in aliases):
+        raise ValueError(f"prices: model {mid!r}: field 'aliases' must be a list of strings")
+    return Price(model=mid, family=family, p_in=p_in, p_out=p_out, p_r=p_r, p_w5=p_w5, p_w1h=p_w1h,
+                 context_window=cw, long_context=_parse_long(mid, entry.get("long_context")))
+
+
+def _parse_long(mid: str, lc: Any) -> LongContextRates | None:
+    if lc is None:
+        return None
+    if not isinstance(lc, Mapping):
+        raise ValueError(f"prices: model {mid!r}: field 'long_context' must be an object or null")
+    thr = lc.get("threshold_tokens")
+    if isinstance(thr, bool) or not isinstance(thr, int) or thr <= 0:
+        raise ValueError(f"prices: model {mid!r}: field 'long_context.threshold_tokens' must be a positive integer, got {thr!r}")
+    rates = [_rate(mid, lc, f, f"long_context.{f}") for f in RATE_FIELDS]
+    return LongContextRates(thr, *rates)
+
+
+def _parse_released(mid: str, value: Any) -> tuple[int, int, int]:
+    """'YYYY-MM-DD' or 'YYYY-MM' -> sortable tuple; missing sorts oldest."""
+    if value is None:
+        return (0, 0, 0)
+    m = _RELEASED.match(value) if isinstance(value, str) else None
+    if m is None:
+        raise ValueError(f"prices: model {mid!r}: field 'released' must be 'YYYY-MM-DD' or 'YYYY-MM', got {value!r}")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))

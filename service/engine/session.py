@@ -1,0 +1,666 @@
+"""One session's measurement: entries in, replay events and status snapshots out.
+
+MEASUREMENT.md is the contract; section numbers in comments refer to it.
+Pure: the caller hands in prices, a token counter and a path predicate, and
+the only clock is the entries' own timestamps.
+"""
+from __future__ import annotations
+
+import fnmatch
+import math
+import posixpath
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Callable
+
+from service.engine.curve import Curve
+from service.engine.parse import Entry, Malformed, parse_line
+from service.engine.prices import Price, PriceTable
+from service.engine.tokens import TokenCounter
+
+_COMMAND_ECHOES = ("<command-name>", "<local-command-stdout>", "<local-command-caveat>")
+_EDIT_TOOLS = ("Edit", "MultiEdit")
+_FILE_TOOLS = ("Read", "Write", "Edit", "MultiEdit")
+
+
+@dataclass
+class EngineConfig:
+    g_floor: float = 500.0
+    eps_amber: float = 0.05
+    eps_crit: float = 0.20
+    ratios: dict[str, float] = field(default_factory=dict)  # model family -> Claude/o200k ratio
+    exclude_globs: tuple[str, ...] = ()
+    br_window_s: float = 1800.0
+
+    def ratio(self, family: str | None) -> float:
+        return float(self.ratios.get(family or "", 1.0))
+
+
+def _parse_time(value) -> float | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+def _iso(t: float | None) -> str | None:
+    if t is None:
+        return None
+    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _tokens(usage: dict, name: str) -> int:
+    v = usage.get(name, 0)
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or v != v:
+        raise Malformed(f"usage.{name} is not a token count")
+    return int(v)
+
+
+def _block_text(content) -> str:
+    """Text of a tool_result block's content (a string, or a list of text blocks)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b.get("text", "") for b in content
+                         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
+    return ""
+
+
+@dataclass
+class _Call:
+    key: str
+    index: int  # 1-based, session-wide
+    segment: int
+    t: float | None
+    model: str
+    inn: int
+    cw5: int
+    cw1h: int
+    cr: int
+    out: int
+    B0: float = 0.0
+    rho: float = 0.0
+    drent: float = 0.0
+    interval: float = 0.0
+    bill_in: float = 0.0
+    bill_out: float = 0.0
+
+    @property
+    def total(self) -> int:
+        return self.inn + self.cw5 + self.cw1h + self.cr + self.out
+
+    @property
+    def stock(self) -> int:
+        return self.inn + self.cw5 + self.cw1h + self.cr
+
+
+@dataclass
+class _Segment:
+    index: int
+    floor: int | None = None
+    model: str | None = None
+    price: Price | None = None
+    price_source: str | None = None
+    ratio: float = 1.0
+    calls: list[_Call] = field(default_factory=list)
+    turns: int = 0
+    L: int = 0
+    L_peak: int = 0
+    cw5_sum: int = 0
+    cw1h_sum: int = 0
+    contrib: dict[str, int] = field(default_factory=dict)
+    queued: list[tuple] = field(default_factory=list)  # tool events waiting for the model
+    bill_in: float = 0.0
+    bill_out: float = 0.0
+    bill_cycle: float = 0.0
+    phase: float = 0.0
+    laps: int = 0
+    started_t: float | None = None
+    last_t: float | None = None
+
+
+class SessionEngine:
+    """The measurement of one session (one main transcript)."""
+
+    def __init__(self, transcript: str, prices: PriceTable, counter: TokenCounter,
+                 config: EngineConfig | None = None,
+                 path_exists: Callable[[str], bool] | None = None) -> None:
+        self.transcript = transcript
+        self.prices = prices
+        self.counter = counter
+        self.config = config or EngineConfig()
+        self._path_exists = path_exists or (lambda _p: True)
+        self.session_id: str | None = None
+        self.cwd: str | None = None
+        self.skipped_lines = 0
+        self.transcript_missing = False
+        self.excluded: set[str] = set()
+        self._exists_cache: dict[str, bool] = {}
+        self._calls: dict[str, _Call] = {}
+        self._anon = 0
+        self._seg = _Segment(index=0)
+        self._turns = 0
+        self._turn_pending = False
+        self._tool_uses: dict[str, tuple[str, dict, str | None]] = {}
+        self._pending_line: _Call | None = None  # call whose replay line waits for its revisions
+        self._events: list[dict] = []
+        self._reminders_waiting: list[dict] = []
+        self.last_reminder: dict | None = None
+        self.series: list[dict] = []
+        self.resets: list[dict] = []
+        self.reminders: list[dict] = []
+        self.profiles: list[dict] = []
+        self._last_t: float | None = None
+        self._finished = False
+
+    # ---- input -------------------------------------------------------------------
+
+    def feed_line(self, line: bytes) -> Entry | None:
+        """Parse and ingest one complete line. Malformed lines are counted and skipped.
+
+        Returns the parsed entry (for other readers such as the channels), or None.
+        """
+        try:
+            entry = parse_line(line)
+            if entry is not None:
+                self.ingest(entry)
+            return entry
+        except Malformed:
+            self.skipped_lines += 1
+            return None
+
+    def ingest(self, e: Entry) -> None:
+        """Interpret one parsed entry (MEASUREMENT.md section 2)."""
+        if e.get("isSidechain") is True:
+            return  # sub-agent context: no evidence of any kind
+        kind = e.get("type")
+        if kind not in ("assistant", "user", "system"):
+            return
+        self._note_identity(e)
+        t = _parse_time(e.get("timestamp"))
+        if t is not None:
+            self._last_t = t
+        if kind == "assistant":
+            self._assistant(e, t)
+        elif kind == "user":
+            self._user(e)
+        elif e.get("subtype") == "compact_boundary":
+            self._reset(e, t)
+
+    def _note_identity(self, e: Entry) -> None:
+        if self.session_id is None and isinstance(e.get("sessionId"), str):
+            self.session_id = e["sessionId"]
+        if self.cwd is None and isinstance(e.get("cwd"), str):
+            self.cwd = e["cwd"]
+
+    def _assistant(self, e: Entry, t: float | None) -> None:
+        msg = e.get("message")
+        if not isinstance(msg, dict):
+            raise Malformed("assistant message is not an object")
+        content = msg.get("content")
+        if isinstance(content, list):
+            cwd = e.get("cwd") if isinstance(e.get("cwd"), str) else self.cwd
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                    inp = block.get("input")
+                    self._tool_uses[block["id"]] = (str(block.get("name", "")), inp if isinstance(inp, dict) else {}, cwd)
+        usage = msg.get("usage")
+        model = msg.get("model")
+        if usage is None or model == "<synthetic>":
+            return
+        if not isinstance(usage, dict):
+            raise Malformed("usage is not an object")
+        cc = _tokens(usage, "cache_creation_input_tokens")
+        breakdown = usage.get("cache_creation")
+        if isinstance(breakdown, dict):
+            cw1h = _tokens(breakdown, "ephemeral_1h_input_tokens")
+            cw5 = _tokens(breakdown, "ephemeral_5m_input_tokens")
+            if cw5 + cw1h != cc:  # keep the total honest when the breakdown disagrees
+                cw5 = max(0, cc - cw1h)
+        else:
+            cw5, cw1h = cc, 0
+        key = msg.get("id") if isinstance(msg.get("id"), str) else None
+        if key is None and isinstance(e.get("requestId"), str):
+            key = "req:" + e["requestId"]
+        if key is None:
+            self._anon += 1
+            key = f"anon:{self._anon}"
+        call = _Call(key=key, index=0, segment=self._seg.index, t=t, model=str(model or ""),
+                     inn=_tokens(usage, "input_tokens"), cw5=cw5, cw1h=cw1h,
+                     cr=_tokens(usage, "cache_read_input_tokens"), out=_tokens(usage, "output_tokens"))
+        known = self._calls.get(key)
+        if known is None:
+            self._new_call(call)
+        elif call.total >= known.total:
+            self._revise(known, call)
+
+    def _user(self, e: Entry) -> None:
+        msg = e.get("message")
+        if not isinstance(msg, dict):
+            raise Malformed("user message is not an object")
+        content = msg.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            raise Malformed("user content is neither text nor blocks")
+        if isinstance(content, list):
+            results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+            if results:
+                for block in results:
+                    self._tool_result(block)
+                return
+        if e.get("isMeta") or e.get("isCompactSummary") or content is None:
+            return
+        if isinstance(content, str):
+            text = content
+        else:
+            texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+            texts = [x for x in texts if isinstance(x, str)]
+            if not texts:
+                return
+            text = texts[0]
+        if text.lstrip().startswith(_COMMAND_ECHOES):
+            return
+        self._turn_pending = True  # announced; opens at the next call
+
+    # ---- tool events (section 5) ----------------------------------------------------
+
+    def _tool_result(self, block: dict) -> None:
+        use = self._tool_uses.pop(block.get("tool_use_id"), None) if isinstance(block.get("tool_use_id"), str) else None
+        if use is None or block.get("is_error") is True:
+            return
+        name, inp, cwd = use
+        if name not in _FILE_TOOLS:
+            return
+        path = inp.get("file_path")
+        if not isinstance(path, str) or not path:
+            return
+        if not path.startswith("/") and cwd:
+            path = posixpath.normpath(posixpath.join(cwd, path))
+        if name == "Read":
+            event = ("set", path, [_block_text(block.get("content"))])
+        elif name == "Write":
+            text = inp.get("content")
+            event = ("set", path, [text if isinstance(text, str) else ""])
+        else:
+            edits = [inp] if name == "Edit" else inp.get("edits")
+            pairs = []
+            for ed in edits if isinstance(edits, list) else []:
+                if isinstance(ed, dict):
+                    old, new = ed.get("old_string"), ed.get("new_string")
+                    pairs.append((old if isinstance(old, str) else "", new if isinstance(new, str) else ""))
+            event = ("edit", path, pairs)
+        if self._seg.model is None:
+            self._seg.queued.append(event)  # tokenized once the next call fixes the model
+        else:
+            self._apply_tool_event(event)
+
+    def _apply_tool_event(self, event: tuple) -> None:
+        kind, path, payload = event
+        seg, ratio = self._seg, self._seg.ratio
+        if kind == "set":
+            seg.contrib[path] = self.counter.tok(payload[0], ratio)
+        else:
+            c = seg.contrib.get(path, 0)
+            for old, new in payload:
+                c = max(0, c + self.counter.tok(new, ratio) - self.counter.tok(old, ratio))
+            seg.contrib[path] = c
+        if path not in self._exists_cache:
+            self._exists_cache[path] = bool(self._path_exists(path))
+
+    # ---- calls, folding, rent (sections 3, 6, 7, 9) ----------------------------------
+
+    def _new_call(self, call: _Call) -> None:
+        self._emit_pending()
+        seg = self._seg
+        if self._turn_pending:
+            self._turn_pending = False
+            self._turns += 1
+            seg.turns += 1
+        self._calls[call.key] = call
+        call.index = len(self._calls)
+        call.segment = seg.index
+        if seg.model is None:
+            seg.model = call.model
+            seg.price, seg.price_source = self.prices.lookup(call.model)
+            seg.ratio = self.config.ratio(seg.price.family if seg.price else None)
+            seg.floor = call.stock
+            seg.started_t = call.t
+            queued, seg.queued = seg.queued, []
+            for event in queued:
+                self._apply_tool_event(event)
+        seg.calls.append(call)
+        if call.t is not None:
+            seg.last_t = call.t
+        self._observe(call)
+        call.bill_in, call.bill_out = self._bill(call)
+        seg.bill_in += call.bill_in
+        seg.bill_out += call.bill_out
+        self._book_rent(call, first=True)
+        self._pending_line = call
+
+    def _revise(self, known: _Call, new: _Call) -> None:
+        """A later revision of a call already counted: update in place, top up the rent."""
+        seg = self._seg
+        old_bill_in, old_bill_out = known.bill_in, known.bill_out
+        old_cw5, old_cw1h = known.cw5, known.cw1h
+        known.inn, known.cw5, known.cw1h, known.cr, known.out = new.inn, new.cw5, new.cw1h, new.cr, new.out
+        if known.segment != seg.index:
+            return  # a closed segment's figures never change the open one
+        seg.cw5_sum += known.cw5 - old_cw5
+        seg.cw1h_sum += known.cw1h - old_cw1h
+        if seg.calls and seg.calls[0] is known:
+            seg.floor = known.stock
+        if seg.calls and seg.calls[-1] is known:
+            seg.L = known.cr
+        seg.L_peak = max(seg.L_peak, known.cr)
+        known.bill_in, known.bill_out = self._bill(known)
+        seg.bill_in += known.bill_in - old_bill_in
+        seg.bill_out += known.bill_out - old_bill_out
+        self._book_rent(known, first=False)
+
+    def _observe(self, call: _Call) -> None:
+        seg = self._seg
+        seg.L = call.cr
+        seg.L_peak = max(seg.L_peak, call.cr)
+        seg.cw5_sum += call.cw5
+        seg.cw1h_sum += call.cw1h
+
+    def _bill(self, call: _Call) -> tuple[float, float]:
+        p = self._seg.price
+        if p is None:
+            return 0.0, 0.0
+        p = p.for_prompt(call.stock)  # long-context rates apply to the whole request
+        return (p.p_in * call.inn + p.p_w5 * call.cw5 + p.p_w1h * call.cw1h + p.p_r * call.cr, p.p_out * call.out)
+
+    def _p_w(self) -> float:
+        p = self._seg.price
+        if p is None:
+            return 0.0
+        return p.p_w1h if self._seg.cw1h_sum > self._seg.cw5_sum else p.p_w5
+
+    def _c_ratio(self) -> float:
+        p, p_w = self._seg.price, self._p_w()
+        return p.p_r / p_w if p is not None and p_w > 0 else 0.0
+
+    def _g(self) -> float:
+        calls = self._seg.calls
+        if len(calls) < 2:
+            return self.config.g_floor
+        return max(self.config.g_floor, (calls[-1].stock - calls[0].stock) / (len(calls) - 1))
+
+    def _book_rent(self, call: _Call, first: bool) -> None:
+        """Rent of the call (section 9): a trapezoid increment into bill cycle and wallet."""
+        seg = self._seg
+        if first:
+            call.B0 = self.b_default()
+        stock = call.stock
+        gate_open = call.B0 > 0 and self._c_ratio() > 0 and stock > 0
+        rho = call.bill_in * max(0.0, stock - call.B0) / stock if gate_open else 0.0
+        pos = seg.calls.index(call) if not first else len(seg.calls) - 1
+        prev_rho = seg.calls[pos - 1].rho if pos > 0 else 0.0
+        drent = (prev_rho + rho) / 2 if gate_open else 0.0
+        if first:
+            call.rho, call.drent = rho, drent
+            if gate_open:
+                curve = Curve(self._p_w(), seg.price.p_r, call.B0, self._g())
+                mf = (seg.price.p_r * stock + self._p_w() * self._g()) / curve.a_star
+                call.interval = (self._p_w() * call.B0) / min(4.0, max(0.5, mf))
+            added = drent
+        else:
+            call.rho = max(call.rho, rho)
+            added = max(0.0, drent - call.drent)
+            call.drent += added
+        if added <= 0 or call.interval <= 0:
+            seg.bill_cycle += max(0.0, added)
+            return
+        seg.bill_cycle += added
+        seg.phase += added / call.interval
+        if seg.phase >= 1.0:
+            crossed = math.floor(seg.phase)
+            seg.laps += crossed
+            seg.phase -= crossed
+            reminder = {"lap": seg.laps, "call": call.index, "at": _iso(call.t)}
+            self.last_reminder = reminder
+            self.reminders.append({"segment": seg.index, **reminder})
+            self._reminders_waiting.append(reminder)
+
+    # ---- resets (section 4) ------------------------------------------------------------
+
+    def _reset(self, e: Entry, t: float | None) -> None:
+        self._emit_pending()
+        self._archive("compact", t)
+        meta = e.get("compactMetadata") if isinstance(e.get("compactMetadata"), dict) else {}
+        self._seg = _Segment(index=self._seg.index + 1)
+        self._tool_uses.clear()
+        reset = {"event": "reset", "segment": self._seg.index, "at": _iso(t), "call": len(self._calls),
+                 "trigger": meta.get("trigger"), "preTokens": meta.get("preTokens"),
+                 "postTokens": meta.get("postTokens")}
+        self.resets.append({k: reset[k] for k in ("call", "at", "segment")})
+        self._events.append(reset)
+
+    # ---- selection and revaluation (section 5) -------------------------------------------
+
+    def _selected(self, path: str) -> str | None:
+        """None when the path is in the default selection, else why not."""
+        if path in self.excluded:
+            return "excluded"
+        if any(fnmatch.fnmatch(path, g) for g in self.config.exclude_globs):
+            return "excluded"
+        cwd = self.cwd
+        if not cwd or not (path == cwd or path.startswith(cwd.rstrip("/") + "/")):
+            return "outside_cwd"
+        if not self._exists_cache.get(path, True):
+            return "missing"
+        return None
+
+    def b_default(self) -> float:
+        seg = self._seg
+        if seg.floor is None:
+            return 0.0
+        return seg.floor + sum(c for p, c in seg.contrib.items() if self._selected(p) is None)
+
+    def b_all(self) -> float:
+        seg = self._seg
+        return (seg.floor or 0) + sum(seg.contrib.values())
+
+    def set_excluded(self, paths: set[str]) -> None:
+        """Revaluation: later increments use the new baseline; nothing booked is withdrawn."""
+        self.excluded = set(paths)
+
+    def recheck_paths(self) -> None:
+        """Ask again which touched paths still exist (a revaluation)."""
+        self._exists_cache = {p: bool(self._path_exists(p)) for p in self._exists_cache}
+
+    def set_prices(self, prices: PriceTable) -> None:
+        """Price change (a revaluation): later calls and increments use the new table."""
+        self.prices = prices
+        seg = self._seg
+        if seg.model is not None:
+            seg.price, seg.price_source = prices.lookup(seg.model)
+
+    def path_rows(self) -> list[dict]:
+        return [{"path": p, "tokens": c, "selected": self._selected(p) is None, "why": self._selected(p)}
+                for p, c in sorted(self._seg.contrib.items())]
+
+    # ---- output ----------------------------------------------------------------------
+
+    def _emit_pending(self) -> None:
+        call, self._pending_line = self._pending_line, None
+        if call is None:
+            return
+        snap = self.snapshot()
+        self._events.append({**snap, "event": "call", "key": call.key})
+        self.series.append(self._series_row(snap, call))
+        for reminder in self._reminders_waiting:
+            self._events.append({"event": "reminder", "session_id": snap["session_id"],
+                                 "segment": self._seg.index, **reminder})
+        self._reminders_waiting.clear()
+
+    @staticmethod
+    def _series_row(snap: dict, call: _Call) -> dict:
+        return {"call": call.index, "key": call.key, "at": _iso(call.t), "segment": snap["segment"],
+                "totalStock": snap["totalStock"], "L": snap["L"], "B": snap["B"], "B_default": snap["B_default"],
+                "x": snap["x"], "u": snap["u"], "xSweet": snap["xSweet"], "bp": snap["bp"],
+                "bill_cycle_usd": snap["bill_cycle_usd"], "laps": snap["laps"], "lamp": snap["lamp"]["state"]}
+
+    def live_series(self) -> list[dict]:
+        """The per-call series including the call whose replay line is still pending."""
+        if self._pending_line is None:
+            return list(self.series)
+        return [*self.series, self._series_row(self.snapshot(), self._pending_line)]
+
+    def drain_events(self) -> list[dict]:
+        events, self._events = self._events, []
+        return events
+
+    def snapshot(self) -> dict:
+        """The status snapshot now (section 10)."""
+        seg, cfg = self._seg, self.config
+        last = seg.calls[-1] if seg.calls else None
+        stock = last.stock if last else 0
+        b_def = self.b_default()
+        b_all = self.b_all()
+        g = self._g()
+        p = seg.price
+        p_w = self._p_w()
+        c_ratio = self._c_ratio()
+        gate_open = b_def > 0 and c_ratio > 0
+        x = u = x_sweet = dhat = mf = pp = None
+        skeleton = None
+        br = None
+        if gate_open:
+            curve = Curve(p_w, p.p_r, b_def, g)
+            n_star = curve.n_star
+            x = stock / b_def
+            x_sweet = 1 + g * n_star / b_def
+            u = max(0.0, (x - 1) / (x_sweet - 1))
+            dhat = (x_sweet - x) * b_def / g
+            mf = (p.p_r * stock + p_w * g) / curve.a_star
+            pp = 1 / (c_ratio * (x - 1)) if x > 1 else None
+            skeleton = curve.skeleton(cfg.eps_amber, cfg.eps_crit, u)
+            br = self._burn_rate()
+        lamp = self._lamp(gate_open, u, skeleton)
+        ttl = 3600 if p is not None and p_w == p.p_w1h and seg.cw1h_sum > seg.cw5_sum else 300
+        limit = p.context_window if p is not None else 200_000
+        return {
+            "session_id": self.session_id or posixpath.basename(self.transcript).removesuffix(".jsonl"),
+            "transcript": self.transcript,
+            "project": self.cwd,
+            "segment": seg.index,
+            "calls": len(self._calls),
+            "turns": self._turns,
+            "model": seg.model,
+            "price_source": seg.price_source,
+            "totalStock": stock,
+            "L": seg.L,
+            "L_peak": seg.L_peak,
+            "B": int(min(b_all, stock)),
+            "B_default": int(b_def),
+            "floor": seg.floor,
+            "D": int(max(0, b_all - seg.L)),
+            "g": g,
+            "cRatio": c_ratio,
+            "x": x if gate_open else 1,
+            "xSweet": x_sweet,
+            "u": u,
+            "dhat": dhat,
+            "mf": mf,
+            "pp": pp,
+            "bp": last.rho if last else 0.0,
+            "br": br,
+            "bill_cycle_usd": seg.bill_cycle,
+            "wallet_phase": seg.phase,
+            "laps": seg.laps,
+            "lamp": lamp,
+            "skeleton": skeleton,
+            "reminder": self.last_reminder,
+            "spend": {"bill_in_usd": seg.bill_in, "bill_out_usd": seg.bill_out},
+            "window": {"tokens": stock, "limit": limit, "pct": 100.0 * stock / limit if limit else None},
+            "cache": {"ttl_s": ttl, "expires_at": _iso(seg.last_t + ttl) if seg.last_t is not None else None,
+                      "cold_rewrite_usd": p_w * stock},
+            "skipped_lines": self.skipped_lines,
+            "updated_at": _iso(self._last_t),
+        }
+
+    def _lamp(self, gate_open: bool, u: float | None, skeleton: dict | None) -> dict:
+        if self.transcript_missing:
+            return {"state": "no_transcript", "colour": "white", "reason": "the transcript file is gone"}
+        if not gate_open:
+            seg = self._seg
+            if seg.model is None:
+                why = "no call measured yet in this segment"
+            elif seg.price is None:
+                why = f"no price for model {seg.model}"
+            else:
+                why = "no positive baseline yet"
+            return {"state": "insufficient_data", "colour": "white", "reason": why}
+        if u < skeleton["u_mirror"]:
+            return {"state": "warming", "colour": "white",
+                    "reason": f"fresh context: u={u:.2f}, green from {skeleton['u_mirror']:.2f}"}
+        if u < skeleton["u_amber"]:
+            side = "before" if u < 1 else "past"
+            return {"state": "good", "colour": "green", "reason": f"near the sweet spot ({side} it): u={u:.2f}"}
+        if u < skeleton["u_crit"]:
+            return {"state": "warning", "colour": "amber",
+                    "reason": f"past the sweet spot: u={u:.2f}, a restart starts paying off"}
+        return {"state": "critical", "colour": "red", "reason": f"far past the sweet spot: u={u:.2f}, restart now"}
+
+    def _burn_rate(self) -> float | None:
+        seg = self._seg
+        if not seg.calls or seg.last_t is None:
+            return None
+        start = seg.last_t - self.config.br_window_s
+        total = sum(c.drent for c in seg.calls if c.t is not None and c.t >= start)
+        first = seg.started_t if seg.started_t is not None else seg.last_t
+        span = max(60.0, seg.last_t - max(start, first))
+        return total * 3600.0 / span
+
+    # ---- segment profiles (sections 5 settlement, 10) ------------------------------------
+
+    def _archive(self, reason: str, t: float | None) -> dict | None:
+        seg = self._seg
+        if not seg.calls:
+            return None
+        snap = self.snapshot()
+        b_all = self.b_all()
+        floor = seg.floor or 0
+        scale = 1.0
+        if b_all > floor and (seg.L_peak - floor) / (b_all - floor) < 1:
+            scale = max(0.0, (seg.L_peak - floor) / (b_all - floor))
+        ended = t if t is not None else seg.last_t
+        profile = {
+            "session_id": snap["session_id"], "segment": seg.index,
+            "started_at": _iso(seg.started_t), "ended_at": _iso(ended), "end_reason": reason,
+            "model": seg.model, "calls": len(seg.calls), "turns": seg.turns,
+            "B": snap["B"], "L_peak": seg.L_peak, "g": snap["g"], "br": snap["br"], "mf": snap["mf"],
+            "bill_in_usd": seg.bill_in, "bill_out_usd": seg.bill_out, "rent_usd": seg.bill_cycle,
+            "laps": seg.laps,
+            "duration_s": (ended - seg.started_t) if ended is not None and seg.started_t is not None else 0.0,
+            "path_totals": {p: int(math.floor(c * scale)) for p, c in sorted(seg.contrib.items())},
+        }
+        self.profiles.append(profile)
+        return profile
+
+    def finish(self, end_reason: str = "end") -> dict | None:
+        """Close the open segment (end of replay, rotation, shutdown) and queue the end event."""
+        if self._finished:
+            return None
+        self._finished = True
+        self._emit_pending()
+        profile = self._archive(end_reason, self._seg.last_t)
+        self._events.append({"event": "end", "segments": list(self.profiles), "status": self.snapshot(),
+                             "skipped_lines": self.skipped_lines})
+        return profile
+
+    def ledger_state(self) -> dict:
+        """What the rent ledger checkpoint keeps for this session."""
+        seg = self._seg
+        return {"session_id": self.snapshot()["session_id"], "segment": seg.index, "calls": len(self._calls),
+                "laps": seg.laps, "wallet_phase": seg.phase, "bill_cycle_usd": seg.bill_cycle,
+                "reminder": self.last_reminder}

@@ -1,0 +1,39 @@
+"""Token counts at ingestion: o200k_base, cached by content hash.
+
+Identical texts (a file read twice, a corpus of copies) are tokenized once.
+The ratio to Claude's tokenizer is applied by the caller per model family.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Callable
+
+
+class TokenCounter:
+    def __init__(self, encode_len: Callable[[str], int], use_cache: bool = True) -> None:
+        self._encode_len = encode_len
+        self._cache: dict[bytes, int] | None = {} if use_cache else None
+        self.hits = 0
+        self.misses = 0
+
+    def count(self, text: str) -> int:
+        """o200k token count of `text`."""
+        if not text:
+            return 0
+        if self._cache is None:
+            self.misses += 1
+            return self._encode_len(text)
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        n = self._cache.get(key)
+        if n is None:
+            self.misses += 1
+            n = self._cache[key] = self._encode_len(text)
+        else:
+            self.hits += 1
+        return n
+
+    def tok(self, text: str, ratio: float) -> int:
+        """tok(text) = ceil(n_o200k(text) * ratio), as MEASUREMENT.md section 5 defines it."""
+        n = self.count(text)
+        return math.ceil(n * ratio) if n else 0

@@ -1,0 +1,74 @@
+"""Building engines the same way everywhere (replay, live service, demo, benches).
+
+The one place that loads prices and the offline tokenizer and turns config
+into an EngineConfig, so that replay and live ingestion cannot drift apart.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from service.engine import EngineConfig, PriceTable, SessionEngine, TokenCounter
+from service.fsprobe import make_path_exists
+
+
+@lru_cache(maxsize=1)
+def bundled_prices_json() -> dict:
+    from resources import resource_path
+
+    with open(resource_path("prices.json"), "rb") as fh:
+        return json.load(fh)
+
+
+def load_prices(override: Path | None = None) -> PriceTable:
+    table = PriceTable.from_json(bundled_prices_json())
+    if override is not None and override.exists():
+        with open(override, "rb") as fh:
+            table = table.merged(json.load(fh))
+    return table
+
+
+_counter: TokenCounter | None = None
+
+
+def shared_counter(use_cache: bool = True) -> TokenCounter:
+    """One token counter per process, so identical texts are tokenized once across sessions."""
+    global _counter
+    if not use_cache:
+        from service.tokenizer_setup import encode_len
+
+        return TokenCounter(encode_len, use_cache=False)
+    if _counter is None:
+        from service.tokenizer_setup import encode_len
+
+        _counter = TokenCounter(encode_len)
+    return _counter
+
+
+def new_engine(transcript: str, prices: PriceTable, config: EngineConfig | None = None,
+               counter: TokenCounter | None = None) -> SessionEngine:
+    holder: dict = {}
+    engine = SessionEngine(transcript=transcript, prices=prices, counter=counter or shared_counter(),
+                           config=config, path_exists=make_path_exists(lambda: holder["e"].cwd))
+    holder["e"] = engine
+    return engine
+
+
+def replay_file(path: str | Path, prices: PriceTable, config: EngineConfig | None = None,
+                counter: TokenCounter | None = None, chunk_size: int = 1 << 20):
+    """Replay a transcript from byte zero; yields replay events as they become final."""
+    from service.engine import LineSplitter
+
+    engine = new_engine(str(path), prices, config, counter)
+    splitter = LineSplitter()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(chunk_size):
+            for line in splitter.feed(chunk):
+                engine.feed_line(line)
+            yield from engine.drain_events()
+    tail = splitter.flush()
+    if tail is not None:
+        engine.feed_line(tail)  # a file may lack its last newline; a half line is counted as skipped
+    engine.finish("end")
+    yield from engine.drain_events()

@@ -1,0 +1,106 @@
+"""Where ctxlamp keeps its files (platformdirs, app name `ctxlamp`).
+
+`CTXLAMP_HOME` puts everything in one folder (tests, demos, portable use);
+`CLAUDE_CONFIG_DIR` says where Claude Code keeps `projects/`.
+The desktop finds the service through the same rules (see docs/api.md).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+APP = "ctxlamp"
+
+
+@dataclass(frozen=True)
+class Paths:
+    data: Path
+    config: Path
+    runtime: Path
+
+    @property
+    def db(self) -> Path:
+        return self.data / "ctxlamp.db"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.data / "checkpoints"
+
+    @property
+    def ledgers(self) -> Path:
+        return self.data / "ledgers"
+
+    @property
+    def config_file(self) -> Path:
+        return self.config / "config.toml"
+
+    @property
+    def prices_override(self) -> Path:
+        return self.config / "prices.json"
+
+    @property
+    def api_file(self) -> Path:
+        return self.runtime / "api.json"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.runtime / "service.lock"
+
+    @property
+    def log_file(self) -> Path:
+        return self.data / "service.log"
+
+    def ensure(self) -> "Paths":
+        """Create the folders private to the user (0700)."""
+        for folder in {self.data, self.config, self.runtime, self.checkpoints, self.ledgers}:
+            folder.mkdir(parents=True, exist_ok=True)
+            try:
+                os.chmod(folder, 0o700)
+            except OSError:
+                pass
+        return self
+
+
+def app_paths() -> Paths:
+    home = os.environ.get("CTXLAMP_HOME")
+    if home:
+        root = Path(home).expanduser().resolve()
+        return Paths(data=root, config=root, runtime=root)
+    import platformdirs
+
+    data = Path(platformdirs.user_data_dir(APP, appauthor=False))
+    if os.name == "posix" and not os.environ.get("XDG_RUNTIME_DIR") and os.uname().sysname == "Linux":
+        runtime = data / "run"  # no per-login runtime dir (containers, cron): stay private under data
+    else:
+        runtime = Path(platformdirs.user_runtime_dir(APP, appauthor=False))
+    return Paths(data=data, config=Path(platformdirs.user_config_dir(APP, appauthor=False)), runtime=runtime)
+
+
+def claude_dir() -> Path:
+    """Claude Code's config folder: $CLAUDE_CONFIG_DIR, else ~/.claude."""
+    env = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".claude"
+
+
+def claude_projects() -> Path:
+    return claude_dir() / "projects"
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Atomic write (temp file + rename), mode 0600, so a crash never leaves half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

