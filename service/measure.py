@@ -47,20 +47,21 @@ def shared_counter(use_cache: bool = True) -> TokenCounter:
 
 
 def new_engine(transcript: str, prices: PriceTable, config: EngineConfig | None = None,
-               counter: TokenCounter | None = None) -> SessionEngine:
+               counter: TokenCounter | None = None, full_events: bool = True) -> SessionEngine:
     holder: dict = {}
     engine = SessionEngine(transcript=transcript, prices=prices, counter=counter or shared_counter(),
-                           config=config, path_exists=make_path_exists(lambda: holder["e"].cwd))
+                           config=config, path_exists=make_path_exists(lambda: holder["e"].cwd),
+                           full_events=full_events)
     holder["e"] = engine
     return engine
 
 
 def replay_file(path: str | Path, prices: PriceTable, config: EngineConfig | None = None,
-                counter: TokenCounter | None = None, chunk_size: int = 1 << 20):
+                counter: TokenCounter | None = None, chunk_size: int = 1 << 20, full_events: bool = True):
     """Replay a transcript from byte zero; yields replay events as they become final."""
     from service.engine import LineSplitter
 
-    engine = new_engine(str(path), prices, config, counter)
+    engine = new_engine(str(path), prices, config, counter, full_events)
     splitter = LineSplitter()
     with open(path, "rb") as fh:
         while chunk := fh.read(chunk_size):

@@ -39,13 +39,23 @@ class Curve:
         disc = max(0.0, b * b - 4 * a * c)
         return ((-b + math.sqrt(disc)) / (2 * a)) / n_star
 
-    def skeleton(self, eps_amber: float, eps_crit: float, u_now: float) -> dict:
+    def skeleton(self, eps_amber: float, eps_crit: float, u_now: float, with_curve: bool = True) -> dict:
         u_amber = self.landmark(eps_amber)
         u_crit = self.landmark(eps_crit)
-        u_max = max(1.2 * u_crit, 1.1 * u_now)
+        out = {"u_mirror": max(0.0, 2 - u_amber), "u_amber": u_amber, "u_crit": u_crit, "curve": None}
+        if with_curve:
+            out["curve"] = self.sampled(max(1.2 * u_crit, 1.1 * u_now))
+        return out
+
+    def sampled(self, u_max: float) -> list[list[float]]:
+        """A(u*N*)/A* at SKELETON_POINTS points over 0 < u <= u_max (A written as c/N + k + r*N)."""
         n_star, a_star = self.n_star, self.a_star
-        curve = []
+        c = self.p_w * self.B0
+        k = self.p_r * self.B0 + self.p_w * self.g - self.p_r * self.g / 2
+        r = self.p_r * self.g / 2
+        step = u_max / SKELETON_POINTS
+        pts = []
         for j in range(1, SKELETON_POINTS + 1):
-            u = u_max * j / SKELETON_POINTS
-            curve.append([u, self.A(u * n_star) / a_star])
-        return {"u_mirror": max(0.0, 2 - u_amber), "u_amber": u_amber, "u_crit": u_crit, "curve": curve}
+            n = j * step * n_star
+            pts.append([j * step, (c / n + k + r * n) / a_star])
+        return pts

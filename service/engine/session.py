@@ -116,6 +116,7 @@ class _Segment:
     cw5_sum: int = 0
     cw1h_sum: int = 0
     contrib: dict[str, int] = field(default_factory=dict)
+    contrib_version: int = 0
     queued: list[tuple] = field(default_factory=list)  # tool events waiting for the model
     bill_in: float = 0.0
     bill_out: float = 0.0
@@ -131,8 +132,9 @@ class SessionEngine:
 
     def __init__(self, transcript: str, prices: PriceTable, counter: TokenCounter,
                  config: EngineConfig | None = None,
-                 path_exists: Callable[[str], bool] | None = None) -> None:
+                 path_exists: Callable[[str], bool] | None = None, full_events: bool = True) -> None:
         self.transcript = transcript
+        self.full_events = full_events  # False: call events carry the series row only (the service's replay)
         self.prices = prices
         self.counter = counter
         self.config = config or EngineConfig()
@@ -143,6 +145,9 @@ class SessionEngine:
         self.transcript_missing = False
         self.excluded: set[str] = set()
         self._exists_cache: dict[str, bool] = {}
+        self._selection_version = 0
+        self._b_default_key: tuple | None = None
+        self._b_default = 0.0
         self._calls: dict[str, _Call] = {}
         self._anon = 0
         self._seg = _Segment(index=0)
@@ -311,6 +316,7 @@ class SessionEngine:
             for old, new in payload:
                 c = max(0, c + self.counter.tok(new, ratio) - self.counter.tok(old, ratio))
             seg.contrib[path] = c
+        seg.contrib_version += 1
         if path not in self._exists_cache:
             self._exists_cache[path] = bool(self._path_exists(path))
 
@@ -464,7 +470,11 @@ class SessionEngine:
         seg = self._seg
         if seg.floor is None:
             return 0.0
-        return seg.floor + sum(c for p, c in seg.contrib.items() if self._selected(p) is None)
+        key = (id(seg), seg.floor, seg.contrib_version, self._selection_version)
+        if self._b_default_key != key:
+            self._b_default_key = key
+            self._b_default = seg.floor + sum(c for p, c in seg.contrib.items() if self._selected(p) is None)
+        return self._b_default
 
     def b_all(self) -> float:
         seg = self._seg
@@ -473,10 +483,17 @@ class SessionEngine:
     def set_excluded(self, paths: set[str]) -> None:
         """Revaluation: later increments use the new baseline; nothing booked is withdrawn."""
         self.excluded = set(paths)
+        self._selection_version += 1
 
     def recheck_paths(self) -> None:
         """Ask again which touched paths still exist (a revaluation)."""
         self._exists_cache = {p: bool(self._path_exists(p)) for p in self._exists_cache}
+        self._selection_version += 1
+
+    def set_config(self, config: EngineConfig) -> None:
+        """New thresholds, g floor, ratios or exclusion globs (a revaluation: nothing booked changes)."""
+        self.config = config
+        self._selection_version += 1
 
     def set_prices(self, prices: PriceTable) -> None:
         """Price change (a revaluation): later calls and increments use the new table."""
@@ -495,9 +512,11 @@ class SessionEngine:
         call, self._pending_line = self._pending_line, None
         if call is None:
             return
-        snap = self.snapshot()
-        self._events.append({**snap, "event": "call", "key": call.key})
-        self.series.append(self._series_row(snap, call))
+        snap = self.snapshot(with_curve=self.full_events)
+        row = self._series_row(snap, call)
+        self.series.append(row)
+        self._events.append({**snap, "event": "call", "key": call.key} if self.full_events
+                            else {**row, "event": "call", "session_id": snap["session_id"]})
         for reminder in self._reminders_waiting:
             self._events.append({"event": "reminder", "session_id": snap["session_id"],
                                  "segment": self._seg.index, **reminder})
@@ -514,14 +533,14 @@ class SessionEngine:
         """The per-call series including the call whose replay line is still pending."""
         if self._pending_line is None:
             return list(self.series)
-        return [*self.series, self._series_row(self.snapshot(), self._pending_line)]
+        return [*self.series, self._series_row(self.snapshot(with_curve=False), self._pending_line)]
 
     def drain_events(self) -> list[dict]:
         events, self._events = self._events, []
         return events
 
-    def snapshot(self) -> dict:
-        """The status snapshot now (section 10)."""
+    def snapshot(self, with_curve: bool = True) -> dict:
+        """The status snapshot now (section 10). Without the curve, the skeleton keeps only its landmarks."""
         seg, cfg = self._seg, self.config
         last = seg.calls[-1] if seg.calls else None
         stock = last.stock if last else 0
@@ -544,7 +563,7 @@ class SessionEngine:
             dhat = (x_sweet - x) * b_def / g
             mf = (p.p_r * stock + p_w * g) / curve.a_star
             pp = 1 / (c_ratio * (x - 1)) if x > 1 else None
-            skeleton = curve.skeleton(cfg.eps_amber, cfg.eps_crit, u)
+            skeleton = curve.skeleton(cfg.eps_amber, cfg.eps_crit, u, with_curve)
             br = self._burn_rate()
         lamp = self._lamp(gate_open, u, skeleton)
         ttl = 3600 if p is not None and p_w == p.p_w1h and seg.cw1h_sum > seg.cw5_sum else 300
