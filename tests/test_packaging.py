@@ -1,0 +1,62 @@
+"""packaging/: the frozen build runs, and the desktop, systemd and launchd files are valid."""
+from __future__ import annotations
+
+import configparser
+import json
+import plistlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT, SHARED
+
+PACKAGING = ROOT / "packaging"
+
+
+def test_desktop_entry_is_valid():
+    tool = shutil.which("desktop-file-validate")
+    if tool is None:
+        pytest.skip("desktop-file-validate is not installed (apt-get install desktop-file-utils)")
+    proc = subprocess.run([tool, str(PACKAGING / "ctxlamp.desktop")], capture_output=True, text=True)
+    assert proc.returncode == 0 and not proc.stdout.strip(), proc.stdout + proc.stderr
+
+
+def test_systemd_unit_and_launchd_plist_start_the_service():
+    unit = configparser.ConfigParser(interpolation=None)
+    unit.read(PACKAGING / "ctxlamp.service")
+    assert unit["Service"]["ExecStart"].endswith("ctxlamp serve")
+    assert unit["Install"]["WantedBy"] == "default.target"
+    plist = plistlib.loads((PACKAGING / "io.ctxlamp.service.plist").read_bytes())
+    assert plist["ProgramArguments"][-1] == "serve" and plist["RunAtLoad"] is True
+
+
+@pytest.fixture(scope="module")
+def frozen(tmp_path_factory):
+    if shutil.which("pyinstaller", path=str(ROOT / ".venv" / "bin")) is None and shutil.which("pyinstaller") is None:
+        pytest.skip("pyinstaller is not installed")
+    out = tmp_path_factory.mktemp("frozen")
+    proc = subprocess.run([sys.executable, "-m", "PyInstaller", str(PACKAGING / "ctxlamp.spec"), "--noconfirm",
+                           "--distpath", str(out / "dist"), "--workpath", str(out / "work"), "--log-level", "ERROR"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out / "dist" / "ctxlamp" / "ctxlamp"
+
+
+def test_frozen_build_reports_its_version(frozen):
+    proc = subprocess.run([str(frozen), "--version"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.startswith("ctxlamp ")
+
+
+def test_frozen_replay_matches_the_source_tree(frozen, tmp_path):
+    fixture = SHARED / "fixtures/real/chiphuyen-sniffly/d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
+    env = {"CTXLAMP_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    frozen_out = subprocess.run([str(frozen), "replay", str(fixture), "--jsonl"], capture_output=True,
+                                timeout=120, env=env)
+    source_out = subprocess.run([sys.executable, "-m", "service.cli", "replay", str(fixture), "--jsonl"],
+                                capture_output=True, timeout=120, cwd=ROOT, env={**env, "PATH": "/usr/bin:/bin"})
+    assert frozen_out.returncode == 0, frozen_out.stderr
+    a = [json.loads(x) for x in frozen_out.stdout.splitlines()]
+    b = [json.loads(x) for x in source_out.stdout.splitlines()]
+    assert a == b and a[-1]["event"] == "end"
