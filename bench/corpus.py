@@ -23,6 +23,7 @@ FIXTURES = (ROOT / ".." / "shared" / "fixtures").resolve()
 
 _ID = re.compile(rb'"(msg_[A-Za-z0-9_]+|req_[A-Za-z0-9_]+|toolu_[A-Za-z0-9_]+|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}'
                  rb'-[0-9a-f]{4}-[0-9a-f]{12}|agent-[0-9a-f]+|a[0-9a-f]{16})"')
+_UUID = re.compile(rb'(?<![0-9a-f])([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![0-9a-f])')
 _TIME = re.compile(rb'"(20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)"')
 _NEWLINE = re.compile(rb'\\n(?=[^"\\])')  # an escaped newline inside a JSON string, text following
 
@@ -60,7 +61,10 @@ def _shifter(days: int):
 
 
 def rewrite(data: bytes, copy: int, vary: bool) -> bytes:
-    out = _ID.sub(_renamer(copy), data)
+    fresh = _renamer(copy)
+    # uuids everywhere, also inside texts ("read the full transcript at: .../<session>.jsonl"); other ids as strings
+    out = _UUID.sub(lambda m: fresh(m).strip(b'"'), data)
+    out = _ID.sub(lambda m: m.group(0) if _UUID.fullmatch(m.group(1)) else fresh(m), out)
     out = _TIME.sub(_shifter(copy), out)
     if vary:  # a marker after every newline inside texts: new texts of the same shape and size
         mark = b"\\n" + f"{copy % 97:02d}".encode()
@@ -68,14 +72,15 @@ def rewrite(data: bytes, copy: int, vary: bool) -> bytes:
     return out
 
 
-def build(mb: float, out: Path, seed: int = 7, vary_share: float = 0.5) -> dict:
+def build(mb: float, out: Path, seed: int = 7, vary_share: float = 0.5, max_files: int | None = None) -> dict:
+    """Copies of the fixtures until `mb` is reached (or `max_files` transcripts are written)."""
     rnd = random.Random(seed)
     target = int(mb * (1 << 20))
     files = sources()
     originals = {p: p.read_bytes() for p in files}
     projects = out / ".claude" / "projects"
     written, copy, count = 0, 0, 0
-    while written < target:
+    while written < target and (max_files is None or count < max_files):
         copy += 1
         vary = rnd.random() < vary_share
         for src, data in originals.items():
@@ -94,7 +99,7 @@ def build(mb: float, out: Path, seed: int = 7, vary_share: float = 0.5) -> dict:
             dest.write_bytes(body)
             written += len(body)
             count += 1
-            if written >= target:
+            if written >= target or count == max_files:
                 break
     return {"files": count, "bytes": written, "copies": copy, "out": str(out)}
 
@@ -104,9 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mb", type=float, default=50)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--files", type=int, help="stop after this many transcripts (the size is then a maximum)")
     ap.add_argument("--vary-share", type=float, default=0.5, help="share of copies whose texts are varied")
     args = ap.parse_args(argv)
-    info = build(args.mb, args.out, args.seed, args.vary_share)
+    info = build(args.mb, args.out, args.seed, args.vary_share, args.files)
     print(f"corpus: {info['files']} files, {info['bytes'] / (1 << 20):.1f} MB in {info['out']}", file=sys.stderr)
     return 0
 

@@ -1,0 +1,98 @@
+"""Where a cold `ctxlamp report` spends its time, phase by phase.
+
+Runs the same steps as service/commands/report.py's build_report (no caches),
+each timed on its own, in fresh processes so every phase starts cold:
+imports, discovery and fingerprints, the tokenizer load (paid once by every
+process that meets an edit), the scan serially and with the process pool, the
+summary, and writing / reading the scan cache.
+
+    python bench/report_phases.py --corpus DIR
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_PHASES = r'''
+import json, os, sys, time
+t0 = time.perf_counter()
+from pathlib import Path
+import orjson
+from service.channels import scan
+from service.channels.summary import build_summary
+from service.commands.report import load_prices
+out = {"imports_s": time.perf_counter() - t0}
+root, workers = Path(sys.argv[1]), int(sys.argv[2])
+t = time.perf_counter()
+files = scan.discover(root)
+fps = {tf.path: scan.fingerprint(tf.path) for tf in files}
+out["discover_s"] = time.perf_counter() - t
+if sys.argv[3] == "1":  # the tokenizer alone, in this process
+    from service.tokenizer_setup import encode_len
+    t = time.perf_counter(); encode_len("x"); out["tokenizer_load_s"] = time.perf_counter() - t
+t = time.perf_counter()
+c0 = os.times()
+res = scan.scan(files, scan.ScanCache(None), workers=workers, fingerprints=fps)
+c1 = os.times()
+out["scan_s"] = time.perf_counter() - t
+out["scan_cpu_s"] = (c1.user + c1.system + c1.children_user + c1.children_system) - (c0.user + c0.system + c0.children_user + c0.children_system)
+t = time.perf_counter(); build_summary(res, load_prices().lookup); out["summary_s"] = time.perf_counter() - t
+t = time.perf_counter()
+blob = orjson.dumps({"files": {k: {"fp": fps[k], "result": v} for k, v in res.items()}})
+out["cache_dump_s"] = time.perf_counter() - t
+t = time.perf_counter(); orjson.loads(blob); out["cache_load_s"] = time.perf_counter() - t
+out["cache_mb"] = len(blob) / (1 << 20)
+out["calls"] = sum(len(r["calls"]) for r in res.values())
+out["files"] = len(files)
+print(json.dumps(out))
+'''
+
+
+def phases(corpus: Path, workers: int, tokenizer_first: bool) -> dict:
+    with tempfile.TemporaryDirectory(prefix="ctxlamp-phases-") as home:  # a fresh data dir, as a cold run has
+        env = {**os.environ, "CTXLAMP_HOME": home}
+        proc = subprocess.run([sys.executable, "-c", _PHASES, str(corpus / ".claude" / "projects"), str(workers),
+                               "1" if tokenizer_first else "0"], capture_output=True, text=True, cwd=ROOT, env=env,
+                              timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-2000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def measure(corpus: Path) -> dict:
+    return {"serial_with_tokenizer_first": phases(corpus, 1, True),
+            "serial": phases(corpus, 1, False),
+            "pool": phases(corpus, os.cpu_count() or 1, False)}
+
+
+def format_phases(r: dict) -> str:
+    a, s, p = r["serial_with_tokenizer_first"], r["serial"], r["pool"]
+    rows = ["| phase | seconds |", "|---|---:|",
+            f"| imports (cli, channels, orjson) | {s['imports_s']:.3f} |",
+            f"| discover + fingerprint {s['files']} files | {s['discover_s']:.3f} |",
+            f"| tokenizer load (o200k ranks + CoreBPE), once per process that meets an edit | {a['tokenizer_load_s']:.3f} |",
+            f"| scan, one process, tokenizer already loaded | {a['scan_s']:.3f} (CPU {a['scan_cpu_s']:.3f}) |",
+            f"| scan, one process, tokenizer loaded on the first edit | {s['scan_s']:.3f} (CPU {s['scan_cpu_s']:.3f}) |",
+            f"| scan, process pool of {os.cpu_count()} (each worker loads the tokenizer) | {p['scan_s']:.3f} (CPU {p['scan_cpu_s']:.3f}) |",
+            f"| summary over {s['calls']} calls | {s['summary_s']:.3f} |",
+            f"| scan cache: write / read ({s['cache_mb']:.1f} MB) | {s['cache_dump_s']:.3f} / {s['cache_load_s']:.3f} |"]
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", type=Path, required=True)
+    args = ap.parse_args(argv)
+    print(format_phases(measure(args.corpus)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""`ctxlamp serve` over a large history: start to first status, and memory after.
+
+With a corpus of `--mb` (default 500 MB) already in CLAUDE_CONFIG_DIR/projects:
+- time from starting the process to the first answer of /api/v1/status;
+- time until the service reports its startup scan done, and until its CPU goes
+  quiet (less than 1% of a core over a second, three times in a row);
+- RSS then (VmRSS; VmHWM is the peak; the tree adds any live child processes).
+
+    python bench/service_start.py --mb 500 [--corpus DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.corpus import build  # noqa: E402
+from bench.service_proc import ServiceProcess, read_proc_stat, tree_rss_mb  # noqa: E402
+
+
+def wait_quiet(pid: int, started: float, timeout: float = 600.0, quiet_pct: float = 1.0, runs: int = 3) -> float:
+    """Seconds from `started` until the process used < quiet_pct % CPU over `runs` consecutive seconds."""
+    deadline = time.perf_counter() + timeout
+    streak, prev = 0, read_proc_stat(pid)
+    while time.perf_counter() < deadline:
+        time.sleep(1.0)
+        cur = read_proc_stat(pid)
+        used = (cur["cpu_s"] + cur["children_cpu_s"]) - (prev["cpu_s"] + prev["children_cpu_s"])
+        prev = cur
+        streak = streak + 1 if used * 100 < quiet_pct else 0
+        if streak >= runs:
+            return time.perf_counter() - started - runs
+    raise TimeoutError("the service did not go quiet")
+
+
+def measure(corpus: Path) -> dict:
+    projects = corpus / ".claude" / "projects"
+    size = sum(p.stat().st_size for p in projects.rglob("*.jsonl"))
+    files = sum(1 for _ in projects.rglob("*.jsonl"))
+    with tempfile.TemporaryDirectory(prefix="ctxlamp-start-") as tmp:
+        with ServiceProcess(Path(tmp) / "home", corpus / ".claude") as svc:
+            first_status = svc.wait_status()
+            scan_done = svc.wait_idle()
+            quiet = wait_quiet(svc.pid, svc.started)
+            st = read_proc_stat(svc.pid)
+            tree = tree_rss_mb(svc.pid)
+            sessions = len(svc.get("/api/v1/status")["sessions"])
+    return {"corpus_mb": size / (1 << 20), "files": files, "first_status_s": first_status,
+            "scan_done_s": scan_done, "quiet_s": quiet, "rss_mb": st["rss_mb"], "hwm_mb": st["hwm_mb"],
+            "tree_rss_mb": tree, "cpu_s": st["cpu_s"] + st["children_cpu_s"], "live_sessions": sessions}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", type=float, default=500)
+    ap.add_argument("--corpus", type=Path, help="an existing corpus (DIR/.claude/projects); else one is built")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="ctxlamp-corpus-") as tmp:
+        corpus = args.corpus or Path(tmp)
+        if args.corpus is None:
+            build(args.mb, corpus)
+        r = measure(corpus)
+    print(f"{r['files']} transcripts, {r['corpus_mb']:.0f} MB: first status after {r['first_status_s']:.2f} s, "
+          f"scan done after {r['scan_done_s']:.1f} s, CPU quiet after {r['quiet_s']:.1f} s "
+          f"({r['cpu_s']:.1f} s CPU); {r['live_sessions']} live sessions")
+    print(f"service_rss_mb={r['rss_mb']:.0f} (peak {r['hwm_mb']:.0f}, with children {r['tree_rss_mb']:.0f})")
+    print(f"start_to_first_status_s={r['first_status_s']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""One savings channel (edit, pinch or retrieval): time-bucket bars, label, export."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QComboBox, QFileDialog, QHeaderView, QHBoxLayout, QLabel, QPushButton, QTableWidget, QTableWidgetItem,
+    QVBoxLayout, QWidget,
+)
+
+from desktop import charts
+from desktop.datasource import DataError
+from desktop.viewmodel import channel_csv, channel_view
+
+TITLES = {"edit": "Edits", "pinch": "Pinch", "retrieval": "Retrieval"}
+
+
+class ChannelTab(QWidget):
+    def __init__(self, name: str, source, parent=None):
+        super().__init__(parent)
+        self.name = name
+        self.source = source
+        self.channel: dict | None = None
+        self.badge = QLabel()
+        self.badge.setTextFormat(Qt.RichText)
+        self.counter = QComboBox()
+        self.bucket = QComboBox()
+        self.bucket.addItems(["day", "hour"])
+        self.csv_button = QPushButton("Export CSV…")
+        self.png_button = QPushButton("Export PNG…")
+        top = QHBoxLayout()
+        top.addWidget(self.badge, 1)
+        top.addWidget(QLabel("show"))
+        top.addWidget(self.counter)
+        top.addWidget(QLabel("per"))
+        top.addWidget(self.bucket)
+        top.addWidget(self.csv_button)
+        top.addWidget(self.png_button)
+        self.plot = charts.new_plot(TITLES.get(name, name), "", "", date_axis=True)
+        self.totals = QTableWidget(0, 2)
+        self.totals.setHorizontalHeaderLabels(["total", "value"])
+        self.totals.verticalHeader().setVisible(False)
+        self.totals.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeToContents)
+        self.totals.horizontalHeader().setStretchLastSection(True)
+        self.totals.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.totals.setMaximumHeight(170)
+        self.sources = QLabel()
+        self.sources.setWordWrap(True)
+        lay = QVBoxLayout(self)
+        lay.addLayout(top)
+        lay.addWidget(self.plot, 1)
+        lay.addWidget(self.totals)
+        lay.addWidget(self.sources)
+        self.counter.currentTextChanged.connect(lambda _=None: self.redraw())
+        self.bucket.currentTextChanged.connect(lambda _=None: self.reload())
+        self.csv_button.clicked.connect(self._ask_csv)
+        self.png_button.clicked.connect(self._ask_png)
+        self.show_channel(None)
+
+    def reload(self) -> None:
+        try:
+            self.show_channel(self.source.channel(self.name, self.bucket.currentText()))
+        except DataError as exc:
+            self.show_channel(None)
+            self.sources.setText(f"Could not load the {self.name} channel: {exc}")
+
+    def show_channel(self, channel: dict | None) -> None:
+        self.channel = channel
+        view = channel_view(channel)
+        self.counter.blockSignals(True)
+        current = self.counter.currentText()
+        self.counter.clear()
+        self.counter.addItems(view.counters)
+        if current in view.counters:
+            self.counter.setCurrentText(current)
+        self.counter.blockSignals(False)
+        colour = {"measured": "#1d6b2f", "estimated": "#8a5a00"}.get(view.label, "#555")
+        self.badge.setText(f"<span style='color:{colour}; font-weight:bold'>{view.label.upper()}</span>"
+                           f" &nbsp;{TITLES.get(self.name, self.name)} per {self.bucket.currentText()}")
+        self.totals.setRowCount(len(view.totals))
+        for r, (k, v) in enumerate(view.totals):
+            self.totals.setItem(r, 0, QTableWidgetItem(k))
+            item = QTableWidgetItem(v)
+            item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+            self.totals.setItem(r, 1, item)
+        self.sources.setText(f"Sources: {view.sources}" if view.sources else "")
+        self.redraw()
+
+    def redraw(self) -> None:
+        view = channel_view(self.channel, self.counter.currentText() or None)
+        self.plot.setLabel("left", self.counter.currentText() or "")
+        charts.draw_bars(self.plot, view)
+
+    # ---- export ----
+    def export_csv(self, path: Path) -> Path:
+        Path(path).write_text(channel_csv(self.channel), encoding="utf-8")
+        return Path(path)
+
+    def export_png(self, path: Path) -> Path:
+        self.plot.grab().save(str(path), "PNG")
+        return Path(path)
+
+    def _ask_csv(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export CSV", f"ctxlamp-{self.name}.csv", "CSV (*.csv)")
+        if path:
+            self.export_csv(Path(path))
+
+    def _ask_png(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export PNG", f"ctxlamp-{self.name}.png", "PNG (*.png)")
+        if path:
+            self.export_png(Path(path))

@@ -1,0 +1,110 @@
+"""Where the window gets its data: the live API, or the bundled demo files.
+
+Both answer the same calls with the dicts docs/api.md defines, so the window
+and `ctxlamp screenshot --demo` run the same code.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from desktop.client import ApiClient, ApiError
+
+CHANNELS = ("edit", "pinch", "retrieval")
+
+
+class DataError(RuntimeError):
+    pass
+
+
+class ApiSource:
+    """The live service (every call may raise DataError when it is down)."""
+
+    live = True
+
+    def __init__(self, client: ApiClient | None = None):
+        self.client = client or ApiClient()
+
+    def _call(self, fn, *a, **kw):
+        try:
+            return fn(*a, **kw)
+        except ApiError as exc:
+            raise DataError(str(exc)) from None
+
+    def status(self) -> dict:
+        return self._call(self.client.status)
+
+    def series(self, session_id: str) -> dict:
+        return self._call(self.client.series, session_id)
+
+    def segments(self) -> dict:
+        return self._call(self.client.segments)
+
+    def channel(self, name: str, bucket: str = "day") -> dict:
+        return self._call(self.client.channel, name, bucket)
+
+    def select(self, session_id: str, exclude=(), include=()) -> dict:
+        return self._call(self.client.select, session_id, list(exclude), list(include))
+
+    def config(self) -> dict:
+        return self._call(self.client.config)
+
+    def save_config(self, changes: dict) -> dict:
+        return self._call(self.client.save_config, changes)
+
+
+def demo_dir() -> Path:
+    import resources
+
+    return Path(resources.__file__).resolve().parent / "demo"
+
+
+class DemoSource:
+    """The bundled demo (resources/demo/*.json, made by make_demo.py). Nothing is written."""
+
+    live = False
+
+    def __init__(self, folder: Path | None = None):
+        folder = folder or demo_dir()
+        try:
+            load = lambda name: json.loads((folder / name).read_text(encoding="utf-8"))  # noqa: E731
+            self._status = load("status.json")
+            self._series = load("series.json")
+            self._segments = load("segments.json")
+            self._channels = load("channels.json")
+            self._config = load("config.json")
+        except (OSError, ValueError) as exc:
+            raise DataError(f"demo data unreadable in {folder}: {exc}") from None
+
+    def status(self) -> dict:
+        return copy.deepcopy(self._status)
+
+    def series(self, session_id: str) -> dict:
+        if session_id not in self._series:
+            raise DataError(f"no session {session_id}")
+        return copy.deepcopy(self._series[session_id])
+
+    def segments(self) -> dict:
+        return copy.deepcopy(self._segments)
+
+    def channel(self, name: str, bucket: str = "day") -> dict:
+        return copy.deepcopy(self._channels[name])
+
+    def select(self, session_id: str, exclude=(), include=()) -> dict:
+        """The demo cannot revalue; it records the ticks and returns the snapshot unchanged."""
+        for p in self._series.get(session_id, {}).get("paths", []):
+            if p["path"] in exclude:
+                p["selected"], p["why"] = False, "excluded"
+            elif p["path"] in include:
+                p["selected"], p["why"] = True, None
+        for s in self._status["sessions"]:
+            if s["session_id"] == session_id:
+                return copy.deepcopy(s)
+        raise DataError(f"no session {session_id}")
+
+    def config(self) -> dict:
+        return copy.deepcopy(self._config)
+
+    def save_config(self, changes: dict) -> dict:
+        raise DataError("the demo does not save settings")

@@ -1,0 +1,131 @@
+"""The live event stream (SSE at /api/v1/events) read in a QThread.
+
+The thread blocks on the socket, so nothing wakes the CPU while the service
+has nothing to say. When the stream ends (the service restarted, or is not up
+yet) it waits with backoff and reconnects, re-reading api.json each time
+because a restarted service has a new port and token.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+
+from PySide6.QtCore import QThread, Signal
+
+from desktop.discovery import read_api_info
+from desktop.sse import SseParser
+
+BACKOFF = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+
+
+class EventStream(QThread):
+    snapshot = Signal(dict)
+    reminder = Signal(dict)
+    service = Signal(dict)
+    connected = Signal()
+    disconnected = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._stop = threading.Event()
+        self._kick = threading.Event()  # cuts a backoff wait short (service came up)
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+
+    def stop(self, wait_ms: int = 5000) -> bool:
+        """Stop the thread: wake any backoff wait and cut the blocking read. True once it ended."""
+        self._stop.set()
+        self._kick.set()
+        self._cut()
+        return self.wait(wait_ms)
+
+    def reconnect_now(self) -> None:
+        """Reconnect now: drop the current connection or cut the backoff wait short."""
+        self._kick.set()
+        self._cut()
+
+    def wake(self) -> None:
+        """Try again now if waiting between attempts (api.json appeared); a live stream is left alone."""
+        self._kick.set()
+
+    def _cut(self) -> None:
+        # http.client drops conn.sock once a "Connection: close" response starts, while the
+        # response keeps reading from it; so we keep our own reference to the socket.
+        with self._lock:
+            sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def run(self) -> None:  # noqa: D401 - QThread entry
+        attempt = 0
+        while not self._stop.is_set():
+            was_connected, reason = self._stream_once()
+            if self._stop.is_set():
+                break
+            if was_connected:  # a stream that worked: start the backoff afresh
+                attempt = 0
+            self.disconnected.emit(reason)
+            delay = BACKOFF[min(attempt, len(BACKOFF) - 1)]
+            attempt += 1
+            self._kick.wait(delay)
+            self._kick.clear()
+
+    def _stream_once(self) -> tuple[bool, str]:
+        """Read the stream until it ends: (had it connected, why it ended)."""
+        info = read_api_info()
+        if info is None:
+            return False, "the service is not running (no api.json)"
+        was_connected = False
+        conn = http.client.HTTPConnection("127.0.0.1", info.port, timeout=10)
+        try:
+            conn.connect()
+            with self._lock:
+                self._sock = conn.sock
+            if self._stop.is_set():
+                return False, "stopped"
+            conn.request("GET", "/api/v1/events", headers={
+                "Authorization": f"Bearer {info.token}", "Accept": "text/event-stream",
+                "Cache-Control": "no-cache"})
+            resp = conn.getresponse()
+            if resp.status != 200:
+                return False, f"event stream answered {resp.status}"
+            with self._lock:
+                sock = self._sock
+            if sock is not None:
+                sock.settimeout(None)  # block until the service speaks: no idle wake-ups
+            was_connected = True
+            self.connected.emit()
+            parser = SseParser()
+            while not self._stop.is_set():
+                raw = resp.fp.readline()
+                if not raw:
+                    return True, "the event stream ended"
+                ev = parser.feed_line(raw.decode("utf-8", "replace"))
+                if ev:
+                    self._dispatch(*ev)
+            return was_connected, "stopped"
+        except (OSError, http.client.HTTPException) as exc:
+            return was_connected, f"event stream: {exc}"
+        finally:
+            with self._lock:
+                self._sock = None
+            conn.close()
+
+    def _dispatch(self, name: str, data: str) -> None:
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            return
+        if not isinstance(obj, dict):
+            return
+        if name == "snapshot":
+            self.snapshot.emit(obj)
+        elif name == "reminder":
+            self.reminder.emit(obj)
+        elif name == "service":
+            self.service.emit(obj)

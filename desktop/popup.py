@@ -1,0 +1,70 @@
+"""The fallback reminder where the tray cannot show messages: a small frameless
+always-on-top window that never takes focus, with the same two actions."""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+
+class ReminderPopup(QWidget):
+    handoff_requested = Signal()
+    snooze_requested = Signal()
+
+    FLAGS = Qt.Tool | Qt.FramelessWindowHint | Qt.WindowStaysOnTopHint | Qt.WindowDoesNotAcceptFocus
+
+    def __init__(self, parent=None):
+        super().__init__(parent, self.FLAGS)
+        self.setAttribute(Qt.WA_ShowWithoutActivating, True)
+        self.setFocusPolicy(Qt.NoFocus)
+        self.setObjectName("ctxlampReminder")
+        frame = QFrame(self)
+        frame.setObjectName("card")
+        frame.setStyleSheet(
+            "#card { background: #fff8e6; border: 2px solid #e69500; border-radius: 8px; }"
+            "QLabel { color: #222; } QPushButton { padding: 4px 10px; }")
+        self.title = QLabel()
+        self.title.setStyleSheet("font-weight: bold;")
+        self.title.setWordWrap(True)
+        self.body = QLabel()
+        self.body.setWordWrap(True)
+        self.handoff = QPushButton("Prepare handoff")
+        self.snooze = QPushButton("Snooze")
+        self.close_button = QPushButton("×")
+        self.close_button.setFixedWidth(28)
+        for b in (self.handoff, self.snooze, self.close_button):
+            b.setFocusPolicy(Qt.NoFocus)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(self.handoff)
+        row.addWidget(self.snooze)
+        row.addWidget(self.close_button)
+        inner = QVBoxLayout(frame)
+        inner.addWidget(self.title)
+        inner.addWidget(self.body)
+        inner.addLayout(row)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(frame)
+        self.setFixedWidth(380)
+        self.handoff.clicked.connect(self._handoff)
+        self.snooze.clicked.connect(self._snooze)
+        self.close_button.clicked.connect(self.hide)
+
+    def show_message(self, title: str, body: str) -> None:
+        self.title.setText(title)
+        self.body.setText(body)
+        self.adjustSize()
+        screen = QGuiApplication.primaryScreen()
+        if screen is not None:
+            geo = screen.availableGeometry()
+            self.move(geo.right() - self.width() - 16, geo.top() + 16)
+        self.show()
+
+    def _handoff(self) -> None:
+        self.hide()
+        self.handoff_requested.emit()
+
+    def _snooze(self) -> None:
+        self.hide()
+        self.snooze_requested.emit()

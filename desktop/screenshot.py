@@ -1,0 +1,141 @@
+"""`ctxlamp screenshot --out DIR [--demo]`: tray icons and window tabs as PNG files.
+
+Renders on Qt's offscreen platform (unless QT_QPA_PLATFORM says otherwise), so
+it runs on a headless machine and in CI. With --demo it shows the bundled demo
+data (resources/demo/); without, the running service's data.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+ICON_SHEET_SIZES = (16, 32, 64)
+BACKGROUNDS = {"light": "#f2f2f2", "dark": "#202124"}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, type=Path, help="folder for the PNG files")
+    parser.add_argument("--demo", action="store_true", help="use the bundled demo data, not the service")
+    parser.add_argument("--width", type=int, default=1100)
+    parser.add_argument("--height", type=int, default=760)
+
+
+def render_icons(out: Path) -> list[Path]:
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QColor, QPainter, QPixmap
+
+    from desktop.icons import SIZES, lamp_pixmap
+    from desktop.viewmodel import LAMP_COLOURS
+
+    files = []
+    for colour in LAMP_COLOURS:
+        for size in SIZES:
+            path = out / f"icon-{colour}-{size}.png"
+            lamp_pixmap(colour, size).save(str(path), "PNG")
+            files.append(path)
+        for size in ICON_SHEET_SIZES:
+            for bg_name, bg in BACKGROUNDS.items():
+                pm = QPixmap(size, size)
+                pm.fill(QColor(bg))
+                p = QPainter(pm)
+                p.drawPixmap(0, 0, lamp_pixmap(colour, size))
+                p.end()
+                path = out / f"icon-{colour}-{size}-{bg_name}.png"
+                pm.save(str(path), "PNG")
+                files.append(path)
+    # one sheet for people: a row per background, every state at every sheet size
+    cell = 80
+    sheet = QPixmap(cell * len(LAMP_COLOURS) * len(ICON_SHEET_SIZES), cell * len(BACKGROUNDS))
+    sheet.fill(Qt.white)
+    p = QPainter(sheet)
+    for row, bg in enumerate(BACKGROUNDS.values()):
+        p.fillRect(0, row * cell, sheet.width(), cell, QColor(bg))
+        col = 0
+        for colour in LAMP_COLOURS:
+            for size in ICON_SHEET_SIZES:
+                x = col * cell + (cell - size) // 2
+                y = row * cell + (cell - size) // 2
+                p.drawPixmap(x, y, lamp_pixmap(colour, size))
+                col += 1
+    p.end()
+    path = out / "icons-sheet.png"
+    sheet.save(str(path), "PNG")
+    files.append(path)
+    return files
+
+
+def render_window(out: Path, source, width: int, height: int) -> list[Path]:
+    from PySide6.QtWidgets import QApplication
+
+    from desktop.window import TAB_NAMES, MainWindow
+
+    win = MainWindow(source)
+    win.resize(width, height)
+    win.show()
+    win.load_all()
+    files = []
+    for i, name in enumerate(TAB_NAMES):
+        win.tabs.setCurrentIndex(i)
+        for _ in range(3):
+            QApplication.processEvents()
+        path = out / f"window-{name}.png"
+        win.grab().save(str(path), "PNG")
+        files.append(path)
+    win.close()
+    return files
+
+
+def render_popup(out: Path, reminder: dict) -> Path:
+    from PySide6.QtWidgets import QApplication
+
+    from desktop.popup import ReminderPopup
+    from desktop.viewmodel import reminder_message
+
+    popup = ReminderPopup()
+    popup.show_message(*reminder_message(reminder))
+    QApplication.processEvents()
+    path = out / "reminder-popup.png"
+    popup.grab().save(str(path), "PNG")
+    popup.close()
+    return path
+
+
+def _restart_usd(snap: dict) -> float | None:
+    """R = p_w * B_default; the snapshot gives p_w only through the cold re-write of totalStock."""
+    cold = (snap.get("cache") or {}).get("cold_rewrite_usd")
+    if cold is None or not snap.get("totalStock"):
+        return None
+    return cold * (snap.get("B_default") or 0) / snap["totalStock"]
+
+
+def run(args: argparse.Namespace) -> int:
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtWidgets import QApplication
+
+    from desktop.datasource import ApiSource, DataError, DemoSource
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        source = DemoSource() if args.demo else ApiSource()
+        status = source.status()
+    except DataError as exc:
+        print(f"ctxlamp screenshot: {exc}. Start `ctxlamp serve`, or use --demo.", file=sys.stderr)
+        return 2
+    files = render_icons(out)
+    files += render_window(out, source, args.width, args.height)
+    followed = next((s for s in status.get("sessions") or [] if s.get("session_id") == status.get("followed")),
+                    None)
+    rem = {"session_id": "demo", "lap": 7, "restart_usd": 0.21, "payback_calls": 6.4, "rent_usd": 1.52}
+    if followed and followed.get("reminder"):
+        rem = {**rem, **followed["reminder"], "rent_usd": followed.get("bill_cycle_usd"),
+               "payback_calls": followed.get("pp"),
+               "restart_usd": _restart_usd(followed)}
+    files.append(render_popup(out, rem))
+    for f in files:
+        print(f)
+    app.processEvents()
+    return 0

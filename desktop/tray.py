@@ -1,0 +1,368 @@
+"""The tray lamp: icon, tooltip, menu, restart reminders, and the window on demand.
+
+Everything it shows comes from the event stream and the API (desktop.client);
+decisions live in plain modules (viewmodel, coalesce). No timer ticks: the icon
+changes when a snapshot arrives, held reminders and cache expiry each set one
+single-shot timer, and the tray retry (no tray yet) backs off to minutes.
+"""
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtGui import QAction, QActionGroup, QGuiApplication
+from PySide6.QtWidgets import QMenu, QSystemTrayIcon
+
+from desktop.coalesce import DEFAULT_SNOOZE_S, ReminderCoalescer
+from desktop.datasource import ApiSource, DataError
+from desktop.handoff_prompt import handoff_prompt
+from desktop.icons import lamp_icon
+from desktop.popup import ReminderPopup
+from desktop.viewmodel import (
+    fmt_duration, fmt_usd, lamp_colour, menu_sessions, min_gap_seconds, parse_time, pick_followed,
+    reminder_message, session_name, tooltip_text,
+)
+
+TRAY_RETRY_S = (2, 5, 15, 30, 60, 120, 300)
+
+
+class TrayController(QObject):
+    """Owns the tray icon and reacts to the service's events."""
+
+    reminder_shown = Signal(dict, str)  # the reminder, and "tray" or "popup"
+    quit_requested = Signal()
+
+    def __init__(self, source=None, stream=None, supervisor=None, parent=None, open_window_without_tray=True):
+        super().__init__(parent)
+        self.source = source or ApiSource()
+        self.stream = stream
+        self.supervisor = supervisor
+        self.sessions: dict[str, dict] = {}
+        self.service_followed: str | None = None
+        self.chosen: str | None = None
+        self.down_reason: str | None = "Connecting to the ctxlamp service…"
+        self.coalescer = ReminderCoalescer()
+        self.popup: ReminderPopup | None = None
+        self.window = None
+        self.open_window_without_tray = open_window_without_tray
+        self._colour: str | None = None
+        self._tray_attempt = 0
+
+        self.tray = QSystemTrayIcon(self)
+        self.menu = QMenu()
+        self._build_menu()
+        self.tray.setContextMenu(self.menu)
+        self.tray.activated.connect(self._on_activated)
+        self.tray.messageClicked.connect(self._handoff_for_reminder)
+
+        self._due_timer = QTimer(self)
+        self._due_timer.setSingleShot(True)
+        self._due_timer.timeout.connect(self._release_held)
+        self._expiry_timer = QTimer(self)
+        self._expiry_timer.setSingleShot(True)
+        self._expiry_timer.timeout.connect(self.refresh)
+        self._tray_timer = QTimer(self)
+        self._tray_timer.setSingleShot(True)
+        self._tray_timer.timeout.connect(self._try_show_tray)
+
+        if stream is not None:
+            stream.snapshot.connect(self.on_snapshot)
+            stream.reminder.connect(self.on_reminder)
+            stream.connected.connect(self.on_connected)
+            stream.disconnected.connect(self.on_disconnected)
+        if supervisor is not None:
+            supervisor.gave_up.connect(self.on_service_gave_up)
+            supervisor.started.connect(lambda: stream.reconnect_now() if stream is not None else None)
+        self.refresh()
+
+    # ---------- tray presence ----------
+    def start(self) -> bool:
+        """Show the icon if a tray exists; otherwise retry slowly. Returns whether it is shown."""
+        shown = self._try_show_tray()
+        if not shown and self.open_window_without_tray:
+            self.open_window()
+        return shown
+
+    def _try_show_tray(self) -> bool:
+        if QSystemTrayIcon.isSystemTrayAvailable():
+            self.tray.show()
+            return True
+        delay = TRAY_RETRY_S[min(self._tray_attempt, len(TRAY_RETRY_S) - 1)]
+        self._tray_attempt += 1
+        self._tray_timer.start(delay * 1000)
+        return False
+
+    def tray_shown(self) -> bool:
+        return self.tray.isVisible()
+
+    # ---------- state ----------
+    @property
+    def followed(self) -> str | None:
+        return pick_followed(self.sessions, self.service_followed, self.chosen)
+
+    @property
+    def current(self) -> dict | None:
+        if self.down_reason is not None:
+            return None
+        fid = self.followed
+        return self.sessions.get(fid) if fid else None
+
+    def colour(self) -> str:
+        if self.down_reason is not None:
+            return "grey"
+        snap = self.current
+        return lamp_colour(snap) if snap else "white"
+
+    def tooltip(self, now: float | None = None) -> str:
+        now = time.time() if now is None else now
+        if self.down_reason is not None:
+            return tooltip_text(None, now, self.down_reason)
+        snap = self.current
+        if snap is None:
+            return "ctxlamp — no live Claude Code session yet\nThe lamp lights up when a transcript grows."
+        return tooltip_text(snap, now)
+
+    def refresh(self) -> None:
+        """Redraw icon (only when its colour changed) and tooltip; arm the cache-expiry single shot."""
+        colour = self.colour()
+        if colour != self._colour:
+            self._colour = colour
+            self.tray.setIcon(lamp_icon(colour))
+            if self.popup is not None:
+                self.popup.setWindowIcon(lamp_icon(colour))
+        now = time.time()
+        self.tray.setToolTip(self.tooltip(now))
+        self._expiry_timer.stop()
+        snap = self.current
+        exp = parse_time(((snap or {}).get("cache") or {}).get("expires_at"))
+        if exp is not None and exp > now:
+            self._expiry_timer.start(int(min(exp - now + 1, 86400) * 1000))
+
+    def set_status(self, status: dict) -> None:
+        self.sessions = {s["session_id"]: s for s in status.get("sessions") or [] if s.get("session_id")}
+        self.service_followed = status.get("followed")
+        self.down_reason = None
+        self.refresh()
+
+    # ---------- slots: the event stream ----------
+    def on_connected(self) -> None:
+        if self.supervisor is not None and self.supervisor.given_up:
+            self.supervisor.adopt_external()  # someone started a service by hand: use it
+        try:
+            self.set_status(self.source.status())
+        except DataError as exc:
+            self.down_reason = f"The service answered the stream but not /status: {exc}"
+            self.refresh()
+            return
+        try:
+            self.coalescer.min_gap_s = min_gap_seconds(self.source.config(), self.coalescer.min_gap_s)
+        except DataError:
+            pass
+        if self.window is not None and self.window.isVisible():
+            self.window.load(self.followed)
+
+    def on_disconnected(self, reason: str) -> None:
+        if self.supervisor is not None and self.supervisor.given_up:
+            return  # the give-up message stays
+        self.down_reason = f"The ctxlamp service is not reachable ({reason}). Reconnecting…"
+        self.refresh()
+        if self.supervisor is not None and self.supervisor.external:
+            self.supervisor.ensure_running()  # an external service went away: start our own
+
+    def on_service_gave_up(self, message: str) -> None:
+        self.down_reason = message
+        self.refresh()
+        self._notify("ctxlamp: service down", message)
+
+    def on_snapshot(self, snap: dict) -> None:
+        sid = snap.get("session_id")
+        if not sid:
+            return
+        self.sessions[sid] = snap
+        self.down_reason = None
+        self.refresh()
+        if self.window is not None:
+            self.window.on_live_snapshot(snap)
+
+    def on_reminder(self, reminder: dict, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        show = self.coalescer.offer(reminder, now)
+        if show is not None:
+            self.show_reminder(show)
+        self._arm_due(now)
+
+    def _arm_due(self, now: float) -> None:
+        due = self.coalescer.next_due()
+        self._due_timer.stop()
+        if due is not None:
+            self._due_timer.start(int(max(0.0, due - now) * 1000) + 50)
+
+    def _release_held(self) -> None:
+        now = time.time()
+        for rem in self.coalescer.due(now):
+            self.show_reminder(rem)
+        self._arm_due(now)
+
+    # ---------- reminders ----------
+    def show_reminder(self, reminder: dict) -> str:
+        title, body = reminder_message(reminder)
+        snap = self.sessions.get(str(reminder.get("session_id")))
+        if snap is not None and len(self.sessions) > 1:
+            body = f"{session_name(snap)}: {body}"  # several live sessions: say which one
+        self.last_reminder = reminder
+        if self.tray.isVisible() and self.tray.supportsMessages():
+            self.tray.showMessage(title, body + "\nClick to copy a handoff prompt.",
+                                  lamp_icon(self.colour()), 20000)
+            via = "tray"
+        else:
+            self._ensure_popup().show_message(title, body)
+            via = "popup"
+        self.reminder_shown.emit(reminder, via)
+        return via
+
+    def _ensure_popup(self) -> ReminderPopup:
+        if self.popup is None:
+            self.popup = ReminderPopup()
+            self.popup.handoff_requested.connect(self._handoff_for_reminder)
+            self.popup.snooze_requested.connect(lambda: self.snooze())
+        return self.popup
+
+    def snooze(self, session_id: str | None = None, duration_s: float = DEFAULT_SNOOZE_S) -> None:
+        """No reminder popups for this session for a while (the lamp still shows)."""
+        rem = getattr(self, "last_reminder", None) or {}
+        sid = session_id or rem.get("session_id") or self.followed
+        if sid:
+            self.coalescer.snooze(sid, time.time(), duration_s)
+            self._notify("ctxlamp", f"Reminders snoozed for {int(duration_s // 60)} minutes.", quiet=True)
+
+    def set_paused(self, paused: bool) -> None:
+        self.coalescer.set_paused(paused)
+        self.pause_action.setChecked(paused)
+
+    def _handoff_for_reminder(self) -> str:
+        rem = getattr(self, "last_reminder", None) or {}
+        return self.prepare_handoff(rem.get("session_id"))
+
+    def prepare_handoff(self, session_id: str | None = None) -> str:
+        """Copy a ready `handoff_save` prompt (the followed session's, or the one named) to the clipboard."""
+        snap = self.sessions.get(session_id or "") or self.sessions.get(self.followed or "")
+        series = None
+        if snap is not None:
+            try:
+                series = self.source.series(snap["session_id"])
+            except DataError:
+                series = None
+        text = handoff_prompt(snap, series)
+        QGuiApplication.clipboard().setText(text)
+        self._notify("ctxlamp", "A handoff prompt is on the clipboard: paste it into Claude Code.", quiet=True)
+        return text
+
+    def _notify(self, title: str, body: str, quiet: bool = False) -> None:
+        if self.tray.isVisible() and self.tray.supportsMessages():
+            self.tray.showMessage(title, body, QSystemTrayIcon.Information, 6000)
+        elif not quiet:
+            self._ensure_popup().show_message(title, body)
+
+    # ---------- menu ----------
+    def _build_menu(self) -> None:
+        m = self.menu
+        self.header_action = m.addAction("ctxlamp")
+        self.header_action.setEnabled(False)
+        self.cache_action = m.addAction("")
+        self.cache_action.setEnabled(False)
+        m.addSeparator()
+        self.sessions_anchor = m.addSeparator()
+        self.session_group = QActionGroup(m)
+        self.session_group.setExclusive(True)
+        self.session_actions: list[QAction] = []
+        self.open_action = m.addAction("Open window", self.open_window)
+        self.handoff_action = m.addAction("Prepare handoff", lambda: self.prepare_handoff())
+        self.snooze_action = m.addAction("Snooze reminders (30 min)", lambda: self.snooze(self.followed))
+        self.pause_action = m.addAction("Pause reminders")
+        self.pause_action.setCheckable(True)
+        self.pause_action.toggled.connect(self.coalescer.set_paused)
+        self.retry_action = m.addAction("Restart the service", self._retry_service)
+        m.addSeparator()
+        self.settings_action = m.addAction("Settings", lambda: self.open_window("settings"))
+        self.quit_action = m.addAction("Quit", self.quit_requested.emit)
+        m.aboutToShow.connect(self.update_menu)
+
+    def update_menu(self, now: float | None = None) -> None:
+        """Fill the menu when it opens: sessions, and the cache countdown computed right now."""
+        now = time.time() if now is None else now
+        self.header_action.setText(self.tooltip(now).splitlines()[0])
+        snap = self.current
+        cache = (snap or {}).get("cache") or {}
+        exp = parse_time(cache.get("expires_at"))
+        if exp is None:
+            self.cache_action.setVisible(False)
+        else:
+            self.cache_action.setVisible(True)
+            left = exp - now
+            self.cache_action.setText(
+                f"Cache expires in {fmt_duration(left)} (then a turn re-writes {fmt_usd(cache.get('cold_rewrite_usd'))})"
+                if left > 0 else f"Cache expired: the next turn re-writes {fmt_usd(cache.get('cold_rewrite_usd'))}")
+        for a in self.session_actions:
+            self.menu.removeAction(a)
+            self.session_group.removeAction(a)
+            a.deleteLater()
+        self.session_actions = []
+        rows = menu_sessions(self.sessions, self.followed) if self.down_reason is None else []
+        before = self.open_action
+        for sid, label, checked in rows:
+            a = QAction(label, self.menu)
+            a.setCheckable(True)
+            a.setChecked(checked)
+            a.triggered.connect(lambda _=False, s=sid: self.follow(s))
+            self.session_group.addAction(a)
+            self.menu.insertAction(before, a)
+            self.session_actions.append(a)
+        if rows:
+            sep = QAction(self.menu)
+            sep.setSeparator(True)
+            self.menu.insertAction(before, sep)
+            self.session_actions.append(sep)
+        self.retry_action.setVisible(bool(self.supervisor is not None and self.supervisor.given_up))
+        self.handoff_action.setEnabled(self.current is not None)
+
+    def follow(self, session_id: str) -> None:
+        self.chosen = session_id
+        self.refresh()
+        if self.window is not None:
+            self.window.load(session_id, self.sessions.get(session_id))
+
+    def _retry_service(self) -> None:
+        if self.supervisor is not None:
+            self.down_reason = "Restarting the ctxlamp service…"
+            self.refresh()
+            self.supervisor.retry()
+
+    # ---------- window ----------
+    def open_window(self, tab: str | None = None):
+        from desktop.window import TAB_NAMES, MainWindow
+
+        if self.window is None:
+            self.window = MainWindow(self.source, self.followed)
+            self.window.snapshot_changed.connect(self.on_snapshot)
+        self.window.load(self.followed, self.current)
+        if tab in TAB_NAMES:
+            self.window.tabs.setCurrentIndex(TAB_NAMES.index(tab))
+        self.window.show()
+        self.window.raise_()
+        self.window.activateWindow()
+        return self.window
+
+    def _on_activated(self, reason) -> None:
+        if reason in (QSystemTrayIcon.Trigger, QSystemTrayIcon.DoubleClick):
+            self.open_window()
+
+    def shutdown(self) -> None:
+        self._due_timer.stop()
+        self._expiry_timer.stop()
+        self._tray_timer.stop()
+        self.tray.hide()
+        if self.popup is not None:
+            self.popup.close()
+        if self.window is not None:
+            self.window.close()
+

@@ -1,0 +1,35 @@
+"""ChannelEvent: one measured (or estimated) thing that happened in a channel.
+
+Events are plain data so they can be cached as JSON, stored by the service
+and summed by the report; `data` holds the channel's own fields.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Each channel says how much to trust its figures (PRODUCT.md "The three channels").
+LABELS = {"edit": "measured", "pinch": "measured", "retrieval": "estimated", "spend": "measured"}
+
+
+@dataclass
+class ChannelEvent:
+    channel: str            # "edit" | "pinch" | "retrieval"
+    kind: str               # e.g. "str_replace", "str_replace_miss", "anchored", "compaction", "context_edit", "tool"
+    ts: str | None          # ISO-8601 time of the entry that completed the event
+    session_id: str | None
+    source: str             # "transcript", "lean-ctx", "router-db", "usage-db", "ledger:<file>"
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return LABELS[self.channel]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"channel": self.channel, "kind": self.kind, "ts": self.ts,
+                "session_id": self.session_id, "source": self.source, "data": self.data}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ChannelEvent":
+        return cls(d["channel"], d["kind"], d.get("ts"), d.get("session_id"), d.get("source", "transcript"),
+                   dict(d.get("data") or {}))

@@ -1,0 +1,41 @@
+"""ChannelMeters: the three channel meters of one transcript file, fed entry by entry.
+
+The service calls `feed` as entries arrive and stores the events; `ctxlamp
+report` does the same over whole files. Sidechain entries (subagents) are
+spend, not context: they never count as pinch requests, but their edits and
+retrievals are real tool calls and are metered.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from service.channels.edit import EditMeter
+from service.channels.events import ChannelEvent
+from service.channels.pinch import PinchMeter
+from service.channels.retrieval import RetrievalMeter, SizeLookup
+
+
+def default_token_counter() -> Callable[[str], int]:
+    """o200k_base token count at a Claude-to-o200k ratio of 1.0."""
+    from service.tokenizer_setup import encode_len
+
+    return encode_len
+
+
+class ChannelMeters:
+    def __init__(self, session_id: str | None = None, *, sidechain_file: bool = False,
+                 count_tokens: Callable[[str], int] | None = None):
+        self.session_id = session_id
+        self.sidechain_file = sidechain_file
+        self.edit = EditMeter(count_tokens or default_token_counter(), session_id)
+        self.pinch = PinchMeter(session_id)
+        self.retrieval = RetrievalMeter(session_id)
+
+    def feed(self, entry: dict, file_sizes: SizeLookup = None) -> list[ChannelEvent]:
+        if not isinstance(entry, dict):
+            return []
+        events = self.edit.feed(entry)
+        if not self.sidechain_file:
+            events += self.pinch.feed(entry)
+        events += self.retrieval.feed(entry, file_sizes)
+        return events

@@ -1,0 +1,125 @@
+"""Pinch channel (seed: pinch-instrumentation): context taken out of a request.
+
+From transcripts, per session and on the main chain only:
+- a compaction: `compact_boundary` `compactMetadata.preTokens` -> `postTokens`,
+  or, when `postTokens` is absent, the next main-chain call's totalStock;
+- a client context edit: totalStock falls between two consecutive main-chain
+  calls of the same model with no boundary between them.
+Counts are what the API billed (input + cache writes + cache reads), so the
+fixed overhead (system prompt, tool definitions) is inside them.
+
+Pricing (`saved_usd`) uses the blended rate of the seed with the session's
+measured cache-read share; it is computed at aggregation time, when the
+session's share is known.
+"""
+from __future__ import annotations
+
+import statistics
+from typing import Iterable
+
+from service.channels.entries import _int, call_key, is_sidechain, message, total_stock, usage
+from service.channels.events import ChannelEvent
+
+SYNTHETIC = "<synthetic>"
+
+
+def blended_rate(cache_rate: float, p_in: float, p_cached: float | None) -> float:
+    """USD per token: (1 - cache_rate) * p_in + cache_rate * coalesce(p_cached, p_in)."""
+    cached = p_in if p_cached is None else p_cached
+    return (1.0 - cache_rate) * p_in + cache_rate * cached
+
+
+def saved_usd(tokens_saved: int, cache_rate: float, p_in: float, p_cached: float | None) -> float:
+    return tokens_saved * blended_rate(cache_rate, p_in, p_cached)
+
+
+def cache_rate(inp: int, cw: int, cr: int) -> float:
+    """The measured cache-read share cr / (in + cw + cr); 0 when nothing was sent."""
+    total = inp + cw + cr
+    return cr / total if total else 0.0
+
+
+def pinch_event(original: int, final: int, *, ts, session_id, source, kind, **extra) -> ChannelEvent:
+    original, final = max(0, int(original)), max(0, int(final))
+    data = {"original_tokens": original, "final_tokens": final, "tokens_saved": max(0, original - final)}
+    data.update(extra)
+    return ChannelEvent("pinch", kind, ts, session_id, source, data)
+
+
+def summarize(saved: Iterable[int], requests: int) -> dict:
+    """share pinched, median and total saved over pinched events (saved > 0)."""
+    pinched = [s for s in saved if s > 0]
+    return {
+        "events": len(pinched),
+        "requests": requests,
+        "share_pinched": (len(pinched) / requests) if requests else 0.0,
+        "tokens_saved_total": sum(pinched),
+        "tokens_saved_median": int(statistics.median(pinched)) if pinched else 0,
+    }
+
+
+class PinchMeter:
+    """One session's main chain: compactions, context edits, request count, cache share."""
+
+    def __init__(self, session_id: str | None = None):
+        self.session_id = session_id
+        self.requests = 0
+        self.tokens_in = self.tokens_cw = self.tokens_cr = 0
+        self._seen: set[str] = set()
+        self._prev_stock: int | None = None
+        self._prev_model: str | None = None
+        self._boundary = False
+        self._pending: tuple[int, str | None, str | None] | None = None  # (preTokens, ts, trigger)
+        self._pending_id: str | None = None
+
+    @property
+    def cache_rate(self) -> float:
+        return cache_rate(self.tokens_in, self.tokens_cw, self.tokens_cr)
+
+    def feed(self, entry: dict) -> list[ChannelEvent]:
+        t = entry.get("type")
+        if t == "system" and entry.get("subtype") == "compact_boundary":
+            return self._boundary_seen(entry)
+        if t != "assistant" or is_sidechain(entry):
+            return []
+        model = message(entry).get("model")
+        u = usage(entry)
+        key = call_key(entry)
+        if model == SYNTHETIC or u is None or key is None or key in self._seen:
+            return []
+        self._seen.add(key)
+        self.requests += 1
+        self.tokens_in += _int(u.get("input_tokens"))
+        self.tokens_cw += _int(u.get("cache_creation_input_tokens"))
+        self.tokens_cr += _int(u.get("cache_read_input_tokens"))
+        stock = total_stock(u)
+        sid = entry.get("sessionId") or self.session_id
+        out: list[ChannelEvent] = []
+        if self._pending is not None:
+            pre, _bts, trigger = self._pending
+            out.append(pinch_event(pre, stock, ts=entry.get("timestamp"), session_id=sid, source="transcript",
+                                   kind="compaction", trigger=trigger, final_from="next_call", model=model,
+                                   id=self._pending_id))
+            self._pending = None
+        elif (self._prev_stock is not None and not self._boundary and stock < self._prev_stock
+              and model == self._prev_model):
+            out.append(pinch_event(self._prev_stock, stock, ts=entry.get("timestamp"), session_id=sid,
+                                   source="transcript", kind="context_edit", model=model, id=key))
+        self._prev_stock, self._prev_model, self._boundary = stock, model, False
+        return out
+
+    def _boundary_seen(self, entry: dict) -> list[ChannelEvent]:
+        meta = entry.get("compactMetadata") if isinstance(entry.get("compactMetadata"), dict) else {}
+        self._boundary = True
+        pre = meta.get("preTokens")
+        if not isinstance(pre, (int, float)):
+            return []  # a boundary without a size: a reset, nothing measurable
+        post = meta.get("postTokens")
+        trigger = meta.get("trigger")
+        if isinstance(post, (int, float)):
+            return [pinch_event(pre, post, ts=entry.get("timestamp"), session_id=entry.get("sessionId") or self.session_id,
+                                source="transcript", kind="compaction", trigger=trigger, final_from="postTokens",
+                                model=self._prev_model, id=entry.get("uuid"))]
+        self._pending = (int(pre), entry.get("timestamp"), trigger)
+        self._pending_id = entry.get("uuid")
+        return []

@@ -1,0 +1,353 @@
+"""Scan Claude Code transcript folders into per-file channel results, fast.
+
+Used by `ctxlamp report` (and later by the service's replay). Speed matters
+(a 500 MB history in about ccusage's time), so:
+- lines that cannot carry usage, a tracked tool's result, a compaction or a
+  cost-state are skipped with byte checks before any JSON parsing (tool
+  results are parsed only when they answer a call a meter is waiting for);
+- files are parsed with orjson, in a process pool when there is enough work;
+- per-file results are cached by (inode, size, mtime) in a file under the data
+  dir, so a warm scan re-reads only what changed.
+File sizes for the retrieval estimate are read from disk when a file is first
+scanned and remembered in that cache, so deleting a file later does not
+change history.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+import orjson
+
+from service.channels.meters import ChannelMeters
+from service.channels.spend import SpendCollector
+
+from service import __version__
+
+CACHE_VERSION = f"4/{__version__}"  # bump the number when a meter's output changes
+_SKIP_PREFIXES = (b'{"type":"api-request', b'{"type":"queue-operation"', b'{"type":"file-history-snapshot"',
+                  b'{"type":"atis-latch"', b'{"type":"last-prompt"', b'{"type":"mode"', b'{"type":"tools-used"',
+                  b'{"type":"permission-mode"', b'{"type":"summary"', b'{"type":"progress"', b'{"type":"attachment"')
+# Below this much unscanned history one process is faster: a pool costs a fork, pickled results and
+# (without the preload below) a tokenizer load per worker, ~0.3-0.5 s CPU each (bench/report_phases.py).
+POOL_MIN_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class TranscriptFile:
+    path: str
+    project: str          # the folder under projects/ (Claude Code's encoded cwd)
+    subagent: bool        # a sidechain file: <session>/subagents/agent-*.jsonl or flat agent-*.jsonl
+    session_hint: str     # session id from the layout (parent folder or file stem)
+
+
+def discover(projects_root: Path) -> list[TranscriptFile]:
+    """Every transcript under `projects_root` (main files and subagent files)."""
+    out: list[TranscriptFile] = []
+    root = Path(projects_root)
+    if not root.is_dir():
+        return out
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = Path(dirpath).relative_to(root).parts
+        if not rel:
+            continue
+        project = rel[0]
+        for name in filenames:
+            if not name.endswith(".jsonl"):
+                continue
+            sub = name.startswith("agent-") or "subagents" in rel
+            if "subagents" in rel:
+                hint = rel[rel.index("subagents") - 1] if rel.index("subagents") >= 1 else name[:-6]
+            else:
+                hint = name[:-6]
+            out.append(TranscriptFile(os.path.join(dirpath, name), project, sub, hint))
+    out.sort(key=lambda f: f.path)
+    return out
+
+
+class SizeMemo:
+    """Sizes of files named in tool results: remembered first, else read from disk once."""
+
+    def __init__(self, remembered: dict[str, int] | None = None):
+        self.remembered = remembered if remembered is not None else {}
+        self.new: dict[str, int] = {}
+        self._missing: set[str] = set()
+
+    def get(self, path: str) -> int | None:
+        size = self.new.get(path)
+        if size is None:
+            size = self.remembered.get(path)
+        if size is not None:
+            return size
+        if path in self._missing:
+            return None
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            self._missing.add(path)
+            return None
+        if not os.path.isfile(path):
+            self._missing.add(path)
+            return None
+        self.new[path] = st.st_size
+        return st.st_size
+
+
+def _token_counter() -> Callable[[str], int]:
+    from service.tokenizer_setup import encode_len
+    return encode_len
+
+
+CHUNK = 16 * 1024 * 1024
+
+
+def iter_lines(chunks: Iterable[bytes]) -> Iterator[tuple[bytes, bool]]:
+    """(line, complete) pairs; only the very last line can be incomplete (no newline yet)."""
+    tail = b""
+    for chunk in chunks:
+        if not chunk:
+            continue
+        data = tail + chunk if tail else chunk
+        end = data.rfind(b"\n")
+        if end < 0:
+            tail = data
+            continue
+        tail = data[end + 1:]
+        for line in data[:end].split(b"\n"):
+            yield line, True
+    if tail:
+        yield tail, False
+
+
+def file_chunks(path: str) -> Iterator[bytes]:
+    """A file in 16 MB pieces, so a huge transcript never sits in memory whole."""
+    with open(path, "rb") as fh:
+        while True:
+            chunk = fh.read(CHUNK)
+            if not chunk:
+                return
+            yield chunk
+
+
+def scan_bytes(data: bytes, tf: TranscriptFile, sizes: SizeMemo,
+               count_tokens: Callable[[str], int] | None = None) -> dict:
+    """Meter one transcript's bytes; the result is plain data (cacheable)."""
+    return scan_chunks([data], tf, sizes, count_tokens)
+
+
+def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
+                count_tokens: Callable[[str], int] | None = None) -> dict:
+    """Meter one transcript read piece by piece.
+
+    A last line without its newline is being written: it is used if it is
+    already whole JSON, else left for the next scan (not counted as damage).
+    """
+    meters = ChannelMeters(tf.session_hint, sidechain_file=tf.subagent, count_tokens=count_tokens or _lazy_counter)
+    spend = SpendCollector(sidechain_file=tf.subagent)
+    events: list[dict] = []
+    malformed = parsed = size = 0
+    session_id = cwd = None
+    pending_edit = meters.edit._pending
+    pending_ret = meters.retrieval._pending
+    loads = orjson.loads
+    for line, complete in iter_lines(chunks):
+        size += len(line) + complete
+        if len(line) < 2 or line.startswith(_SKIP_PREFIXES):
+            continue
+        if b'"type":"assistant"' in line or b'"type": "assistant"' in line:
+            pass
+        elif b'"tool_result"' in line:
+            waiting = len(pending_edit) + len(pending_ret)
+            if not waiting:
+                continue
+            # calls that never got an answer pile up; past a few, parsing is cheaper than searching for each
+            if waiting <= 16 and not any(tid.encode() in line for tid in (*pending_edit, *pending_ret)):
+                continue
+        elif b"compact_boundary" not in line and b'"cost-state"' not in line:
+            continue
+        try:
+            entry = loads(line)
+        except orjson.JSONDecodeError:
+            malformed += complete
+            continue
+        if not isinstance(entry, dict):
+            malformed += 1
+            continue
+        parsed += 1
+        if session_id is None and isinstance(entry.get("sessionId"), str):
+            session_id = entry["sessionId"]
+        if cwd is None and isinstance(entry.get("cwd"), str):
+            cwd = entry["cwd"]
+        spend.feed(entry)
+        for ev in meters.feed(entry, sizes):
+            events.append(ev.to_dict())
+    return {
+        "session_id": session_id or tf.session_hint, "project": tf.project, "cwd": cwd, "subagent": tf.subagent,
+        "events": events, "calls": list(spend.calls.values()), "cost_state": spend.cost_state,
+        "malformed": malformed, "parsed": parsed, "bytes": size,
+    }
+
+
+_counter_cache: list = []
+
+
+def _lazy_counter(text: str) -> int:
+    """Load the tokenizer only when a file really has an edit to count."""
+    if not _counter_cache:
+        _counter_cache.append(_token_counter())
+    return _counter_cache[0](text)
+
+
+_remembered: dict[str, int] = {}
+
+
+def _init_worker(remembered: dict[str, int]) -> None:
+    global _remembered
+    _remembered = remembered
+
+
+def _scan_one(tf: TranscriptFile) -> tuple[str, dict | None, dict[str, int]]:
+    sizes = SizeMemo(_remembered)
+    try:
+        return tf.path, scan_chunks(file_chunks(tf.path), tf, sizes), sizes.new
+    except OSError:
+        return tf.path, None, {}
+
+
+def fingerprint(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+class ScanCache:
+    """Per-file results keyed by path and (inode, size, mtime_ns), plus remembered file sizes."""
+
+    def __init__(self, path: Path | None):
+        self.path = Path(path) if path else None
+        self.files: dict[str, dict] = {}
+        self.sizes: dict[str, int] = {}
+        self.dirty = False
+        if self.path is not None:
+            try:
+                doc = orjson.loads(self.path.read_bytes())
+                if isinstance(doc, dict):
+                    self.sizes = doc.get("sizes") or {}   # remembered sizes outlive a format change
+                    if doc.get("version") == CACHE_VERSION:
+                        self.files = doc.get("files") or {}
+            except (OSError, orjson.JSONDecodeError):
+                pass
+
+    def get(self, path: str, fp: list[int] | None) -> dict | None:
+        hit = self.files.get(path)
+        if hit is not None and fp is not None and hit.get("fp") == fp:
+            return hit.get("result")
+        return None
+
+    def put(self, path: str, fp: list[int] | None, result: dict) -> None:
+        self.files[path] = {"fp": fp, "result": result}
+        self.dirty = True
+
+    def prune(self, keep: Iterable[str]) -> None:
+        """Forget transcripts that are gone (entries of other kinds, e.g. "ledger:…", are left alone)."""
+        keep = set(keep)
+        for p in [p for p in self.files if p not in keep and not p.startswith("ledger:")]:
+            del self.files[p]
+            self.dirty = True
+
+    def save(self) -> None:
+        if self.path is None or not self.dirty:
+            return
+        from service.paths import write_private
+        write_private(self.path, orjson.dumps({"version": CACHE_VERSION, "files": self.files, "sizes": self.sizes}))
+        self.dirty = False
+
+
+Progress = Callable[[int, int, int, int], None]  # (files done, files total, bytes done, bytes total)
+
+
+def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None = None,
+         progress: Progress | None = None, fingerprints: dict[str, list[int] | None] | None = None,
+         pool_min_bytes: int = POOL_MIN_BYTES) -> dict[str, dict]:
+    """Results for every file: cached where unchanged, scanned (in parallel when worth it) otherwise."""
+    results: dict[str, dict] = {}
+    todo: list[tuple[TranscriptFile, list[int] | None]] = []
+    for tf in files:
+        fp = fingerprints[tf.path] if fingerprints is not None and tf.path in fingerprints else fingerprint(tf.path)
+        hit = cache.get(tf.path, fp)
+        if hit is not None:
+            results[tf.path] = hit
+        elif fp is not None:
+            todo.append((tf, fp))
+    cache.prune(tf.path for tf in files)
+    if not todo:
+        return results
+    todo.sort(key=lambda x: -x[1][1])  # biggest first: the pool finishes together
+    total_bytes = sum(fp[1] for _, fp in todo)
+    fps = {tf.path: fp for tf, fp in todo}
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    jobs = [tf for tf, _ in todo]
+    done_files = done_bytes = 0
+
+    def collect(item):
+        nonlocal done_files, done_bytes
+        path, result, new_sizes = item
+        done_files += 1
+        done_bytes += fps[path][1]
+        if result is not None:
+            results[path] = result
+            cache.put(path, fps[path], result)
+        if new_sizes:
+            cache.sizes.update(new_sizes)
+            cache.dirty = True
+        if progress:
+            progress(done_files, len(todo), done_bytes, total_bytes)
+
+    if workers > 1 and len(todo) > 1 and total_bytes >= pool_min_bytes:
+        import multiprocessing as mp
+        ctx = mp.get_context("fork") if hasattr(os, "fork") else mp.get_context()
+        if ctx.get_start_method() == "fork":
+            # load the tokenizer once here: forked workers inherit it instead of each loading its own
+            _lazy_counter("")
+        with ctx.Pool(min(workers, len(todo)), initializer=_init_worker, initargs=(cache.sizes,)) as pool:
+            for item in pool.imap_unordered(_scan_one, jobs, chunksize=1):
+                collect(item)
+    else:
+        _init_worker(cache.sizes)
+        for job in jobs:
+            collect(_scan_one(job))
+    return results
+
+
+class ProgressPrinter:
+    """Progress on stderr: only on a terminal, or once a scan has run for a while."""
+
+    def __init__(self, stream, *, after_s: float = 2.0):
+        self.stream = stream
+        self.start = time.monotonic()
+        self.after_s = after_s
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+        self.shown = False
+        self._last = 0.0
+
+    def __call__(self, done: int, total: int, done_bytes: int, total_bytes: int) -> None:
+        now = time.monotonic()
+        if not self.tty and now - self.start < self.after_s:
+            return
+        if now - self._last < 0.2 and done < total:
+            return
+        self._last = now
+        end = "\r" if self.tty else "\n"
+        self.stream.write(f"scanning transcripts: {done}/{total} files, {done_bytes / 1e6:.0f}/{total_bytes / 1e6:.0f} MB{end}")
+        self.stream.flush()
+        self.shown = True
+
+    def finish(self) -> None:
+        if self.shown and self.tty:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,105 @@
+"""Spend: what the API calls cost, per day, model, project and session.
+
+Calls are folded by message.id (fallback requestId), keeping the revision with
+the highest total tokens (a response is written as one line per content
+block, and output_tokens grows along them). `<synthetic>` entries are client
+messages, not calls. Subagent calls (sidechains: subagent files and inline
+`isSidechain: true`) are spend, kept apart from the main chain.
+
+A call whose kept output_tokens is <= 1 while its lines carry a non-empty
+text, thinking or tool_use block is a "placeholder output" call: the client
+wrote only a streaming placeholder, so its output cost is undercounted.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from service.channels.entries import call_key, is_sidechain, message, usage, usage_tokens
+
+SYNTHETIC = "<synthetic>"
+
+# Fields of one call record (a list, so the cache file stays small and fast).
+KEY, TS, MODEL, SIDE, IN, CW5, CW1H, CR, OUT, CONTENT = range(10)
+
+
+def _has_content(entry: dict) -> bool:
+    c = message(entry).get("content")
+    if isinstance(c, str):
+        return bool(c.strip())
+    if not isinstance(c, list):
+        return False
+    for b in c:
+        if not isinstance(b, dict):
+            continue
+        bt = b.get("type")
+        if bt == "tool_use" or (bt == "text" and str(b.get("text") or "").strip()) or \
+                (bt == "thinking" and str(b.get("thinking") or "").strip()):
+            return True
+    return False
+
+
+def call_cost(price: Any, inp: int, cw5: int, cw1h: int, cr: int, out: int) -> float:
+    """USD of one call; `price` has per-token p_in, p_out, p_r, p_w5, p_w1h.
+
+    A request whose prompt passes the model's long-context threshold pays the
+    long-context rates on all of it (Price.for_prompt).
+    """
+    if hasattr(price, "for_prompt"):
+        price = price.for_prompt(inp + cw5 + cw1h + cr)
+    return inp * price.p_in + out * price.p_out + cr * price.p_r + cw5 * price.p_w5 + cw1h * price.p_w1h
+
+
+@dataclass
+class SpendCollector:
+    """Per-file: the folded calls in order of first appearance and the last cost-state."""
+
+    sidechain_file: bool = False
+    calls: dict[str, list] = field(default_factory=dict)
+    cost_state: dict | None = None  # {"total_usd", "models", "calls_before"}
+
+    def feed(self, entry: dict) -> None:
+        t = entry.get("type")
+        if t == "assistant":
+            m = message(entry)
+            model = m.get("model")
+            u = usage(entry)
+            key = call_key(entry)
+            if model == SYNTHETIC or u is None or key is None:
+                return
+            tokens = usage_tokens(u)
+            rec = self.calls.get(key)
+            content = _has_content(entry)
+            if rec is None:
+                self.calls[key] = [key, entry.get("timestamp"), model if isinstance(model, str) else None,
+                                   self.sidechain_file or is_sidechain(entry), *tokens, content]
+                return
+            if sum(tokens) > sum(rec[IN:OUT + 1]):
+                rec[IN:OUT + 1] = tokens
+            if content:
+                rec[CONTENT] = True
+        elif t == "cost-state":
+            total = entry.get("totalCostUSD")
+            if isinstance(total, (int, float)):
+                mu = entry.get("modelUsage")
+                self.cost_state = {"total_usd": float(total),
+                                   "models": sorted(mu) if isinstance(mu, dict) else [],
+                                   "calls_before": len(self.calls)}
+
+
+def is_placeholder_output(rec: list) -> bool:
+    return rec[OUT] <= 1 and bool(rec[CONTENT])
+
+
+def price_records(records: list[list], lookup: Callable[[str], tuple[Any, str]]) -> list[tuple[list, float | None, str]]:
+    """(record, usd or None when unpriced, how) for each record."""
+    out = []
+    cache: dict[str | None, tuple[Any, str]] = {}
+    for rec in records:
+        model = rec[MODEL]
+        if model not in cache:
+            cache[model] = lookup(model) if model else (None, "unknown")
+        price, how = cache[model]
+        usd = call_cost(price, rec[IN], rec[CW5], rec[CW1H], rec[CR], rec[OUT]) if price is not None else None
+        out.append((rec, usd, how))
+    return out

@@ -1,0 +1,385 @@
+"""Registering ctxlamp with Claude Code, and taking it back out.
+
+Two files: the SessionStart hook goes into Claude Code's settings
+(`~/.claude/settings.json`), the user-scoped MCP server into `~/.claude.json`
+(`mcpServers.ctxlamp`, what `claude mcp add --scope user` writes). With
+`$CLAUDE_CONFIG_DIR` set, Claude Code keeps both inside that folder
+(`settings.json`, `.claude.json`).
+
+Rules: every other key is kept in its order; a file that is not valid JSON (or
+has the wrong shape where we write) is reported and never overwritten; writes
+are atomic (temp file + rename, same mode) and leave the previous content in
+`<file>.ctxlamp-backup`; a file another program changed after we read it is not
+replaced (compare before rename; the command plans again); running install twice changes nothing the second time;
+uninstall removes our hook entry (recognised by its command) and our MCP server,
+the containers that this leaves empty unless the backup shows they were there
+before, and a file that ctxlamp itself created.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import shlex
+import stat
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+SERVER_NAME = "ctxlamp"
+HOOK_EVENT = "SessionStart"
+HOOK_TIMEOUT_S = 5
+BACKUP_SUFFIX = ".ctxlamp-backup"
+ROOT = Path(__file__).resolve().parents[1]
+# Our hook entry: a command that runs ctxlamp (the script or `-m service.cli`) with `hook session-start`.
+_OUR_HOOK = re.compile(r"(?:(?:^|[\s/'\"])ctxlamp['\"]?|-m\s+service\.cli)\s+hook\s+session-start\s*$")
+
+
+class SettingsError(Exception):
+    """A settings file we must not touch (malformed, wrong shape, read-only)."""
+
+
+class SettingsChanged(SettingsError):
+    """Another program (Claude Code) wrote the file between our read and our write: plan again."""
+
+
+APPLY_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """How Claude Code should start this installation of ctxlamp."""
+
+    command: str            # absolute path of an executable
+    prefix_args: list[str]  # arguments before the subcommand (e.g. -m service.cli)
+    env: dict[str, str]     # environment the command needs (PYTHONPATH for a source checkout)
+
+    def shell(self, *args: str) -> str:
+        words = [self.command, *self.prefix_args, *args]
+        line = " ".join(shlex.quote(w) for w in words)
+        if self.env:
+            line = "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in self.env.items()) + " " + line
+        return line
+
+
+def find_launcher() -> Launcher:
+    """This installation's `ctxlamp` script when there is one, else this Python with -m service.cli."""
+    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if argv0 is not None and argv0.name == "ctxlamp" and argv0.is_file():
+        return Launcher(str(argv0.resolve()), [], {})
+    beside = Path(sys.executable).parent / "ctxlamp"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return Launcher(str(beside.absolute()), [], {})
+    python = str(Path(sys.executable).absolute())
+    env = {} if _importable_anywhere(python) else {"PYTHONPATH": str(ROOT)}
+    return Launcher(python, ["-m", "service.cli"], env)
+
+
+def _importable_anywhere(python: str) -> bool:
+    """Is the `service` package importable when the current folder is not the checkout?"""
+    try:
+        probe = subprocess.run([python, "-c", "import service.cli"], cwd="/", capture_output=True, timeout=20,
+                               env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        return probe.returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def settings_file() -> Path:
+    env = os.environ.get("CLAUDE_CONFIG_DIR")
+    return (Path(env).expanduser() if env else Path.home() / ".claude") / "settings.json"
+
+
+def mcp_config_file() -> Path:
+    env = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(env).expanduser() / ".claude.json" if env else Path.home() / ".claude.json"
+
+
+def is_our_hook(hook: object) -> bool:
+    return isinstance(hook, dict) and isinstance(hook.get("command"), str) and bool(_OUR_HOOK.search(hook["command"]))
+
+
+def hook_entry(launcher: Launcher) -> dict:
+    return {"type": "command", "command": launcher.shell("hook", "session-start"), "timeout": HOOK_TIMEOUT_S}
+
+
+def mcp_entry(launcher: Launcher) -> dict:
+    return {"type": "stdio", "command": launcher.command, "args": [*launcher.prefix_args, "mcp"], "env": dict(launcher.env)}
+
+
+def is_our_server(server: object) -> bool:
+    if not isinstance(server, dict):
+        return False
+    args = server.get("args") if isinstance(server.get("args"), list) else []
+    command = server.get("command") if isinstance(server.get("command"), str) else ""
+    return bool(args) and args[-1] == "mcp" and (Path(command).name == "ctxlamp" or "service.cli" in args)
+
+
+# -- reading and writing --------------------------------------------------------
+
+
+@dataclass
+class Document:
+    path: Path
+    existed: bool
+    text: str
+    data: dict
+
+    @classmethod
+    def read(cls, path: Path) -> "Document":
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return cls(path, False, "", {})
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SettingsError(f"{path}: cannot read it ({exc}); nothing was changed") from exc
+        if not text.strip():
+            return cls(path, True, text, {})
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise SettingsError(f"{path} is not valid JSON ({exc}); fix or move it, nothing was changed") from exc
+        if not isinstance(data, dict):
+            raise SettingsError(f"{path} should hold a JSON object, not {type(data).__name__}; nothing was changed")
+        return cls(path, True, text, data)
+
+    def render(self) -> str:
+        return json.dumps(self.data, indent=2, ensure_ascii=False) + "\n"
+
+    def diff(self) -> str:
+        new = self.render() if (self.data or self.existed) else ""
+        return "".join(difflib.unified_diff(self.text.splitlines(True), new.splitlines(True),
+                                            fromfile=str(self.path), tofile=f"{self.path} (after)"))
+
+    @property
+    def backup(self) -> Path:
+        return self.path.with_name(self.path.name + BACKUP_SUFFIX)
+
+    def write(self) -> None:
+        """Atomic replace keeping the file's mode; the old content goes to the backup file."""
+        _refuse_read_only(self)
+        mode = stat.S_IMODE(self.path.stat().st_mode) if self.existed else 0o600
+        try:
+            if self.existed:
+                _atomic_write(self.backup, self.text, mode)
+            _atomic_write(self.path, self.render(), mode, expect=self.text if self.existed else None)
+        except OSError as exc:
+            raise SettingsError(f"cannot write {self.path} ({exc})") from exc
+
+    def remove(self) -> None:
+        """Delete a file that only ever held what ctxlamp put there (and its backup)."""
+        _refuse_read_only(self)
+        try:
+            self.path.unlink(missing_ok=True)
+            self.backup.unlink(missing_ok=True)
+        except OSError as exc:
+            raise SettingsError(f"cannot remove {self.path} ({exc})") from exc
+
+
+_ANY = object()
+
+
+def _atomic_write(path: Path, text: str, mode: int, expect: object = _ANY) -> None:
+    """Temp file + rename. With `expect` (the text we planned from, None for "no file"), the file must
+    still hold it right before the rename, else SettingsChanged (another program's edit is never lost)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.ctxlamp-tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        if expect is not _ANY:
+            try:
+                now = path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                now = None
+            if now != expect:
+                raise SettingsChanged(f"{path} changed while ctxlamp was editing it (another program wrote it); "
+                                      "ctxlamp did not overwrite it")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# -- the edits -----------------------------------------------------------------
+
+
+def _container(data: dict, key: str, kind: type, where: Path, label: str):
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, kind):
+        raise SettingsError(f"{where}: `{label}` should be a JSON {'object' if kind is dict else 'array'}; nothing was changed")
+    return value
+
+
+def add_hook(doc: Document, entry: dict) -> bool:
+    """Put our SessionStart hook in (replacing an older ctxlamp one). True when something changed."""
+    hooks = _container(doc.data, "hooks", dict, doc.path, "hooks")
+    groups = _container(hooks, HOOK_EVENT, list, doc.path, f"hooks.{HOOK_EVENT}") if hooks is not None else None
+    ours = [(g, h) for g in (groups or []) if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+            for h in g["hooks"] if is_our_hook(h)]
+    if len(ours) == 1 and ours[0][1] == entry:
+        return False
+    if ours:  # an older ctxlamp hook (another path): update it where it stands, drop duplicates
+        first_group, first_hook = ours[0]
+        first_group["hooks"][first_group["hooks"].index(first_hook)] = entry
+        emptied = []
+        for group, hook in ours[1:]:
+            group["hooks"] = [h for h in group["hooks"] if h is not hook]
+            if not group["hooks"]:
+                emptied.append(group)
+        groups[:] = [g for g in groups if not any(g is e for e in emptied)]
+        return True
+    if hooks is None:
+        hooks = doc.data["hooks"] = {}
+    if groups is None:
+        groups = hooks[HOOK_EVENT] = []
+    groups.append({"matcher": "", "hooks": [entry]})
+    return True
+
+
+def remove_hook(doc: Document, keep: frozenset[str] = frozenset()) -> bool:
+    hooks = _container(doc.data, "hooks", dict, doc.path, "hooks")
+    groups = _container(hooks, HOOK_EVENT, list, doc.path, f"hooks.{HOOK_EVENT}") if hooks is not None else None
+    if not groups:
+        return False
+    changed = False
+    kept_groups = []
+    for group in groups:
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list) and any(is_our_hook(h) for h in group["hooks"]):
+            group["hooks"] = [h for h in group["hooks"] if not is_our_hook(h)]
+            changed = True
+            if not group["hooks"]:
+                continue  # the group held only our hook: it was ours
+        kept_groups.append(group)
+    if not changed:
+        return False
+    groups[:] = kept_groups
+    if not groups and f"hooks.{HOOK_EVENT}" not in keep:
+        del hooks[HOOK_EVENT]
+        if not hooks and "hooks" not in keep:
+            del doc.data["hooks"]
+    return True
+
+
+def add_server(doc: Document, entry: dict) -> bool:
+    servers = _container(doc.data, "mcpServers", dict, doc.path, "mcpServers")
+    if servers is not None and servers.get(SERVER_NAME) == entry:
+        return False
+    if servers is None:
+        servers = doc.data["mcpServers"] = {}
+    servers[SERVER_NAME] = entry
+    return True
+
+
+def remove_server(doc: Document, keep: frozenset[str] = frozenset()) -> bool:
+    servers = _container(doc.data, "mcpServers", dict, doc.path, "mcpServers")
+    if not servers or not is_our_server(servers.get(SERVER_NAME)):
+        return False
+    del servers[SERVER_NAME]
+    if not servers and "mcpServers" not in keep:
+        del doc.data["mcpServers"]
+    return True
+
+
+def containers_before(doc: Document) -> frozenset[str]:
+    """The containers the backup (the file before our last change) already had: an
+    uninstall that empties them leaves them, so the user's own `{}` stays."""
+    try:
+        earlier = Document.read(doc.backup).data if doc.backup.exists() else {}
+    except SettingsError:
+        earlier = {}
+    found = set()
+    if isinstance(earlier.get("hooks"), dict):
+        found.add("hooks")
+        if isinstance(earlier["hooks"].get(HOOK_EVENT), list):
+            found.add(f"hooks.{HOOK_EVENT}")
+    if isinstance(earlier.get("mcpServers"), dict):
+        found.add("mcpServers")
+    return frozenset(found)
+
+
+def _created_by_us(doc: Document, strip) -> bool:
+    """Did ctxlamp create this file? Install backs up every file that was there before it,
+    so: no backup, or a backup holding our own entries and nothing else (a user's own
+    empty `{}` file stays)."""
+    if not doc.backup.exists():
+        return True
+    try:
+        earlier = Document.read(doc.backup)
+    except SettingsError:
+        return False
+    had_something = bool(earlier.data)
+    strip(earlier)
+    return had_something and not earlier.data
+
+
+@dataclass
+class Plan:
+    settings: Document
+    mcp: Document
+    settings_changed: bool
+    mcp_changed: bool
+    delete: tuple[Document, ...] = ()   # files uninstall empties that ctxlamp itself created
+
+    def changed(self) -> list[Document]:
+        return [d for d, c in ((self.settings, self.settings_changed), (self.mcp, self.mcp_changed)) if c]
+
+    def diff(self) -> str:
+        out = []
+        for doc in self.changed():
+            if doc in self.delete:
+                out.append(f"--- {doc.path}\n+++ /dev/null (removed: ctxlamp created it)\n")
+            else:
+                out.append(doc.diff())
+        return "".join(out)
+
+    def apply(self) -> None:
+        for doc in self.changed():
+            _refuse_read_only(doc)  # check both before writing either
+        for doc in self.changed():
+            doc.remove() if doc in self.delete else doc.write()
+
+
+def plan_install(launcher: Launcher | None = None) -> Plan:
+    """Read both files and compute the change; raises SettingsError before anything is written."""
+    launcher = launcher or find_launcher()
+    settings, mcp = Document.read(settings_file()), Document.read(mcp_config_file())
+    return Plan(settings, mcp, add_hook(settings, hook_entry(launcher)), add_server(mcp, mcp_entry(launcher)))
+
+
+def plan_uninstall() -> Plan:
+    settings, mcp = Document.read(settings_file()), Document.read(mcp_config_file())
+    plan = Plan(settings, mcp, remove_hook(settings, containers_before(settings)),
+                remove_server(mcp, containers_before(mcp)))
+    plan.delete = tuple(doc for doc, strip in ((settings, remove_hook), (mcp, remove_server))
+                        if doc in plan.changed() and not doc.data and _created_by_us(doc, strip))
+    return plan
+
+
+def _refuse_read_only(doc: Document) -> None:
+    if doc.existed and doc.path.exists() and not stat.S_IMODE(doc.path.stat().st_mode) & stat.S_IWUSR:
+        raise SettingsError(f"{doc.path} is read-only; make it writable to let ctxlamp change it (nothing was changed)")
+
+
+def apply_fresh(make_plan, attempts: int = APPLY_ATTEMPTS) -> "Plan":
+    """Plan and apply; when another program writes a file in between, read it again and redo the plan."""
+    for attempt in range(attempts):
+        plan = make_plan()
+        try:
+            plan.apply()
+            return plan
+        except SettingsChanged:
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")

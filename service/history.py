@@ -1,0 +1,94 @@
+"""The history answers behind GET /api/v1/history/{page,search,locate}.
+
+The caller names only its session: the lineage is the one of the handoff
+delivered into that session (Store.lineage_of), never a guess, and a session
+that loaded nothing is told so. Paging is deterministic (oldest turn first,
+fixed page size). Every search or locate answer carries `next`: which page to
+open for a hit, how many matches were left out and how to narrow them, or which
+tool to try on a miss. A page simply arrives.
+
+`ask(name, *args)` calls a Store method (Persistence.query in the service, so a
+failing database becomes a 503 there).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+PAGE_SIZE = 10
+SHOWN = 10
+
+Ask = Callable[..., Any]
+
+NO_LINEAGE = ("This session has not loaded a handoff, so it has no earlier sessions to look through. "
+              "Load one with handoff_load(token) (the token is in the reminder at the start of the session, "
+              "`load token: ...`), then ask again.")
+
+
+def _lineage(ask: Ask, session_id: str) -> str | None:
+    return ask("lineage_of", session_id)
+
+
+def _no_lineage(**extra: Any) -> dict:
+    return {"lineage_id": None, "loaded": False, "message": NO_LINEAGE, "next": NO_LINEAGE, **extra}
+
+
+def page(ask: Ask, session_id: str, page_no: int) -> dict:
+    lineage = _lineage(ask, session_id)
+    if not lineage:
+        return _no_lineage(page=page_no, turns=[])
+    answer = dict(ask("history_page", lineage, max(1, int(page_no)), PAGE_SIZE))
+    answer["loaded"] = True
+    pages = answer.get("pages") or 0
+    if not answer.get("turns"):
+        answer["message"] = ("The sessions of this lineage have no recorded turns yet."
+                             if not pages else f"There is no page {page_no}: the history has {pages} page(s).")
+    return answer
+
+
+def _pages_of(hits: list[dict]) -> list[int]:
+    return sorted({int(h["page"]) for h in hits if h.get("page") is not None})
+
+
+def _follow(hits: list[dict]) -> str:
+    pages = _pages_of(hits)
+    if len(pages) == 1:
+        return f"Open history_page({pages[0]}) to read the turn{'s' if len(hits) > 1 else ''} around it."
+    return "Open the page of a hit with history_page(page): pages " + ", ".join(map(str, pages)) + "."
+
+
+def search(ask: Ask, session_id: str, query: str) -> dict:
+    lineage = _lineage(ask, session_id)
+    if not lineage:
+        return _no_lineage(query=query, hits=[], total=0)
+    hits, total = ask("history_search", lineage, query, SHOWN, page_size=PAGE_SIZE)
+    hits, total = list(hits), int(total)
+    more = max(0, total - len(hits))
+    if total == 0:
+        nxt = (f"No turn of this lineage mentions {query!r}. Try other or fewer words; if you remember a file, "
+               "use history_locate(path); to browse, history_page(1).")
+    elif more:
+        nxt = (f"{more} more match(es) not shown: add words to narrow the search. "
+               + _follow(hits))
+    else:
+        nxt = _follow(hits)
+    return {"lineage_id": lineage, "loaded": True, "query": query, "total": total, "shown": len(hits),
+            "more": more, "truncated": more > 0, "hits": hits, "next": nxt}
+
+
+def locate(ask: Ask, session_id: str, path: str) -> dict:
+    lineage = _lineage(ask, session_id)
+    if not lineage:
+        return _no_lineage(path=path, hits=[], total=0)
+    hits, total = ask("history_locate", lineage, path, SHOWN, page_size=PAGE_SIZE)
+    hits, total = list(hits), int(total)
+    more = max(0, total - len(hits))
+    if total == 0:
+        nxt = (f"No turn of this lineage read or changed {path!r}. Try a shorter part of the path (the file name), "
+               "or history_search(words) if you remember what was said; to browse, history_page(1).")
+    elif more:
+        nxt = (f"{more} more turn(s) touched it and are not shown: give a longer part of the path to narrow. "
+               + _follow(hits))
+    else:
+        nxt = _follow(hits)
+    return {"lineage_id": lineage, "loaded": True, "path": path, "total": total, "shown": len(hits),
+            "more": more, "truncated": more > 0, "hits": hits, "next": nxt}

@@ -1,0 +1,167 @@
+"""The OpenAPI 3.1 document of the local API, written by hand (docs/api.md in machine form).
+
+tests/test_service_api.py checks that every route the server dispatches is here.
+"""
+from __future__ import annotations
+
+from service import __version__
+
+
+def _obj(props: dict | None = None, required: list[str] | None = None, extra: bool = True) -> dict:
+    out: dict = {"type": "object"}
+    if props:
+        out["properties"] = props
+    if required:
+        out["required"] = required
+    if extra:
+        out["additionalProperties"] = True
+    return out
+
+
+NUM = {"type": ["number", "null"]}
+INT = {"type": "integer"}
+STR = {"type": "string"}
+NSTR = {"type": ["string", "null"]}
+
+SCHEMAS = {
+    "Error": _obj({"error": STR}, ["error"], extra=False),
+    "Lamp": _obj({"state": {"enum": ["no_transcript", "insufficient_data", "warming", "good", "warning", "critical"]},
+                  "colour": {"enum": ["white", "green", "amber", "red"]}, "reason": STR}, ["state", "colour"]),
+    "Snapshot": _obj({
+        "session_id": STR, "transcript": STR, "project": NSTR, "segment": INT, "calls": INT, "turns": INT,
+        "model": NSTR, "price_source": NSTR, "totalStock": INT, "L": INT, "L_peak": INT, "B": INT,
+        "B_default": INT, "floor": {"type": ["integer", "null"]}, "D": INT, "g": {"type": "number"},
+        "cRatio": {"type": "number"}, "x": {"type": "number"}, "xSweet": NUM, "u": NUM, "dhat": NUM,
+        "mf": NUM, "pp": NUM, "bp": {"type": "number"}, "br": NUM, "bill_cycle_usd": {"type": "number"},
+        "wallet_phase": {"type": "number"}, "laps": INT, "lamp": {"$ref": "#/components/schemas/Lamp"},
+        "skeleton": {"type": ["object", "null"]}, "reminder": {"type": ["object", "null"]},
+        "spend": _obj(), "window": _obj(), "cache": _obj(), "skipped_lines": INT, "updated_at": NSTR,
+    }, ["session_id", "segment", "calls", "lamp"]),
+    "Service": _obj({
+        "version": STR, "started_at": STR, "pid": INT,
+        "scan": _obj({"state": {"enum": ["idle", "scanning"]}, "done": INT, "total": INT}),
+        "db": _obj({"ok": {"type": "boolean"}, "error": NSTR}),
+        "observer": {"enum": ["inotify", "polling", None]}, "observer_reason": NSTR,
+        "checkpoint": _obj({"loaded": {"type": ["integer", "null"]}, "rejected": {"type": "array"}}),
+    }),
+    "Status": _obj({"sessions": {"type": "array", "items": {"$ref": "#/components/schemas/Snapshot"}},
+                    "followed": NSTR, "service": {"$ref": "#/components/schemas/Service"}},
+                   ["sessions", "followed", "service"]),
+    "Series": _obj({"session_id": STR, "calls": {"type": "array", "items": _obj()},
+                    "resets": {"type": "array", "items": _obj()}, "reminders": {"type": "array", "items": _obj()},
+                    "skeleton": {"type": ["object", "null"]},
+                    "paths": {"type": "array", "items": _obj({"path": STR, "tokens": INT,
+                                                              "selected": {"type": "boolean"}, "why": NSTR})}}),
+    "Profile": _obj({"session_id": STR, "segment": INT, "end_reason": NSTR, "path_totals": _obj()}),
+    "Reminder": _obj({"session_id": STR, "segment": INT, "lap": INT, "call": {"type": ["integer", "null"]},
+                      "at": NSTR, "restart_usd": NUM, "payback_calls": NUM, "rent_usd": NUM},
+                     ["session_id", "segment", "lap"]),
+    "Channel": _obj({"channel": STR, "label": {"enum": ["measured", "estimated"]}, "bucket": STR,
+                     "buckets": {"type": "array"}, "totals": _obj(), "sources": {"type": "array"}}),
+    "Handoff": _obj({"token": STR, "task": STR, "body": STR, "paths": {"type": "array"}, "project": NSTR}),
+    "Config": _obj({s: _obj() for s in ("engine", "selection", "reminders", "history", "sessions",
+                                         "database", "tokenizer")}),
+}
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _ok(schema: dict, desc: str = "OK") -> dict:
+    return {"200": {"description": desc, "content": {"application/json": {"schema": schema}}}}
+
+
+def _q(name: str, schema: dict = STR, required: bool = False, desc: str = "") -> dict:
+    return {"name": name, "in": "query", "required": required, "schema": schema, "description": desc}
+
+
+def _p(name: str) -> dict:
+    return {"name": name, "in": "path", "required": True, "schema": STR}
+
+
+def _body(schema: dict) -> dict:
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+def _op(summary: str, responses: dict, params: list | None = None, body: dict | None = None) -> dict:
+    op = {"summary": summary, "responses": {**responses, **COMMON}}
+    if params:
+        op["parameters"] = params
+    if body:
+        op["requestBody"] = body
+    return op
+
+
+COMMON = {
+    "401": {"description": "missing or wrong bearer token", "content": {"application/json": {"schema": _ref("Error")}}},
+    "403": {"description": "Host header is not loopback", "content": {"application/json": {"schema": _ref("Error")}}},
+    "413": {"description": "body over 1 MiB", "content": {"application/json": {"schema": _ref("Error")}}},
+}
+E503 = {"503": {"description": "database unavailable", "content": {"application/json": {"schema": _ref("Error")}}}}
+E404 = {"404": {"description": "not found", "content": {"application/json": {"schema": _ref("Error")}}}}
+
+PATHS = {
+    "/api/v1/health": {"get": _op("liveness", _ok(_obj({"ok": {"type": "boolean"}, "version": STR, "pid": INT,
+                                                        "started_at": STR})))},
+    "/api/v1/status": {"get": _op("every live session's snapshot, the followed session, the service",
+                                  _ok(_ref("Status")))},
+    "/api/v1/sessions/{id}/series": {"get": _op("per-call series of a live session", {**_ok(_ref("Series")), **E404},
+                                                [_p("id")])},
+    "/api/v1/sessions/{id}/selection": {"post": _op(
+        "revaluation: exclude or include paths", {**_ok(_ref("Snapshot")), **E404}, [_p("id")],
+        _body(_obj({"exclude": {"type": "array", "items": STR}, "include": {"type": "array", "items": STR}})))},
+    "/api/v1/segments": {"get": _op("archived segment profiles, newest first",
+                                    {**_ok(_obj({"segments": {"type": "array", "items": _ref("Profile")}})), **E503},
+                                    [_q("session"), _q("limit", INT)])},
+    "/api/v1/reminders": {"get": _op("reminders raised (one per session, segment and lap)",
+                                     _ok(_obj({"reminders": {"type": "array", "items": _ref("Reminder")}})),
+                                     [_q("session"), _q("since", desc="ISO time")])},
+    "/api/v1/channels/{channel}": {"get": _op(
+        "edit, pinch or retrieval channel in time buckets", {**_ok(_ref("Channel")), **E503},
+        [{"name": "channel", "in": "path", "required": True, "schema": {"enum": ["edit", "pinch", "retrieval"]}},
+         _q("since"), _q("until"), _q("bucket", {"enum": ["hour", "day"]})])},
+    "/api/v1/spend": {"get": _op("spend and data quality", {**_ok(_obj()), **E503}, [_q("since"), _q("until")])},
+    "/api/v1/report": {"get": _op("the whole `ctxlamp report --json` for the period (days, UTC)", _ok(_obj()),
+                                  [_q("since"), _q("until")])},
+    "/api/v1/rotate": {"post": _op(
+        "follow another session of a project (SessionStart hook)",
+        _ok(_obj({"ok": {"type": "boolean"}, "following": STR, "pending": {"type": "boolean"}})), None,
+        _body(_obj({"session_id": STR, "transcript_path": STR, "cwd": STR}, ["session_id"])))},
+    "/api/v1/handoffs": {
+        "post": _op("save a handoff", {**_ok(_ref("Handoff")), **E503}, None,
+                    _body(_obj({"task": STR, "body": STR, "paths": {"type": "array", "items": STR},
+                                "project": STR, "session_id": STR}, ["task", "body", "project"]))),
+        "get": _op("handoffs, newest first", {**_ok(_obj({"handoffs": {"type": "array", "items": _ref("Handoff")}})),
+                                              **E503}, [_q("project"), _q("undelivered", {"enum": ["0", "1"]})]),
+    },
+    "/api/v1/handoffs/{token}/load": {"post": _op("deliver a handoff into a session",
+                                                  {**_ok(_ref("Handoff")), **E404, **E503}, [_p("token")],
+                                                  _body(_obj({"session_id": STR}, ["session_id"])))},
+    "/api/v1/history/page": {"get": _op("a page of the caller's lineage", {**_ok(_obj()), **E503},
+                                        [_q("session_id", required=True), _q("page", INT)])},
+    "/api/v1/history/search": {"get": _op("search the caller's lineage", {**_ok(_obj()), **E503},
+                                          [_q("session_id", required=True), _q("q", required=True)])},
+    "/api/v1/history/locate": {"get": _op("turns that read or changed a path", {**_ok(_obj()), **E503},
+                                          [_q("session_id", required=True), _q("path", required=True)])},
+    "/api/v1/config": {
+        "get": _op("the effective configuration", _ok(_ref("Config"))),
+        "post": _op("merge settings and persist them to config.toml", _ok(_ref("Config")), None, _body(_ref("Config"))),
+    },
+    "/api/v1/events": {"get": _op("SSE stream: service, snapshot, reminder, rotated events", {
+        "200": {"description": "text/event-stream", "content": {"text/event-stream": {"schema": STR}}}})},
+    "/api/v1/openapi.json": {"get": _op("this document", _ok(_obj()))},
+}
+
+
+def document(port: int | None = None) -> dict:
+    servers = [{"url": f"http://127.0.0.1:{port}"}] if port else []
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "ctxlamp local API", "version": __version__,
+                 "description": "The service's API for the desktop, MCP server and hook. See docs/api.md."},
+        "servers": servers,
+        "security": [{"bearer": []}],
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}, "schemas": SCHEMAS},
+        "paths": PATHS,
+    }

@@ -1,0 +1,101 @@
+"""`ctxlamp install` while another program keeps editing the same files.
+
+Claude Code rewrites `.claude.json` all the time (startup counters, per-project
+state) and `settings.json` when the user changes a setting. Here two writers
+edit them in a loop (read, add a key of their own, write atomically; they
+re-check the file before replacing it, as a careful editor does) while
+`ctxlamp install` and `ctxlamp uninstall` run. Whatever the interleaving, each
+file must end as valid JSON that still holds every key the other program
+wrote, and -- when install says it succeeded -- our hook and server; or install
+must refuse cleanly (exit 1, a message, the files as the other program left them).
+tests/test_install.py covers malformed and read-only files.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from service import claude_settings as cs
+from tests.conftest import ROOT
+
+WRITER = r"""
+import json, os, sys, time
+path, stop, prefix = sys.argv[1], sys.argv[2], sys.argv[3]
+written = []
+n = 0
+while not os.path.exists(stop):
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        data = json.loads(text)
+    except (OSError, ValueError):
+        time.sleep(0.001)
+        continue
+    data[f"{prefix}{n}"] = n
+    tmp = f"{path}.{os.getpid()}.other-tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(data, indent=2))
+    with open(path, encoding="utf-8") as fh:
+        unchanged = fh.read() == text
+    if unchanged:
+        os.replace(tmp, path)
+        written.append(n)
+        n += 1
+    else:
+        os.unlink(tmp)
+    time.sleep(0.004)
+print(json.dumps(written))
+"""
+
+
+def _ctxlamp(args: list[str], env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "service.cli", *args], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+
+
+def _our_hook_in(data: dict) -> bool:
+    return any(cs.is_our_hook(h) for group in (data.get("hooks") or {}).get("SessionStart") or []
+               for h in group.get("hooks") or [])
+
+
+def _our_server_in(data: dict) -> bool:
+    return cs.is_our_server((data.get("mcpServers") or {}).get("ctxlamp"))
+
+
+def test_install_and_uninstall_while_claude_code_edits_the_same_files(tmp_path):
+    config, home = tmp_path / "claude-config", tmp_path / "home"
+    config.mkdir()
+    home.mkdir()
+    settings, claude_json = config / "settings.json", config / ".claude.json"
+    settings.write_text(json.dumps({"model": "opus", "env": {"FOO": "1"}}, indent=2))
+    claude_json.write_text(json.dumps({"numStartups": 3, "mcpServers": {}}, indent=2))
+    env = dict(os.environ, HOME=str(home), CLAUDE_CONFIG_DIR=str(config))
+    for round_, command in enumerate(["install", "uninstall", "install"]):
+        stop = tmp_path / f"stop-{round_}"
+        writers = {path: subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(stop), f"r{round_}_"],
+                                          stdout=subprocess.PIPE, text=True)
+                   for path in (settings, claude_json)}
+        try:
+            out = _ctxlamp([command], env)
+        finally:
+            stop.touch()
+            written = {path: json.loads(w.communicate(timeout=30)[0]) for path, w in writers.items()}
+        assert all(written.values()), "the other program never got a write in"
+        for path, keys in written.items():
+            data = json.loads(path.read_text())  # valid JSON whatever happened
+            lost = [n for n in keys if data.get(f"r{round_}_{n}") != n]
+            assert not lost, f"{command} lost the other program's writes {lost} to {path.name}: {out.stderr}"
+        final_settings, final_mcp = json.loads(settings.read_text()), json.loads(claude_json.read_text())
+        if out.returncode == 0:
+            want = command == "install"
+            assert _our_hook_in(final_settings) is want, (command, final_settings)
+            assert _our_server_in(final_mcp) is want, (command, final_mcp)
+        else:  # a clean refusal names the file and says nothing was changed by us
+            assert out.returncode == 1 and "changed" in out.stderr, (out.returncode, out.stderr)
+        assert final_settings["model"] == "opus" and final_settings["env"] == {"FOO": "1"}
+        assert final_mcp["numStartups"] == 3
+        for backup in config.glob("*.ctxlamp-backup"):
+            json.loads(backup.read_text())  # a backup is a whole, valid earlier version

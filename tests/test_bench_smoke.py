@@ -1,0 +1,89 @@
+"""CI smoke for the benchmarks: a small corpus, the replay bench and the totals recount.
+
+The full bench (peers downloaded, 50 and 500 MB) is `make bench`, not CI.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+
+def _corpus(out: Path, mb: float = 2, *extra: str) -> Path:
+    subprocess.run([PY, str(ROOT / "bench" / "corpus.py"), "--mb", str(mb), "--out", str(out), *extra],
+                   check=True, capture_output=True, timeout=60)
+    return out / ".claude" / "projects"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("bench-corpus")
+    _corpus(root)
+    return root
+
+
+@pytest.mark.timeout(60)
+def test_replay_bench_prints_a_positive_throughput(corpus):
+    proc = subprocess.run([PY, str(ROOT / "bench" / "replay.py"), "--corpus", str(corpus), "--repeat", "1"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    m = re.fullmatch(r"replay_mb_per_s=([0-9.]+)", lines[-1])
+    assert m, proc.stdout
+    assert float(m.group(1)) > 0
+
+
+def test_corpus_is_deterministic_sized_and_renamed(corpus, tmp_path):
+    files = sorted(p.relative_to(corpus) for p in corpus.rglob("*.jsonl"))
+    again = _corpus(tmp_path / "again").parents[1]
+    assert files == sorted(p.relative_to(again) for p in again.rglob("*.jsonl"))
+    for rel in files:
+        assert (corpus / rel).read_bytes() == (again / rel).read_bytes()
+    total = sum((corpus / rel).stat().st_size for rel in files)
+    assert total >= 2 * (1 << 20)
+    # fresh ids: no session id of a fixture survives into the corpus
+    fixtures = (ROOT / ".." / "shared" / "fixtures").resolve()
+    originals = {p.stem for p in fixtures.rglob("*.jsonl")} - {"api", "results"}
+    body = b"".join((corpus / rel).read_bytes() for rel in files)
+    assert not any(sid.encode() in body for sid in originals)
+    # ids renamed consistently: a session file still holds its own session's entries
+    for rel in files:
+        if "subagents" not in rel.parts and re.fullmatch(r"[0-9a-f-]{36}", rel.stem):
+            sids = {json.loads(line).get("sessionId") for line in (corpus / rel).read_text().splitlines() if line}
+            assert sids - {None} == {rel.stem}
+
+
+def test_corpus_file_limit(tmp_path):
+    projects = _corpus(tmp_path, 1000, "--files", "7")
+    assert len(list(projects.rglob("*.jsonl"))) == 7
+
+
+@pytest.mark.timeout(60)
+def test_independent_recount_matches_report(tmp_path):
+    """bench/compare_totals.py's own reader, with ctxlamp's dedup rule, gives the report's USD per day.
+
+    This is what makes its explanation of the differences with ccusage trustworthy.
+    """
+    sys.path.insert(0, str(ROOT))
+    from bench.compare_totals import compare
+
+    corpus = _corpus(tmp_path / "corpus", 10).parents[1]  # every fixture at least once
+    env = {**os.environ, "CTXLAMP_HOME": str(tmp_path / "home"), "CLAUDE_CONFIG_DIR": str(corpus / ".claude"),
+           "HOME": str(tmp_path)}
+    proc = subprocess.run([PY, "-m", "service.cli", "report", "--json", "--no-service"], env=env, cwd=ROOT,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    res = compare(corpus / ".claude" / "projects", {"daily": []}, report)
+    assert report["spend"]["total_usd"] > 0
+    assert res["recount_matches_report"]
+    no_dedup = next(r for r in res["rules"] if r["rule"] == "no dedup")
+    assert no_dedup["usd"] > res["rules"][0]["usd"]  # the fixtures do repeat lines of one response

@@ -1,0 +1,81 @@
+"""`ctxlamp screenshot --out DIR --demo` writes non-empty PNGs of the expected sizes."""
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+STATES = ("white", "green", "amber", "red", "grey")
+TABS = ("session", "edits", "pinch", "retrieval", "history", "files", "settings")
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", path
+    return struct.unpack(">II", data[16:24])
+
+
+def png_pixels_vary(path: Path) -> bool:
+    """A real picture, not a blank: decode with Qt and look for more than a handful of colours."""
+    from PySide6.QtGui import QImage
+
+    img = QImage(str(path))
+    colours = {img.pixel(x, y) for x in range(0, img.width(), max(1, img.width() // 40))
+               for y in range(0, img.height(), max(1, img.height() // 40))}
+    return len(colours) > 5
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    out = tmp_path_factory.mktemp("shots")
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "CTXLAMP_HOME": str(out / "home")}
+    r = subprocess.run([sys.executable, "-m", "service.cli", "screenshot", "--out", str(out), "--demo",
+                        "--width", "1000", "--height", "700"], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=180)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_icons_at_every_tray_size(shots, state):
+    for size in (16, 22, 24, 32, 48, 64):
+        assert png_size(shots / f"icon-{state}-{size}.png") == (size, size)
+    for size in (16, 32, 64):
+        for bg in ("light", "dark"):
+            assert png_size(shots / f"icon-{state}-{size}-{bg}.png") == (size, size)
+
+
+def test_window_tabs_are_rendered_at_the_asked_size(shots, qapp):
+    for tab in TABS:
+        path = shots / f"window-{tab}.png"
+        assert png_size(path) == (1000, 700), tab
+        assert png_pixels_vary(path), tab
+
+
+def test_icon_sheet_and_reminder_popup(shots):
+    w, h = png_size(shots / "icons-sheet.png")
+    assert w > h > 0
+    w, h = png_size(shots / "reminder-popup.png")
+    assert w >= 300 and h > 60
+
+
+def test_without_demo_and_without_service_it_says_what_to_do(tmp_path):
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "CTXLAMP_HOME": str(tmp_path / "home")}
+    r = subprocess.run([sys.executable, "-m", "service.cli", "screenshot", "--out", str(tmp_path / "o")], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert "--demo" in r.stderr and "ctxlamp serve" in r.stderr
+
+
+def test_no_display_exits_2_and_points_to_serve_and_status(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env["CTXLAMP_HOME"] = str(tmp_path / "home")
+    r = subprocess.run([sys.executable, "-m", "service.cli"], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2
+    assert "ctxlamp serve" in r.stderr and "ctxlamp status" in r.stderr

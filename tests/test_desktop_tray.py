@@ -1,0 +1,172 @@
+"""The tray on Qt's offscreen platform: lamp colour, reminders, service down, supervision."""
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+
+pytest.importorskip("pytestqt")
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtGui import QColor, QGuiApplication  # noqa: E402
+
+from desktop.datasource import ApiSource  # noqa: E402
+from desktop.events import EventStream  # noqa: E402
+from desktop.restart_policy import RestartPolicy  # noqa: E402
+from desktop.supervisor import ServiceSupervisor  # noqa: E402
+from desktop.tray import TrayController  # noqa: E402
+
+
+def snap(sid="s1", colour="green", state="good", **kw):
+    return {"session_id": sid, "project": "/home/u/proj", "lamp": {"state": state, "colour": colour},
+            "x": 1.5, "xSweet": 2.0, "dhat": 4.0, "bill_cycle_usd": 0.2, "br": 0.5,
+            "updated_at": "2026-01-01T10:00:00Z", **kw}
+
+
+def rem(lap, sid="s1"):
+    return {"session_id": sid, "segment": 0, "lap": lap, "call": 10 * lap, "at": "2026-01-01T10:00:00Z",
+            "restart_usd": 0.4, "payback_calls": 3.0, "rent_usd": 0.4 * lap}
+
+
+@pytest.fixture
+def tray(qtbot, ctx_home):
+    t = TrayController(ApiSource(), open_window_without_tray=False)
+    yield t
+    t.shutdown()
+
+
+def icon_pixel(tray: TrayController, size=32) -> QColor:
+    img = tray.tray.icon().pixmap(size, size).toImage()
+    return img.pixelColor(size // 2, int(size * 0.75))  # below the grey lamp's bar
+
+
+def test_lamp_colour_follows_snapshots(tray):
+    expect = {
+        "white": lambda c: min(c.red(), c.green(), c.blue()) > 200,
+        "green": lambda c: c.green() > c.red() + 60 and c.green() > c.blue() + 60,
+        "amber": lambda c: c.red() > 200 and c.green() > 120 and c.blue() < 80,
+        "red": lambda c: c.red() > 180 and c.green() < 90 and c.blue() < 90,
+    }
+    for colour, state in [("white", "warming"), ("green", "good"), ("amber", "warning"), ("red", "critical"),
+                          ("green", "good")]:
+        tray.on_snapshot(snap(colour=colour, state=state))
+        assert tray.colour() == colour
+        assert expect[colour](icon_pixel(tray)), (colour, icon_pixel(tray).name())
+        assert colour in tray.tray.toolTip()
+
+
+def test_the_followed_session_decides_the_colour_and_the_menu_can_switch(tray):
+    tray.set_status({"sessions": [snap("a", "red", "critical"), snap("b", "green")], "followed": "a",
+                     "service": {}})
+    assert tray.colour() == "red"
+    tray.update_menu()
+    actions = {a.text(): a for a in tray.session_actions if not a.isSeparator()}
+    assert len(actions) == 2
+    checked = [t for t, a in actions.items() if a.isChecked()]
+    assert len(checked) == 1 and "red" in checked[0]
+    next(a for t, a in actions.items() if "green" in t).trigger()
+    assert tray.followed == "b" and tray.colour() == "green"
+
+
+def test_a_reminder_pops_exactly_one_message_and_coalesces_within_min_gap(tray, qtbot):
+    shown = []
+    tray.reminder_shown.connect(lambda r, via: shown.append((r["lap"], via)))
+    tray.on_snapshot(snap(colour="amber", state="warning"))
+    tray.on_reminder(rem(1), now=1000.0)
+    assert shown == [(1, "popup")]  # offscreen has no tray: the fallback window
+    assert tray.popup.isVisible() and "a restart's worth" in tray.popup.title.text()
+    tray.on_reminder(rem(2), now=1100.0)
+    tray.on_reminder(rem(3), now=1200.0)
+    assert len(shown) == 1
+    tray.on_reminder(rem(4), now=1000.0 + 600)
+    assert shown[-1] == (4, "popup") and len(shown) == 2
+    assert "4 restarts' worth" in tray.popup.title.text()
+
+
+def test_a_held_reminder_is_shown_by_one_timer_with_the_newest_lap(tray, qtbot):
+    tray.coalescer.min_gap_s = 0.4
+    shown = []
+    tray.reminder_shown.connect(lambda r, via: shown.append(r["lap"]))
+    tray.on_reminder(rem(1))
+    tray.on_reminder(rem(2))
+    tray.on_reminder(rem(3))
+    assert shown == [1]
+    with qtbot.waitSignal(tray.reminder_shown, timeout=3000):
+        pass
+    assert shown == [1, 3]
+
+
+def test_snooze_silences_the_session(tray):
+    shown = []
+    tray.reminder_shown.connect(lambda r, via: shown.append(r["lap"]))
+    tray.on_reminder(rem(1), now=0.0)
+    tray.snooze()
+    tray.coalescer.min_gap_s = 0
+    tray.on_reminder(rem(2))
+    assert shown == [1]
+
+
+def test_fallback_popup_never_takes_focus(tray):
+    tray.on_reminder(rem(1))
+    p = tray.popup
+    assert p.windowFlags() & Qt.WindowDoesNotAcceptFocus
+    assert p.windowFlags() & Qt.Tool and p.windowFlags() & Qt.WindowStaysOnTopHint
+    assert p.testAttribute(Qt.WA_ShowWithoutActivating)
+
+
+def test_prepare_handoff_copies_a_handoff_save_prompt(tray):
+    tray.on_snapshot(snap())
+    text = tray.prepare_handoff()
+    assert "mcp__ctxlamp__handoff_save" in text
+    assert QGuiApplication.clipboard().text() == text
+
+
+def test_service_down_without_api_json_is_a_grey_lamp_that_says_so(qtbot, ctx_home):
+    stream = EventStream()
+    tray = TrayController(ApiSource(), stream=stream, open_window_without_tray=False)
+    try:
+        with qtbot.waitSignal(stream.disconnected, timeout=5000):
+            stream.start()
+        assert tray.colour() == "grey"
+        tip = tray.tray.toolTip()
+        assert "service down" in tip and "not running" in tip
+        assert tray.tooltip().startswith("ctxlamp — service down")
+    finally:
+        stream.stop()
+        tray.shutdown()
+    assert not stream.isRunning()
+
+
+def test_supervisor_restarts_a_dying_service_three_times_then_gives_up(qtbot, ctx_home):
+    sup = ServiceSupervisor(policy=RestartPolicy(backoff_s=(0.05, 0.1, 0.2)),
+                            command=(sys.executable, ["-c", "import sys; print('boom', file=sys.stderr); sys.exit(3)"]))
+    tray = TrayController(ApiSource(), supervisor=sup, open_window_without_tray=False)
+    exits = []
+    sup.child_exited.connect(exits.append)
+    try:
+        with qtbot.waitSignal(sup.gave_up, timeout=10000) as blocker:
+            assert sup.ensure_running() == "started"
+        assert len(exits) == 4  # the first start and three restarts
+        assert "ctxlamp serve" in blocker.args[0] and "boom" in blocker.args[0]
+        assert tray.colour() == "grey" and "not restarted" in tray.tray.toolTip()
+        tray.update_menu()
+        assert tray.retry_action.isVisible()
+    finally:
+        sup.stop()
+        tray.shutdown()
+
+
+def test_menu_snooze_and_popup_buttons_act_on_the_right_session(tray):
+    tray.set_status({"sessions": [snap("a", "amber", "warning"), snap("b", "green")], "followed": "a",
+                     "service": {}})
+    tray.update_menu()
+    tray.snooze_action.trigger()
+    assert tray.coalescer.snoozed("a", __import__("time").time())
+    assert not tray.coalescer.snoozed("b", __import__("time").time())
+    tray.on_reminder(rem(1, "b"))
+    assert tray.popup.isVisible() and "proj · b" in tray.popup.body.text()
+    tray.popup.snooze.click()
+    assert tray.coalescer.snoozed("b", __import__("time").time())
+    assert not tray.popup.isVisible()

@@ -1,0 +1,189 @@
+"""The window and its charts: empty data, a long session, channel export, settings."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+
+pytest.importorskip("pytestqt")
+
+from desktop.datasource import DataError, DemoSource  # noqa: E402
+from desktop.window import TAB_NAMES, MainWindow  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def private_dirs(ctx_home, tmp_path, monkeypatch):
+    """The settings tab shows (and may write) the ctxlamp home and the autostart entry: keep them in tmp."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    return ctx_home
+
+
+def load_make_demo():
+    spec = importlib.util.spec_from_file_location("make_demo", ROOT / "resources" / "demo" / "make_demo.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def write_source(folder: Path, status, series, segments, channels, config) -> DemoSource:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, obj in [("status.json", status), ("series.json", series), ("segments.json", segments),
+                      ("channels.json", channels), ("config.json", config)]:
+        (folder / name).write_text(json.dumps(obj))
+    return DemoSource(folder)
+
+
+def curve_items(plot):
+    return [i for i in plot.getPlotItem().listDataItems()]
+
+
+def test_every_tab_renders_with_empty_data(qtbot, tmp_path, ctx_home):
+    empty_channel = {"label": "measured", "bucket": "day", "buckets": [], "totals": {}, "sources": []}
+    src = write_source(tmp_path / "empty", {"sessions": [], "followed": None, "service": {}}, {},
+                       {"segments": []}, {n: empty_channel for n in ("edit", "pinch", "retrieval")}, {})
+    win = MainWindow(src)
+    qtbot.addWidget(win)
+    win.show()
+    win.load_all()
+    for i in range(len(TAB_NAMES)):
+        win.tabs.setCurrentIndex(i)
+        img = win.grab().toImage()
+        assert img.width() > 0
+    assert "No live session" in win.session_tab.title.text()
+    assert win.history_tab.table.rowCount() == 0
+    assert win.files_tab.list.count() == 0
+
+
+def test_a_gated_snapshot_and_a_session_with_one_call(qtbot, tmp_path):
+    gated = {"session_id": "g", "lamp": {"state": "insufficient_data", "colour": "white"}, "skeleton": None,
+             "x": 1, "u": None}
+    series = {"g": {"session_id": "g", "calls": [{"call": 1, "totalStock": 5000, "L": 0, "B": 5000,
+                                                  "bill_cycle_usd": 0.0}],
+                    "resets": [], "reminders": [], "skeleton": None, "paths": []}}
+    src = write_source(tmp_path / "g", {"sessions": [gated], "followed": "g"}, series, {"segments": []},
+                       {n: {} for n in ("edit", "pinch", "retrieval")}, {})
+    win = MainWindow(src)
+    qtbot.addWidget(win)
+    win.show()
+    win.load_all()
+    assert curve_items(win.session_tab.curve_plot) == []
+    assert len(curve_items(win.session_tab.stock_plot)) == 3
+
+
+def test_a_long_session_of_2000_calls_renders(qtbot, tmp_path):
+    demo = load_make_demo()
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    snapshot, series, profiles, _ = demo.simulate("long-1", "/home/u/big", [1200, 800], 99, t0)
+    assert len(series["calls"]) == 2000
+    src = write_source(tmp_path / "long", {"sessions": [snapshot], "followed": "long-1"}, {"long-1": series},
+                       {"segments": profiles}, demo.channels(), {})
+    win = MainWindow(src)
+    qtbot.addWidget(win)
+    win.resize(1000, 700)
+    win.show()
+    win.load_all()
+    stock = curve_items(win.session_tab.stock_plot)
+    assert {len(c.xData) for c in stock} == {2000}
+    (curve,) = [c for c in curve_items(win.session_tab.curve_plot) if len(c.xData) > 1]
+    assert len(curve.xData) == 64
+    img = win.grab().toImage()
+    assert img.width() == 1000 and img.height() == 700
+
+
+def test_demo_window_point_sits_in_its_lamp_band(qtbot):
+    src = DemoSource()
+    status = src.status()
+    win = MainWindow(src)
+    qtbot.addWidget(win)
+    win.load(status["followed"])
+    snap = win.snapshot
+    sk = snap["skeleton"]
+    band = {"white": (0, sk["u_mirror"]), "green": (sk["u_mirror"], sk["u_amber"]),
+            "amber": (sk["u_amber"], sk["u_crit"]), "red": (sk["u_crit"], 99)}[snap["lamp"]["colour"]]
+    assert band[0] <= snap["u"] < band[1]
+    points = [c for c in curve_items(win.session_tab.curve_plot) if len(c.xData) == 1]
+    assert points and points[0].xData[0] == pytest.approx(snap["u"])
+
+
+def test_channel_export_writes_csv_and_png(qtbot, tmp_path):
+    src = DemoSource()
+    win = MainWindow(src)
+    qtbot.addWidget(win)
+    win.show()
+    win.load_all()
+    tab = win.channel_tabs["retrieval"]
+    assert "ESTIMATED" in tab.badge.text()
+    assert "MEASURED" in win.channel_tabs["edit"].badge.text()
+    csv_path = tab.export_csv(tmp_path / "r.csv")
+    lines = csv_path.read_text().splitlines()
+    assert lines[0].startswith("start,") and len(lines) == 1 + len(src.channel("retrieval")["buckets"])
+    png = tab.export_png(tmp_path / "r.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # choosing another counter redraws the bars from that counter
+    tab.counter.setCurrentText("bytes_saved")
+    (bars,) = [i for i in tab.plot.getPlotItem().items if type(i).__name__ == "BarGraphItem"]
+    heights = list(bars.opts["height"])
+    assert heights == [b["bytes_saved"] for b in src.channel("retrieval")["buckets"]]
+
+
+def test_history_tab_lists_segment_profiles(qtbot):
+    src = DemoSource()
+    win = MainWindow(src)
+    qtbot.addWidget(win)
+    win.load_all()
+    assert win.history_tab.table.rowCount() == len(src.segments()["segments"])
+
+
+def test_settings_send_only_what_changed(qtbot, tmp_path):
+    saved = []
+
+    class Recording(DemoSource):
+        live = True
+
+        def save_config(self, changes):
+            saved.append(changes)
+            return changes and self.config()
+
+    src = Recording()
+    win = MainWindow(src)
+    qtbot.addWidget(win)
+    win.load_all()
+    tab = win.settings_tab
+    assert tab.save() and saved == []
+    tab.editors["engine.eps_amber"].setText("0.08")
+    assert tab.save()
+    assert saved == [{"engine": {"eps_amber": 0.08}}]
+    tab.editors["engine.g_floor"].setText("many")
+    assert not tab.save() and "engine.g_floor" in tab.status.text()
+
+
+def test_demo_source_refuses_to_save():
+    with pytest.raises(DataError):
+        DemoSource().save_config({"engine": {"g_floor": 1}})
+
+
+def test_price_overrides_are_validated_and_written_to_the_config_dir(qtbot, ctx_home):
+    class Live(DemoSource):
+        live = True
+
+    from desktop.settings_tab import SettingsTab
+
+    tab = SettingsTab(Live())
+    qtbot.addWidget(tab)
+    tab.reload()
+    tab.prices_edit.setPlainText('{"claude-sonnet-4-5": 3}')
+    assert not tab.save_prices() and "models" in tab.status.text()
+    assert not (ctx_home / "prices.json").exists()
+    tab.prices_edit.setPlainText('{"models": {"claude-sonnet-4-5": {"cache_read": 0.3}}}')
+    assert tab.save_prices()
+    assert json.loads((ctx_home / "prices.json").read_text()) == {"models": {"claude-sonnet-4-5": {"cache_read": 0.3}}}
+    tab.prices_edit.setPlainText("")
+    assert tab.save_prices() and not (ctx_home / "prices.json").exists()

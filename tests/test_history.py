@@ -1,0 +1,86 @@
+"""History answers (service/history.py) over a real store: lineage from the loaded handoff,
+deterministic pages, and a next step on every search or locate answer."""
+from __future__ import annotations
+
+import pytest
+
+from service import history
+from service.mcp_server import render_history
+from service.store import Store
+
+
+def ask_of(store: Store):
+    return lambda name, *args, **kwargs: getattr(store, name)(*args, **kwargs)
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store(tmp_path / "ctxlamp.db")
+    yield s
+    s.close()
+
+
+def make_lineage(store: Store, turns: int) -> str:
+    """Session `old` has `turns` turns, saves a handoff; session `new` loads it. Returns the token."""
+    for i in range(turns):
+        store.add_turn_record("old", 0, i, f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}.000Z",
+                              prompt_preview=f"turn {i} about the zebra parser" + (" and lions" if i % 4 == 0 else ""),
+                              paths_read=[f"/p/src/mod_{i % 3}.py"], paths_changed=["/p/src/parser.py"] if i % 2 else [],
+                              tokens=100 + i, cost_usd=0.01)
+    token = store.save_handoff("go on", "notes", ["/p/src/parser.py"], "/p", from_session="old")["token"]
+    assert store.load_handoff(token, "new") is not None
+    return token
+
+
+def test_a_session_that_loaded_nothing_is_told_so(store):
+    make_lineage(store, 3)
+    ask = ask_of(store)
+    for answer in (history.page(ask, "stranger", 1), history.search(ask, "stranger", "zebra"),
+                   history.locate(ask, "stranger", "parser.py")):
+        assert answer["loaded"] is False and answer["lineage_id"] is None
+        assert "has not loaded a handoff" in answer["message"] and "handoff_load" in answer["next"]
+    # the saving session itself did not load anything either: no guess from its own handoff
+    assert history.search(ask, "old", "zebra")["loaded"] is False
+
+
+def test_pages_are_deterministic_oldest_first(store):
+    make_lineage(store, 23)
+    ask = ask_of(store)
+    first = history.page(ask, "new", 1)
+    assert (first["total"], first["pages"], len(first["turns"])) == (23, 3, 10)
+    assert [t["turn"] for t in first["turns"]] == list(range(10))
+    third = history.page(ask, "new", 3)
+    assert [t["turn"] for t in third["turns"]] == [20, 21, 22]
+    assert history.page(ask, "new", 3) == third
+    beyond = history.page(ask, "new", 9)
+    assert beyond["turns"] == [] and "3 page(s)" in beyond["message"]
+
+
+def test_search_hit_truncated_and_miss_each_say_what_next(store):
+    make_lineage(store, 23)
+    ask = ask_of(store)
+    hit = history.search(ask, "new", "lions")  # turns 0, 4, 8, 12, 16, 20
+    assert (hit["total"], hit["shown"], hit["more"]) == (6, 6, 0)
+    assert "history_page(page)" in hit["next"] and "pages 1, 2, 3" in hit["next"]
+    one = history.search(ask, "new", "turn 12 lions")
+    assert one["total"] == 1 and one["next"] == "Open history_page(2) to read the turn around it."
+    many = history.search(ask, "new", "zebra")
+    assert (many["total"], many["shown"], many["more"], many["truncated"]) == (23, 10, 13, True)
+    assert "13 more match(es) not shown" in many["next"] and "add words" in many["next"]
+    miss = history.search(ask, "new", "giraffe")
+    assert miss["total"] == 0 and "history_locate" in miss["next"] and "history_page(1)" in miss["next"]
+    text = render_history(many)
+    assert "23 match(es), 10 shown" in text and "13 more" in text
+
+
+def test_locate_hit_truncated_and_miss_each_say_what_next(store):
+    make_lineage(store, 23)
+    ask = ask_of(store)
+    changed = history.locate(ask, "new", "src/parser.py")  # odd turns: 11 of them
+    assert (changed["total"], changed["shown"], changed["more"]) == (11, 10, 1)
+    assert "1 more turn(s)" in changed["next"] and "longer part of the path" in changed["next"]
+    few = history.locate(ask, "new", "/p/src/mod_2.py")  # turns 2, 5, 8, 11, 14, 17, 20
+    assert (few["total"], few["more"]) == (7, 0) and few["next"].endswith("pages 1, 2, 3.")
+    assert [h["turn"] for h in few["hits"]] == [2, 5, 8, 11, 14, 17, 20]
+    miss = history.locate(ask, "new", "nowhere.py")
+    assert miss["total"] == 0 and "history_search" in miss["next"]
