@@ -13,6 +13,7 @@ from pathlib import Path
 def configure(p) -> None:
     p.add_argument("--claude-dir", type=Path, help="where to write projects/ (default: $CLAUDE_CONFIG_DIR)")
     p.add_argument("--pace", type=float, default=0.5, help="seconds between API responses (default 0.5)")
+    p.add_argument("--quiet", action="store_true", help="no progress output (when another view owns the terminal)")
 
 
 def run(args) -> int:
@@ -23,9 +24,10 @@ def run(args) -> int:
     project = app_paths().data / "demo-project"
 
     def progress(done: int, total: int) -> None:
-        if sys.stderr.isatty():
+        if sys.stderr.isatty() and not args.quiet:
             print(f"\rdemo: {done}/{total} transcript lines written", end="", file=sys.stderr, flush=True)
 
     path = play(target, project, seconds_per_call=args.pace, progress=progress)
-    print(f"\ndemo: finished writing {path}", file=sys.stderr)
+    if not args.quiet:
+        print(f"\ndemo: finished writing {path}", file=sys.stderr)
     return 0

@@ -66,7 +66,7 @@ def run(args) -> int:
                 children.append(tray)
                 if demo:
                     time.sleep(2)  # let the tray start its service first
-                    children.append(_child(["demo"], env))
+                    children.append(_child(["demo", "--quiet"], env))
                 return tray.wait()
             print(f"ctxlamp: the tray cannot start ({problem}); `python -m service.doctor` names the fix. "
                   "Falling back to the terminal view.", file=sys.stderr)
@@ -80,7 +80,7 @@ def run(args) -> int:
             print("ctxlamp: the service did not start; see the messages above.", file=sys.stderr)
             return 1
         if demo:
-            children.append(_child(["demo"], env))
+            children.append(_child(["demo", "--quiet"], env))
         return _child(["status"], env).wait()
     except KeyboardInterrupt:
         return 0
