@@ -40,7 +40,10 @@ MONITOR_VERSION = "4.0.0"
 
 
 def default_cache() -> Path:
-    return Path(os.environ.get("CTXLAMP_BENCH_CACHE") or "~/.cache/ctxlamp-bench").expanduser()
+    """$CTXLAMP_BENCH_CACHE, else ~/.cache/ctxlamp-bench (or under $XDG_CACHE_HOME)."""
+    if os.environ.get("CTXLAMP_BENCH_CACHE"):
+        return Path(os.environ["CTXLAMP_BENCH_CACHE"]).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "ctxlamp-bench"
 
 
 @dataclass

@@ -73,7 +73,8 @@ def draw_curve(plot: pg.PlotWidget, view: CurveView) -> None:
         plot.plot([u], [shown_a], pen=None, symbol="o" if shown_a == a else "t1", symbolSize=14,
                   symbolBrush=LAMP_FILL[colour], symbolPen=pg.mkPen("#111", width=2))
         text = f"now: u = {u:.2f}" + ("" if shown_a == a else f", A/A* = {a:.1f}")
-        txt = pg.TextItem(text, color="#111", anchor=(0, 1) if shown_a == a else (0, 0.5))
+        txt = pg.TextItem(text, color="#111", anchor=(0, 1) if shown_a == a else (0, 0.5),
+                          fill=pg.mkBrush(255, 255, 255, 210))
         plot.addItem(txt)
         txt.setPos(u + 0.03, shown_a)
     plot.setXRange(0, max(view.u_max, (view.point or (0,))[0] * 1.05), padding=0.02)
@@ -84,13 +85,13 @@ def _marks(plot: pg.PlotWidget, view: SeriesView, labels: bool) -> None:
     for call in view.reset_calls:
         plot.addItem(pg.InfiniteLine(pos=call, angle=90, pen=PEN_RESET,
                                      label="reset" if labels else None,
-                                     labelOpts={"position": 0.92, "color": "#333"}))
+                                     labelOpts={"position": 0.97, "color": "#333"}))
     many = len(view.reminder_calls) > 12
     for call, lap in view.reminder_calls:
         show = labels and (not many or lap % 5 == 0 or lap == 1)
         plot.addItem(pg.InfiniteLine(pos=call, angle=90, pen=PEN_REMINDER,
                                      label=f"lap {lap}" if show else None,
-                                     labelOpts={"position": 0.85, "color": "#b36b00"}))
+                                     labelOpts={"position": 0.78, "color": "#b36b00"}))
 
 
 def draw_stock(plot: pg.PlotWidget, view: SeriesView) -> None:

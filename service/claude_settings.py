@@ -179,11 +179,40 @@ class Document:
 
 
 _ANY = object()
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where the system cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+    import errno
+
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def _changed(path: Path) -> SettingsChanged:
+    return SettingsChanged(f"{path} changed while ctxlamp was editing it (another program wrote it); "
+                           "ctxlamp did not overwrite it")
 
 
 def _atomic_write(path: Path, text: str, mode: int, expect: object = _ANY) -> None:
-    """Temp file + rename. With `expect` (the text we planned from, None for "no file"), the file must
-    still hold it right before the rename, else SettingsChanged (another program's edit is never lost)."""
+    """Temp file + rename. With `expect` (the text we planned from, None for "no file"), another
+    program's edit made after our read is never lost: the temp file is swapped in atomically and
+    what it displaced is checked; if that is not what we planned from, it is swapped back and
+    SettingsChanged tells the caller to plan again. (Where the system has no atomic swap: compare,
+    then rename -- a window of microseconds instead of none.)"""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.ctxlamp-tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
@@ -193,14 +222,34 @@ def _atomic_write(path: Path, text: str, mode: int, expect: object = _ANY) -> No
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
-        if expect is not _ANY:
+        if expect is _ANY:
+            os.replace(tmp, path)
+            return
+        if expect is None:  # we create the file: only if nobody else did meanwhile
             try:
-                now = path.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                now = None
-            if now != expect:
-                raise SettingsChanged(f"{path} changed while ctxlamp was editing it (another program wrote it); "
-                                      "ctxlamp did not overwrite it")
+                os.link(tmp, path)
+            except FileExistsError:
+                raise _changed(path) from None
+            except OSError:  # no hard links here: check, then rename
+                if path.exists():
+                    raise _changed(path) from None
+                os.replace(tmp, path)
+                return
+            os.unlink(tmp)
+            return
+        if path.exists() and _exchange(tmp, path):
+            displaced = tmp.read_text(encoding="utf-8")
+            if displaced != expect:
+                _exchange(tmp, path)  # put the other program's version back
+                raise _changed(path)
+            os.unlink(tmp)
+            return
+        try:
+            now = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            now = None
+        if now != expect:
+            raise _changed(path)
         os.replace(tmp, path)
     except BaseException:
         try:

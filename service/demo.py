@@ -49,8 +49,9 @@ def project_files(seed: int = 3) -> dict[str, str]:
     return {p: _code(p, rnd, rnd.randint(40, 160)) for p in FILES}
 
 
-def generate(cwd: str, seed: int = 3, calls: int = 120, start: datetime | None = None) -> list[dict]:
-    """The demo session's entries, in file order."""
+def generate(cwd: str, seed: int = 3, calls: int = 120, start: datetime | None = None,
+             session: str = SESSION, compact_at: int | None = None) -> list[dict]:
+    """The demo session's entries, in file order (optionally with an auto-compaction)."""
     rnd = random.Random(seed)
     files = project_files(seed)
     t = start or datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
@@ -62,7 +63,7 @@ def generate(cwd: str, seed: int = 3, calls: int = 120, start: datetime | None =
         nonlocal parent, t
         t += timedelta(seconds=rnd.uniform(4, 25))
         me = str(next(uid))
-        e = {"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": cwd, "sessionId": SESSION,
+        e = {"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": cwd, "sessionId": session,
              "version": "2.1.328", "type": kind, "uuid": me, "timestamp": t.isoformat(timespec="milliseconds")
              .replace("+00:00", "Z")}
         parent = me
@@ -77,6 +78,13 @@ def generate(cwd: str, seed: int = 3, calls: int = 120, start: datetime | None =
         for step in range(rnd.randint(6, 11)):
             if n >= calls:
                 break
+            if compact_at is not None and n == compact_at:
+                meta = {"trigger": "auto", "preTokens": stock, "postTokens": 9_000 + stock // 20}
+                entries.append({**base("system"), "subtype": "compact_boundary", "parentUuid": None,
+                                "content": "Conversation compacted", "compactMetadata": meta})
+                entries.append({**base("user"), "isCompactSummary": True, "message": {
+                    "role": "user", "content": "This session is being continued from a previous conversation."}})
+                stock, cached = 18_500 + meta["postTokens"], 0
             n += 1
             path = rnd.choice(FILES)
             tool_id = f"toolu_demo{n:04d}"

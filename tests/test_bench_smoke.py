@@ -87,3 +87,41 @@ def test_independent_recount_matches_report(tmp_path):
     assert res["recount_matches_report"]
     no_dedup = next(r for r in res["rules"] if r["rule"] == "no dedup")
     assert no_dedup["usd"] > res["rules"][0]["usd"]  # the fixtures do repeat lines of one response
+
+
+def _rows_strategy():
+    from hypothesis import strategies as st
+
+    row = st.fixed_dictionaries({
+        "mid": st.sampled_from([None, "m1", "m2", "m3"]), "rid": st.sampled_from([None, "r1", "r2"]),
+        "ts": st.just("2026-01-01T00:00:00Z"), "model": st.just("claude-sonnet-4-5"), "side": st.booleans(),
+        "input": st.integers(0, 50), "output": st.integers(0, 50), "cache_creation": st.integers(0, 50),
+        "cache_read": st.integers(0, 50), "w1h": st.just(0)})
+    return st.lists(st.lists(row, max_size=8), max_size=4)
+
+
+def test_dedup_rules_keep_one_record_per_key():
+    """The counting rules the totals comparison tries: one record per key, keyless lines always count,
+    keep-largest keeps the biggest revision."""
+    from hypothesis import given, settings
+
+    sys.path.insert(0, str(ROOT))
+    from bench.compare_totals import TOKENS, _mid_and_rid, _mid_or_rid, dedup
+
+    @settings(max_examples=200, deadline=None)
+    @given(_rows_strategy())
+    def check(files):
+        flat = [r for rows in files for r in rows]
+        for key_of in (_mid_or_rid, _mid_and_rid):
+            keyed = {key_of(r) for r in flat} - {None}
+            keyless = sum(key_of(r) is None for r in flat)
+            for keep in ("first", "last", "largest"):
+                kept = dedup(files, key_of, keep)
+                assert len(kept) == len(keyed) + keyless
+                assert {key_of(r) for r in kept} - {None} == keyed
+            for r in dedup(files, key_of, "largest"):
+                k = key_of(r)
+                if k is not None:
+                    assert sum(r[t] for t in TOKENS) == max(sum(x[t] for t in TOKENS) for x in flat if key_of(x) == k)
+
+    check()

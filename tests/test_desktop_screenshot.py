@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 STATES = ("white", "green", "amber", "red", "grey")

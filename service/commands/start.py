@@ -43,9 +43,20 @@ def _wait_for_api(api_file: Path, proc: subprocess.Popen, seconds: float = 30) -
     return False
 
 
+def _stop_on_sigterm() -> None:
+    """SIGTERM (systemd, a closing terminal) unwinds like Ctrl-C, so the children are stopped too."""
+    import signal
+
+    def raise_interrupt(_sig, _frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, raise_interrupt)
+
+
 def run(args) -> int:
     from service.paths import app_paths, claude_projects
 
+    _stop_on_sigterm()
     env = dict(os.environ)
     demo = args.demo or not _has_transcripts(claude_projects())
     if demo:

@@ -2,8 +2,9 @@
 
 Claude Code rewrites `.claude.json` all the time (startup counters, per-project
 state) and `settings.json` when the user changes a setting. Here two writers
-edit them in a loop (read, add a key of their own, write atomically; they
-re-check the file before replacing it, as a careful editor does) while
+edit them in a loop (read, add a key of their own, swap the new version in
+atomically and give back what they displaced if it was not what they read, as a
+careful editor does; Linux renameat2) while
 `ctxlamp install` and `ctxlamp uninstall` run. Whatever the interleaving, each
 file must end as valid JSON that still holds every key the other program
 wrote, and -- when install says it succeeded -- our hook and server; or install
@@ -16,14 +17,18 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from service import claude_settings as cs
 from tests.conftest import ROOT
 
 WRITER = r"""
-import json, os, sys, time
-path, stop, prefix = sys.argv[1], sys.argv[2], sys.argv[3]
+import ctypes, json, os, sys, time
+path, stop, prefix, ready = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+def swap(a, b):  # atomic exchange: what we displaced lands in `a`
+    assert renameat2(-100, os.fsencode(a), -100, os.fsencode(b), 2) == 0, ctypes.get_errno()
 written = []
 n = 0
 while not os.path.exists(stop):
@@ -38,15 +43,18 @@ while not os.path.exists(stop):
     tmp = f"{path}.{os.getpid()}.other-tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(json.dumps(data, indent=2))
-    with open(path, encoding="utf-8") as fh:
-        unchanged = fh.read() == text
-    if unchanged:
-        os.replace(tmp, path)
+    swap(tmp, path)
+    with open(tmp, encoding="utf-8") as fh:
+        displaced = fh.read()
+    if displaced == text:
         written.append(n)
         n += 1
-    else:
-        os.unlink(tmp)
-    time.sleep(0.004)
+        if n == 1:
+            open(ready, "w").close()
+    else:  # someone wrote meanwhile: give their version back, try again
+        swap(tmp, path)
+    os.unlink(tmp)
+    time.sleep(0.010)
 print(json.dumps(written))
 """
 
@@ -75,11 +83,16 @@ def test_install_and_uninstall_while_claude_code_edits_the_same_files(tmp_path):
     env = dict(os.environ, HOME=str(home), CLAUDE_CONFIG_DIR=str(config))
     for round_, command in enumerate(["install", "uninstall", "install"]):
         stop = tmp_path / f"stop-{round_}"
-        writers = {path: subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(stop), f"r{round_}_"],
-                                          stdout=subprocess.PIPE, text=True)
+        ready = {path: tmp_path / f"ready-{round_}-{path.name}" for path in (settings, claude_json)}
+        writers = {path: subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(stop), f"r{round_}_",
+                                           str(ready[path])], stdout=subprocess.PIPE, text=True)
                    for path in (settings, claude_json)}
         try:
+            deadline = time.monotonic() + 20
+            while not all(r.exists() for r in ready.values()) and time.monotonic() < deadline:
+                time.sleep(0.005)
             out = _ctxlamp([command], env)
+            time.sleep(0.05)  # a few more edits after ours
         finally:
             stop.touch()
             written = {path: json.loads(w.communicate(timeout=30)[0]) for path, w in writers.items()}
