@@ -20,9 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from service.engine.parse import human_prompt
+
 READ_TOOLS = frozenset({"Read"})
 CHANGE_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
-COMMAND_ECHOES = ("<command-name>", "<local-command-stdout>", "<local-command-caveat>", "<command-message>")
 SYSTEM_TEXTS = ("<task-notification>", "<bash-input>", "<bash-stdout>", "<bash-stderr>")
 NOT_PROMPTS = ("[Request interrupted by user",)
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
@@ -67,29 +68,20 @@ def _content(entry: dict) -> Any:
 
 
 def prompt_text(entry: dict) -> str | None:
-    """The human prompt carried by this entry, or None when it is not one."""
-    if not isinstance(entry, dict) or entry.get("type") != "user":
-        return None
-    if entry.get("isMeta") or entry.get("isCompactSummary") or entry.get("isSidechain"):
+    """The human prompt carried by this entry, or None when it is not one.
+
+    The engine's turn boundary (engine.parse.human_prompt), minus what Claude Code
+    injects as user text without a human typing it (task notifications, shell
+    echoes, interruption markers): those are not worth a history record.
+    """
+    if not isinstance(entry, dict) or entry.get("isSidechain"):
         return None
     if entry.get("toolUseResult") is not None or entry.get("promptSource") == "system":
         return None
-    content = _content(entry)
-    if isinstance(content, str):
-        text = content
-    elif isinstance(content, list):
-        if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
-            return None
-        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-        texts = [t for t in texts if isinstance(t, str)]
-        if not texts:
-            return None
-        text = "\n".join(texts)
-    else:
+    text = human_prompt(entry)
+    if text is None:
         return None
     stripped = text.lstrip()
-    if not stripped or any(echo in stripped[:400] for echo in COMMAND_ECHOES):
-        return None
     if stripped.startswith(NOT_PROMPTS) or stripped.startswith(SYSTEM_TEXTS):
         return None
     return text

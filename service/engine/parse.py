@@ -36,3 +36,34 @@ def parse_line(line: bytes) -> Entry | None:
     if not isinstance(obj, dict):
         raise Malformed(f"not a JSON object: {type(obj).__name__}")
     return obj
+
+
+COMMAND_ECHOES = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-caveat>")
+
+
+def human_prompt(entry: Entry) -> str | None:
+    """The prompt text of a user entry that opens a turn (MEASUREMENT.md section 2), else None.
+
+    Content is a string or has text blocks; not isMeta, not isCompactSummary, not a tool
+    result, and not a slash-command echo (its markers near the start of the text).
+    """
+    if entry.get("type") != "user" or entry.get("isMeta") or entry.get("isCompactSummary"):
+        return None
+    msg = entry.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+            return None
+        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        texts = [t for t in texts if isinstance(t, str)]
+        if not texts:
+            return None
+        text = "\n".join(texts)
+    else:
+        return None
+    head = text.lstrip()[:400]
+    if not head or any(echo in head for echo in COMMAND_ECHOES):
+        return None
+    return text

@@ -14,11 +14,10 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from service.engine.curve import Curve
-from service.engine.parse import Entry, Malformed, parse_line
+from service.engine.parse import Entry, Malformed, human_prompt, parse_line
 from service.engine.prices import Price, PriceTable, family_of
 from service.engine.tokens import TokenCounter
 
-_COMMAND_ECHOES = ("<command-name>", "<local-command-stdout>", "<local-command-caveat>")
 _EDIT_TOOLS = ("Edit", "MultiEdit")
 _FILE_TOOLS = ("Read", "Write", "Edit", "MultiEdit")
 
@@ -259,17 +258,7 @@ class SessionEngine:
                 for block in results:
                     self._tool_result(block)
                 return
-        if e.get("isMeta") or e.get("isCompactSummary") or content is None:
-            return
-        if isinstance(content, str):
-            text = content
-        else:
-            texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-            texts = [x for x in texts if isinstance(x, str)]
-            if not texts:
-                return
-            text = texts[0]
-        if text.lstrip().startswith(_COMMAND_ECHOES):
+        if human_prompt(e) is None:
             return
         self._turn_pending = True  # announced; opens at the next call
 
