@@ -80,7 +80,7 @@ def format_phases(r: dict) -> str:
             f"| tokenizer load (o200k ranks + CoreBPE), once per process that meets an edit | {a['tokenizer_load_s']:.3f} |",
             f"| scan, one process, tokenizer already loaded | {a['scan_s']:.3f} (CPU {a['scan_cpu_s']:.3f}) |",
             f"| scan, one process, tokenizer loaded on the first edit | {s['scan_s']:.3f} (CPU {s['scan_cpu_s']:.3f}) |",
-            f"| scan, process pool of {os.cpu_count()} (each worker loads the tokenizer) | {p['scan_s']:.3f} (CPU {p['scan_cpu_s']:.3f}) |",
+            f"| scan, process pool of {os.cpu_count()}, as `ctxlamp report` runs it (includes its tokenizer preload) | {p['scan_s']:.3f} (CPU {p['scan_cpu_s']:.3f}) |",
             f"| summary over {s['calls']} calls | {s['summary_s']:.3f} |",
             f"| scan cache: write / read ({s['cache_mb']:.1f} MB) | {s['cache_dump_s']:.3f} / {s['cache_load_s']:.3f} |"]
     return "\n".join(rows)

@@ -153,8 +153,7 @@ def _construct(Store, paths: Paths, cfg: dict):
     url = (cfg.get("database") or {}).get("url") or ""
     told: set[str] = set()
 
-    def on_message(kind: str, text: str) -> None:  # one line per kind of fault, on stderr and in the log
-        log.warning("%s", text)
+    def on_message(kind: str, text: str) -> None:  # one line per kind of fault on stderr (the store logs it)
         if kind not in told:
             told.add(kind)
             print(f"ctxlamp: {text}", file=sys.stderr, flush=True)

@@ -398,7 +398,8 @@ class Store:
         with contextlib.suppress(Exception):
             anchor.close()
         if gone:
-            text = f"The ctxlamp database {self._where()} was deleted while in use; it was recreated from what was still open."
+            text = (f"The ctxlamp database {self._where()} was deleted while in use; "
+                    "it was recreated from what was still open.")
         else:
             text = f"The ctxlamp database {self._where()} was replaced by another file; that file is used now."
         log.warning("%s", text)

@@ -125,3 +125,19 @@ def test_dedup_rules_keep_one_record_per_key():
                     assert sum(r[t] for t in TOKENS) == max(sum(x[t] for t in TOKENS) for x in flat if key_of(x) == k)
 
     check()
+
+
+@pytest.mark.timeout(60)
+def test_pooled_scan_of_a_corpus_equals_the_serial_scan(tmp_path, monkeypatch):
+    """The bench's cold report runs the scan pool in chunks of several files: same results as one process."""
+    monkeypatch.setenv("CTXLAMP_HOME", str(tmp_path / "home"))
+    sys.path.insert(0, str(ROOT))
+    from service.channels import scan
+
+    projects = _corpus(tmp_path / "corpus", 1000, "--files", "40")
+    files = scan.discover(projects)
+    assert len(files) == 40  # 2 workers x 8 chunks each: chunks of 2 files
+    serial = scan.scan(files, scan.ScanCache(None), workers=1)
+    pooled = scan.scan(files, scan.ScanCache(None), workers=2, pool_min_bytes=0)
+    assert pooled == serial
+    assert sum(len(r["calls"]) for r in serial.values()) > 0

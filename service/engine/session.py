@@ -424,7 +424,10 @@ class SessionEngine:
             reminder = {"lap": seg.laps, "call": call.index, "at": _iso(call.t)}
             self.last_reminder = reminder
             self.reminders.append({"segment": seg.index, **reminder})
-            self._reminders_waiting.append(reminder)
+            if self.full_events:  # the replay contract: after the call's own line
+                self._reminders_waiting.append(reminder)
+            else:  # live: the user hears of it now, not when the next call arrives
+                self._events.append(self._reminder_event(reminder))
 
     # ---- resets (section 4) ------------------------------------------------------------
 
@@ -507,9 +510,14 @@ class SessionEngine:
         self._events.append({**snap, "event": "call", "key": call.key} if self.full_events
                             else {**row, "event": "call", "session_id": snap["session_id"]})
         for reminder in self._reminders_waiting:
-            self._events.append({"event": "reminder", "session_id": snap["session_id"],
-                                 "segment": self._seg.index, **reminder})
+            self._events.append(self._reminder_event(reminder))
         self._reminders_waiting.clear()
+
+    def _session_id(self) -> str:
+        return self.session_id or posixpath.basename(self.transcript).removesuffix(".jsonl")
+
+    def _reminder_event(self, reminder: dict) -> dict:
+        return {"event": "reminder", "session_id": self._session_id(), "segment": self._seg.index, **reminder}
 
     @staticmethod
     def _series_row(snap: dict, call: _Call) -> dict:
@@ -558,7 +566,7 @@ class SessionEngine:
         ttl = 3600 if p is not None and p_w == p.p_w1h and seg.cw1h_sum > seg.cw5_sum else 300
         limit = p.context_window if p is not None else 200_000
         return {
-            "session_id": self.session_id or posixpath.basename(self.transcript).removesuffix(".jsonl"),
+            "session_id": self._session_id(),
             "transcript": self.transcript,
             "project": self.cwd,
             "segment": seg.index,

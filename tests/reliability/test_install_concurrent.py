@@ -18,7 +18,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from service import claude_settings as cs
 from tests.conftest import ROOT

@@ -65,4 +65,4 @@ def test_schemathesis_coverage_phase_finds_no_server_error(tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_schemathesis_fuzzing_and_stateful_find_no_server_error(tmp_path):
-    run_schemathesis(tmp_path, "examples,coverage,fuzzing,stateful", max_examples=25, max_time=150)
+    run_schemathesis(tmp_path, "examples,coverage,fuzzing,stateful", max_examples=25, max_time=110)

@@ -93,11 +93,14 @@ def _db(svc: Service) -> dict:
     return svc.api.status(timeout=20)["service"]["db"]
 
 
-def _told_once(svc: Service, words: tuple[str, ...]) -> str:
-    """The stderr line announcing the fault: exactly one, naming it."""
+def _told_once(svc: Service, words: tuple[str, ...], log: Path | None = None) -> str:
+    """The stderr line announcing the fault: exactly one, naming it (and one in the log, when it is writable)."""
     lines = [ln for ln in svc.stderr().splitlines() if ln.startswith("ctxlamp:") and "database" in ln.lower()]
     faults = [ln for ln in lines if any(w in ln.lower() for w in words)]
     assert len(faults) == 1, f"expected one line about {words} on stderr, got: {lines}"
+    if log is not None:
+        logged = [ln for ln in log.read_text().splitlines() if faults[0][len("ctxlamp: "):] in ln]
+        assert len(logged) == 1, f"expected the notice once in {log.name}, got: {logged}"
     return faults[0]
 
 
@@ -158,7 +161,7 @@ def locked_database(tmp_path: Path, hold_s: float) -> None:
         finally:
             holder.wait(timeout=hold_s + 30)
         assert time.monotonic() - t0 >= hold_s * 0.9
-        _told_once(svc, ("locked",))
+        _told_once(svc, ("locked",), log=home / "service.log")
         _held_back_writes_arrive(svc, end["session_id"], growth, home / "ctxlamp.db")
 
 
