@@ -116,7 +116,8 @@ class Service:
     def _make_engine(self, path: Path):
         from service.measure import new_engine
 
-        return new_engine(str(path), self.prices, self.engine_cfg)
+        # series rows, not a whole snapshot per call: the service snapshots once per batch
+        return new_engine(str(path), self.prices, self.engine_cfg, full_events=False)
 
     def _build(self) -> None:
         from service.measure import load_prices
@@ -325,13 +326,9 @@ class Service:
         return ing
 
     def _handle_events(self, sess: LiveSession, events: list[dict]) -> None:
-        last_call: dict | None = None
         for ev in events:
-            kind = ev.get("event")
-            if kind == "call":
-                last_call = ev
-            elif kind == "reminder":
-                self._on_reminder(sess, ev, last_call or sess.snapshot or {})
+            if ev.get("event") == "reminder":  # priced with the snapshot the batch ended on
+                self._on_reminder(sess, ev, sess.snapshot or {})
         for profile in sess.new_profiles():
             self.persist.archive_profile(profile)
 
