@@ -11,7 +11,8 @@ children it waited for, from os.wait4) and peak RSS (ru_maxrss of the command as
 GNU time reports it: the largest single process of the tree, not the sum of a
 worker pool).
 
-ctxlamp runs cold (a fresh CTXLAMP_HOME, so no scan cache) and then warm (the
+ctxlamp runs cold (a fresh CTXLAMP_HOME with the tokenizer set up, as after the first
+run: no scan cache) and then warm (the
 same home again: an unchanged history). Every tool gets HOME and
 CLAUDE_CONFIG_DIR pointed at the corpus and TZ=UTC (ctxlamp's days are UTC).
 One untimed run of each tool first, so all of them read from a warm page cache.
@@ -178,6 +179,8 @@ def compare_run(corpus: Path, peers: Peers, runs: int = 5, with_monitor: bool = 
                     outputs["claude-monitor"] = r.out
                 else:
                     home = homes / f"run{i}"  # fresh: no scan cache, no report cache
+                    if (homes / "warmup" / "tiktoken").is_dir():  # but set up, as after the first run
+                        shutil.copytree(homes / "warmup" / "tiktoken", home / "tiktoken")
                     r = timed(ctxlamp_cmd(), ctx_env(home))
                     tools["ctxlamp cold"].runs.append(r)
                     outputs["ctxlamp"] = r.out
@@ -196,7 +199,7 @@ def compare_run(corpus: Path, peers: Peers, runs: int = 5, with_monitor: bool = 
             "commands": {"ccusage": "HOME=<corpus> CLAUDE_CONFIG_DIR=<corpus>/.claude TZ=UTC "
                                     "ccusage claude daily --json --offline",
                          "claude-monitor": "<venv>/bin/python bench/claude_monitor_daily.py <corpus>/.claude/projects",
-                         "ctxlamp cold": "CTXLAMP_HOME=<fresh dir> .venv/bin/ctxlamp report --json",
+                         "ctxlamp cold": "CTXLAMP_HOME=<fresh dir, tokenizer set up> .venv/bin/ctxlamp report --json",
                          "ctxlamp warm": "the same again with the same CTXLAMP_HOME (unchanged history)"}}
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import marshal
 import importlib.resources
 import os
 import sys
@@ -102,13 +103,54 @@ def ensure_o200k_cache(cache_dir: Path | str | None = None) -> Path:
     return folder
 
 
+FAST_NAME = "o200k_base.marshal"  # the parsed table: 0.1 s to load instead of 0.3 s of parsing
+
+
+def _load_fast(folder: Path):
+    """The Encoding from our own parsed copy of the table, or None when it is missing or stale."""
+    import tiktoken
+
+    try:
+        blob = marshal.loads((folder / FAST_NAME).read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    if (not isinstance(blob, dict) or blob.get("sha256") != O200K_SHA256
+            or blob.get("tiktoken") != tiktoken.__version__):
+        return None
+    try:
+        return tiktoken.Encoding(name="o200k_base", pat_str=blob["pat_str"], mergeable_ranks=blob["ranks"],
+                                 special_tokens=blob["special"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _save_fast(folder: Path, enc) -> None:
+    """Keep the parsed table for the next process (best effort: a failure only costs speed)."""
+    import tiktoken
+
+    try:
+        blob = {"sha256": O200K_SHA256, "tiktoken": tiktoken.__version__, "pat_str": enc._pat_str,
+                "ranks": enc._mergeable_ranks, "special": enc._special_tokens}
+        data = marshal.dumps(blob)
+        tmp = folder / f".{FAST_NAME}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+        tmp.write_bytes(data)
+        os.replace(tmp, folder / FAST_NAME)
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
 def load_o200k(cache_dir: Path | str | None = None):
     """tiktoken's o200k_base Encoding, loaded from the local cache only."""
     global _encoding
     with _lock:
         if _encoding is not None:
             return _encoding
-        folder = ensure_o200k_cache(cache_dir)
+        folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        fast = _load_fast(folder)
+        if fast is not None:
+            _encoding = fast
+            return _encoding
+        folder = ensure_o200k_cache(folder)
         import tiktoken
 
         previous = os.environ.get("TIKTOKEN_CACHE_DIR")
@@ -120,6 +162,7 @@ def load_o200k(cache_dir: Path | str | None = None):
                 os.environ.pop("TIKTOKEN_CACHE_DIR", None)
             else:
                 os.environ["TIKTOKEN_CACHE_DIR"] = previous
+        _save_fast(folder, _encoding)
         return _encoding
 
 

@@ -160,3 +160,22 @@ def test_missing_bundle_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(ts, "bundled_o200k_gz", lambda: tmp_path / "nope.gz")
     with pytest.raises(ts.TokenizerSetupError):
         ts.ensure_o200k_cache(tmp_path / "cache")
+
+
+def test_the_parsed_table_loads_fast_and_counts_the_same(tmp_path):
+    """A second process loads our parsed copy; a damaged copy falls back to the real file."""
+    import subprocess
+    import sys
+
+    code = ("import sys, time; from service import tokenizer_setup as t; s = time.perf_counter(); "
+            "enc = t.load_o200k(sys.argv[1]); print(type(enc).__name__, len(enc.encode_ordinary(sys.argv[2])))")
+    text = "def f(x):\n    return x ** 2  # ünïcode <|endoftext|>\n" * 20
+    runs = [subprocess.run([sys.executable, "-c", code, str(tmp_path), text], capture_output=True, text=True,
+                           cwd=ROOT, timeout=120) for _ in range(2)]
+    assert (tmp_path / "o200k_base.marshal").exists()
+    (tmp_path / "o200k_base.marshal").write_bytes(b"\x00garbage")
+    runs.append(subprocess.run([sys.executable, "-c", code, str(tmp_path), text], capture_output=True, text=True,
+                               cwd=ROOT, timeout=120))
+    outs = {r.stdout.strip() for r in runs}
+    assert all(r.returncode == 0 for r in runs), [r.stderr for r in runs]
+    assert len(outs) == 1 and outs.pop().startswith("Encoding ")

@@ -186,6 +186,7 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
         row = {"session_id": fr["session_id"], "ours_usd": _r(sum(ours)), "claude_code_usd": _r(theirs)}
         row["diff_pct"] = (round((sum(ours) - theirs) / theirs * 100, 3) or 0.0) if theirs else None
         cs_rows.append(row)
+    cs_rows.sort(key=lambda r: r["session_id"])  # files arrive in pool order: the report must not depend on it
     ours_sum = sum(r["ours_usd"] for r in cs_rows)
     theirs_sum = sum(r["claude_code_usd"] for r in cs_rows)
     cost_state_diff = (round((ours_sum - theirs_sum) / theirs_sum * 100, 3) or 0.0) if theirs_sum else None
