@@ -56,39 +56,33 @@ def _follow(hits: list[dict]) -> str:
     return "Open the page of a hit with history_page(page): pages " + ", ".join(map(str, pages)) + "."
 
 
-def search(ask: Ask, session_id: str, query: str) -> dict:
+def _lookup(ask: Ask, session_id: str, tool: str, field: str, value: str, on_miss: str, on_more: str) -> dict:
+    """A search or locate answer: the hits, and what to do next (follow, narrow, or switch tools)."""
     lineage = _lineage(ask, session_id)
     if not lineage:
-        return _no_lineage(query=query, hits=[], total=0)
-    hits, total = ask("history_search", lineage, query, SHOWN, page_size=PAGE_SIZE)
+        return _no_lineage(**{field: value}, hits=[], total=0)
+    hits, total = ask(tool, lineage, value, SHOWN, page_size=PAGE_SIZE)
     hits, total = list(hits), int(total)
     more = max(0, total - len(hits))
     if total == 0:
-        nxt = (f"No turn of this lineage mentions {query!r}. Try other or fewer words; if you remember a file, "
-               "use history_locate(path); to browse, history_page(1).")
+        nxt = on_miss
     elif more:
-        nxt = (f"{more} more match(es) not shown: add words to narrow the search. "
-               + _follow(hits))
+        nxt = on_more.format(more=more) + " " + _follow(hits)
     else:
         nxt = _follow(hits)
-    return {"lineage_id": lineage, "loaded": True, "query": query, "total": total, "shown": len(hits),
+    return {"lineage_id": lineage, "loaded": True, field: value, "total": total, "shown": len(hits),
             "more": more, "truncated": more > 0, "hits": hits, "next": nxt}
+
+
+def search(ask: Ask, session_id: str, query: str) -> dict:
+    return _lookup(ask, session_id, "history_search", "query", query,
+                   f"No turn of this lineage mentions {query!r}. Try other or fewer words; if you remember a file, "
+                   "use history_locate(path); to browse, history_page(1).",
+                   "{more} more match(es) not shown: add words to narrow the search.")
 
 
 def locate(ask: Ask, session_id: str, path: str) -> dict:
-    lineage = _lineage(ask, session_id)
-    if not lineage:
-        return _no_lineage(path=path, hits=[], total=0)
-    hits, total = ask("history_locate", lineage, path, SHOWN, page_size=PAGE_SIZE)
-    hits, total = list(hits), int(total)
-    more = max(0, total - len(hits))
-    if total == 0:
-        nxt = (f"No turn of this lineage read or changed {path!r}. Try a shorter part of the path (the file name), "
-               "or history_search(words) if you remember what was said; to browse, history_page(1).")
-    elif more:
-        nxt = (f"{more} more turn(s) touched it and are not shown: give a longer part of the path to narrow. "
-               + _follow(hits))
-    else:
-        nxt = _follow(hits)
-    return {"lineage_id": lineage, "loaded": True, "path": path, "total": total, "shown": len(hits),
-            "more": more, "truncated": more > 0, "hits": hits, "next": nxt}
+    return _lookup(ask, session_id, "history_locate", "path", path,
+                   f"No turn of this lineage read or changed {path!r}. Try a shorter part of the path (the file name), "
+                   "or history_search(words) if you remember what was said; to browse, history_page(1).",
+                   "{more} more turn(s) touched it and are not shown: give a longer part of the path to narrow.")
