@@ -68,8 +68,8 @@ def replay_file(path: str | Path, prices: PriceTable, config: EngineConfig | Non
             for line in splitter.feed(chunk):
                 engine.feed_line(line)
             yield from engine.drain_events()
-    tail = splitter.flush()
-    if tail is not None:
-        engine.feed_line(tail)  # a file may lack its last newline; a half line is counted as skipped
+    # An unfinished last line is held back, as the live service holds it: replay and live agree
+    # on the same bytes. The end event says how much was held.
+    engine.held_back_bytes = splitter.pending
     engine.finish("end")
     yield from engine.drain_events()

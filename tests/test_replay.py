@@ -153,7 +153,8 @@ def test_bad_lines_are_counted_and_every_valid_entry_still_measured(tmp_path):
     assert proc.returncode == 0, proc.stderr
     events = jsonl(proc)
     assert sum(1 for e in events if e["event"] == "call") == 12
-    assert events[-1]["skipped_lines"] == len(bad) + 1  # the unfinished last line too
+    assert events[-1]["skipped_lines"] == len(bad)
+    assert events[-1]["held_back_bytes"] == len(b'{"type": "assistant", "message": {"id": "half')  # as live holds it
 
 
 def test_a_50_mb_line_is_skipped_without_harm(tmp_path):

@@ -68,7 +68,8 @@ def _table(events, colour: bool) -> None:
         elif kind == "reminder":
             w(f"      >>> reminder: lap {ev['lap']} at call {ev['call']}: the rent paid has reached a restart's price\n")
         elif kind == "end":
-            w(f"\nsegments ({len(ev['segments'])}), skipped lines: {ev['skipped_lines']}\n")
+            held = f", held back: {ev['held_back_bytes']} bytes of an unfinished last line" if ev["held_back_bytes"] else ""
+            w(f"\nsegments ({len(ev['segments'])}), skipped lines: {ev['skipped_lines']}{held}\n")
             for s in ev["segments"]:
                 w(f"  #{s['segment']} {s['model']}: {s['calls']} calls, {s['turns']} turns, "
                   f"in ${s['bill_in_usd']:.4f} out ${s['bill_out_usd']:.4f}, rent ${s['rent_usd']:.4f}, "

@@ -29,8 +29,3 @@ class LineSplitter:
     def pending(self) -> int:
         """Bytes held back (an unfinished last line)."""
         return len(self._tail)
-
-    def flush(self) -> bytes | None:
-        """The held-back tail, for end of input in a replay (a file may lack its last newline)."""
-        tail, self._tail = self._tail, b""
-        return tail if tail.strip() else None

@@ -141,6 +141,7 @@ class SessionEngine:
         self.session_id: str | None = None
         self.cwd: str | None = None
         self.skipped_lines = 0
+        self.held_back_bytes = 0  # an unfinished last line the reader is holding (set by the reader)
         self.transcript_missing = False
         self.excluded: set[str] = set()
         self._exists_cache: dict[str, bool] = {}
@@ -672,7 +673,7 @@ class SessionEngine:
         self._emit_pending()
         profile = self._archive(end_reason, self._seg.last_t)
         self._events.append({"event": "end", "segments": list(self.profiles), "status": self.snapshot(),
-                             "skipped_lines": self.skipped_lines})
+                             "skipped_lines": self.skipped_lines, "held_back_bytes": self.held_back_bytes})
         return profile
 
     def ledger_state(self) -> dict:

@@ -69,9 +69,7 @@ def ingest(data: bytes, chunks: list[int] | None) -> list[dict]:
         for line in splitter.feed(data[pos:pos + step]):
             engine.feed_line(line)
         pos, i = pos + step, i + 1
-    tail = splitter.flush()
-    if tail is not None:
-        engine.feed_line(tail)
+    engine.held_back_bytes = splitter.pending
     engine.finish()
     return engine.drain_events()
 
