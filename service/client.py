@@ -74,19 +74,24 @@ class ApiClient:
             raise NoService(str(exc)) from None
         if resp.status != 200:
             raise RuntimeError(f"events: {resp.status}")
-        event, data = "message", []
-        while True:
-            line = resp.fp.readline()
-            if not line:
-                return
-            line = line.rstrip(b"\r\n").decode("utf-8", "replace")
-            if not line:
-                if data:
-                    yield event, json.loads("\n".join(data))
-                event, data = "message", []
-            elif line.startswith(":"):
-                continue
-            elif line.startswith("event:"):
-                event = line[6:].strip()
-            elif line.startswith("data:"):
-                data.append(line[5:].lstrip())
+        yield from sse_pairs(resp.fp)
+
+
+def sse_pairs(fp) -> Iterator[tuple[str, Any]]:
+    """(event, data) pairs of a server-sent event stream read from `fp`, until it ends."""
+    event, data = "message", []
+    while True:
+        line = fp.readline()
+        if not line:
+            return
+        line = line.rstrip(b"\r\n").decode("utf-8", "replace")
+        if not line:
+            if data:
+                yield event, json.loads("\n".join(data))
+            event, data = "message", []
+        elif line.startswith(":"):
+            continue
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip())

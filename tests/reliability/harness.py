@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from service.client import sse_pairs
 from tests.conftest import FIXTURES, ROOT
 from tests.servicectl import running_service
 
@@ -114,20 +115,8 @@ class Events:
             self._conn.request("GET", "/api/v1/events", headers={"Authorization": f"Bearer {self._token}"})
             resp = self._conn.getresponse()
             self.connected.set()
-            event, data = "message", []
-            while True:
-                line = resp.fp.readline()
-                if not line:
-                    return
-                line = line.rstrip(b"\r\n").decode("utf-8", "replace")
-                if not line:
-                    if data:
-                        self.items.append((event, json.loads("\n".join(data))))
-                    event, data = "message", []
-                elif line.startswith("event:"):
-                    event = line[6:].strip()
-                elif line.startswith("data:"):
-                    data.append(line[5:].lstrip())
+            for pair in sse_pairs(resp.fp):
+                self.items.append(pair)
         except (OSError, ValueError):
             return
         finally:
