@@ -59,5 +59,26 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+def entry() -> None:
+    """The console script: `main`, then a fast exit for one-shot commands.
+
+    A report over a large history leaves a big heap; tearing it down object by
+    object costs ~0.07 s that nobody waits for, so such commands flush their
+    output and leave with os._exit (they hold no other resources by then).
+    """
+    argv = sys.argv[1:]
+    rc = main(argv)
+    if argv[:1] == ["report"]:
+        import os
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                rc = rc or 1
+        os._exit(rc)
+    sys.exit(rc)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -6,6 +6,7 @@ import json
 import shutil
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from service.channels import ChannelMeters
 from service.channels.scan import (ProgressPrinter, ScanCache, SizeMemo, TranscriptFile, discover, scan,
@@ -17,15 +18,18 @@ from tests.conftest import FIXTURES
 from tests.test_channels_fixtures import EXPECTED
 
 
-def every_line_reference(path, tf):
+def every_line_reference(data: bytes, tf):
     """What the meters make of a file when every line is parsed (no byte-level skipping)."""
     meters = ChannelMeters(tf.session_hint, sidechain_file=tf.subagent, count_tokens=encode_len)
     spend = SpendCollector(sidechain_file=tf.subagent)
     events = []
-    for line in path.read_bytes().splitlines():
-        if not line.strip():
+    for line in data.split(b"\n"):
+        try:
+            entry = json.loads(line)
+        except ValueError:
             continue
-        entry = json.loads(line)
+        if not isinstance(entry, dict):
+            continue
         spend.feed(entry)
         events += [e.to_dict() for e in meters.feed(entry, SizeMemo())]
     return events, list(spend.calls.values()), spend.cost_state
@@ -36,7 +40,54 @@ def test_skipping_lines_before_parsing_changes_nothing(rel):
     p = FIXTURES / rel
     tf = TranscriptFile(str(p), "p", "subagents" in p.parts or p.name.startswith("agent-"), p.stem)
     got = scan_bytes(p.read_bytes(), tf, SizeMemo(), encode_len)
-    events, calls, cost_state = every_line_reference(p, tf)
+    events, calls, cost_state = every_line_reference(p.read_bytes(), tf)
+    assert got["events"] == events
+    assert got["calls"] == calls
+    assert got["cost_state"] == cost_state
+
+
+# Lines no Claude Code version wrote, but a line filter must not be fooled by: a nested message
+# that looks like an assistant call, type keys inside strings, braces inside strings, junk.
+DECOYS = [
+    {"type": "progress", "data": {"message": {"type": "assistant", "message": {
+        "id": "msg_decoy", "model": "claude-sonnet-4-5", "usage": {"input_tokens": 9, "output_tokens": 9}}}}},
+    {"parentUuid": "x", "attachment": {"type": "assistant", "content": "{\"type\":\"assistant\"}"}, "type": "attachment"},
+    {"cwd": "/tmp/{odd}dir", "type": "user", "message": {"role": "user", "content": "}\"type\":\"assistant\"{"}},
+    {"type": "system", "subtype": "informational", "content": "compact_boundary is only a word here"},
+]
+JUNK = [b"", b"   ", b"[1,2]", b'{"type":"assistant","message":{"id":"m_torn",', b"\x00\xff not json", b'"type":"user"']
+
+
+def _shuffled_keys(entry: dict, rnd) -> dict:
+    keys = list(entry)
+    rnd.shuffle(keys)
+    return {k: entry[k] for k in keys}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rel=st.sampled_from(sorted(EXPECTED)), rnd=st.randoms(use_true_random=False),
+       spaced_share=st.sampled_from([0.0, 0.1, 1.0]), decoys=st.integers(0, 6))
+def test_the_line_filter_keeps_every_line_a_meter_needs(rel, rnd, spaced_share, decoys):
+    """Any key order, spaced or compact JSON, decoys and junk: scanning equals parsing every line."""
+    p = FIXTURES / rel
+    tf = TranscriptFile(str(p), "p", "subagents" in p.parts or p.name.startswith("agent-"), p.stem)
+    lines = []
+    for raw in p.read_bytes().splitlines():
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            lines.append(raw)
+            continue
+        if isinstance(entry, dict) and rnd.random() < 0.5:
+            entry = _shuffled_keys(entry, rnd)
+        lines.append(json.dumps(entry).encode() if rnd.random() < spaced_share
+                     else json.dumps(entry, separators=(",", ":")).encode())
+    for _ in range(decoys):
+        extra = rnd.choice([json.dumps(d, separators=(",", ":")).encode() for d in DECOYS] + JUNK)
+        lines.insert(rnd.randrange(len(lines) + 1), extra)
+    data = b"\n".join(lines) + b"\n"
+    got = scan_bytes(data, tf, SizeMemo(), encode_len)
+    events, calls, cost_state = every_line_reference(data, tf)
     assert got["events"] == events
     assert got["calls"] == calls
     assert got["cost_state"] == cost_state
@@ -121,7 +172,7 @@ def test_progress_only_on_a_terminal_or_a_long_scan():
 
 
 def test_reading_in_pieces_gives_the_same_result_as_reading_whole():
-    from service.channels.scan import iter_lines, scan_chunks
+    from service.channels.scan import complete_buffers, scan_chunks
     rel = "claude-code-2.1.328/refactor-with-compact/projects/-home-user-demo-project/f3439bd2-d8ed-4517-8f6c-f5ba1893a2b2.jsonl"
     p = FIXTURES / rel
     data = p.read_bytes()
@@ -129,4 +180,4 @@ def test_reading_in_pieces_gives_the_same_result_as_reading_whole():
     whole = scan_bytes(data, tf, SizeMemo(), encode_len)
     pieces = scan_chunks((data[i:i + 777] for i in range(0, len(data), 777)), tf, SizeMemo(), encode_len)
     assert pieces == whole and whole["bytes"] == len(data)
-    assert list(iter_lines([b"a\nb", b"c\n", b"d"])) == [(b"a", True), (b"bc", True), (b"d", False)]
+    assert list(complete_buffers([b"a\nb", b"c\n", b"d"])) == [(b"a\nb", 2, True), (b"bc\n", 3, True), (b"d", 1, False)]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from service.channels.entries import base_tool_name, message, result_text, tool_results, tool_uses
+from service.channels.entries import Parts, base_tool_name, parts, result_text
 from service.channels.events import ChannelEvent
 
 STR_REPLACE_TOOLS = frozenset({"Edit", "MultiEdit"})
@@ -68,17 +68,19 @@ def _is_error(block: dict, tur) -> bool:
 class EditMeter:
     """Pairs Edit/MultiEdit/ctx_patch tool_use blocks with their results."""
 
-    def __init__(self, count_tokens: Callable[[str], int], session_id: str | None = None):
-        self.count_tokens = count_tokens
+    def __init__(self, count_tokens: Callable[[str], int] | None, session_id: str | None = None):
+        self.count_tokens = count_tokens  # None: leave the texts in the event for `settle_tokens`
         self.session_id = session_id
         self._pending: dict[str, tuple[str, str, dict, str | None]] = {}  # id -> (name, base, input, model)
         self._done: set[str] = set()
 
-    def feed(self, entry: dict) -> list[ChannelEvent]:
-        t = entry.get("type")
-        if t == "assistant":
-            model = message(entry).get("model")
-            for b in tool_uses(entry):
+    def feed(self, entry: dict, p: Parts | None = None) -> list[ChannelEvent]:
+        p = p or parts(entry)
+        if p.type == "assistant":
+            if not p.uses:
+                return []
+            model = p.message.get("model")
+            for b in p.uses:
                 name = b.get("name") or ""
                 base = base_tool_name(name)
                 if base in STR_REPLACE_TOOLS or is_anchored_tool(name):
@@ -86,12 +88,12 @@ class EditMeter:
                         inp = b.get("input") if isinstance(b.get("input"), dict) else {}
                         self._pending[b["id"]] = (name, base, inp, model if isinstance(model, str) else None)
             return []
-        if t != "user" or not self._pending:
+        if not p.results or not self._pending:
             return []
         out: list[ChannelEvent] = []
         ts = entry.get("timestamp")
         sid = entry.get("sessionId") or self.session_id
-        for block, tur in tool_results(entry):
+        for block, tur in p.results:
             tid = block.get("tool_use_id")
             call = self._pending.pop(tid, None) if isinstance(tid, str) else None
             if call is None:
@@ -107,10 +109,12 @@ class EditMeter:
                                             ts, sid, "transcript", {"tool": base, "miss": kind, "id": tid}))
                 else:
                     olds = _old_strings(base, inp)
-                    tokens = sum(self.count_tokens(s) for s in olds if s)
-                    out.append(ChannelEvent("edit", "str_replace", ts, sid, "transcript",
-                                            {"tool": base, "ops": len(olds), "old_string_tokens": tokens, "model": model,
-                                             "id": tid}))
+                    data = {"tool": base, "ops": len(olds), "old_string_tokens": None, "model": model, "id": tid}
+                    if self.count_tokens is None:
+                        data["old_strings"] = [s for s in olds if s]
+                    else:
+                        data["old_string_tokens"] = sum(self.count_tokens(s) for s in olds if s)
+                    out.append(ChannelEvent("edit", "str_replace", ts, sid, "transcript", data))
             else:
                 text = result_text(block)
                 if err or "CONFLICT" in text:
@@ -121,3 +125,15 @@ class EditMeter:
                                             {"tool": name, "ops": ops, "create_ops": creates, "avoided_output_tokens": 0,
                                              "id": tid}))
         return out
+
+
+def settle_tokens(events: list[dict], count_tokens: Callable[[str], int]) -> None:
+    """Count the old_strings a meter built without a tokenizer left in its events (in place).
+
+    The report's worker processes scan without loading the tokenizer; the parent
+    loads it once, while they scan, and counts here.
+    """
+    for ev in events:
+        olds = ev["data"].pop("old_strings", None)
+        if olds is not None:
+            ev["data"]["old_string_tokens"] = sum(count_tokens(s) for s in olds)

@@ -5,7 +5,7 @@ returns an empty value instead of raising.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, NamedTuple
 
 MCP_PREFIX = "mcp__"
 
@@ -25,32 +25,41 @@ def message(entry: dict) -> dict:
     return m if isinstance(m, dict) else {}
 
 
-def content_blocks(entry: dict) -> list:
-    c = message(entry).get("content")
-    return c if isinstance(c, list) else []
+class Parts(NamedTuple):
+    """What the meters read from one entry, taken out once and shared by all of them."""
+
+    type: Any
+    message: dict
+    blocks: list          # message.content when it is a list
+    uses: list            # tool_use blocks with a string id (assistant entries)
+    results: list         # (tool_result block, toolUseResult or None) pairs (user entries)
+    key: str | None       # call_key (assistant entries)
+    usage: dict | None    # message.usage (assistant entries)
 
 
-def tool_uses(entry: dict) -> Iterator[dict]:
-    """tool_use blocks of an assistant entry."""
-    if entry.get("type") != "assistant":
-        return
-    for b in content_blocks(entry):
-        if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str):
-            yield b
-
-
-def tool_results(entry: dict) -> Iterator[tuple[dict, Any]]:
-    """(tool_result block, toolUseResult or None) pairs of a user entry.
-
-    `toolUseResult` belongs to the entry, so it is handed out only when the
-    entry answers exactly one tool call.
-    """
-    if entry.get("type") != "user":
-        return
-    blocks = [b for b in content_blocks(entry) if isinstance(b, dict) and b.get("type") == "tool_result"]
-    tur = entry.get("toolUseResult") if len(blocks) == 1 else None
-    for b in blocks:
-        yield b, tur
+def parts(entry: dict) -> Parts:
+    """`toolUseResult` belongs to the entry, so it is handed out only when the entry answers exactly one call."""
+    t = entry.get("type")
+    m = entry.get("message")
+    if not isinstance(m, dict):
+        m = {}
+    c = m.get("content")
+    blocks = c if isinstance(c, list) else []
+    uses: list = []
+    results: list = []
+    key = u = None
+    if t == "assistant":
+        uses = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)]
+        key = call_key(entry, m)
+        u = m.get("usage")
+        if not isinstance(u, dict):
+            u = None
+    elif t == "user":
+        answered = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if answered:
+            tur = entry.get("toolUseResult") if len(answered) == 1 else None
+            results = [(b, tur) for b in answered]
+    return Parts(t, m, blocks, uses, results, key, u)
 
 
 def result_text(block: dict) -> str:
@@ -69,17 +78,17 @@ def result_text(block: dict) -> str:
     return ""
 
 
-def call_key(entry: dict) -> str | None:
+def call_key(entry: dict, msg: dict | None = None) -> str | None:
     """The API response an assistant line belongs to: message.id, else requestId."""
-    mid = message(entry).get("id")
+    mid = (msg if msg is not None else message(entry)).get("id")
     if isinstance(mid, str) and mid:
         return mid
     rid = entry.get("requestId")
     return rid if isinstance(rid, str) and rid else None
 
 
-def usage(entry: dict) -> dict | None:
-    u = message(entry).get("usage")
+def usage(entry: dict, msg: dict | None = None) -> dict | None:
+    u = (msg if msg is not None else message(entry)).get("usage")
     return u if isinstance(u, dict) else None
 
 
@@ -98,10 +107,11 @@ def usage_tokens(u: dict) -> tuple[int, int, int, int, int]:
     Without the 2.0+ `cache_creation` breakdown all cache writes are 5-minute
     writes (the only kind older clients asked for).
     """
-    inp = _int(u.get("input_tokens"))
-    cw = _int(u.get("cache_creation_input_tokens"))
-    cr = _int(u.get("cache_read_input_tokens"))
-    out = _int(u.get("output_tokens"))
+    inp, cw, cr, out = (u.get("input_tokens"), u.get("cache_creation_input_tokens"), u.get("cache_read_input_tokens"),
+                        u.get("output_tokens"))
+    if not (type(inp) is int and type(cw) is int and type(cr) is int and type(out) is int  # the usual case, fast
+            and inp >= 0 and cw >= 0 and cr >= 0 and out >= 0):
+        inp, cw, cr, out = _int(inp), _int(cw), _int(cr), _int(out)
     cc = u.get("cache_creation")
     if isinstance(cc, dict) and ("ephemeral_5m_input_tokens" in cc or "ephemeral_1h_input_tokens" in cc):
         w1 = _int(cc.get("ephemeral_1h_input_tokens"))
@@ -110,11 +120,6 @@ def usage_tokens(u: dict) -> tuple[int, int, int, int, int]:
             w5 = max(0, cw - w1)
         return inp, w5, w1, cr, out
     return inp, cw, 0, cr, out
-
-
-def total_stock(u: dict) -> int:
-    """What the request carried: input + cache_creation + cache_read."""
-    return _int(u.get("input_tokens")) + _int(u.get("cache_creation_input_tokens")) + _int(u.get("cache_read_input_tokens"))
 
 
 def is_sidechain(entry: dict) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from service.channels.edit import EditMeter
+from service.channels.entries import Parts, parts
 from service.channels.events import ChannelEvent
 from service.channels.pinch import PinchMeter
 from service.channels.retrieval import RetrievalMeter, SizeLookup
@@ -24,18 +25,19 @@ def default_token_counter() -> Callable[[str], int]:
 
 class ChannelMeters:
     def __init__(self, session_id: str | None = None, *, sidechain_file: bool = False,
-                 count_tokens: Callable[[str], int] | None = None):
+                 count_tokens: Callable[[str], int] | None = None, defer_tokens: bool = False):
         self.session_id = session_id
         self.sidechain_file = sidechain_file
-        self.edit = EditMeter(count_tokens or default_token_counter(), session_id)
+        self.edit = EditMeter(None if defer_tokens else count_tokens or default_token_counter(), session_id)
         self.pinch = PinchMeter(session_id)
         self.retrieval = RetrievalMeter(session_id)
 
-    def feed(self, entry: dict, file_sizes: SizeLookup = None) -> list[ChannelEvent]:
+    def feed(self, entry: dict, file_sizes: SizeLookup = None, p: Parts | None = None) -> list[ChannelEvent]:
         if not isinstance(entry, dict):
             return []
-        events = self.edit.feed(entry)
-        if not self.sidechain_file:
-            events += self.pinch.feed(entry)
-        events += self.retrieval.feed(entry, file_sizes)
+        p = p or parts(entry)
+        events = self.pinch.feed(entry, p) if not self.sidechain_file else []
+        if p.uses or p.results:  # only tool calls and their results concern these two
+            events += self.edit.feed(entry, p)
+            events += self.retrieval.feed(entry, file_sizes, p)
         return events

@@ -17,7 +17,7 @@ from __future__ import annotations
 import statistics
 from typing import Iterable
 
-from service.channels.entries import _int, call_key, is_sidechain, message, total_stock, usage
+from service.channels.entries import Parts, _int, is_sidechain, parts
 from service.channels.events import ChannelEvent
 
 SYNTHETIC = "<synthetic>"
@@ -76,23 +76,24 @@ class PinchMeter:
     def cache_rate(self) -> float:
         return cache_rate(self.tokens_in, self.tokens_cw, self.tokens_cr)
 
-    def feed(self, entry: dict) -> list[ChannelEvent]:
-        t = entry.get("type")
+    def feed(self, entry: dict, p: Parts | None = None) -> list[ChannelEvent]:
+        t = p.type if p is not None else entry.get("type")
         if t == "system" and entry.get("subtype") == "compact_boundary":
             return self._boundary_seen(entry)
         if t != "assistant" or is_sidechain(entry):
             return []
-        model = message(entry).get("model")
-        u = usage(entry)
-        key = call_key(entry)
+        p = p or parts(entry)
+        u, key = p.usage, p.key
+        model = p.message.get("model")
         if model == SYNTHETIC or u is None or key is None or key in self._seen:
             return []
         self._seen.add(key)
         self.requests += 1
-        self.tokens_in += _int(u.get("input_tokens"))
-        self.tokens_cw += _int(u.get("cache_creation_input_tokens"))
-        self.tokens_cr += _int(u.get("cache_read_input_tokens"))
-        stock = total_stock(u)
+        inp, cw, cr = _int(u.get("input_tokens")), _int(u.get("cache_creation_input_tokens")), _int(u.get("cache_read_input_tokens"))
+        self.tokens_in += inp
+        self.tokens_cw += cw
+        self.tokens_cr += cr
+        stock = inp + cw + cr  # what the request carried
         sid = entry.get("sessionId") or self.session_id
         out: list[ChannelEvent] = []
         if self._pending is not None:

@@ -17,7 +17,7 @@ import json
 import posixpath
 from typing import Any, Callable, Mapping, Union
 
-from service.channels.entries import base_tool_name, result_text, tool_results, tool_uses
+from service.channels.entries import Parts, base_tool_name, parts, result_text
 from service.channels.events import ChannelEvent
 
 DISCOVERY = frozenset({"Grep", "Glob", "cl_search", "cl_explore", "cl_related", "cl_impact"})
@@ -114,18 +114,18 @@ class RetrievalMeter:
         self._pending: dict[str, tuple[str, str | None]] = {}
         self._done: set[str] = set()
 
-    def feed(self, entry: dict, file_sizes: SizeLookup = None) -> list[ChannelEvent]:
-        t = entry.get("type")
-        if t == "assistant":
-            for b in tool_uses(entry):
+    def feed(self, entry: dict, file_sizes: SizeLookup = None, p: Parts | None = None) -> list[ChannelEvent]:
+        p = p or parts(entry)
+        if p.type == "assistant":
+            for b in p.uses:
                 base = tracked_tool(b.get("name") or "")
                 if base and b["id"] not in self._done:
                     self._pending[b["id"]] = (base, entry.get("cwd"))
             return []
-        if t != "user" or not self._pending:
+        if not p.results or not self._pending:
             return []
         out = []
-        for block, tur in tool_results(entry):
+        for block, tur in p.results:
             tid = block.get("tool_use_id")
             call = self._pending.pop(tid, None) if isinstance(tid, str) else None
             if call is None:

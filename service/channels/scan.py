@@ -14,23 +14,24 @@ change history.
 """
 from __future__ import annotations
 
+import gc
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 import orjson
 
+from service.channels.edit import settle_tokens
+from service.channels.entries import parts
 from service.channels.meters import ChannelMeters
 from service.channels.spend import SpendCollector
 
 from service import __version__
 
 CACHE_VERSION = f"4/{__version__}"  # bump the number when a meter's output changes
-_SKIP_PREFIXES = (b'{"type":"api-request', b'{"type":"queue-operation"', b'{"type":"file-history-snapshot"',
-                  b'{"type":"atis-latch"', b'{"type":"last-prompt"', b'{"type":"mode"', b'{"type":"tools-used"',
-                  b'{"type":"permission-mode"', b'{"type":"summary"', b'{"type":"progress"', b'{"type":"attachment"')
 # Below this much unscanned history one process is faster: a pool costs a fork, pickled results and
 # (without the preload below) a tokenizer load per worker, ~0.3-0.5 s CPU each (bench/report_phases.py).
 POOL_MIN_BYTES = 64 * 1024 * 1024
@@ -96,16 +97,15 @@ class SizeMemo:
         return st.st_size
 
 
-def _token_counter() -> Callable[[str], int]:
-    from service.tokenizer_setup import encode_len
-    return encode_len
-
-
 CHUNK = 16 * 1024 * 1024
 
 
-def iter_lines(chunks: Iterable[bytes]) -> Iterator[tuple[bytes, bool]]:
-    """(line, complete) pairs; only the very last line can be incomplete (no newline yet)."""
+def complete_buffers(chunks: Iterable[bytes]) -> Iterator[tuple[bytes, int, bool]]:
+    """(buffer, stop, complete): whole lines are buffer[:stop], each ending in a newline.
+
+    The last piece may be an unfinished line (complete False, stop = its length).
+    A file read in one piece is never copied.
+    """
     tail = b""
     for chunk in chunks:
         if not chunk:
@@ -115,11 +115,10 @@ def iter_lines(chunks: Iterable[bytes]) -> Iterator[tuple[bytes, bool]]:
         if end < 0:
             tail = data
             continue
+        yield data, end + 1, True
         tail = data[end + 1:]
-        for line in data[:end].split(b"\n"):
-            yield line, True
     if tail:
-        yield tail, False
+        yield tail, len(tail), False
 
 
 def file_chunks(path: str) -> Iterator[bytes]:
@@ -132,6 +131,89 @@ def file_chunks(path: str) -> Iterator[bytes]:
             yield chunk
 
 
+# -- which lines to parse ---------------------------------------------------------------------
+#
+# Most bytes of a transcript are tool output, attachments and request copies that no meter
+# reads. A line is parsed only when its top-level "type" can matter: assistant (usage, tool
+# calls), user lines answering a tool call a meter waits for, system compact boundaries and
+# cost-state. The top-level type is found without parsing, from how JSON text is built: the
+# bytes `"type":"` outside a string are always a key named type with a string value (a quote
+# inside a string is escaped), and such a key is at the top level when no `{` opens before it
+# on the line, or when no `}` closes after it except the line's last. Lines where neither test
+# decides (or written with spaces after the colons) fall back to substring checks over the whole
+# line, which may parse more than needed but never less.
+
+_TYPE_KEY = b'"type":"'
+_TOOL_USE_ID = b'"tool_use_id":"'
+
+
+def type_value_at(data: bytes, start: int, end: int) -> int:
+    """Where the top-level "type" value of the JSON line data[start:end] begins, or -1 when undecided."""
+    find = data.find
+    i = find(_TYPE_KEY, start, end)
+    if i < 0:
+        return -1
+    if find(b"{", start + 1, i) < 0:
+        return i + 8
+    j = data.rfind(_TYPE_KEY, i, end)
+    last = data.rfind(b"}", j, end)
+    if last < 0 or find(b"}", j, last) >= 0:
+        return -1
+    return j + 8
+
+
+def answers_pending(data: bytes, start: int, end: int, pending: tuple[dict, ...]) -> bool:
+    """Whether a user line carries a tool_result for a call a meter waits for."""
+    find = data.find
+    k = find(_TOOL_USE_ID, start, end)
+    while k >= 0:
+        q = k + len(_TOOL_USE_ID)
+        r = find(b'"', q, end)
+        if r < 0:
+            return False
+        tid = data[q:r].decode("utf-8", "replace")
+        if any(tid in p for p in pending):
+            return True
+        k = find(_TOOL_USE_ID, r, end)
+    return False
+
+
+def _undecided_wanted(line: bytes, pending: tuple[dict, ...]) -> bool:
+    """The whole-line substring rules for a line whose top-level type was not found."""
+    if b'"type":"assistant"' in line or b'"type": "assistant"' in line:
+        return True
+    if b'"tool_result"' in line:
+        return any(tid.encode() in line for p in pending for tid in p)
+    return b"compact_boundary" in line or b'"cost-state"' in line
+
+
+def wanted_lines(data: bytes, stop: int, complete: bool, pending: tuple[dict, ...]) -> Iterator[tuple[int, int]]:
+    """(start, end) of each line of data[:stop] worth parsing, in order.
+
+    `pending` holds the calls the meters wait for; it is read as the caller
+    feeds each yielded line, so a result is kept when its call came just before.
+    """
+    find, startswith = data.find, data.startswith
+    pos = 0
+    while pos < stop:
+        end = find(b"\n", pos, stop) if complete else stop
+        start, pos = pos, end + 1
+        if end - start < 2:
+            continue
+        v = type_value_at(data, start, end)
+        if v < 0:
+            if _undecided_wanted(data[start:end], pending):
+                yield start, end
+        elif startswith(b'assistant"', v) or startswith(b'cost-state"', v):
+            yield start, end
+        elif startswith(b'user"', v):
+            if (pending[0] or pending[1]) and answers_pending(data, start, end, pending):
+                yield start, end
+        elif startswith(b'system"', v):
+            if find(b"compact_boundary", start, end) >= 0:
+                yield start, end
+
+
 def scan_bytes(data: bytes, tf: TranscriptFile, sizes: SizeMemo,
                count_tokens: Callable[[str], int] | None = None) -> dict:
     """Meter one transcript's bytes; the result is plain data (cacheable)."""
@@ -139,51 +221,42 @@ def scan_bytes(data: bytes, tf: TranscriptFile, sizes: SizeMemo,
 
 
 def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
-                count_tokens: Callable[[str], int] | None = None) -> dict:
+                count_tokens: Callable[[str], int] | None = None, *, defer_tokens: bool = False) -> dict:
     """Meter one transcript read piece by piece.
 
     A last line without its newline is being written: it is used if it is
     already whole JSON, else left for the next scan (not counted as damage).
+    With `defer_tokens`, edit events keep their old_strings for `settle_tokens`.
     """
-    meters = ChannelMeters(tf.session_hint, sidechain_file=tf.subagent, count_tokens=count_tokens or _lazy_counter)
+    meters = ChannelMeters(tf.session_hint, sidechain_file=tf.subagent, count_tokens=count_tokens or _lazy_counter,
+                           defer_tokens=defer_tokens)
     spend = SpendCollector(sidechain_file=tf.subagent)
     events: list[dict] = []
     malformed = parsed = size = 0
     session_id = cwd = None
-    pending_edit = meters.edit._pending
-    pending_ret = meters.retrieval._pending
+    pending = (meters.edit._pending, meters.retrieval._pending)
+
     loads = orjson.loads
-    for line, complete in iter_lines(chunks):
-        size += len(line) + complete
-        if len(line) < 2 or line.startswith(_SKIP_PREFIXES):
-            continue
-        if b'"type":"assistant"' in line or b'"type": "assistant"' in line:
-            pass
-        elif b'"tool_result"' in line:
-            waiting = len(pending_edit) + len(pending_ret)
-            if not waiting:
+    for data, stop, complete in complete_buffers(chunks):
+        size += stop
+        for start, end in wanted_lines(data, stop, complete, pending):
+            try:
+                entry = loads(data[start:end])
+            except orjson.JSONDecodeError:
+                malformed += complete
                 continue
-            # calls that never got an answer pile up; past a few, parsing is cheaper than searching for each
-            if waiting <= 16 and not any(tid.encode() in line for tid in (*pending_edit, *pending_ret)):
+            if not isinstance(entry, dict):
+                malformed += 1
                 continue
-        elif b"compact_boundary" not in line and b'"cost-state"' not in line:
-            continue
-        try:
-            entry = loads(line)
-        except orjson.JSONDecodeError:
-            malformed += complete
-            continue
-        if not isinstance(entry, dict):
-            malformed += 1
-            continue
-        parsed += 1
-        if session_id is None and isinstance(entry.get("sessionId"), str):
-            session_id = entry["sessionId"]
-        if cwd is None and isinstance(entry.get("cwd"), str):
-            cwd = entry["cwd"]
-        spend.feed(entry)
-        for ev in meters.feed(entry, sizes):
-            events.append(ev.to_dict())
+            parsed += 1
+            if session_id is None and isinstance(entry.get("sessionId"), str):
+                session_id = entry["sessionId"]
+            if cwd is None and isinstance(entry.get("cwd"), str):
+                cwd = entry["cwd"]
+            p = parts(entry)
+            spend.feed(entry, p)
+            for ev in meters.feed(entry, sizes, p):
+                events.append(ev.to_dict())
     return {
         "session_id": session_id or tf.session_hint, "project": tf.project, "cwd": cwd, "subagent": tf.subagent,
         "events": events, "calls": list(spend.calls.values()), "cost_state": spend.cost_state,
@@ -191,28 +264,37 @@ def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
     }
 
 
-_counter_cache: list = []
+_counted: dict[str, int] = {}
 
 
 def _lazy_counter(text: str) -> int:
-    """Load the tokenizer only when a file really has an edit to count."""
-    if not _counter_cache:
-        _counter_cache.append(_token_counter())
-    return _counter_cache[0](text)
+    """o200k count, loading the tokenizer only when a file really has an edit to count.
+
+    Remembered per text: a resumed session repeats its edits in the new file,
+    and a model often retries the same old_string.
+    """
+    n = _counted.get(text)
+    if n is None:
+        from service.tokenizer_setup import encode_len
+        if len(_counted) >= 50_000:  # a long-lived service process must not grow without bound
+            _counted.clear()
+        n = _counted[text] = encode_len(text)
+    return n
 
 
 _remembered: dict[str, int] = {}
+_defer_tokens = False
 
 
-def _init_worker(remembered: dict[str, int]) -> None:
-    global _remembered
-    _remembered = remembered
+def _init_worker(remembered: dict[str, int], defer_tokens: bool = False) -> None:
+    global _remembered, _defer_tokens
+    _remembered, _defer_tokens = remembered, defer_tokens
 
 
 def _scan_one(tf: TranscriptFile) -> tuple[str, dict | None, dict[str, int]]:
     sizes = SizeMemo(_remembered)
     try:
-        return tf.path, scan_chunks(file_chunks(tf.path), tf, sizes), sizes.new
+        return tf.path, scan_chunks(file_chunks(tf.path), tf, sizes, defer_tokens=_defer_tokens), sizes.new
     except OSError:
         return tf.path, None, {}
 
@@ -300,6 +382,7 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
         done_files += 1
         done_bytes += fps[path][1]
         if result is not None:
+            settle_tokens(result["events"], _lazy_counter)
             results[path] = result
             cache.put(path, fps[path], result)
         if new_sizes:
@@ -311,26 +394,39 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
     if workers > 1 and len(todo) > 1 and total_bytes >= pool_min_bytes:
         import multiprocessing as mp
         ctx = mp.get_context("fork") if hasattr(os, "fork") else mp.get_context()
-        if ctx.get_start_method() == "fork":
-            # load the tokenizer once here: forked workers inherit it instead of each loading its own
-            _lazy_counter("")
         n = min(workers, len(todo))
         # each task costs the parent ~0.3 ms of pickling and pipe work: 750 one-file tasks were 0.25 s
         # of its CPU; ~8 chunks per worker keep that small and the (biggest-first) work still balanced
         chunk = max(1, len(jobs) // (n * 8))
-        import gc
-        gc.freeze()  # the parent's objects stay out of the collector (and untouched in the forked children)
-        try:
-            with ctx.Pool(n, initializer=_init_worker, initargs=(cache.sizes,)) as pool:
-                for item in pool.imap_unordered(_scan_one, jobs, chunksize=chunk):
-                    collect(item)
-        finally:
-            gc.unfreeze()
+        # workers never load the tokenizer (0.15 s each): the parent loads it while they scan
+        with collector_paused(), ctx.Pool(n, initializer=_init_worker, initargs=(cache.sizes, True)) as pool:
+            scanned = pool.imap_unordered(_scan_one, jobs, chunksize=chunk)
+            _lazy_counter("")
+            for item in scanned:
+                collect(item)
     else:
         _init_worker(cache.sizes)
-        for job in jobs:
-            collect(_scan_one(job))
+        with collector_paused():
+            for job in jobs:
+                collect(_scan_one(job))
     return results
+
+
+@contextmanager
+def collector_paused():
+    """No cyclic garbage collection while a scan builds its results.
+
+    They are large and acyclic, yet each collection walks all of them again:
+    unpickling the workers' results took 0.055 s with the collector on and
+    0.015 s with it off (500 MB corpus). Forked workers inherit the setting.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class ProgressPrinter:

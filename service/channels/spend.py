@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from service.channels.entries import call_key, is_sidechain, message, usage, usage_tokens
+from service.channels.entries import Parts, is_sidechain, parts, usage_tokens
 
 SYNTHETIC = "<synthetic>"
 
@@ -23,8 +23,8 @@ SYNTHETIC = "<synthetic>"
 KEY, TS, MODEL, SIDE, IN, CW5, CW1H, CR, OUT, CONTENT = range(10)
 
 
-def _has_content(entry: dict) -> bool:
-    c = message(entry).get("content")
+def _has_content(msg: dict) -> bool:
+    c = msg.get("content")
     if isinstance(c, str):
         return bool(c.strip())
     if not isinstance(c, list):
@@ -58,25 +58,23 @@ class SpendCollector:
     calls: dict[str, list] = field(default_factory=dict)
     cost_state: dict | None = None  # {"total_usd", "models", "calls_before"}
 
-    def feed(self, entry: dict) -> None:
-        t = entry.get("type")
+    def feed(self, entry: dict, p: Parts | None = None) -> None:
+        t = p.type if p is not None else entry.get("type")
         if t == "assistant":
-            m = message(entry)
+            p = p or parts(entry)
+            m, u, key = p.message, p.usage, p.key
             model = m.get("model")
-            u = usage(entry)
-            key = call_key(entry)
             if model == SYNTHETIC or u is None or key is None:
                 return
             tokens = usage_tokens(u)
             rec = self.calls.get(key)
-            content = _has_content(entry)
             if rec is None:
                 self.calls[key] = [key, entry.get("timestamp"), model if isinstance(model, str) else None,
-                                   self.sidechain_file or is_sidechain(entry), *tokens, content]
+                                   self.sidechain_file or is_sidechain(entry), *tokens, _has_content(m)]
                 return
             if sum(tokens) > sum(rec[IN:OUT + 1]):
                 rec[IN:OUT + 1] = tokens
-            if content:
+            if not rec[CONTENT] and _has_content(m):
                 rec[CONTENT] = True
         elif t == "cost-state":
             total = entry.get("totalCostUSD")
