@@ -167,17 +167,18 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
         L += [f"- start over 500 MB: TODO, `python bench/service_start.py --mb 500` failed: {st['error']}"]
     elif st:
         L += [f"- start with {st['corpus_mb']:.0f} MB of history ({st['files']} transcripts; bench/service_start.py): "
-              f"first `/api/v1/status` after **{st['first_status_s']:.2f} s**; startup scan reported done after "
+              f"first `/api/v1/status` after **{st['first_status_s']:.2f} s**; its {st['live_sessions']} recent "
+              f"sessions all read after {st['caught_up_s']:.1f} s; startup scan reported done after "
               f"{st['scan_done_s']:.1f} s, CPU quiet after {st['quiet_s']:.0f} s ({st['cpu_s']:.1f} s CPU); "
               f"load average after: {st['loadavg_after']}",
               f"- service RSS after {st['corpus_mb']:.0f} MB of history: **{st['rss_mb']:.0f} MB** "
               f"(peak {st['hwm_mb']:.0f} MB; with live children {st['tree_rss_mb']:.0f} MB)"]
     if not any((rep, lat, idle, st)):
         L += ["- not run (--skip-service)"]
-    if st and not st.get("error") and st["first_status_s"] > 2 and st["scan_done_s"] - st["first_status_s"] < 0.5:
-        L += [f"- note: the first status only comes once the whole history is ingested ({st['live_sessions']} sessions "
-              "held live); `service.scan` then already reads idle: api.json is written after the startup ingest, "
-              "so nothing (tray, hook, MCP) can reach the service before it"]
+    if st and not st.get("error"):
+        L += ["- note: the API opens before the recent sessions are read; meanwhile `service.scan.state` is "
+              "`catching_up` and each session arrives as a `snapshot` event (every corpus file is recent, "
+              "so all of them are read live at startup)"]
     L += ["", "## Notes", "",
           "- ccusage finds its data through CLAUDE_CONFIG_DIR (comma-separated; each a Claude config dir with "
           "`projects/`, or the `projects/` dir itself), else `~/.config/claude` and `~/.claude` under HOME; "

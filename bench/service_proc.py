@@ -109,13 +109,13 @@ class ServiceProcess:
             time.sleep(step)
         raise TimeoutError("no status from ctxlamp serve")
 
-    def wait_idle(self, timeout: float = 600.0, step: float = 0.1) -> float:
-        """Seconds from start until the service reports its startup scan done."""
+    def wait_idle(self, timeout: float = 600.0, step: float = 0.1, leaving: str | None = None) -> float:
+        """Seconds from start until the service reports its startup scan done (or the `leaving` state left)."""
         deadline = time.perf_counter() + timeout
         while time.perf_counter() < deadline:
             try:
                 scan = self.get("/api/v1/status", timeout=timeout)["service"].get("scan") or {}
-                if scan.get("state") == "idle":
+                if (scan.get("state") != leaving) if leaving else (scan.get("state") == "idle"):
                     return time.perf_counter() - self.started
             except (urllib.error.URLError, ConnectionError, OSError, ValueError, KeyError):
                 pass

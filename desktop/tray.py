@@ -41,6 +41,7 @@ class TrayController(QObject):
         self.service_followed: str | None = None
         self.chosen: str | None = None
         self.down_reason: str | None = "Connecting to the ctxlamp service…"
+        self.catching_up = False  # the service is still reading recent sessions (service.scan.state)
         self.coalescer = ReminderCoalescer()
         self.popup: ReminderPopup | None = None
         self.window = None
@@ -69,6 +70,7 @@ class TrayController(QObject):
             stream.snapshot.connect(self.on_snapshot)
             stream.reminder.connect(self.on_reminder)
             stream.connected.connect(self.on_connected)
+            stream.service.connect(self.on_service)
             stream.disconnected.connect(self.on_disconnected)
         if supervisor is not None:
             supervisor.gave_up.connect(self.on_service_gave_up)
@@ -119,6 +121,8 @@ class TrayController(QObject):
             return tooltip_text(None, now, self.down_reason)
         snap = self.current
         if snap is None:
+            if self.catching_up:
+                return "ctxlamp — reading your recent Claude Code sessions…\nThe lamp lights up when they are read."
             return "ctxlamp — no live Claude Code session yet\nThe lamp lights up when a transcript grows."
         return tooltip_text(snap, now)
 
@@ -142,6 +146,11 @@ class TrayController(QObject):
         self.sessions = {s["session_id"]: s for s in status.get("sessions") or [] if s.get("session_id")}
         self.service_followed = status.get("followed")
         self.down_reason = None
+        self.on_service(status.get("service") or {})
+
+    def on_service(self, block: dict) -> None:
+        """The service block (with status, and as its own event when the startup reading ends)."""
+        self.catching_up = (block.get("scan") or {}).get("state") == "catching_up"
         self.refresh()
 
     # ---------- slots: the event stream ----------

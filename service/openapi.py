@@ -39,7 +39,7 @@ SCHEMAS = {
     }, ["session_id", "segment", "calls", "lamp"]),
     "Service": _obj({
         "version": STR, "started_at": STR, "pid": INT,
-        "scan": _obj({"state": {"enum": ["idle", "scanning"]}, "done": INT, "total": INT}),
+        "scan": _obj({"state": {"enum": ["idle", "catching_up", "scanning"]}, "done": INT, "total": INT}),
         "db": _obj({"ok": {"type": "boolean"}, "error": NSTR}),
         "observer": {"enum": ["inotify", "polling", None]}, "observer_reason": NSTR,
         "checkpoint": _obj({"loaded": {"type": ["integer", "null"]}, "rejected": {"type": "array"}}),

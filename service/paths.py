@@ -87,16 +87,21 @@ def claude_projects() -> Path:
     return claude_dir() / "projects"
 
 
-def write_private(path: Path, data: bytes) -> None:
-    """Atomic write (temp file + rename), mode 0600, so a crash never leaves half a file."""
+def write_private(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Atomic write (temp file + rename), mode 0600, so a crash never leaves half a file.
+
+    `durable=False` skips the fsync, for files that can be rebuilt (the report's caches):
+    a power cut may then lose the newest version, never leave a torn one.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -88,6 +88,11 @@ class Service:
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.hub = Hub()
         self.scan = {"state": "idle", "done": 0, "total": 0}
+        self._catch_up: dict[str, Path] = {}           # recent sessions still to read at startup, oldest first
+        self._history_todo: list[Path] = []
+        self._quiet_reminders = False                  # reading what happened while the service was away
+        self._catch_up_pause = float(os.environ.get("CTXLAMP_CATCH_UP_PAUSE_S") or 0)  # tests slow it down
+        self._ckpt_states: dict[str, dict] = {}        # the loaded checkpoint, for sessions not read yet
         self._pending: set[str] = set()
         self._pending_lock = threading.Lock()
         self._pending_follow: dict[str, str] = {}     # session id the hook named -> project folder
@@ -155,6 +160,7 @@ class Service:
             log.warning("checkpoints rejected (checksum): %s", ", ".join(rejected))
         if not doc:
             return
+        self._ckpt_states = dict(doc["sessions"])
         for sid, state in doc["sessions"].items():
             try:
                 self._ckpt_laps[sid] = (int(state.get("segment") or 0), int(state.get("laps") or 0))
@@ -203,16 +209,18 @@ class Service:
         self.watcher.start()
         try:
             live, old = self._discover()
-            with self.registry.lock:
-                for path in live:
-                    self._start_session(path, rotate=False, mtime=path.stat().st_mtime)
-            todo = self._plan_scan(old)
+            self._history_todo = self._plan_scan(old)
+            # the API opens first; recent sessions are read by the loop, between requests and changes
+            self._catch_up = {str(p): p for p in live}
+            if live:
+                self.scan = {"state": "catching_up", "done": 0, "total": len(live)}
             self.api = ApiServer(self)
             self.api.start()
             self.ready.set()
-            log.info("serving on 127.0.0.1:%s, %d live sessions", self.api.port, len(self.registry.sessions))
+            log.info("serving on 127.0.0.1:%s, %d recent sessions to read", self.api.port, len(live))
             self._start_scheduler()
-            self._start_scan(todo)
+            if not live:
+                self._start_scan(self._history_todo)
             self._loop()
         except Defect as exc:
             return self._die(exc)
@@ -223,7 +231,16 @@ class Service:
 
     def _loop(self) -> None:
         while True:
-            kind, a, b = self.queue.get()
+            if self._catch_up:  # requests and live changes first; the startup reading fills the gaps
+                try:
+                    kind, a, b = self.queue.get(timeout=self._catch_up_pause) if self._catch_up_pause \
+                        else self.queue.get_nowait()
+                except queue.Empty:
+                    with self.registry.lock:
+                        self._catch_up_where(None, limit=1)
+                    continue
+            else:
+                kind, a, b = self.queue.get()
             if kind == "stop":
                 return
             if kind == "change":
@@ -265,6 +282,36 @@ class Service:
             (live if mtime >= horizon else old).append((mtime, path))
         return [p for _, p in sorted(live)], [p for _, p in sorted(old)]
 
+    def _catch_up_where(self, wanted: Callable[[Path], bool] | None, limit: int | None = None) -> None:
+        """Read startup sessions (all `wanted` ones, else the next `limit`); caller holds registry.lock.
+
+        Laps they crossed while the service was away are recorded, not announced,
+        as before the API opened first.
+        """
+        paths = [p for p in self._catch_up.values() if wanted is None or wanted(p)][:limit]
+        for path in paths:
+            del self._catch_up[str(path)]
+            self.scan["done"] += 1
+            if str(path) in self.registry.sessions or str(path) in self.registry.retired:
+                continue
+            try:
+                mtime = path.stat().st_mtime
+            except OSError:
+                continue
+            self._quiet_reminders = True
+            try:
+                sess = self._start_session(path, rotate=False, mtime=mtime)
+            finally:
+                self._quiet_reminders = False
+            self._publish_snapshot(sess)
+        if paths and not self._catch_up:
+            log.info("caught up: %d live sessions", len(self.registry.sessions))
+            self._ckpt_states = {}
+            self.scan = {"state": "scanning", "done": 0, "total": len(self._history_todo)} if self._history_todo \
+                else {"state": "idle", "done": 0, "total": 0}
+            self.hub.publish("service", self.service_block())
+            self._start_scan(self._history_todo)
+
     def _start_session(self, path: Path, *, rotate: bool, mtime: float | None = None) -> LiveSession:
         sess, old = self.registry.add(path, rotate=rotate)
         excluded = self._ckpt_excluded.get(str(path))
@@ -296,6 +343,9 @@ class Service:
         if kind != "session":
             return
         key = str(path)
+        if key in self._catch_up:
+            self._catch_up_where(lambda p: str(p) == key)
+            return
         sess = self.registry.sessions.get(key)
         if sess is None:
             if not path.exists():
@@ -353,7 +403,7 @@ class Service:
                     "restart_usd": restart, "payback_calls": snap.get("pp"),
                     "rent_usd": snap.get("bill_cycle_usd")}
         self.reminder_log.append(reminder)
-        if self.ready.is_set():
+        if self.ready.is_set() and not self._quiet_reminders:
             self._outbox.append(reminder)  # published right after the session's snapshot
         log.info("reminder: session %s segment %s lap %s", sid, seg, lap)
 
@@ -371,6 +421,9 @@ class Service:
 
     def rotate(self, session_id: str, transcript_path: str | None = None, cwd: str | None = None) -> dict:
         """POST /rotate (runs on the loop): follow `session_id` in its project."""
+        if self._catch_up:  # the project's recent sessions first, as if read at startup
+            folders = {Path(transcript_path).parent.name if transcript_path else None, project_folder(cwd)}
+            self._catch_up_where(lambda p: p.parent.name in folders or p.stem == session_id)
         path = None
         if transcript_path:
             p = Path(transcript_path)
@@ -400,6 +453,7 @@ class Service:
         return {"ok": True, "following": sess.session_id}
 
     def set_selection(self, session_id: str, exclude: list[str], include: list[str]) -> dict:
+        self._catch_up_where(lambda p: p.stem == session_id)
         sess = self.registry.by_id(session_id)
         if sess is None:
             raise KeyError(session_id)
@@ -492,6 +546,9 @@ class Service:
                     self._disarm()
                     return None
                 states = {}
+                for path in self._catch_up.values():  # not read yet: keep what the last checkpoint knew
+                    if path.stem in self._ckpt_states:
+                        states[path.stem] = self._ckpt_states[path.stem]
                 for sess in self.registry.sessions.values():
                     state = sess.ledger_state()
                     state["excluded"] = sorted(sess.excluded)

@@ -38,12 +38,13 @@ def running_service(env: dict, ctx_home: Path, timeout: float = 30.0):
         from service.client import ApiClient
 
         client = ApiClient(info, timeout=10)
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline:  # up, and done reading the recent sessions
             try:
-                if client.get("/api/v1/health").get("ok"):
+                if client.get("/api/v1/status")["service"]["scan"]["state"] != "catching_up":
                     break
             except Exception:
-                time.sleep(0.1)
+                pass
+            time.sleep(0.05)
         yield proc, info
     finally:
         if proc.poll() is None:

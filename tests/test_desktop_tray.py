@@ -70,6 +70,17 @@ def test_the_followed_session_decides_the_colour_and_the_menu_can_switch(tray):
     assert tray.followed == "b" and tray.colour() == "green"
 
 
+def test_while_the_service_reads_recent_sessions_the_tooltip_says_so(tray):
+    tray.set_status({"sessions": [], "followed": None,
+                     "service": {"scan": {"state": "catching_up", "done": 1, "total": 9}}})
+    assert tray.colour() == "white" and "reading your recent" in tray.tray.toolTip()
+    tray.on_service({"scan": {"state": "scanning", "done": 0, "total": 40}})
+    assert "no live Claude Code session yet" in tray.tray.toolTip()
+    tray.set_status({"sessions": [], "followed": None, "service": {"scan": {"state": "catching_up"}}})
+    tray.on_snapshot(snap(colour="amber", state="warning"))
+    assert tray.colour() == "amber" and "reading" not in tray.tray.toolTip()
+
+
 def test_a_reminder_pops_exactly_one_message_and_coalesces_within_min_gap(tray, qtbot):
     shown = []
     tray.reminder_shown.connect(lambda r, via: shown.append((r["lap"], via)))

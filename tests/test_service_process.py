@@ -43,7 +43,7 @@ class Svc:
         self.info: dict = {}
         self.err_path = home.parent / f"serve-{time.monotonic_ns()}.err"
 
-    def start(self, timeout: float = 30) -> "Svc":
+    def start(self, timeout: float = 30, caught_up: bool = True) -> "Svc":
         self.err = open(self.err_path, "wb")
         self.proc = subprocess.Popen([*CTXLAMP, "serve"], env=self.env, cwd=ROOT, stdout=subprocess.DEVNULL,
                                      stderr=self.err)
@@ -54,8 +54,9 @@ class Svc:
                 info = json.loads((self.home / "api.json").read_text())
                 if info.get("pid") == self.proc.pid:
                     self.info = info
-                    return self
-            except (OSError, ValueError):
+                    if not caught_up or self.get("/api/v1/status")["service"]["scan"]["state"] != "catching_up":
+                        return self
+            except (OSError, ValueError, ConnectionError):
                 pass
             time.sleep(0.05)
         raise AssertionError(f"service did not start: {self.stderr()}")
@@ -386,6 +387,34 @@ def test_reminders_and_snapshots_are_published_once(svc, dirs):
     assert ("snapshot", end["session_id"]) in kinds[:first_reminder]  # a client knows the session first
 
 
+def test_the_api_opens_before_recent_sessions_are_read_and_laps_they_held_are_not_announced(svc, dirs):
+    _, claude = dirs
+    proj = claude / "projects" / "-p"
+    proj.mkdir()
+    data = REMINDERS.read_bytes()
+    sids = [f"0000000{n}-aaaa-4bbb-8ccc-dddddddddddd" for n in range(4)]
+    for n, sid in enumerate(sids):  # four recent sessions, oldest first, whose laps were crossed before the start
+        dst = proj / f"{sid}.jsonl"
+        dst.write_bytes(data.replace(REMINDERS.stem.encode(), sid.encode()))
+        os.utime(dst, (time.time() - 100 + n,) * 2)
+    s = svc(extra_env={"CTXLAMP_CATCH_UP_PAUSE_S": "0.4"}).start(caught_up=False)
+    first = s.get("/api/v1/status")
+    assert first["service"]["scan"]["state"] == "catching_up" and first["service"]["scan"]["total"] == 4
+    assert len(first["sessions"]) < 4
+    events = _sse_events(s)
+    # the hook's rotation to the oldest session reads its project first, as a fully read start would have
+    ok = s.request("POST", "/api/v1/rotate", {"session_id": sids[0], "cwd": "/p"})
+    assert ok == (200, {"ok": True, "following": sids[0]})
+    status = wait_for(lambda: (lambda st: st if st["service"]["scan"]["state"] == "idle" else None)(
+        s.get("/api/v1/status")), what="the startup reading to end")
+    assert status["followed"] == sids[0]
+    assert sorted(x["session_id"] for x in status["sessions"]) == sorted(sids[:3])  # the newest was rotated away
+    assert all(x["laps"] >= 1 for x in status["sessions"])
+    kinds = [k for k, _ in list(events)]
+    assert "reminder" not in kinds and "rotated" in kinds
+    assert s.get(f"/api/v1/reminders?session={sids[1]}")["reminders"]  # recorded all the same
+
+
 # ---- checkpoints ------------------------------------------------------------------------------------
 def test_a_corrupted_newest_checkpoint_falls_back_to_the_one_before(svc, dirs):
     home, claude = dirs
@@ -533,6 +562,12 @@ def test_selection_revalues_and_config_persists(svc, dirs):
     assert again.get("/api/v1/config")["engine"]["g_floor"] == 900
     # the unticked path stays unticked across a restart (kept in the ledger checkpoint)
     assert again.session(sid)["B_default"] == excluded["B_default"]
+    again.stop()
+    # stopped before it read the session again: its last checkpoint still carries the unticked path
+    early = svc(extra_env={"CTXLAMP_CATCH_UP_PAUSE_S": "30"}).start(caught_up=False)
+    assert early.get("/api/v1/status")["service"]["scan"]["state"] == "catching_up"
+    assert early.stop() == 0
+    assert svc().start().session(sid)["B_default"] == excluded["B_default"]
 
 
 def test_polling_fallback_says_why_and_still_follows_appends(svc, dirs):

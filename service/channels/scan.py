@@ -346,7 +346,8 @@ class ScanCache:
         if self.path is None or not self.dirty:
             return
         from service.paths import write_private
-        write_private(self.path, orjson.dumps({"version": CACHE_VERSION, "files": self.files, "sizes": self.sizes}))
+        write_private(self.path, orjson.dumps({"version": CACHE_VERSION, "files": self.files, "sizes": self.sizes}),
+                      durable=False)
         self.dirty = False
 
 

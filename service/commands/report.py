@@ -217,7 +217,7 @@ def build_report(args, *, workers: int | None = None, progress: bool = True) -> 
         cache.save()
         snapshots.save()
         from service.paths import write_private
-        write_private(last_path, orjson.dumps({"key": key, "summary": summary}))
+        write_private(last_path, orjson.dumps({"key": key, "summary": summary}), durable=False)
     return summary
 
 

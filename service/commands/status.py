@@ -31,7 +31,9 @@ def render(status: dict, tty: bool) -> str:
     scan = svc.get("scan") or {}
     lines = []
     head = f"ctxlamp service pid {svc.get('pid', '?')} · observer {svc.get('observer')}"
-    if scan.get("state") == "scanning":
+    if scan.get("state") == "catching_up":
+        head += f" · reading recent sessions {scan.get('done', 0)}/{scan.get('total', 0)}"
+    elif scan.get("state") == "scanning":
         head += f" · scanning history {scan.get('done', 0)}/{scan.get('total', 0)}"
     db = svc.get("db") or {}
     if db and not db.get("ok", True):
