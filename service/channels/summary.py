@@ -117,6 +117,7 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
     main_requests_in_period = 0
     # a subagent works for its parent session's project (its own cwd may be a worktree)
     session_project = {fr["session_id"]: fr.get("cwd") or fr["project"] for fr in files if not fr["subagent"]}
+    everything = since is None and until is None
     for key, (rec, fr) in folded.items():
         sid = fr["session_id"]
         side = bool(rec[SIDE]) or fr["subagent"]
@@ -130,7 +131,7 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
             st[2] += rec[CR]
             if rec[MODEL]:
                 session_model[sid] = rec[MODEL]
-        if rec[TS] not in period:
+        if not everything and rec[TS] not in period:
             continue
         calls_in_period += 1
         if not side:
@@ -151,10 +152,13 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
             family_priced[model] = getattr(price, "model", "")
         spend_total += usd
         by_model[model] += usd
-        by_day[day_of(rec[TS]) or "unknown"] += usd
+        ts = rec[TS]
+        by_day[ts[:10] if type(ts) is str and len(ts) >= 10 and ts[-1] == "Z" else day_of(ts) or "unknown"] += usd
         project = session_project.get(sid) or fr.get("cwd") or fr["project"]
         by_project[project] += usd
-        s = by_session.setdefault(sid, {"project": project, "usd": 0.0, "subagents_usd": 0.0, "calls": 0})
+        s = by_session.get(sid)
+        if s is None:
+            s = by_session[sid] = {"project": project, "usd": 0.0, "subagents_usd": 0.0, "calls": 0}
         s["usd"] += usd
         s["calls"] += 1
         if side:
