@@ -194,6 +194,8 @@ def compare_run(corpus: Path, peers: Peers, runs: int = 5, with_monitor: bool = 
     for name, s in summary.items():
         s["ratio_vs_ccusage"] = s["wall_s"] / cc if cc > 0 else None
         s["mb_per_s"] = size / (1 << 20) / s["wall_s"] if s["wall_s"] > 0 else None
+        # the same ratio within each round: how much of it is the machine moving between rounds
+        s["round_ratios"] = sorted(round(r.wall_s / c.wall_s, 3) for r, c in zip(tools[name].runs, tools["ccusage"].runs))
     return {"corpus": str(corpus), "corpus_mb": size / (1 << 20), "runs": runs, "loadavg_1m": load,
             "tools": summary, "outputs": {k: v.decode() for k, v in outputs.items()},
             "commands": {"ccusage": "HOME=<corpus> CLAUDE_CONFIG_DIR=<corpus>/.claude TZ=UTC "
@@ -204,11 +206,13 @@ def compare_run(corpus: Path, peers: Peers, runs: int = 5, with_monitor: bool = 
 
 
 def format_table(result: dict) -> str:
-    rows = ["| tool | median wall s | MB/s | median CPU s | peak RSS MB | wall / ccusage |",
-            "|---|---:|---:|---:|---:|---:|"]
+    rows = ["| tool | median wall s | MB/s | median CPU s | peak RSS MB | wall / ccusage | per round (min .. max) |",
+            "|---|---:|---:|---:|---:|---:|---|"]
     for name, s in result["tools"].items():
+        rr = s.get("round_ratios") or []
+        spread = f"{rr[0]:.2f} .. {rr[-1]:.2f}" if rr and name != "ccusage" else ""
         rows.append(f"| {name} | {s['wall_s']:.3f} | {s['mb_per_s']:.0f} | {s['cpu_s']:.3f} | {s['rss_mb']:.0f} | "
-                    f"{s['ratio_vs_ccusage']:.2f} |")
+                    f"{s['ratio_vs_ccusage']:.2f} | {spread} |")
     return "\n".join(rows)
 
 
