@@ -10,8 +10,13 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
+# An editable install is not byte-compiled (a wheel install is), and where
+# PYTHONDONTWRITEBYTECODE is set every command would compile its modules again.
+COMPILE := $(BIN)/python -m compileall -q service desktop models resources > /dev/null
+
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[desktop,test]'
+	@$(COMPILE)
 	@touch $(STAMP)
 
 # The tray and the service (or the demo when there are no transcripts;
@@ -24,6 +29,7 @@ test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
+	@$(COMPILE)
 	$(BIN)/python bench/run_all.py
 
 clean:
