@@ -87,11 +87,6 @@ def call_key(entry: dict, msg: dict | None = None) -> str | None:
     return rid if isinstance(rid, str) and rid else None
 
 
-def usage(entry: dict, msg: dict | None = None) -> dict | None:
-    u = (msg if msg is not None else message(entry)).get("usage")
-    return u if isinstance(u, dict) else None
-
-
 def _int(v: Any) -> int:
     if type(v) is int:
         return v if v > 0 else 0
