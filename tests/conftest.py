@@ -1,7 +1,6 @@
-"""Shared test fixtures: where ../shared is, and a private ctxlamp home per test."""
+"""Shared test fixtures: where ../shared is, a private ctxlamp home per test, a service's folders."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,15 @@ FIXTURES = SHARED / "fixtures"
 @pytest.fixture
 def shared_dir() -> Path:
     return SHARED
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    """(CTXLAMP_HOME, CLAUDE_CONFIG_DIR with an empty projects/) for a service under test."""
+    home, claude = tmp_path / "home", tmp_path / "claude"
+    (claude / "projects").mkdir(parents=True)
+    home.mkdir()
+    return home, claude
 
 
 @pytest.fixture

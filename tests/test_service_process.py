@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, ROOT
+from tests.reliability.harness import replay, wait_for
 
 CTXLAMP = [sys.executable, "-m", "service.cli"]
 CC = FIXTURES / "claude-code-2.1.328"
@@ -99,14 +100,6 @@ class Svc:
 
 
 @pytest.fixture
-def dirs(tmp_path):
-    home, claude = tmp_path / "home", tmp_path / "claude"
-    (claude / "projects").mkdir(parents=True)
-    home.mkdir()
-    return home, claude
-
-
-@pytest.fixture
 def svc(dirs):
     services: list[Svc] = []
 
@@ -122,22 +115,8 @@ def svc(dirs):
 
 def replay_end_status(path: Path) -> tuple[dict, list[dict]]:
     """`ctxlamp replay FILE --jsonl`: the end status and the reminders it raised."""
-    out = subprocess.run([*CTXLAMP, "replay", str(path), "--jsonl"], cwd=ROOT, capture_output=True, check=True,
-                         env={**os.environ, "CTXLAMP_HOME": str(path.parent.parent.parent / "replay-home")})
-    events = [json.loads(line) for line in out.stdout.splitlines()]
-    assert events[-1]["event"] == "end"
-    return events[-1]["status"], [e for e in events if e["event"] == "reminder"]
-
-
-def wait_for(fn, timeout: float = 20, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+    status, reminders, _ = replay(path, path.parent.parent.parent / "replay-home")
+    return status, reminders
 
 
 def wait_for_snapshot(s: Svc, session_id: str, expected: dict, timeout: float = 20) -> dict:

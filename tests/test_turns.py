@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from service.turns import TurnBuilder, build_turns, prompt_text
 from tests.conftest import FIXTURES
+from tests.transcripts import read_jsonl
 
 
 def user(text, **extra):
@@ -29,16 +30,6 @@ def result(uid, is_error=False):
         block["is_error"] = True
     return {"type": "user", "message": {"role": "user", "content": [block]},
             "toolUseResult": "Error" if is_error else {"filePath": "p"}}
-
-
-def load(path):
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            pass
-    return out
 
 
 def test_what_counts_as_a_human_prompt():
@@ -121,7 +112,7 @@ def test_real_clear_then_continue_transcripts():
     folder = FIXTURES / "claude-code-2.1.328" / "clear-then-continue" / "projects" / "-home-user-demo-project"
     by_prompt = {}
     for path in sorted(folder.glob("*.jsonl")):
-        for turn in build_turns(load(path)):
+        for turn in build_turns(read_jsonl(path)):
             by_prompt[turn.preview] = turn
             assert turn.session_id == path.stem
     assert set(by_prompt) == {"T1 read a", "T2 read a again"}  # the /clear echo is not a turn
@@ -132,7 +123,7 @@ def test_real_clear_then_continue_transcripts():
 
 def test_real_compaction_and_subagent_notification_do_not_start_turns():
     path = next((FIXTURES / "claude-code-2.1.328" / "refactor-with-compact" / "projects" / "-home-user-demo-project").glob("*.jsonl"))
-    turns = build_turns(load(path))
+    turns = build_turns(read_jsonl(path))
     assert [t.preview.split()[0] for t in turns] == ["TASK-1", "TASK-2"]
     assert "/home/user/demo-project/src/util.py" in turns[0].paths_changed
     assert "/home/user/demo-project/src/api.py" in turns[1].paths_changed
@@ -175,7 +166,7 @@ def test_repeating_a_response_line_changes_nothing(entries, data):
 
 def _fixture_entries(name):
     folder = FIXTURES / "claude-code-2.1.328" / name / "projects" / "-home-user-demo-project"
-    return [(path, load(path)) for path in sorted(folder.glob("*.jsonl"))]
+    return [(path, read_jsonl(path)) for path in sorted(folder.glob("*.jsonl"))]
 
 
 class _Session:

@@ -93,3 +93,14 @@ def growing_session(n_calls: int, growth: int = 3000, floor: int = 20_000, *, re
         prev = stock
         stock += growth
     return entries
+
+
+def read_jsonl(path) -> list[dict]:
+    """The entries of a JSONL file, skipping lines that are not JSON (a torn last line)."""
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            pass
+    return out

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from service.channels.entries import Parts, base_tool_name, parts, result_text
+from service.channels.entries import CallPairs, Parts, base_tool_name, parts, result_text
 from service.channels.events import ChannelEvent
 
 STR_REPLACE_TOOLS = frozenset({"Edit", "MultiEdit"})
@@ -71,8 +71,7 @@ class EditMeter:
     def __init__(self, count_tokens: Callable[[str], int] | None, session_id: str | None = None):
         self.count_tokens = count_tokens  # None: leave the texts in the event for `settle_tokens`
         self.session_id = session_id
-        self._pending: dict[str, tuple[str, str, dict, str | None]] = {}  # id -> (name, base, input, model)
-        self._done: set[str] = set()
+        self.calls = CallPairs()  # id -> (name, base, input, model)
 
     def feed(self, entry: dict, p: Parts | None = None) -> list[ChannelEvent]:
         p = p or parts(entry)
@@ -84,22 +83,15 @@ class EditMeter:
                 name = b.get("name") or ""
                 base = base_tool_name(name)
                 if base in STR_REPLACE_TOOLS or is_anchored_tool(name):
-                    if b["id"] not in self._done:
-                        inp = b.get("input") if isinstance(b.get("input"), dict) else {}
-                        self._pending[b["id"]] = (name, base, inp, model if isinstance(model, str) else None)
+                    inp = b.get("input") if isinstance(b.get("input"), dict) else {}
+                    self.calls.wait(b["id"], (name, base, inp, model if isinstance(model, str) else None))
             return []
-        if not p.results or not self._pending:
+        if not p.results or not self.calls.pending:
             return []
         out: list[ChannelEvent] = []
         ts = entry.get("timestamp")
         sid = entry.get("sessionId") or self.session_id
-        for block, tur in p.results:
-            tid = block.get("tool_use_id")
-            call = self._pending.pop(tid, None) if isinstance(tid, str) else None
-            if call is None:
-                continue
-            self._done.add(tid)
-            name, base, inp, model = call
+        for block, tur, tid, (name, base, inp, model) in self.calls.answered(p.results):
             err = _is_error(block, tur)
             if base in STR_REPLACE_TOOLS:
                 if err:

@@ -5,7 +5,7 @@ returns an empty value instead of raising.
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Iterator, NamedTuple
 
 MCP_PREFIX = "mcp__"
 
@@ -60,6 +60,27 @@ def parts(entry: dict) -> Parts:
             tur = entry.get("toolUseResult") if len(answered) == 1 else None
             results = [(b, tur) for b in answered]
     return Parts(t, m, blocks, uses, results, key, u)
+
+
+class CallPairs:
+    """Tool calls waiting for their tool_result; each is answered once (a copied result is no second answer)."""
+
+    def __init__(self) -> None:
+        self.pending: dict[str, Any] = {}
+        self.done: set[str] = set()
+
+    def wait(self, tool_use_id: str, call: Any) -> None:
+        if tool_use_id not in self.done:
+            self.pending[tool_use_id] = call
+
+    def answered(self, results: list) -> Iterator[tuple[dict, Any, str, Any]]:
+        """(tool_result block, toolUseResult, tool_use_id, the waiting call) for each result that answers one."""
+        for block, tur in results:
+            tid = block.get("tool_use_id")
+            call = self.pending.pop(tid, None) if isinstance(tid, str) else None
+            if call is not None:
+                self.done.add(tid)
+                yield block, tur, tid, call
 
 
 def result_text(block: dict) -> str:

@@ -17,7 +17,7 @@ import json
 import posixpath
 from typing import Any, Callable, Mapping, Union
 
-from service.channels.entries import Parts, base_tool_name, parts, result_text
+from service.channels.entries import CallPairs, Parts, base_tool_name, parts, result_text
 from service.channels.events import ChannelEvent
 
 DISCOVERY = frozenset({"Grep", "Glob", "cl_search", "cl_explore", "cl_related", "cl_impact"})
@@ -111,27 +111,20 @@ def _distinct(paths: list[str], cwd: str | None) -> list[str]:
 class RetrievalMeter:
     def __init__(self, session_id: str | None = None):
         self.session_id = session_id
-        self._pending: dict[str, tuple[str, str | None]] = {}
-        self._done: set[str] = set()
+        self.calls = CallPairs()  # id -> (tracked tool, cwd)
 
     def feed(self, entry: dict, file_sizes: SizeLookup = None, p: Parts | None = None) -> list[ChannelEvent]:
         p = p or parts(entry)
         if p.type == "assistant":
             for b in p.uses:
                 base = tracked_tool(b.get("name") or "")
-                if base and b["id"] not in self._done:
-                    self._pending[b["id"]] = (base, entry.get("cwd"))
+                if base:
+                    self.calls.wait(b["id"], (base, entry.get("cwd")))
             return []
-        if not p.results or not self._pending:
+        if not p.results or not self.calls.pending:
             return []
         out = []
-        for block, tur in p.results:
-            tid = block.get("tool_use_id")
-            call = self._pending.pop(tid, None) if isinstance(tid, str) else None
-            if call is None:
-                continue
-            self._done.add(tid)
-            base, cwd = call
+        for block, tur, tid, (base, cwd) in self.calls.answered(p.results):
             cwd = cwd or entry.get("cwd")
             text = result_text(block)
             served = len(text.encode("utf-8"))

@@ -234,7 +234,7 @@ def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
     events: list[dict] = []
     malformed = parsed = size = 0
     session_id = cwd = None
-    pending = (meters.edit._pending, meters.retrieval._pending)
+    pending = (meters.edit.calls.pending, meters.retrieval.calls.pending)
 
     loads = orjson.loads
     for data, stop, complete in complete_buffers(chunks):

@@ -24,6 +24,7 @@ from service import claude_settings
 from service.client import ApiClient
 from tests.conftest import SHARED
 from tests.servicectl import running_service
+from tests.transcripts import read_jsonl
 
 HERE = Path(__file__).resolve().parent
 RUN_SCENARIO = SHARED / "tools" / "fake-claude-api" / "run_scenario.py"
@@ -48,16 +49,6 @@ def claude_binary() -> str:
     print("\n" + "!" * 78 + f"\n{reason}\n" + "!" * 78, file=sys.stderr)
     warnings.warn(reason)
     pytest.skip(reason)
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            pass
-    return out
 
 
 def tool_calls(entries: list[dict]) -> list[tuple[str, dict, str]]:

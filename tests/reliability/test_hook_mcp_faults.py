@@ -94,14 +94,6 @@ def _context(proc) -> str:
     return json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
-@pytest.fixture
-def dirs(tmp_path):
-    home, claude = tmp_path / "home", tmp_path / "claude"
-    (claude / "projects").mkdir(parents=True)
-    home.mkdir()
-    return home, claude
-
-
 @pytest.mark.parametrize("answer", [None, _ok_json({"sessions": [], "followed": None, "service": {}})],
                          ids=["hangs-up-after-5s", "answers-after-5s"])
 def test_the_hook_ends_within_2s_when_the_service_takes_5s(dirs, answer):

@@ -127,6 +127,20 @@ def _setup(tmp_path: Path, home: Path | None = None):
     return home, proj / LONG_SESSION.name, tmp_path / "replay-home"
 
 
+def _setup_xdg(tmp_path: Path):
+    """As `_setup`, but with XDG_* folders instead of CTXLAMP_HOME, so the data and runtime folders are apart.
+
+    Returns (service env, data folder, runtime folder, transcript path, replay home).
+    """
+    xdg = {k: tmp_path / k.lower() for k in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR")}
+    for folder in xdg.values():
+        folder.mkdir(mode=0o700)
+    _, dst, replay_home = _setup(tmp_path, tmp_path / "unused")
+    env = {k: v for k, v in service_env(tmp_path / "unused", tmp_path / "claude").items() if k != "CTXLAMP_HOME"}
+    env.update({k: str(v) for k, v in xdg.items()})
+    return env, xdg["XDG_DATA_HOME"] / "ctxlamp", xdg["XDG_RUNTIME_DIR"] / "ctxlamp", dst, replay_home
+
+
 # ---- locked by another writer -------------------------------------------------------------------------
 def _hold_exclusive(db: Path, seconds: float) -> subprocess.Popen:
     """Another program holding the database in BEGIN EXCLUSIVE for `seconds`."""
@@ -220,14 +234,7 @@ def test_a_read_only_data_folder_does_not_stop_measurement_and_the_data_comes_ba
     why = _can_mount(tmp_path)
     if why:
         pytest.skip(why)
-    xdg = {k: tmp_path / k.lower() for k in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR")}
-    for folder in xdg.values():
-        folder.mkdir(mode=0o700)
-    claude = tmp_path / "claude"
-    _, dst, replay_home = _setup(tmp_path, tmp_path / "unused")
-    env = {k: v for k, v in service_env(tmp_path / "unused", claude).items() if k != "CTXLAMP_HOME"}
-    env.update({k: str(v) for k, v in xdg.items()})
-    data, runtime = xdg["XDG_DATA_HOME"] / "ctxlamp", xdg["XDG_RUNTIME_DIR"] / "ctxlamp"
+    env, data, runtime, dst, replay_home = _setup_xdg(tmp_path)
     append_lines(LINES[:BEFORE], dst)
     with Service(env, runtime):  # an earlier, healthy run creates the database
         pass
@@ -257,14 +264,7 @@ def test_the_data_folder_deleted_while_running_does_not_stop_measurement_and_his
     the service must notice and write again into a new file at the same place
     (not into the unlinked one, where everything would vanish at exit).
     """
-    xdg = {k: tmp_path / k.lower() for k in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR")}
-    for folder in xdg.values():
-        folder.mkdir(mode=0o700)
-    claude = tmp_path / "claude"
-    _, dst, replay_home = _setup(tmp_path, tmp_path / "unused")
-    env = {k: v for k, v in service_env(tmp_path / "unused", claude).items() if k != "CTXLAMP_HOME"}
-    env.update({k: str(v) for k, v in xdg.items()})
-    data, runtime = xdg["XDG_DATA_HOME"] / "ctxlamp", xdg["XDG_RUNTIME_DIR"] / "ctxlamp"
+    env, data, runtime, dst, replay_home = _setup_xdg(tmp_path)
     append_lines(LINES[:BEFORE], dst)
     with Service(env, runtime) as svc:
         growth = Growth(svc, dst, replay_home)
