@@ -13,6 +13,7 @@ archived, no checkpoint is written, and `run()` returns 1.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import logging.handlers
 import os
@@ -288,7 +289,8 @@ class Service:
         Laps they crossed while the service was away are recorded, not announced,
         as before the API opened first.
         """
-        paths = [p for p in self._catch_up.values() if wanted is None or wanted(p)][:limit]
+        paths = list(itertools.islice(self._catch_up.values(), limit)) if wanted is None \
+            else [p for p in self._catch_up.values() if wanted(p)]
         for path in paths:
             del self._catch_up[str(path)]
             self.scan["done"] += 1
