@@ -22,6 +22,7 @@ middle of one. After every restart:
 from __future__ import annotations
 
 import collections
+import json
 import os
 import random
 import re
@@ -41,6 +42,18 @@ def _checkpoints(folder: Path) -> dict[int, Path]:
     if not folder.is_dir():
         return {}
     return {int(m.group(1)): p for p in folder.iterdir() if (m := _CKPT.match(p.name))}
+
+
+def _newest_offset(folder: Path) -> int | None:
+    """The transcript offset the newest checkpoint records (None while there is none, or it is unreadable)."""
+    found = _checkpoints(folder)
+    if not found:
+        return None
+    try:
+        sessions = json.loads(found[max(found)].read_text())["sessions"]
+    except (OSError, ValueError, KeyError):
+        return None
+    return max((int(st.get("offset") or 0) for st in sessions.values()), default=None)
 
 
 def _damage_newest(folder: Path, rng: random.Random, damaged: set[str]) -> None:
@@ -130,6 +143,10 @@ def kill_loop(tmp_path: Path, points: int, seed: int, fixture: Path = LONG_SESSI
             if cut == len(lines):
                 append_lines(chunk, dst, pause=0.002)
                 last_end = _check_against_replay(svc, dst, home, replay_home)
+                # while it runs (no stop yet), the service checkpoints what it read within a few intervals
+                size = dst.stat().st_size
+                wait_for(lambda: _newest_offset(ckpt_dir) == size, timeout=10,
+                         what="a checkpoint of the last appends, written while running")
                 continue
             if rng.random() < 0.3:  # stop mid-line: the next interval finishes it
                 nxt = lines[cut]
