@@ -1,0 +1,131 @@
+"""The Python o200k counter for small texts gives tiktoken's counts, or hands the text back."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from service import tokenizer_setup as ts
+from service.o200k_count import MAX_MERGED_PIECE, SmallTextCounter
+from tests.conftest import ROOT, all_transcripts
+from tests.transcripts import read_jsonl
+
+
+@pytest.fixture(scope="module")
+def encoding(tmp_path_factory):
+    return ts.load_o200k(tmp_path_factory.mktemp("tiktoken"))
+
+
+@pytest.fixture(scope="module")
+def small(encoding):
+    return SmallTextCounter(encoding._mergeable_ranks, encoding._pat_str)
+
+
+def tiktoken_len(encoding, text: str) -> int:
+    return len(encoding.encode_ordinary(text))
+
+
+def test_every_assigned_code_point_counts_as_tiktoken_counts_it(encoding, small):
+    """Each character this Python knows, in the contexts o200k's pattern tells apart (letters of
+    either case, contractions, digits, spaces and line ends before and after it)."""
+    mismatched = []
+    for cp in range(0x110000):
+        ch = chr(cp)
+        if unicodedata.category(ch) in ("Cn", "Cs"):
+            continue
+        text = f"{ch}a A{ch}'s 1{ch}2 x{ch} \n{ch}{ch}\t"
+        if small.count(text) != tiktoken_len(encoding, text):
+            mismatched.append(hex(cp))
+    assert mismatched == []
+
+
+def test_every_pair_of_ascii_characters_counts_as_tiktoken_counts_it(encoding, small):
+    mismatched = []
+    for a in map(chr, range(128)):
+        for b in map(chr, range(128)):
+            text = f"{a}{b}x {a}{b}\n{b}{a}1 {a}"
+            if small.count(text) != tiktoken_len(encoding, text):
+                mismatched.append((a, b))
+    assert mismatched == []
+
+
+def test_unassigned_code_points_and_lone_surrogates_are_left_to_tiktoken(small):
+    unassigned = next(chr(cp) for cp in range(0x10000, 0x110000) if unicodedata.category(chr(cp)) == "Cn")
+    assert small.count(f"word {unassigned}") is None
+    assert small.count(json.loads('"broken \\ud800 pair"')) is None
+
+
+def test_a_long_piece_that_is_no_token_is_left_to_tiktoken(encoding, small):
+    piece = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(MAX_MERGED_PIECE))  # one CJK run, > 256 bytes
+    assert small.count(piece) is None
+    assert small.count("x" * (MAX_MERGED_PIECE // 2)) == tiktoken_len(encoding, "x" * (MAX_MERGED_PIECE // 2))
+
+
+_CODE_LIKE = st.sampled_from(["def ", "return", " self", "'s", "'LL", "'Re", "\r\n", "\n\n", "  ", "\t", "123456",
+                              "//", "/*", "*/", "{", "}", "()", "→", "—", "é", "ß", "日本語", "🎯", "\u0301", "ǅ",
+                              "Ⅻ", "\u00a0", "\u2028", "\x1c", "\x85", " ", "x", "X", "_", "==", "\x0b", "\x0c", "\r"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=300), st.lists(_CODE_LIKE, max_size=60).map("".join)))
+def test_random_text_counts_as_tiktoken_counts_it(encoding, small, text):
+    n = small.count(text)
+    if n is None:  # only for what the counter declines
+        assert any(unicodedata.category(c) in ("Cn", "Cs") for c in text) or len(text.encode("utf-8", "replace")) > MAX_MERGED_PIECE
+    else:
+        assert n == tiktoken_len(encoding, text)
+
+
+def _texts_in(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _texts_in(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts_in(v)]
+    return []
+
+
+def test_every_text_of_the_real_transcripts_counts_as_tiktoken_counts_it(encoding, small):
+    texts = {t for path in all_transcripts() for entry in read_jsonl(path) for t in _texts_in(entry)}
+    assert len(texts) > 1000
+    declined = [t for t in texts if small.count(t) is None]
+    wrong = [t[:80] for t in texts if (n := small.count(t)) is not None and n != tiktoken_len(encoding, t)]
+    assert wrong == []
+    assert len(declined) < len(texts) / 100
+
+
+_PROCESS = """
+import json, sys
+from service import tokenizer_setup as ts
+texts = json.loads(sys.stdin.read())
+counts = [ts.encode_len(t) for t in texts]
+print(json.dumps({"counts": counts, "tiktoken_built": ts._encoding is not None}))
+"""
+
+
+def _encode_len_in_a_fresh_process(home: Path, texts: list[str]) -> dict:
+    env = {**os.environ, "CTXLAMP_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", _PROCESS], input=json.dumps(texts), capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_encode_len_counts_small_texts_without_building_tiktoken_then_switches(tmp_path, encoding):
+    home = tmp_path / "home"
+    ts.ensure_o200k_cache(home / "tiktoken")  # the set-up a first run leaves: the file and our parsed table
+    ts._save_table(home / "tiktoken", encoding)
+    texts = ["def f(x):\n    return x  # naïve → 🎯\n", "", "<|endoftext|>", "plain words " * 50]
+    first = _encode_len_in_a_fresh_process(home, texts)
+    assert first == {"counts": [tiktoken_len(encoding, t) for t in texts], "tiktoken_built": False}
+
+    big = ["x = 1\n" * (ts.SMALL_TEXT_BUDGET // 6 + 1)] + texts  # past the budget: tiktoken from then on
+    after = _encode_len_in_a_fresh_process(home, big)
+    assert after == {"counts": [tiktoken_len(encoding, t) for t in big], "tiktoken_built": True}
