@@ -34,7 +34,7 @@ class Parts(NamedTuple):
     uses: list            # tool_use blocks with a string id (assistant entries)
     results: list         # (tool_result block, toolUseResult or None) pairs (user entries)
     key: str | None       # call_key (assistant entries)
-    usage: dict | None    # message.usage (assistant entries)
+    tokens: tuple | None  # usage_tokens(message.usage) (assistant entries with a usage)
 
 
 def parts(entry: dict) -> Parts:
@@ -47,19 +47,19 @@ def parts(entry: dict) -> Parts:
     blocks = c if isinstance(c, list) else []
     uses: list = []
     results: list = []
-    key = u = None
+    key = tokens = None
     if t == "assistant":
         uses = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)]
         key = call_key(entry, m)
         u = m.get("usage")
-        if not isinstance(u, dict):
-            u = None
+        if isinstance(u, dict):
+            tokens = usage_tokens(u)
     elif t == "user":
         answered = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
         if answered:
             tur = entry.get("toolUseResult") if len(answered) == 1 else None
             results = [(b, tur) for b in answered]
-    return Parts(t, m, blocks, uses, results, key, u)
+    return Parts(t, m, blocks, uses, results, key, tokens)
 
 
 class CallPairs:
@@ -130,8 +130,9 @@ def usage_tokens(u: dict) -> tuple[int, int, int, int, int]:
         inp, cw, cr, out = _int(inp), _int(cw), _int(cr), _int(out)
     cc = u.get("cache_creation")
     if isinstance(cc, dict) and ("ephemeral_5m_input_tokens" in cc or "ephemeral_1h_input_tokens" in cc):
-        w1 = _int(cc.get("ephemeral_1h_input_tokens"))
-        w5 = _int(cc.get("ephemeral_5m_input_tokens"))
+        w1, w5 = cc.get("ephemeral_1h_input_tokens"), cc.get("ephemeral_5m_input_tokens")
+        if not (type(w1) is int and type(w5) is int and w1 >= 0 and w5 >= 0):
+            w1, w5 = _int(w1), _int(w5)
         if w1 + w5 != cw:  # trust the total; put any remainder in the 5m bucket
             w5 = max(0, cw - w1)
         return inp, w5, w1, cr, out

@@ -17,7 +17,7 @@ from __future__ import annotations
 import statistics
 from typing import Iterable
 
-from service.channels.entries import Parts, _int, is_sidechain, parts
+from service.channels.entries import Parts, is_sidechain, parts
 from service.channels.events import ChannelEvent
 
 SYNTHETIC = "<synthetic>"
@@ -83,13 +83,13 @@ class PinchMeter:
         if t != "assistant" or is_sidechain(entry):
             return []
         p = p or parts(entry)
-        u, key = p.usage, p.key
+        tokens, key = p.tokens, p.key
         model = p.message.get("model")
-        if model == SYNTHETIC or u is None or key is None or key in self._seen:
+        if model == SYNTHETIC or tokens is None or key is None or key in self._seen:
             return []
         self._seen.add(key)
         self.requests += 1
-        inp, cw, cr = _int(u.get("input_tokens")), _int(u.get("cache_creation_input_tokens")), _int(u.get("cache_read_input_tokens"))
+        inp, cw, cr = tokens[0], tokens[1] + tokens[2], tokens[3]
         self.tokens_in += inp
         self.tokens_cw += cw
         self.tokens_cr += cr

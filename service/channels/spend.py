@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from service.channels.entries import Parts, is_sidechain, parts, usage_tokens
+from service.channels.entries import Parts, is_sidechain, parts
 
 SYNTHETIC = "<synthetic>"
 
@@ -62,11 +62,10 @@ class SpendCollector:
         t = p.type if p is not None else entry.get("type")
         if t == "assistant":
             p = p or parts(entry)
-            m, u, key = p.message, p.usage, p.key
+            m, tokens, key = p.message, p.tokens, p.key
             model = m.get("model")
-            if model == SYNTHETIC or u is None or key is None:
+            if model == SYNTHETIC or tokens is None or key is None:
                 return
-            tokens = usage_tokens(u)
             rec = self.calls.get(key)
             if rec is None:
                 self.calls[key] = [key, entry.get("timestamp"), model if isinstance(model, str) else None,
