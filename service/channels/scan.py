@@ -356,8 +356,12 @@ Progress = Callable[[int, int, int, int], None]  # (files done, files total, byt
 
 def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None = None,
          progress: Progress | None = None, fingerprints: dict[str, list[int] | None] | None = None,
-         pool_min_bytes: int = POOL_MIN_BYTES) -> dict[str, dict]:
-    """Results for every file: cached where unchanged, scanned (in parallel when worth it) otherwise."""
+         pool_min_bytes: int = POOL_MIN_BYTES, meanwhile: Callable[[], None] | None = None) -> dict[str, dict]:
+    """Results for every file: cached where unchanged, scanned (in parallel when worth it) otherwise.
+
+    `meanwhile` is work the caller needs next (loading prices, say): the parent
+    does it while its workers scan.
+    """
     results: dict[str, dict] = {}
     todo: list[tuple[TranscriptFile, list[int] | None]] = []
     for tf in files:
@@ -369,6 +373,8 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
             todo.append((tf, fp))
     cache.prune(tf.path for tf in files)
     if not todo:
+        if meanwhile:
+            meanwhile()
         return results
     todo.sort(key=lambda x: -x[1][1])  # biggest first: the pool finishes together
     total_bytes = sum(fp[1] for _, fp in todo)
@@ -403,6 +409,8 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
         with collector_paused(), ctx.Pool(n, initializer=_init_worker, initargs=(cache.sizes, True)) as pool:
             scanned = pool.imap_unordered(_scan_one, jobs, chunksize=chunk)
             _lazy_counter("")
+            if meanwhile:
+                meanwhile()
             for item in scanned:
                 collect(item)
     else:
@@ -410,16 +418,19 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
         with collector_paused():
             for job in jobs:
                 collect(_scan_one(job))
+        if meanwhile:
+            meanwhile()
     return results
 
 
 @contextmanager
 def collector_paused():
-    """No cyclic garbage collection while a scan builds its results.
+    """No cyclic garbage collection while a scan builds its results (and a report sums them).
 
     They are large and acyclic, yet each collection walks all of them again:
     unpickling the workers' results took 0.055 s with the collector on and
-    0.015 s with it off (500 MB corpus). Forked workers inherit the setting.
+    0.015 s with it off, summing them 0.079 s against 0.050 s (500 MB corpus).
+    Forked workers inherit the setting.
     """
     was_enabled = gc.isenabled()
     gc.disable()

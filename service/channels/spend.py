@@ -45,7 +45,8 @@ def call_cost(price: Any, inp: int, cw5: int, cw1h: int, cr: int, out: int) -> f
     A request whose prompt passes the model's long-context threshold pays the
     long-context rates on all of it (Price.for_prompt).
     """
-    if hasattr(price, "for_prompt"):
+    lc = getattr(price, "long_context", None)
+    if lc is not None and inp + cw5 + cw1h + cr > lc.threshold_tokens:
         price = price.for_prompt(inp + cw5 + cw1h + cr)
     return inp * price.p_in + out * price.p_out + cr * price.p_r + cw5 * price.p_w5 + cw1h * price.p_w1h
 

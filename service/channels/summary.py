@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 from service.channels.events import LABELS
 from service.channels.ledgers import iso_ts
 from service.channels.pinch import blended_rate, cache_rate
-from service.channels.spend import CR, CW1H, CW5, IN, KEY, MODEL, OUT, SIDE, TS, call_cost, is_placeholder_output
+from service.channels.spend import CONTENT, CR, CW1H, CW5, IN, KEY, MODEL, OUT, SIDE, TS, call_cost
 
 PLACEHOLDER_DEFINITION = ("a call (folded by message.id) whose kept revision reports output_tokens <= 1 "
                           "while its lines carry a non-empty text, thinking or tool_use block")
@@ -96,7 +96,7 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
                   source_notes: dict | None = None) -> dict:
     period = Period(since, until)
     prices = _Prices(lookup)
-    files = list(results.values())
+    files = [results[path] for path in sorted(results)]  # the pool's order must not change a float sum
     external = external or []
     usage_db_tools = usage_db_tools or set()
     notes = source_notes or {}
@@ -118,35 +118,39 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
     # a subagent works for its parent session's project (its own cwd may be a worktree)
     session_project = {fr["session_id"]: fr.get("cwd") or fr["project"] for fr in files if not fr["subagent"]}
     everything = since is None and until is None
+    memo = prices.memo
     for key, (rec, fr) in folded.items():
         sid = fr["session_id"]
-        side = bool(rec[SIDE]) or fr["subagent"]
-        price, how = prices(rec[MODEL])
-        usd = call_cost(price, rec[IN], rec[CW5], rec[CW1H], rec[CR], rec[OUT]) if price is not None else None
+        side = rec[SIDE] or fr["subagent"]
+        model = rec[MODEL]
+        inp, cw5, cw1h, cr, out = rec[IN:OUT + 1]
+        hit = memo.get(model)
+        price, how = hit if hit is not None else prices(model)
+        usd = call_cost(price, inp, cw5, cw1h, cr, out) if price is not None else None
         usd_by_key[key] = usd
         if not side:
             st = session_tokens[sid]
-            st[0] += rec[IN]
-            st[1] += rec[CW5] + rec[CW1H]
-            st[2] += rec[CR]
-            if rec[MODEL]:
-                session_model[sid] = rec[MODEL]
+            st[0] += inp
+            st[1] += cw5 + cw1h
+            st[2] += cr
+            if model:
+                session_model[sid] = model
         if not everything and rec[TS] not in period:
             continue
         calls_in_period += 1
         if not side:
             main_requests_in_period += 1
-        if is_placeholder_output(rec):
+        if out <= 1 and rec[CONTENT]:
             placeholder += 1
-        model = rec[MODEL] or "(none)"
+        model = model or "(none)"
         if usd is None:
             u = unpriced.setdefault(model, {"calls": 0, "input_tokens": 0, "output_tokens": 0,
                                             "cache_read_tokens": 0, "cache_write_tokens": 0})
             u["calls"] += 1
-            u["input_tokens"] += rec[IN]
-            u["output_tokens"] += rec[OUT]
-            u["cache_read_tokens"] += rec[CR]
-            u["cache_write_tokens"] += rec[CW5] + rec[CW1H]
+            u["input_tokens"] += inp
+            u["output_tokens"] += out
+            u["cache_read_tokens"] += cr
+            u["cache_write_tokens"] += cw5 + cw1h
             continue
         if how == "family":
             family_priced[model] = getattr(price, "model", "")

@@ -122,8 +122,16 @@ def build_report(args, *, workers: int | None = None, progress: bool = True) -> 
     files are read again) and the last summary with the fingerprints of
     everything it was built from (so an unchanged history costs one walk).
     """
+    from service.channels.scan import collector_paused
+
+    with collector_paused():  # the summary's small objects would make the collector walk every result again
+        return _build_report(args, workers, progress)
+
+
+def _build_report(args, workers: int | None, progress: bool) -> dict:
     import hashlib
     import os
+    import threading
     from pathlib import Path
 
     import orjson
@@ -158,7 +166,9 @@ def build_report(args, *, workers: int | None = None, progress: bool = True) -> 
 
     cache = scan.ScanCache(cache_dir / "report-scan.json" if use_cache else None)
     printer = scan.ProgressPrinter(sys.stderr) if progress else None
-    results = scan.scan(files, cache, progress=printer, fingerprints=fps, workers=workers)
+    loaded: list = []  # the price table, read while the workers scan
+    results = scan.scan(files, cache, progress=printer, fingerprints=fps, workers=workers,
+                        meanwhile=lambda: loaded.append(load_prices()))
     if printer:
         printer.finish()
 
@@ -200,7 +210,19 @@ def build_report(args, *, workers: int | None = None, progress: bool = True) -> 
 
     from service.channels.summary import build_summary
 
-    table = load_prices()
+    # the scan cache is written (the file write mostly outside the GIL) while the summary is summed
+    save_errors: list[BaseException] = []
+
+    def save_cache() -> None:
+        try:
+            cache.save()
+        except BaseException as exc:  # raised again below, in this thread
+            save_errors.append(exc)
+
+    saver = threading.Thread(target=save_cache) if use_cache else None
+    if saver:
+        saver.start()
+    table = loaded[0]
     summary = build_summary(results, table.lookup, since=args.since, until=args.until, external=external,
                             router=router, lean_ctx_present=lean is not None, usage_db_tools=usage_tools,
                             ledger_stats=ledger_stats, source_notes=notes)
@@ -213,8 +235,10 @@ def build_report(args, *, workers: int | None = None, progress: bool = True) -> 
         "prices": f"resources/prices.json ({table.source_date})",
         "computed_by": "ctxlamp report (scan)",
     }
-    if use_cache:
-        cache.save()
+    if saver:
+        saver.join()
+        if save_errors:
+            raise save_errors[0]
         snapshots.save()
         from service.paths import write_private
         write_private(last_path, orjson.dumps({"key": key, "summary": summary}), durable=False)
