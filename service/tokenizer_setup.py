@@ -111,16 +111,27 @@ _small = None  # SmallTextCounter over _table
 _small_budget = 0
 
 
+def _tiktoken_stamp() -> list | None:
+    """Size and mtime of the tiktoken module that defines o200k's pattern: a new tiktoken
+    rewrites it, so a parsed table from an older one is not used. Found without importing tiktoken (7 ms)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("tiktoken_ext.openai_public")
+        st = os.stat(spec.origin)
+    except (ImportError, AttributeError, TypeError, OSError):
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
 def _load_table(folder: Path) -> dict | None:
     """Our own parsed copy of the table, or None when it is missing or stale."""
-    import tiktoken
-
     try:
         blob = marshal.loads((folder / FAST_NAME).read_bytes())
     except (OSError, ValueError, EOFError, TypeError):
         return None
     if (not isinstance(blob, dict) or blob.get("sha256") != O200K_SHA256
-            or blob.get("tiktoken") != tiktoken.__version__
+            or blob.get("tiktoken") is None or blob.get("tiktoken") != _tiktoken_stamp()
             or not all(isinstance(blob.get(k), t) for k, t in (("ranks", dict), ("special", dict), ("pat_str", str)))):
         return None
     return blob
@@ -128,10 +139,8 @@ def _load_table(folder: Path) -> dict | None:
 
 def _save_table(folder: Path, enc) -> None:
     """Keep the parsed table for the next process (best effort: a failure only costs speed)."""
-    import tiktoken
-
     try:
-        blob = {"sha256": O200K_SHA256, "tiktoken": tiktoken.__version__, "pat_str": enc._pat_str,
+        blob = {"sha256": O200K_SHA256, "tiktoken": _tiktoken_stamp(), "pat_str": enc._pat_str,
                 "ranks": enc._mergeable_ranks, "special": enc._special_tokens}
         data = marshal.dumps(blob)
         tmp = folder / f".{FAST_NAME}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
