@@ -139,26 +139,33 @@ def file_chunks(path: str) -> Iterator[bytes]:
 # cost-state. The top-level type is found without parsing, from how JSON text is built: the
 # bytes `"type":"` outside a string are always a key named type with a string value (a quote
 # inside a string is escaped), and such a key is at the top level when no `{` opens before it
-# on the line, or when no `}` closes after it except the line's last. Lines where neither test
-# decides (or written with spaces after the colons) fall back to substring checks over the whole
-# line, which may parse more than needed but never less.
+# on the line, or when no `}` closes after it except the line's last. A line where neither test
+# decides is kept when any of its type values would be; a line written with spaces after the
+# colons falls back to substring checks. Both may parse more than needed, never less.
 
 _TYPE_KEY = b'"type":"'
 _TOOL_USE_ID = b'"tool_use_id":"'
 
 
+NO_TYPE_KEY, UNDECIDED = -1, -2
+
+
 def type_value_at(data: bytes, start: int, end: int) -> int:
-    """Where the top-level "type" value of the JSON line data[start:end] begins, or -1 when undecided."""
+    """Where the top-level "type" value of the JSON line data[start:end] begins.
+
+    NO_TYPE_KEY when the line has no `"type":"` at all, UNDECIDED when it has
+    some but neither rule tells which one is at the top level.
+    """
     find = data.find
     i = find(_TYPE_KEY, start, end)
     if i < 0:
-        return -1
+        return NO_TYPE_KEY
     if find(b"{", start + 1, i) < 0:
         return i + 8
     j = data.rfind(_TYPE_KEY, i, end)
     last = data.rfind(b"}", j, end)
     if last < 0 or find(b"}", j, last) >= 0:
-        return -1
+        return UNDECIDED
     return j + 8
 
 
@@ -178,9 +185,21 @@ def answers_pending(data: bytes, start: int, end: int, pending: tuple[dict, ...]
     return False
 
 
-def _undecided_wanted(line: bytes, pending: tuple[dict, ...]) -> bool:
-    """The whole-line substring rules for a line whose top-level type was not found."""
-    if b'"type":"assistant"' in line or b'"type": "assistant"' in line:
+def _wanted_type(data: bytes, v: int, start: int, end: int, pending: tuple[dict, ...]) -> bool:
+    """Whether a line whose top-level type value begins at data[v] is worth parsing."""
+    startswith = data.startswith
+    if startswith(b'assistant"', v) or startswith(b'cost-state"', v):
+        return True
+    if startswith(b'user"', v):
+        return bool(pending[0] or pending[1]) and answers_pending(data, start, end, pending)
+    if startswith(b'system"', v):
+        return data.find(b"compact_boundary", start, end) >= 0
+    return False
+
+
+def _spaced_wanted(line: bytes, pending: tuple[dict, ...]) -> bool:
+    """Substring rules for a line without `"type":"` (JSON written with spaces, or no type at all)."""
+    if b'"type": "assistant"' in line:
         return True
     if b'"tool_result"' in line:
         return any(tid.encode() in line for p in pending for tid in p)
@@ -192,8 +211,10 @@ def wanted_lines(data: bytes, stop: int, complete: bool, pending: tuple[dict, ..
 
     `pending` holds the calls the meters wait for; it is read as the caller
     feeds each yielded line, so a result is kept when its call came just before.
+    A line whose top-level type is undecided is kept when any of its type
+    values would be kept at the top level (the top-level one is among them).
     """
-    find, startswith = data.find, data.startswith
+    find = data.find
     pos = 0
     while pos < stop:
         end = find(b"\n", pos, stop) if complete else stop
@@ -201,17 +222,17 @@ def wanted_lines(data: bytes, stop: int, complete: bool, pending: tuple[dict, ..
         if end - start < 2:
             continue
         v = type_value_at(data, start, end)
-        if v < 0:
-            if _undecided_wanted(data[start:end], pending):
+        if v >= 0:
+            if _wanted_type(data, v, start, end, pending):
                 yield start, end
-        elif startswith(b'assistant"', v) or startswith(b'cost-state"', v):
+        elif v == UNDECIDED:
+            i = find(_TYPE_KEY, start, end)
+            while i >= 0 and not _wanted_type(data, i + 8, start, end, pending):
+                i = find(_TYPE_KEY, i + 8, end)
+            if i >= 0:
+                yield start, end
+        elif _spaced_wanted(data[start:end], pending):
             yield start, end
-        elif startswith(b'user"', v):
-            if (pending[0] or pending[1]) and answers_pending(data, start, end, pending):
-                yield start, end
-        elif startswith(b'system"', v):
-            if find(b"compact_boundary", start, end) >= 0:
-                yield start, end
 
 
 def scan_bytes(data: bytes, tf: TranscriptFile, sizes: SizeMemo,
