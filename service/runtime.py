@@ -189,6 +189,33 @@ class Service:
     def request_stop(self, reason: str = "shutdown") -> None:
         self.queue.put(("stop", reason, None))
 
+    def _stop_on_signals(self) -> None:
+        """SIGTERM and SIGINT stop the service gracefully.
+
+        A Python signal handler runs in the main thread between two bytecodes, maybe
+        while that thread holds the queue's lock inside `get`; putting the stop
+        request from the handler would then wait for that lock forever. So the
+        handler does nothing, the interpreter's C handler writes the signal's number
+        to a pipe, and a thread reading that pipe asks for the stop.
+        """
+        if os.name == "nt":  # set_wakeup_fd wants a socket there, and SIGTERM is no console event
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: self.request_stop("shutdown"))
+            return
+        read_end, write_end = os.pipe()
+        os.set_blocking(write_end, False)
+        wanted = {int(signal.SIGTERM), int(signal.SIGINT)}
+
+        def wait_for_signal() -> None:
+            while not wanted.intersection(os.read(read_end, 64)):
+                pass
+            self.request_stop("shutdown")
+
+        threading.Thread(target=wait_for_signal, name="signals", daemon=True).start()
+        signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+        for sig in wanted:
+            signal.signal(sig, lambda *_: None)
+
     # ---- main ---------------------------------------------------------------------------
     def run(self) -> int:
         """Serve until SIGTERM/SIGINT or a defect. Returns the exit code."""
@@ -197,8 +224,7 @@ class Service:
 
         setup_logging(self.paths)
         log.info("service starting, pid %s, watching %s", os.getpid(), self.projects)
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: self.request_stop("shutdown"))
+        self._stop_on_signals()
         try:
             self._build()
         except (OSError, ValueError) as exc:  # e.g. an unreadable prices override: say which, do not start
