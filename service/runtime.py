@@ -645,8 +645,10 @@ class Service:
         log.info("shutting down")
         if self.api:
             self.api.remove_discovery()
+        # checkpoint_now takes the checkpoint lock, then the registry's, as the scheduler's job does;
+        # calling it with the registry's lock held would deadlock against a job already running
+        self.checkpoint_now(force=True)
         with self.registry.lock:
-            self.checkpoint_now(force=True)
             for sess in list(self.registry.sessions.values()):
                 try:
                     self._handle_events(sess, sess.finish("shutdown"))

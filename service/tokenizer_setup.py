@@ -150,17 +150,13 @@ def _save_table(folder: Path, enc) -> None:
         pass
 
 
-def _folder(cache_dir: Path | str | None) -> Path:
-    return Path(cache_dir) if cache_dir is not None else default_cache_dir()
-
-
 def load_o200k(cache_dir: Path | str | None = None):
     """tiktoken's o200k_base Encoding, loaded from the local cache only."""
     global _encoding, _table
     with _lock:
         if _encoding is not None:
             return _encoding
-        folder = _folder(cache_dir)
+        folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         if _table is None:
             _table = _load_table(folder)
         if _table is not None:
