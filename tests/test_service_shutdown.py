@@ -1,0 +1,48 @@
+"""A graceful stop finishes while the scheduler's checkpoint job is half-way through.
+
+The job (`checkpoint_now`) takes the checkpoint lock, then the registry's lock.
+A stop that took them the other way round waited for the job while the job
+waited for it: the service hung until it was killed.
+"""
+from __future__ import annotations
+
+import threading
+
+from service import config as config_mod
+from service.paths import app_paths
+from service.runtime import Service
+
+
+class _SlowToRelease:
+    """The checkpoint lock, held for a moment by whoever takes it first (the job), so the stop starts meanwhile."""
+
+    def __init__(self, lock: threading.Lock, taken: threading.Event):
+        self.lock, self.taken = lock, taken
+
+    def __enter__(self):
+        self.lock.acquire()
+        if not self.taken.is_set():
+            self.taken.set()
+            threading.Event().wait(0.3)
+        return self
+
+    def __exit__(self, *exc):
+        self.lock.release()
+
+
+def test_a_stop_during_a_checkpoint_job_does_not_deadlock(ctx_home):
+    paths = app_paths()
+    svc = Service(paths, config_mod.load(paths.config_file))
+    svc._build()
+    taken = threading.Event()
+    svc._ckpt_lock = _SlowToRelease(svc._ckpt_lock, taken)
+
+    job = threading.Thread(target=svc.checkpoint_now, kwargs={"force": True}, daemon=True)
+    job.start()
+    assert taken.wait(5)
+    stop = threading.Thread(target=svc._shutdown, daemon=True)
+    stop.start()
+    job.join(10)
+    stop.join(10)
+    assert not job.is_alive() and not stop.is_alive(), "the stop and the checkpoint job wait for each other"
+    assert any(paths.checkpoints.iterdir()), "the stop wrote its final checkpoint"
