@@ -7,13 +7,20 @@ retrievals are real tool calls and are metered.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable
 
-from service.channels.edit import EditMeter
-from service.channels.entries import Parts, parts
+from service.channels.edit import STR_REPLACE_TOOLS, EditMeter, is_anchored_tool
+from service.channels.entries import Parts, base_tool_name, parts
 from service.channels.events import ChannelEvent
 from service.channels.pinch import PinchMeter
-from service.channels.retrieval import RetrievalMeter, SizeLookup
+from service.channels.retrieval import RetrievalMeter, SizeLookup, tracked_tool
+
+
+@lru_cache(maxsize=4096)
+def watched_tool(name: str) -> bool:
+    """Whether the edit or the retrieval meter waits for this tool's result (most calls are neither)."""
+    return base_tool_name(name) in STR_REPLACE_TOOLS or is_anchored_tool(name) or tracked_tool(name) is not None
 
 
 def default_token_counter() -> Callable[[str], int]:
@@ -37,7 +44,8 @@ class ChannelMeters:
             return []
         p = p or parts(entry)
         events = self.pinch.feed(entry, p) if not self.sidechain_file else []
-        if p.uses or p.results:  # only tool calls and their results concern these two
+        # only calls of the tools they watch, and results, concern these two
+        if p.results or (p.uses and any(watched_tool(str(b.get("name") or "")) for b in p.uses)):
             events += self.edit.feed(entry, p)
             events += self.retrieval.feed(entry, file_sizes, p)
         return events
