@@ -18,6 +18,10 @@ from tests.conftest import FIXTURES
 from tests.test_channels_fixtures import EXPECTED
 
 
+def fixture_file(p) -> TranscriptFile:
+    return TranscriptFile(str(p), "p", "subagents" in p.parts or p.name.startswith("agent-"), p.stem)
+
+
 def every_line_reference(data: bytes, tf):
     """What the meters make of a file when every line is parsed (no byte-level skipping)."""
     meters = ChannelMeters(tf.session_hint, sidechain_file=tf.subagent, count_tokens=encode_len)
@@ -38,7 +42,7 @@ def every_line_reference(data: bytes, tf):
 @pytest.mark.parametrize("rel", sorted(EXPECTED))
 def test_skipping_lines_before_parsing_changes_nothing(rel):
     p = FIXTURES / rel
-    tf = TranscriptFile(str(p), "p", "subagents" in p.parts or p.name.startswith("agent-"), p.stem)
+    tf = fixture_file(p)
     got = scan_bytes(p.read_bytes(), tf, SizeMemo(), encode_len)
     events, calls, cost_state = every_line_reference(p.read_bytes(), tf)
     assert got["events"] == events
@@ -70,7 +74,7 @@ def _shuffled_keys(entry: dict, rnd) -> dict:
 def test_the_line_filter_keeps_every_line_a_meter_needs(rel, rnd, spaced_share, decoys):
     """Any key order, spaced or compact JSON, decoys and junk: scanning equals parsing every line."""
     p = FIXTURES / rel
-    tf = TranscriptFile(str(p), "p", "subagents" in p.parts or p.name.startswith("agent-"), p.stem)
+    tf = fixture_file(p)
     lines = []
     for raw in p.read_bytes().splitlines():
         try:

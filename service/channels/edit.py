@@ -29,6 +29,11 @@ def is_anchored_tool(name: str) -> bool:
     return base_tool_name(name).endswith("ctx_patch")
 
 
+def watches(name: str) -> bool:
+    """Whether the edit meter pairs this tool's calls with their results (str_replace or anchored)."""
+    return base_tool_name(name) in STR_REPLACE_TOOLS or is_anchored_tool(name)
+
+
 def classify_miss(text: str) -> str:
     """'not_found', 'ambiguous' or 'other' for a failed str_replace."""
     if _AMBIGUOUS.search(text):
@@ -81,10 +86,9 @@ class EditMeter:
             model = p.message.get("model")
             for b in p.uses:
                 name = b.get("name") or ""
-                base = base_tool_name(name)
-                if base in STR_REPLACE_TOOLS or is_anchored_tool(name):
+                if watches(name):
                     inp = b.get("input") if isinstance(b.get("input"), dict) else {}
-                    self.calls.wait(b["id"], (name, base, inp, model if isinstance(model, str) else None))
+                    self.calls.wait(b["id"], (name, base_tool_name(name), inp, model if isinstance(model, str) else None))
             return []
         if not p.results or not self.calls.pending:
             return []

@@ -20,17 +20,11 @@ def base_tool_name(name: str) -> str:
     return name
 
 
-def message(entry: dict) -> dict:
-    m = entry.get("message")
-    return m if isinstance(m, dict) else {}
-
-
 class Parts(NamedTuple):
     """What the meters read from one entry, taken out once and shared by all of them."""
 
     type: Any
     message: dict
-    blocks: list          # message.content when it is a list
     uses: list            # tool_use blocks with a string id (assistant entries)
     results: list         # (tool_result block, toolUseResult or None) pairs (user entries)
     key: str | None       # call_key (assistant entries)
@@ -59,7 +53,7 @@ def parts(entry: dict) -> Parts:
         if answered:
             tur = entry.get("toolUseResult") if len(answered) == 1 else None
             results = [(b, tur) for b in answered]
-    return Parts(t, m, blocks, uses, results, key, tokens)
+    return Parts(t, m, uses, results, key, tokens)
 
 
 class CallPairs:
@@ -99,9 +93,9 @@ def result_text(block: dict) -> str:
     return ""
 
 
-def call_key(entry: dict, msg: dict | None = None) -> str | None:
+def call_key(entry: dict, msg: dict) -> str | None:
     """The API response an assistant line belongs to: message.id, else requestId."""
-    mid = (msg if msg is not None else message(entry)).get("id")
+    mid = msg.get("id")
     if isinstance(mid, str) and mid:
         return mid
     rid = entry.get("requestId")

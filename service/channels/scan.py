@@ -304,18 +304,18 @@ def _lazy_counter(text: str) -> int:
 
 
 _remembered: dict[str, int] = {}
-_defer_tokens = False
 
 
-def _init_worker(remembered: dict[str, int], defer_tokens: bool = False) -> None:
-    global _remembered, _defer_tokens
-    _remembered, _defer_tokens = remembered, defer_tokens
+def _init_worker(remembered: dict[str, int]) -> None:
+    global _remembered
+    _remembered = remembered
 
 
 def _scan_one(tf: TranscriptFile) -> tuple[str, dict | None, dict[str, int]]:
     sizes = SizeMemo(_remembered)
     try:
-        return tf.path, scan_chunks(file_chunks(tf.path), tf, sizes, defer_tokens=_defer_tokens), sizes.new
+        # old_strings are counted by `scan`'s collect, once per distinct text, never in a pool worker
+        return tf.path, scan_chunks(file_chunks(tf.path), tf, sizes, defer_tokens=True), sizes.new
     except OSError:
         return tf.path, None, {}
 
@@ -426,8 +426,8 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
         # each task costs the parent ~0.3 ms of pickling and pipe work: 750 one-file tasks were 0.25 s
         # of its CPU; ~8 chunks per worker keep that small and the (biggest-first) work still balanced
         chunk = max(1, len(jobs) // (n * 8))
-        # workers never load the tokenizer (0.15 s each): the parent loads it while they scan
-        with collector_paused(), ctx.Pool(n, initializer=_init_worker, initargs=(cache.sizes, True)) as pool:
+        # workers never load the tokenizer: the parent loads it once, while they scan, and counts in collect
+        with collector_paused(), ctx.Pool(n, initializer=_init_worker, initargs=(cache.sizes,)) as pool:
             scanned = pool.imap_unordered(_scan_one, jobs, chunksize=chunk)
             _lazy_counter("")
             if meanwhile:

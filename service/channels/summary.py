@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 from service.channels.events import LABELS
 from service.channels.ledgers import iso_ts
 from service.channels.pinch import blended_rate, cache_rate
-from service.channels.spend import CONTENT, CR, CW1H, CW5, IN, KEY, MODEL, OUT, SIDE, TS, call_cost
+from service.channels.spend import CR, CW1H, CW5, IN, KEY, MODEL, OUT, SIDE, TS, call_cost, is_placeholder_output
 
 PLACEHOLDER_DEFINITION = ("a call (folded by message.id) whose kept revision reports output_tokens <= 1 "
                           "while its lines carry a non-empty text, thinking or tool_use block")
@@ -117,15 +117,12 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
     main_requests_in_period = 0
     # a subagent works for its parent session's project (its own cwd may be a worktree)
     session_project = {fr["session_id"]: fr.get("cwd") or fr["project"] for fr in files if not fr["subagent"]}
-    everything = since is None and until is None
-    memo = prices.memo
     for key, (rec, fr) in folded.items():
         sid = fr["session_id"]
         side = rec[SIDE] or fr["subagent"]
         model = rec[MODEL]
         inp, cw5, cw1h, cr, out = rec[IN:OUT + 1]
-        hit = memo.get(model)
-        price, how = hit if hit is not None else prices(model)
+        price, how = prices(model)
         usd = call_cost(price, inp, cw5, cw1h, cr, out) if price is not None else None
         usd_by_key[key] = usd
         if not side:
@@ -135,12 +132,12 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
             st[2] += cr
             if model:
                 session_model[sid] = model
-        if not everything and rec[TS] not in period:
+        if rec[TS] not in period:
             continue
         calls_in_period += 1
         if not side:
             main_requests_in_period += 1
-        if out <= 1 and rec[CONTENT]:
+        if is_placeholder_output(rec):
             placeholder += 1
         model = model or "(none)"
         if usd is None:
@@ -156,8 +153,7 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
             family_priced[model] = getattr(price, "model", "")
         spend_total += usd
         by_model[model] += usd
-        ts = rec[TS]
-        by_day[ts[:10] if type(ts) is str and len(ts) >= 10 and ts[-1] == "Z" else day_of(ts) or "unknown"] += usd
+        by_day[day_of(rec[TS]) or "unknown"] += usd
         project = session_project.get(sid) or fr.get("cwd") or fr["project"]
         by_project[project] += usd
         s = by_session.get(sid)
