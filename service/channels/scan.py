@@ -5,7 +5,7 @@ Used by `ctxlamp report` (and later by the service's replay). Speed matters
 - lines that cannot carry usage, a tracked tool's result, a compaction or a
   cost-state are skipped with byte checks before any JSON parsing (tool
   results are parsed only when they answer a call a meter is waiting for);
-- files are parsed with orjson, in a process pool when there is enough work;
+- files are parsed with orjson, in forked worker processes when there is enough work;
 - per-file results are cached by (inode, size, mtime) in a file under the data
   dir, so a warm scan re-reads only what changed.
 File sizes for the retrieval estimate are read from disk when a file is first
@@ -24,6 +24,7 @@ from typing import Callable, Iterable, Iterator
 
 import orjson
 
+from service.channels import forked
 from service.channels.edit import settle_tokens
 from service.channels.entries import parts
 from service.channels.meters import ChannelMeters
@@ -32,9 +33,9 @@ from service.channels.spend import SpendCollector
 from service import __version__
 
 CACHE_VERSION = f"5/{__version__}"  # bump the number when a meter's output changes
-# Below this much unscanned history one process is as fast: a pool costs forks and pickled results,
-# and hides the tokenizer load (cold reports: 16 MB took 0.21 s either way, 50 MB 0.29 s alone, 0.27 s pooled).
-POOL_MIN_BYTES = 16 * 1024 * 1024
+# Below this much unscanned history one process is as fast: workers cost forks and pickled results,
+# and hide the tokenizer load (cold reports: 8 MB took 0.11 s either way, 16 MB 0.13 s alone, 0.12 s in two).
+POOL_MIN_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -397,7 +398,7 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
         if meanwhile:
             meanwhile()
         return results
-    todo.sort(key=lambda x: -x[1][1])  # biggest first: the pool finishes together
+    todo.sort(key=lambda x: -x[1][1])  # biggest first: the workers finish together
     total_bytes = sum(fp[1] for _, fp in todo)
     fps = {tf.path: fp for tf, fp in todo}
     workers = workers if workers is not None else (os.cpu_count() or 1)
@@ -419,16 +420,10 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
         if progress:
             progress(done_files, len(todo), done_bytes, total_bytes)
 
-    if workers > 1 and len(todo) > 1 and total_bytes >= pool_min_bytes:
-        import multiprocessing as mp
-        ctx = mp.get_context("fork") if hasattr(os, "fork") else mp.get_context()
-        n = min(workers, len(todo))
-        # each task costs the parent ~0.3 ms of pickling and pipe work: 750 one-file tasks were 0.25 s
-        # of its CPU; ~8 chunks per worker keep that small and the (biggest-first) work still balanced
-        chunk = max(1, len(jobs) // (n * 8))
+    if workers > 1 and len(todo) > 1 and total_bytes >= pool_min_bytes and forked.available():
         # workers never load the tokenizer: the parent loads it once, while they scan, and counts in collect
-        with collector_paused(), ctx.Pool(n, initializer=_init_worker, initargs=(cache.sizes,)) as pool:
-            scanned = pool.imap_unordered(_scan_one, jobs, chunksize=chunk)
+        with collector_paused(), forked.ForkedMap(_scan_one, jobs, workers,
+                                                  init=lambda: _init_worker(cache.sizes)) as scanned:
             _lazy_counter("")
             if meanwhile:
                 meanwhile()

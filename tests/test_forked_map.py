@@ -1,0 +1,104 @@
+"""The scan's forked workers: every result once, failures reported, no process left behind."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from service.channels import forked
+
+pytestmark = pytest.mark.skipif(not forked.available(), reason="needs os.fork")
+
+
+def _children_of(pid: int) -> set[int]:
+    """Live (not zombie) child processes of `pid`, from /proc."""
+    out = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out.add(int(entry))
+    return out
+
+
+def _no_children_left(timeout: float = 5.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not _children_of(os.getpid()):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def _square_with_pid(n: int) -> tuple[int, int, int]:
+    return n, n * n, os.getpid()
+
+
+def test_every_job_is_done_once_by_the_children():
+    jobs = list(range(200))
+    with forked.ForkedMap(_square_with_pid, jobs, 3) as results:
+        got = list(results)
+    assert sorted((n, sq) for n, sq, _ in got) == [(n, n * n) for n in jobs]
+    pids = {pid for _, _, pid in got}
+    assert os.getpid() not in pids and 1 <= len(pids) <= 3
+    assert _no_children_left()
+
+
+def test_more_job_numbers_than_a_pipe_holds_and_big_results():
+    jobs = list(range(20_000))  # 80 kB of job numbers: more than a default pipe buffer
+    with forked.ForkedMap(lambda n: n, jobs, 2) as results:
+        assert sorted(results) == jobs
+    with forked.ForkedMap(lambda n: bytes(3_000_000) + bytes([n]), [1, 2, 3], 2) as results:
+        assert sorted(r[-1] for r in results) == [1, 2, 3]
+
+
+_marks: list[str] = []
+
+
+def test_init_runs_in_each_child_before_its_jobs():
+    def init():
+        _marks.append("ready")
+
+    with forked.ForkedMap(lambda n: list(_marks), range(10), 2, init=init) as results:
+        assert all(seen == ["ready"] for seen in results)
+    assert _marks == []  # the parent's copy is untouched
+
+
+def _fail_on_seven(n: int) -> int:
+    if n == 7:
+        raise ValueError("job seven is bad")
+    return n
+
+
+def test_an_error_in_a_child_is_raised_with_its_traceback():
+    with pytest.raises(forked.WorkerFailed, match="ValueError: job seven is bad"):
+        with forked.ForkedMap(_fail_on_seven, list(range(50)), 2) as results:
+            list(results)
+    assert _no_children_left()
+
+
+def _die_on_three(n: int) -> int:
+    if n == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return n
+
+
+def test_a_child_killed_from_outside_is_an_error_not_a_hang():
+    with pytest.raises(forked.WorkerFailed, match="ended early.*signal 9"):
+        with forked.ForkedMap(_die_on_three, list(range(6)), 1) as results:
+            list(results)
+    assert _no_children_left()
+
+
+def test_leaving_early_stops_the_children():
+    with forked.ForkedMap(lambda n: time.sleep(0.05) or n, list(range(400)), 2) as results:
+        for _ in results:
+            break
+    assert _no_children_left()
