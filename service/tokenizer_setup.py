@@ -7,6 +7,7 @@ never has a reason to go online.
 """
 from __future__ import annotations
 
+import array
 import gzip
 import hashlib
 import marshal
@@ -104,9 +105,12 @@ def ensure_o200k_cache(cache_dir: Path | str | None = None) -> Path:
     return folder
 
 
-FAST_NAME = "o200k_base.marshal"  # the parsed table: 0.04 s to load instead of 0.3 s of parsing
+# The parsed table, kept by us: tokens sorted, with their ranks (o200k_count.SortedRanks).
+# 6 ms to load, where the dict took 0.03-0.05 s and parsing tiktoken's file 0.3 s.
+FAST_NAME = "o200k_base.sorted.marshal"
+_OLD_FAST_NAMES = ("o200k_base.marshal",)  # earlier layouts: removed when the new one is written
 
-_table: dict | None = None  # {"ranks", "special", "pat_str"} from FAST_NAME
+_table: dict | None = None  # {"tokens", "ranks", "special", "pat_str"} from FAST_NAME
 _small = None  # SmallTextCounter over _table
 _small_budget = 0
 
@@ -132,21 +136,38 @@ def _load_table(folder: Path) -> dict | None:
         return None
     if (not isinstance(blob, dict) or blob.get("sha256") != O200K_SHA256
             or blob.get("tiktoken") is None or blob.get("tiktoken") != _tiktoken_stamp()
-            or not all(isinstance(blob.get(k), t) for k, t in (("ranks", dict), ("special", dict), ("pat_str", str)))):
+            or not all(isinstance(blob.get(k), t) for k, t in (("tokens", list), ("ranks", bytes), ("special", dict),
+                                                                ("pat_str", str)))):
         return None
+    ranks = array.array("I")
+    if ranks.itemsize != 4:
+        return None
+    ranks.frombytes(blob["ranks"])
+    if sys.byteorder != "little":
+        ranks.byteswap()
+    if len(ranks) != len(blob["tokens"]):
+        return None
+    blob["ranks"] = ranks
     return blob
 
 
 def _save_table(folder: Path, enc) -> None:
     """Keep the parsed table for the next process (best effort: a failure only costs speed)."""
     try:
+        mergeable = enc._mergeable_ranks
+        tokens = sorted(mergeable)
+        ranks = array.array("I", [mergeable[t] for t in tokens])
+        if sys.byteorder != "little":
+            ranks.byteswap()
         blob = {"sha256": O200K_SHA256, "tiktoken": _tiktoken_stamp(), "pat_str": enc._pat_str,
-                "ranks": enc._mergeable_ranks, "special": enc._special_tokens}
+                "tokens": tokens, "ranks": ranks.tobytes(), "special": enc._special_tokens}
         data = marshal.dumps(blob)
         tmp = folder / f".{FAST_NAME}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
         tmp.write_bytes(data)
         os.replace(tmp, folder / FAST_NAME)
-    except (AttributeError, OSError, ValueError):
+        for old in _OLD_FAST_NAMES:
+            (folder / old).unlink(missing_ok=True)
+    except (AttributeError, OSError, ValueError, OverflowError):
         pass
 
 
@@ -164,7 +185,8 @@ def load_o200k(cache_dir: Path | str | None = None):
 
             try:
                 _encoding = tiktoken.Encoding(name="o200k_base", pat_str=_table["pat_str"],
-                                              mergeable_ranks=_table["ranks"], special_tokens=_table["special"])
+                                              mergeable_ranks=dict(zip(_table["tokens"], _table["ranks"])),
+                                              special_tokens=_table["special"])
                 return _encoding
             except (TypeError, ValueError):
                 _table = None
@@ -197,9 +219,9 @@ def _small_counter():
             if _table is None:
                 _table = _load_table(default_cache_dir())
             if _table is not None:
-                from service.o200k_count import SmallTextCounter
+                from service.o200k_count import SmallTextCounter, SortedRanks
 
-                _small = SmallTextCounter(_table["ranks"], _table["pat_str"])
+                _small = SmallTextCounter(SortedRanks(_table["tokens"], _table["ranks"]), _table["pat_str"])
                 _small_budget = SMALL_TEXT_BUDGET
         return _small
 

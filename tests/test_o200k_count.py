@@ -6,13 +6,14 @@ import os
 import subprocess
 import sys
 import unicodedata
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from service import tokenizer_setup as ts
-from service.o200k_count import MAX_MERGED_PIECE, SmallTextCounter
+from service.o200k_count import MAX_MERGED_PIECE, O200K_PATTERN, SmallTextCounter, SortedRanks
 from tests.conftest import ROOT, all_transcripts
 from tests.transcripts import read_jsonl
 
@@ -82,6 +83,21 @@ def test_random_text_counts_as_tiktoken_counts_it(encoding, small, text):
         assert n == tiktoken_len(encoding, text)
 
 
+_LINE_STARTS = st.sampled_from(["\n", "\r\n", "\n\n", " ", "\t", "/", ";", "a", "A", "'s", "'ſ", "1", "→", "é",
+                                "\u0301", "\u00a0", "\x85", "ſ", "日", "ǅ", "Ⅻ", "\u2028"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_LINE_STARTS, min_size=1, max_size=40).map("".join))
+def test_text_outside_ascii_is_split_into_tiktokens_own_pieces(small, text):
+    """Not only the counts: the pieces themselves, where lines start and around the stand-ins."""
+    import regex
+
+    text += "→"  # outside ASCII: the line-by-line reading
+    expected = Counter(p.encode() for p in regex.findall(O200K_PATTERN, text))
+    assert small._mixed_pieces(text) == expected
+
+
 def _texts_in(value) -> list[str]:
     if isinstance(value, str):
         return [value]
@@ -92,7 +108,27 @@ def _texts_in(value) -> list[str]:
     return []
 
 
-def test_every_text_of_the_real_transcripts_counts_as_tiktoken_counts_it(encoding, small):
+def _sorted_ranks(encoding) -> SortedRanks:
+    tokens = sorted(encoding._mergeable_ranks)
+    return SortedRanks(tokens, [encoding._mergeable_ranks[t] for t in tokens])
+
+
+def test_the_sorted_table_answers_as_the_dict_before_and_after_it_becomes_one(encoding, monkeypatch):
+    table = encoding._mergeable_ranks
+    strangers = [t + b"\xff\xfe" for t in list(table)[::97]] + [b"", b"\x00" * 9, b"\xff" * 3]
+    monkeypatch.setattr(SortedRanks, "DICT_AFTER", len(table) // 2)
+    ranks = _sorted_ranks(encoding)
+    early_get = ranks.get
+    got = {t: ranks.get(t) for t in table}
+    assert got == table and ranks.table is not None  # the second half was answered by the dict
+    assert all(ranks.get(t) is None and early_get(t) is None for t in strangers)
+    assert early_get(b"hello") == table[b"hello"]
+
+
+@pytest.mark.parametrize("lookup", ["dict", "sorted"])
+def test_every_text_of_the_real_transcripts_counts_as_tiktoken_counts_it(encoding, lookup):
+    small = SmallTextCounter(encoding._mergeable_ranks if lookup == "dict" else _sorted_ranks(encoding),
+                             encoding._pat_str)
     texts = {t for path in all_transcripts() for entry in read_jsonl(path) for t in _texts_in(entry)}
     assert len(texts) > 1000
     declined = [t for t in texts if small.count(t) is None]

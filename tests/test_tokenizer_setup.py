@@ -172,8 +172,8 @@ def test_the_parsed_table_loads_fast_and_counts_the_same(tmp_path):
     text = "def f(x):\n    return x ** 2  # ünïcode <|endoftext|>\n" * 20
     runs = [subprocess.run([sys.executable, "-c", code, str(tmp_path), text], capture_output=True, text=True,
                            cwd=ROOT, timeout=120) for _ in range(2)]
-    assert (tmp_path / "o200k_base.marshal").exists()
-    (tmp_path / "o200k_base.marshal").write_bytes(b"\x00garbage")
+    assert (tmp_path / ts.FAST_NAME).exists()
+    (tmp_path / ts.FAST_NAME).write_bytes(b"\x00garbage")
     runs.append(subprocess.run([sys.executable, "-c", code, str(tmp_path), text], capture_output=True, text=True,
                                cwd=ROOT, timeout=120))
     outs = {r.stdout.strip() for r in runs}
