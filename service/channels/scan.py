@@ -330,13 +330,18 @@ def fingerprint(path: str) -> list[int] | None:
 
 
 class ScanCache:
-    """Per-file results keyed by path and (inode, size, mtime_ns), plus remembered file sizes."""
+    """Per-file results keyed by path and (inode, size, mtime_ns), plus remembered file sizes.
+
+    A result is serialized when it is put (while a report's workers still scan), so
+    saving writes the file with little more than a join.
+    """
 
     def __init__(self, path: Path | None):
         self.path = Path(path) if path else None
         self.files: dict[str, dict] = {}
         self.sizes: dict[str, int] = {}
         self.dirty = False
+        self._json: dict[str, bytes] = {}  # path -> its entry as JSON, for entries put since loading
         if self.path is not None:
             try:
                 doc = orjson.loads(self.path.read_bytes())
@@ -354,7 +359,9 @@ class ScanCache:
         return None
 
     def put(self, path: str, fp: list[int] | None, result: dict) -> None:
-        self.files[path] = {"fp": fp, "result": result}
+        """Keep a result; it must not change afterwards (it is serialized now)."""
+        entry = self.files[path] = {"fp": fp, "result": result}
+        self._json[path] = orjson.dumps(entry)
         self.dirty = True
 
     def prune(self, keep: Iterable[str]) -> None:
@@ -362,14 +369,17 @@ class ScanCache:
         keep = set(keep)
         for p in [p for p in self.files if p not in keep and not p.startswith("ledger:")]:
             del self.files[p]
+            self._json.pop(p, None)
             self.dirty = True
 
     def save(self) -> None:
         if self.path is None or not self.dirty:
             return
         from service.paths import write_private
-        write_private(self.path, orjson.dumps({"version": CACHE_VERSION, "files": self.files, "sizes": self.sizes}),
-                      durable=False)
+        dumps = orjson.dumps
+        files = b",".join(dumps(p) + b":" + (self._json.get(p) or dumps(entry)) for p, entry in self.files.items())
+        write_private(self.path, b'{"version":' + dumps(CACHE_VERSION) + b',"files":{' + files + b'},"sizes":'
+                      + dumps(self.sizes) + b"}", durable=False)
         self.dirty = False
 
 
@@ -378,11 +388,13 @@ Progress = Callable[[int, int, int, int], None]  # (files done, files total, byt
 
 def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None = None,
          progress: Progress | None = None, fingerprints: dict[str, list[int] | None] | None = None,
-         pool_min_bytes: int = POOL_MIN_BYTES, meanwhile: Callable[[], None] | None = None) -> dict[str, dict]:
+         pool_min_bytes: int = POOL_MIN_BYTES, meanwhile: Callable[[], None] | None = None,
+         on_result: Callable[[str, dict], None] | None = None) -> dict[str, dict]:
     """Results for every file: cached where unchanged, scanned (in parallel when worth it) otherwise.
 
     `meanwhile` is work the caller needs next (loading prices, say): the parent
-    does it while its workers scan.
+    does it while its workers scan, before the first result. `on_result(path,
+    result)` sees each scanned file's result as it comes in (not cached ones).
     """
     results: dict[str, dict] = {}
     todo: list[tuple[TranscriptFile, list[int] | None]] = []
@@ -414,6 +426,8 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
             settle_tokens(result["events"], _lazy_counter)
             results[path] = result
             cache.put(path, fps[path], result)
+            if on_result:
+                on_result(path, result)
         if new_sizes:
             cache.sizes.update(new_sizes)
             cache.dirty = True
@@ -430,12 +444,12 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
             for item in scanned:
                 collect(item)
     else:
+        if meanwhile:
+            meanwhile()
         _init_worker(cache.sizes)
         with collector_paused():
             for job in jobs:
                 collect(_scan_one(job))
-        if meanwhile:
-            meanwhile()
     return results
 
 

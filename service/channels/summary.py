@@ -18,7 +18,8 @@ from typing import Any, Callable, Iterable
 from service.channels.events import LABELS
 from service.channels.ledgers import iso_ts
 from service.channels.pinch import blended_rate, cache_rate
-from service.channels.spend import CR, CW1H, CW5, IN, KEY, MODEL, OUT, SIDE, TS, call_cost, is_placeholder_output
+from service.channels.spend import KEY
+from service.channels.tally import SpendTally
 
 PLACEHOLDER_DEFINITION = ("a call (folded by message.id) whose kept revision reports output_tokens <= 1 "
                           "while its lines carry a non-empty text, thinking or tool_use block")
@@ -64,18 +65,6 @@ class _Prices:
         return hit
 
 
-def _fold_calls(results: Iterable[dict]) -> dict[str, tuple[list, dict]]:
-    """Every call once, across files: the revision with the highest total tokens."""
-    best: dict[str, tuple[list, dict]] = {}
-    for fr in results:
-        for rec in fr["calls"]:
-            k = rec[KEY]
-            prev = best.get(k)
-            if prev is None or sum(rec[IN:OUT + 1]) > sum(prev[0][IN:OUT + 1]):
-                best[k] = (rec, fr)
-    return best
-
-
 def _distinct_events(files: list[dict]) -> Iterable[dict]:
     """Transcript events once each: a tool call or boundary copied into a second file is the same event."""
     seen: set[tuple[str, str]] = set()
@@ -90,82 +79,31 @@ def _distinct_events(files: list[dict]) -> Iterable[dict]:
             yield e
 
 
+def spend_tally(lookup: Lookup, since: str | None = None, until: str | None = None) -> SpendTally:
+    """An empty tally for a report over these days, to feed files to as they are scanned."""
+    period = Period(since, until)
+    everything = since is None and until is None
+    return SpendTally(_Prices(lookup), None if everything else period.__contains__, day_of)
+
+
 def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None = None, until: str | None = None,
                   external: list[dict] | None = None, router: dict | None = None, lean_ctx_present: bool = False,
                   usage_db_tools: set[str] | None = None, ledger_stats: dict | None = None,
-                  source_notes: dict | None = None) -> dict:
+                  source_notes: dict | None = None, tally: SpendTally | None = None) -> dict:
+    """The report. `tally` may already hold some of the files (fed while they were scanned)."""
     period = Period(since, until)
-    prices = _Prices(lookup)
-    files = [results[path] for path in sorted(results)]  # the pool's order must not change a float sum
+    tally = tally or spend_tally(lookup, since, until)
+    prices = tally.prices
+    files = [results[path] for path in sorted(results)]  # the workers' order must not change the report
     external = external or []
     usage_db_tools = usage_db_tools or set()
     notes = source_notes or {}
 
     # -- spend ---------------------------------------------------------------------------------
-    folded = _fold_calls(files)
-    usd_by_key: dict[str, float | None] = {}
-    spend_total = main_usd = sub_usd = 0.0
-    by_model: dict[str, float] = defaultdict(float)
-    by_day: dict[str, float] = defaultdict(float)
-    by_project: dict[str, float] = defaultdict(float)
-    by_session: dict[str, dict] = {}
-    unpriced: dict[str, dict] = {}
-    family_priced: dict[str, str] = {}
-    placeholder = calls_in_period = 0
-    session_tokens: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # main chain: in, cw, cr (all time)
-    session_model: dict[str, str] = {}
-    main_requests_in_period = 0
-    # a subagent works for its parent session's project (its own cwd may be a worktree)
-    session_project = {fr["session_id"]: fr.get("cwd") or fr["project"] for fr in files if not fr["subagent"]}
-    for key, (rec, fr) in folded.items():
-        sid = fr["session_id"]
-        side = rec[SIDE] or fr["subagent"]
-        model = rec[MODEL]
-        inp, cw5, cw1h, cr, out = rec[IN:OUT + 1]
-        price, how = prices(model)
-        usd = call_cost(price, inp, cw5, cw1h, cr, out) if price is not None else None
-        usd_by_key[key] = usd
-        if not side:
-            st = session_tokens[sid]
-            st[0] += inp
-            st[1] += cw5 + cw1h
-            st[2] += cr
-            if model:
-                session_model[sid] = model
-        if rec[TS] not in period:
-            continue
-        calls_in_period += 1
-        if not side:
-            main_requests_in_period += 1
-        if is_placeholder_output(rec):
-            placeholder += 1
-        model = model or "(none)"
-        if usd is None:
-            u = unpriced.setdefault(model, {"calls": 0, "input_tokens": 0, "output_tokens": 0,
-                                            "cache_read_tokens": 0, "cache_write_tokens": 0})
-            u["calls"] += 1
-            u["input_tokens"] += inp
-            u["output_tokens"] += out
-            u["cache_read_tokens"] += cr
-            u["cache_write_tokens"] += cw5 + cw1h
-            continue
-        if how == "family":
-            family_priced[model] = getattr(price, "model", "")
-        spend_total += usd
-        by_model[model] += usd
-        by_day[day_of(rec[TS]) or "unknown"] += usd
-        project = session_project.get(sid) or fr.get("cwd") or fr["project"]
-        by_project[project] += usd
-        s = by_session.get(sid)
-        if s is None:
-            s = by_session[sid] = {"project": project, "usd": 0.0, "subagents_usd": 0.0, "calls": 0}
-        s["usd"] += usd
-        s["calls"] += 1
-        if side:
-            sub_usd += usd
-            s["subagents_usd"] += usd
-        else:
-            main_usd += usd
+    for path in sorted(results):
+        tally.add(path, results[path])
+    spend = tally.spend()
+    session_tokens = tally.session_tokens
 
     # -- Claude Code's own cost-state, compared with ours for the same calls --------------------
     sub_by_session: dict[str, list[str]] = defaultdict(list)
@@ -178,12 +116,12 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
         if fr["subagent"] or not cs:
             continue
         keys = [rec[KEY] for rec in fr["calls"][:cs["calls_before"]]]
-        if not any(folded[k][0][TS] in period for k in keys if k in folded):
+        if not any(tally.ts_of(k) in period for k in keys if k in tally.best):
             continue
         keys += sub_by_session.get(fr["session_id"], [])
         if any(prices(m)[0] is None for m in cs.get("models") or []):
             continue
-        ours = [usd_by_key.get(k) for k in dict.fromkeys(keys)]
+        ours = [tally.usd_of(k) for k in dict.fromkeys(keys)]
         if any(u is None for u in ours):
             continue
         theirs = cs["total_usd"]
@@ -200,7 +138,7 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
     events += [e for e in external if e.get("ts") in period]
 
     edit = _edit_totals(events, prices, lean_ctx_present, notes)
-    pinch = _pinch_totals(events, prices, session_tokens, session_model, main_requests_in_period,
+    pinch = _pinch_totals(events, prices, session_tokens, tally.session_models(), tally.main_requests,
                           router, period, notes)
     retrieval = _retrieval_totals(events, usage_db_tools, notes)
 
@@ -215,19 +153,19 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
             "label": LABELS["spend"],
             "source": "transcripts: assistant usage folded by message.id (fallback requestId), highest total kept; "
                       "priced with resources/prices.json",
-            "total_usd": _r(spend_total), "main_usd": _r(main_usd), "subagents_usd": _r(sub_usd),
-            "calls": calls_in_period,
-            "by_model": {k: _r(v) for k, v in sorted(by_model.items())},
-            "by_day": {k: _r(v) for k, v in sorted(by_day.items())},
-            "by_project": {k: _r(v) for k, v in sorted(by_project.items())},
+            "total_usd": _r(spend["total_usd"]), "main_usd": _r(spend["main_usd"]),
+            "subagents_usd": _r(spend["subagents_usd"]), "calls": spend["calls"],
+            "by_model": {k: _r(v) for k, v in spend["by_model"].items()},
+            "by_day": {k: _r(v) for k, v in spend["by_day"].items()},
+            "by_project": {k: _r(v) for k, v in spend["by_project"].items()},
             "by_session": {k: {**v, "usd": _r(v["usd"]), "subagents_usd": _r(v["subagents_usd"])}
-                           for k, v in sorted(by_session.items())},
+                           for k, v in spend["by_session"].items()},
         },
         "data_quality": {
-            "unpriced_models": sorted(unpriced),
-            "unpriced": unpriced,
-            "family_priced_models": dict(sorted(family_priced.items())),
-            "placeholder_output_calls": placeholder,
+            "unpriced_models": sorted(spend["unpriced"]),
+            "unpriced": spend["unpriced"],
+            "family_priced_models": dict(sorted(tally.family_priced.items())),
+            "placeholder_output_calls": tally.placeholder,
             "placeholder_output_definition": PLACEHOLDER_DEFINITION,
             "cost_state_diff_pct": cost_state_diff,
             "cost_state_sessions": cs_rows,

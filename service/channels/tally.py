@@ -1,0 +1,189 @@
+"""The report's spend figures, fed one file's scan result at a time, in any order (pure).
+
+`ctxlamp report` feeds each file as its worker finishes it, while the others are
+still being scanned, so little of the summing is left once the last file is in.
+For that the figures must not depend on the order files arrive in:
+- a call is kept once across files: its revision with the highest total tokens,
+  between equal totals the one in the first file by path. A revision replaced by
+  a better one arriving later is taken back;
+- money is summed exactly (math.fsum) per group of calls, so adding, taking back
+  and reordering give the same figures, to the last bit.
+"""
+from __future__ import annotations
+
+from math import fsum
+from typing import Any, Callable
+
+from service.channels.spend import CR, CW1H, CW5, IN, KEY, MODEL, OUT, SIDE, TS, call_cost, is_placeholder_output
+
+Lookup = Callable[[str], tuple[Any, str]]
+
+
+class _Group:
+    """Calls booked to one (day, model) or (session, file, side): how many, and their USD."""
+
+    __slots__ = ("calls", "usd")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.usd: list[float] = []
+
+
+class SpendTally:
+    """Keeps every call's best revision and books it, so `spend` can sum at the end.
+
+    `prices(model)` returns (price or None, how); `in_period(ts)` says whether a
+    call's time is in the report's period (None: every call is).
+    """
+
+    def __init__(self, prices: Lookup, in_period: Callable[[Any], bool] | None, day_of: Callable[[Any], str | None]):
+        self.prices = prices
+        self.in_period = in_period
+        self.day_of = day_of
+        self.files: dict[str, dict] = {}
+        self.best: dict[str, tuple] = {}  # key -> (total tokens, path, record, file result, usd or None,
+        #                                         the table entry that priced a family member, or None)
+        self.by_day_model: dict[tuple, _Group] = {}
+        self.by_session_file: dict[tuple, _Group] = {}  # (session, path, side)
+        self.unpriced: dict[str, list[int]] = {}         # model -> calls, in, out, cache read, cache write
+        self.family_priced: dict[str, str] = {}
+        self.session_tokens: dict[str, list[int]] = {}   # main chain, all time: in, cw, cr
+        self._latest_main: dict[str, tuple] = {}         # session -> (ts, key, model) of its latest main-chain call
+        self.calls = self.main_requests = self.placeholder = 0
+
+    def add(self, path: str, fr: dict) -> None:
+        """Book one file's calls (a file already added is ignored)."""
+        if path in self.files:
+            return
+        self.files[path] = fr
+        best = self.best
+        for rec in fr["calls"]:
+            key = rec[KEY]
+            total = rec[IN] + rec[CW5] + rec[CW1H] + rec[CR] + rec[OUT]
+            prev = best.get(key)
+            if prev is not None:
+                if total < prev[0] or (total == prev[0] and path > prev[1]):
+                    continue
+                self._book(prev, -1)
+            price, how = self.prices(rec[MODEL])
+            usd = call_cost(price, rec[IN], rec[CW5], rec[CW1H], rec[CR], rec[OUT]) if price is not None else None
+            family = getattr(price, "model", "") if how == "family" else None
+            kept = best[key] = (total, path, rec, fr, usd, family)
+            self._book(kept, 1)
+        if not fr["subagent"]:
+            self._note_latest_model(fr)
+
+    def _note_latest_model(self, fr: dict) -> None:
+        """The session's latest main-chain call with a model: this file's last one, if later than others'."""
+        for rec in reversed(fr["calls"]):
+            if not rec[SIDE] and rec[MODEL]:
+                latest = (rec[TS] if isinstance(rec[TS], str) else "", rec[KEY], rec[MODEL])
+                if latest > self._latest_main.get(fr["session_id"], ("", "", "")):
+                    self._latest_main[fr["session_id"]] = latest
+                return
+
+    def _book(self, kept: tuple, sign: int) -> None:
+        """Count a kept revision in (sign 1) or take it back out (sign -1)."""
+        _, path, rec, fr, usd, family = kept
+        sid = fr["session_id"]
+        side = rec[SIDE] or fr["subagent"]  # both are bools
+        if not side:
+            st = self.session_tokens.get(sid)
+            if st is None:
+                st = self.session_tokens[sid] = [0, 0, 0]
+            st[0] += sign * rec[IN]
+            st[1] += sign * (rec[CW5] + rec[CW1H])
+            st[2] += sign * rec[CR]
+        ts = rec[TS]
+        if self.in_period is not None and not self.in_period(ts):
+            return
+        self.calls += sign
+        if not side:
+            self.main_requests += sign
+        if is_placeholder_output(rec):
+            self.placeholder += sign
+        model = rec[MODEL] or "(none)"
+        if usd is None:
+            u = self.unpriced.get(model)
+            if u is None:
+                u = self.unpriced[model] = [0, 0, 0, 0, 0]
+            u[0] += sign
+            u[1] += sign * rec[IN]
+            u[2] += sign * rec[OUT]
+            u[3] += sign * rec[CR]
+            u[4] += sign * (rec[CW5] + rec[CW1H])
+            return
+        if family is not None and sign > 0:
+            self.family_priced[model] = family
+        amount = usd if sign > 0 else -usd
+        group_key = (self.day_of(ts) or "unknown", model)
+        g = self.by_day_model.get(group_key)
+        if g is None:
+            g = self.by_day_model[group_key] = _Group()
+        g.calls += sign
+        g.usd.append(amount)
+        group_key = (sid, path, side)
+        g = self.by_session_file.get(group_key)
+        if g is None:
+            g = self.by_session_file[group_key] = _Group()
+        g.calls += sign
+        g.usd.append(amount)
+
+    # -- what the summary reads ------------------------------------------------------------------
+
+    def usd_of(self, key: str) -> float | None:
+        kept = self.best.get(key)
+        return kept[4] if kept is not None else None
+
+    def ts_of(self, key: str) -> Any:
+        kept = self.best.get(key)
+        return kept[2][TS] if kept is not None else None
+
+    def session_models(self) -> dict[str, str]:
+        """The model of each session's latest main-chain call (by time)."""
+        return {sid: latest[2] for sid, latest in self._latest_main.items()}
+
+    def spend(self) -> dict:
+        """Totals by model, day, project and session; money rounded by the caller."""
+        # a subagent works for its parent session's project (its own cwd may be a worktree)
+        # (files by path: of two main files of one session, the later one names the project)
+        session_project = {fr["session_id"]: fr.get("cwd") or fr["project"]
+                           for _, fr in sorted(self.files.items()) if not fr["subagent"]}
+        by_day: dict[str, list[float]] = {}
+        by_model: dict[str, list[float]] = {}
+        for (day, model), g in self.by_day_model.items():
+            if g.calls:
+                by_day.setdefault(day, []).extend(g.usd)
+                by_model.setdefault(model, []).extend(g.usd)
+        by_project: dict[str, list[float]] = {}
+        sessions: dict[str, dict] = {}
+        main: list[float] = []
+        sub: list[float] = []
+        for (sid, path, side), g in sorted(self.by_session_file.items()):
+            if not g.calls:
+                continue
+            fr = self.files[path]
+            project = session_project.get(sid) or fr.get("cwd") or fr["project"]
+            by_project.setdefault(project, []).extend(g.usd)
+            s = sessions.get(sid)
+            if s is None:  # the session's first file by path names its project when it has no main file
+                s = sessions[sid] = {"project": project, "usd": [], "subagents_usd": [], "calls": 0}
+            s["usd"].extend(g.usd)
+            s["calls"] += g.calls
+            if side:
+                s["subagents_usd"].extend(g.usd)
+                sub.extend(g.usd)
+            else:
+                main.extend(g.usd)
+        return {
+            "total_usd": fsum(main + sub),
+            "main_usd": fsum(main), "subagents_usd": fsum(sub), "calls": self.calls,
+            "by_model": {k: fsum(v) for k, v in sorted(by_model.items())},
+            "by_day": {k: fsum(v) for k, v in sorted(by_day.items())},
+            "by_project": {k: fsum(v) for k, v in sorted(by_project.items())},
+            "by_session": {sid: {"project": s["project"], "usd": fsum(s["usd"]),
+                                 "subagents_usd": fsum(s["subagents_usd"]), "calls": s["calls"]}
+                           for sid, s in sorted(sessions.items())},
+            "unpriced": {m: {"calls": u[0], "input_tokens": u[1], "output_tokens": u[2], "cache_read_tokens": u[3],
+                             "cache_write_tokens": u[4]} for m, u in sorted(self.unpriced.items()) if u[0]},
+        }
