@@ -333,7 +333,7 @@ class ScanCache:
     """Per-file results keyed by path and (inode, size, mtime_ns), plus remembered file sizes.
 
     A result is serialized when it is put (while a report's workers still scan), so
-    saving writes the file with little more than a join.
+    saving is little more than a join and a write.
     """
 
     def __init__(self, path: Path | None):
@@ -341,7 +341,7 @@ class ScanCache:
         self.files: dict[str, dict] = {}
         self.sizes: dict[str, int] = {}
         self.dirty = False
-        self._json: dict[str, bytes] = {}  # path -> its entry as JSON, for entries put since loading
+        self._json: dict[str, bytes] = {}  # path -> `"path":{entry}` as JSON, for entries put since loading
         if self.path is not None:
             try:
                 doc = orjson.loads(self.path.read_bytes())
@@ -361,7 +361,7 @@ class ScanCache:
     def put(self, path: str, fp: list[int] | None, result: dict) -> None:
         """Keep a result; it must not change afterwards (it is serialized now)."""
         entry = self.files[path] = {"fp": fp, "result": result}
-        self._json[path] = orjson.dumps(entry)
+        self._json[path] = orjson.dumps(path) + b":" + orjson.dumps(entry)
         self.dirty = True
 
     def prune(self, keep: Iterable[str]) -> None:
@@ -377,9 +377,13 @@ class ScanCache:
             return
         from service.paths import write_private
         dumps = orjson.dumps
-        files = b",".join(dumps(p) + b":" + (self._json.get(p) or dumps(entry)) for p, entry in self.files.items())
-        write_private(self.path, b'{"version":' + dumps(CACHE_VERSION) + b',"files":{' + files + b'},"sizes":'
-                      + dumps(self.sizes) + b"}", durable=False)
+        pieces = [b'{"version":' + dumps(CACHE_VERSION) + b',"files":{']
+        for p, entry in self.files.items():
+            pieces += (self._json.get(p) or dumps(p) + b":" + dumps(entry), b",")
+        if self.files:
+            pieces.pop()  # the last comma
+        pieces.append(b'},"sizes":' + dumps(self.sizes) + b"}")
+        write_private(self.path, b"".join(pieces), durable=False)  # one write: one wait for the GIL
         self.dirty = False
 
 

@@ -222,7 +222,7 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
         ledger_stats["malformed"] += res["malformed"]
         external += res["events"]
 
-    # the scan cache is written (the file write mostly outside the GIL) while the summary is summed
+    # the scan cache is written (entries serialized already, the write outside the GIL) while the summary is summed
     save_errors: list[BaseException] = []
 
     def save_cache() -> None:
