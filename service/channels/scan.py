@@ -49,23 +49,25 @@ class TranscriptFile:
 def discover(projects_root: Path) -> list[TranscriptFile]:
     """Every transcript under `projects_root` (main files and subagent files)."""
     out: list[TranscriptFile] = []
-    root = Path(projects_root)
-    if not root.is_dir():
+    root = os.fspath(projects_root)
+    if not os.path.isdir(root):
         return out
+    cut = len(os.path.join(root, ""))
     for dirpath, dirnames, filenames in os.walk(root):
-        rel = Path(dirpath).relative_to(root).parts
-        if not rel:
-            continue
+        if len(dirpath) < cut:
+            continue  # the root itself: transcripts live in a project folder
+        rel = dirpath[cut:].split(os.sep)
         project = rel[0]
+        sub_at = rel.index("subagents") if "subagents" in rel else -1
         for name in filenames:
             if not name.endswith(".jsonl"):
                 continue
-            sub = name.startswith("agent-") or "subagents" in rel
-            if "subagents" in rel:
-                hint = rel[rel.index("subagents") - 1] if rel.index("subagents") >= 1 else name[:-6]
+            if sub_at >= 0:
+                hint = rel[sub_at - 1] if sub_at >= 1 else name[:-6]
             else:
                 hint = name[:-6]
-            out.append(TranscriptFile(os.path.join(dirpath, name), project, sub, hint))
+            out.append(TranscriptFile(os.path.join(dirpath, name), project, sub_at >= 0 or name.startswith("agent-"),
+                                      hint))
     out.sort(key=lambda f: f.path)
     return out
 
