@@ -8,33 +8,9 @@ import time
 import pytest
 
 from service.channels import forked
+from tests.conftest import children_of, no_children_left
 
 pytestmark = pytest.mark.skipif(not forked.available(), reason="needs os.fork")
-
-
-def _children_of(pid: int) -> set[int]:
-    """Live (not zombie) child processes of `pid`, from /proc."""
-    out = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            out.add(int(entry))
-    return out
-
-
-def _no_children_left(timeout: float = 5.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if not _children_of(os.getpid()):
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def _square_with_pid(n: int) -> tuple[int, int, int]:
@@ -42,13 +18,14 @@ def _square_with_pid(n: int) -> tuple[int, int, int]:
 
 
 def test_every_job_is_done_once_by_the_children():
+    before = children_of(os.getpid())
     jobs = list(range(200))
     with forked.ForkedMap(_square_with_pid, jobs, 3) as results:
         got = list(results)
     assert sorted((n, sq) for n, sq, _ in got) == [(n, n * n) for n in jobs]
     pids = {pid for _, _, pid in got}
     assert os.getpid() not in pids and 1 <= len(pids) <= 3
-    assert _no_children_left()
+    assert no_children_left(before)
 
 
 def test_more_job_numbers_than_a_pipe_holds_and_big_results():
@@ -78,10 +55,11 @@ def _fail_on_seven(n: int) -> int:
 
 
 def test_an_error_in_a_child_is_raised_with_its_traceback():
+    before = children_of(os.getpid())
     with pytest.raises(forked.WorkerFailed, match="ValueError: job seven is bad"):
         with forked.ForkedMap(_fail_on_seven, list(range(50)), 2) as results:
             list(results)
-    assert _no_children_left()
+    assert no_children_left(before)
 
 
 def _die_on_three(n: int) -> int:
@@ -91,14 +69,16 @@ def _die_on_three(n: int) -> int:
 
 
 def test_a_child_killed_from_outside_is_an_error_not_a_hang():
+    before = children_of(os.getpid())
     with pytest.raises(forked.WorkerFailed, match="ended early.*signal 9"):
         with forked.ForkedMap(_die_on_three, list(range(6)), 1) as results:
             list(results)
-    assert _no_children_left()
+    assert no_children_left(before)
 
 
 def test_leaving_early_stops_the_children():
+    before = children_of(os.getpid())
     with forked.ForkedMap(lambda n: time.sleep(0.05) or n, list(range(400)), 2) as results:
         for _ in results:
             break
-    assert _no_children_left()
+    assert no_children_left(before)

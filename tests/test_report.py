@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES, ROOT, children_of, no_children_left
 
 CTXLAMP = ROOT / ".venv" / "bin" / "ctxlamp"
 # Counted independently (see tests/test_channels_fixtures.py): over all fixture transcripts
@@ -222,3 +222,28 @@ def test_in_process_compute_matches_the_cli(env, monkeypatch):
     mine = json.loads(json.dumps(compute(workers=1)))
     assert mine["sources"].pop("ledgers") != cli["sources"].pop("ledgers")  # its own home
     assert mine == cli
+
+
+def test_a_scan_worker_that_dies_is_a_clear_error_and_leaves_no_process(env, monkeypatch, capsys):
+    """The OOM killer, say: the report says what happened and exits 1, instead of hanging or a traceback."""
+    import signal
+
+    from service.channels import scan
+    from service.cli import main
+
+    for k in ("CLAUDE_CONFIG_DIR", "HOME", "CTXLAMP_HOME"):
+        monkeypatch.setenv(k, env[k])
+    monkeypatch.setattr(scan, "POOL_MIN_BYTES", 0)  # workers even for the small fixtures
+    scan_one = scan._scan_one
+
+    def killed_on_the_biggest(tf):
+        if tf.session_hint.startswith("agent-") or os.path.getsize(tf.path) < 100_000:
+            return scan_one(tf)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    monkeypatch.setattr(scan, "_scan_one", killed_on_the_biggest)
+    before = children_of(os.getpid())
+    assert main(["report", "--json", "--no-service"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("ctxlamp report: the scan failed: a worker process ended early (killed by signal 9)")
+    assert no_children_left(before)

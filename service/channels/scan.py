@@ -394,7 +394,7 @@ Progress = Callable[[int, int, int, int], None]  # (files done, files total, byt
 
 def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None = None,
          progress: Progress | None = None, fingerprints: dict[str, list[int] | None] | None = None,
-         pool_min_bytes: int = POOL_MIN_BYTES, meanwhile: Callable[[], None] | None = None,
+         pool_min_bytes: int | None = None, meanwhile: Callable[[], None] | None = None,
          on_result: Callable[[str, dict], None] | None = None) -> dict[str, dict]:
     """Results for every file: cached where unchanged, scanned (in parallel when worth it) otherwise.
 
@@ -440,6 +440,8 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
         if progress:
             progress(done_files, len(todo), done_bytes, total_bytes)
 
+    if pool_min_bytes is None:
+        pool_min_bytes = POOL_MIN_BYTES
     if workers > 1 and len(todo) > 1 and total_bytes >= pool_min_bytes and forked.available():
         # workers never load the tokenizer: the parent loads it once, while they scan, and counts in collect
         with collector_paused(), forked.ForkedMap(_scan_one, jobs, workers,

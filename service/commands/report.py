@@ -55,8 +55,14 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_service and not any((args.projects, args.lean_ctx, args.router_db, args.usage_db)):
         summary = _from_service(args)
     if summary is None:
+        from service.channels.forked import WorkerFailed
+
         _KEPT.clear()  # a process that runs the command twice (tests) keeps only the last
-        summary = build_report(args, keep=_KEPT)
+        try:
+            summary = build_report(args, keep=_KEPT)
+        except WorkerFailed as exc:
+            print(f"ctxlamp report: the scan failed: {exc}", file=sys.stderr)
+            return 1
     if args.json:
         import orjson
         sys.stdout.buffer.write(orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
