@@ -4,9 +4,10 @@ Runs the same steps as service/commands/report.py's build_report (no caches),
 each timed on its own, in fresh processes so every phase starts cold:
 imports, discovery and fingerprints, the tokenizer load (a cold report pays it
 once, in the parent, while its workers scan: o200k's table and the Python counter
-for small texts, decision 43), the scan serially and with the process pool, the
-summary (with the collector paused, as the report runs it), and writing / reading
-the scan cache.
+for small texts, decision 43), the scan serially and with forked workers, the
+spend tally (fed while the workers scan, decision 45), what is left of the summary
+after the last file (with the collector paused, as the report runs it), and
+serializing / reading the scan cache.
 
     python bench/report_phases.py --corpus DIR
 """
@@ -29,7 +30,7 @@ t0 = time.perf_counter()
 from pathlib import Path
 import orjson
 from service.channels import scan
-from service.channels.summary import build_summary
+from service.channels.summary import build_summary, spend_tally
 from service.commands.report import load_prices
 out = {"imports_s": time.perf_counter() - t0}
 root, workers = Path(sys.argv[1]), int(sys.argv[2])
@@ -48,7 +49,12 @@ out["scan_s"] = time.perf_counter() - t
 out["scan_cpu_s"] = (c1.user + c1.system + c1.children_user + c1.children_system) - (c0.user + c0.system + c0.children_user + c0.children_system)
 prices = load_prices()
 with scan.collector_paused():
-    t = time.perf_counter(); build_summary(res, prices.lookup); out["summary_s"] = time.perf_counter() - t
+    tally = spend_tally(prices.lookup)
+    t = time.perf_counter()
+    for path in sorted(res):
+        tally.add(path, res[path])
+    out["tally_s"] = time.perf_counter() - t
+    t = time.perf_counter(); build_summary(res, prices.lookup, tally=tally); out["summary_s"] = time.perf_counter() - t
 t = time.perf_counter()
 blob = orjson.dumps({"files": {k: {"fp": fps[k], "result": v} for k, v in res.items()}})
 out["cache_dump_s"] = time.perf_counter() - t
@@ -79,20 +85,21 @@ def measure(corpus: Path) -> dict:
         tok = Path(home) / "tiktoken"
         return {"serial_with_tokenizer_first": phases(corpus, 1, True, tok),
                 "serial": phases(corpus, 1, False, tok),
-                "pool": phases(corpus, os.cpu_count() or 1, False, tok)}
+                "workers": phases(corpus, os.cpu_count() or 1, False, tok)}
 
 
 def format_phases(r: dict) -> str:
-    a, s, p = r["serial_with_tokenizer_first"], r["serial"], r["pool"]
+    a, s, p = r["serial_with_tokenizer_first"], r["serial"], r["workers"]
     rows = ["| phase | seconds |", "|---|---:|",
             f"| imports (cli, channels, orjson) | {s['imports_s']:.3f} |",
             f"| discover + fingerprint {s['files']} files | {s['discover_s']:.3f} |",
             f"| tokenizer load (o200k table + the small-text counter) | {a['tokenizer_load_s']:.3f} |",
             f"| scan, one process, tokenizer already loaded | {a['scan_s']:.3f} (CPU {a['scan_cpu_s']:.3f}) |",
             f"| scan, one process, tokenizer loaded on the first edit | {s['scan_s']:.3f} (CPU {s['scan_cpu_s']:.3f}) |",
-            f"| scan, process pool of {os.cpu_count()}, as `ctxlamp report` runs it (the parent loads the tokenizer meanwhile and counts the edits) | {p['scan_s']:.3f} (CPU {p['scan_cpu_s']:.3f}) |",
-            f"| summary over {s['calls']} calls | {s['summary_s']:.3f} |",
-            f"| scan cache: write / read ({s['cache_mb']:.1f} MB) | {s['cache_dump_s']:.3f} / {s['cache_load_s']:.3f} |"]
+            f"| scan, {os.cpu_count()} forked workers, as `ctxlamp report` runs it (the parent loads the tokenizer meanwhile and counts the edits) | {p['scan_s']:.3f} (CPU {p['scan_cpu_s']:.3f}) |",
+            f"| spend tally over {s['calls']} calls (the report feeds it while its workers scan) | {s['tally_s']:.3f} |",
+            f"| the rest of the summary, after the last file | {s['summary_s']:.3f} |",
+            f"| scan cache: serialize (done as results arrive) / read ({s['cache_mb']:.1f} MB) | {s['cache_dump_s']:.3f} / {s['cache_load_s']:.3f} |"]
     return "\n".join(rows)
 
 
