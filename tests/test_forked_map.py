@@ -54,24 +54,20 @@ def _fail_on_seven(n: int) -> int:
     return n
 
 
-def test_an_error_in_a_child_is_raised_with_its_traceback():
-    before = children_of(os.getpid())
-    with pytest.raises(forked.WorkerFailed, match="ValueError: job seven is bad"):
-        with forked.ForkedMap(_fail_on_seven, list(range(50)), 2) as results:
-            list(results)
-    assert no_children_left(before)
-
-
 def _die_on_three(n: int) -> int:
     if n == 3:
         os.kill(os.getpid(), signal.SIGKILL)
     return n
 
 
-def test_a_child_killed_from_outside_is_an_error_not_a_hang():
+@pytest.mark.parametrize("func, workers, message", [
+    (_fail_on_seven, 2, "ValueError: job seven is bad"),  # an error in a child: raised with the child's traceback
+    (_die_on_three, 1, "ended early.*signal 9"),          # a child killed from outside: an error, not a hang
+])
+def test_a_failed_child_is_an_error_and_leaves_no_process(func, workers, message):
     before = children_of(os.getpid())
-    with pytest.raises(forked.WorkerFailed, match="ended early.*signal 9"):
-        with forked.ForkedMap(_die_on_three, list(range(6)), 1) as results:
+    with pytest.raises(forked.WorkerFailed, match=message):
+        with forked.ForkedMap(func, list(range(50)), workers) as results:
             list(results)
     assert no_children_left(before)
 
