@@ -167,7 +167,9 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
         L += [f"- start over 500 MB: TODO, `python bench/service_start.py --mb 500` failed: {st['error']}"]
     elif st:
         L += [f"- start with {st['corpus_mb']:.0f} MB of history ({st['files']} transcripts; bench/service_start.py): "
-              f"first `/api/v1/status` after **{st['first_status_s']:.2f} s**; its {st['live_sessions']} recent "
+              f"first `/api/v1/status` after **{st['first_status_s']:.2f} s** (tokenizer set up, as after the first "
+              f"run; a very first start, which builds the tokenizer's table, after {st['first_run_status_s']:.2f} s); "
+              f"its {st['live_sessions']} recent "
               f"sessions all read after {st['caught_up_s']:.1f} s; startup scan reported done after "
               f"{st['scan_done_s']:.1f} s, CPU quiet after {st['quiet_s']:.0f} s ({st['cpu_s']:.1f} s CPU); "
               f"load average after: {st['loadavg_after']}",
