@@ -154,7 +154,7 @@ class SmallTextCounter:
             read = self._read_through_stand_ins(line)
             if read is None:
                 return None
-            ends = list(accumulate(map(len, read)))
+            ends = list(accumulate(map(len, read)))  # a stand-in is one byte per character: cut the line there
             pieces.update(map(str.encode, map(line.__getitem__, map(slice, [0, *ends[:-1]], ends))))
         if plain:
             pieces.update(_PIECES("".join(plain).encode()))

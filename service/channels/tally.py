@@ -41,8 +41,9 @@ class SpendTally:
         self.in_period = in_period
         self.day_of = day_of
         self.files: dict[str, dict] = {}
-        self.best: dict[str, tuple] = {}  # key -> (total tokens, path, record, file result, usd or None,
-        #                                         the table entry that priced a family member, or None)
+        # key -> (total tokens, path, record, file result, usd or None, the table entry that priced it
+        # when the model was priced as a member of its family, else None)
+        self.best: dict[str, tuple] = {}
         self.by_day_model: dict[tuple, _Group] = {}
         self.by_session_file: dict[tuple, _Group] = {}  # (session, path, side)
         self.unpriced: dict[str, list[int]] = {}         # model -> calls, in, out, cache read, cache write
