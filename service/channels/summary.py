@@ -94,14 +94,15 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
     period = Period(since, until)
     tally = tally or spend_tally(lookup, since, until)
     prices = tally.prices
-    files = [results[path] for path in sorted(results)]  # the workers' order must not change the report
+    paths = sorted(results)  # the workers' order must not change the report
+    files = [results[path] for path in paths]
     external = external or []
     usage_db_tools = usage_db_tools or set()
     notes = source_notes or {}
 
     # -- spend ---------------------------------------------------------------------------------
-    for path in sorted(results):
-        tally.add(path, results[path])
+    for path, fr in zip(paths, files):
+        tally.add(path, fr)
     spend = tally.spend()
     session_tokens = tally.session_tokens
 
