@@ -15,7 +15,7 @@ $(BIN)/python:
 COMPILE := $(BIN)/python -m compileall -q service desktop models resources > /dev/null
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[desktop,test]'
+	$(BIN)/pip install --quiet -e '.[test]'
 	@$(COMPILE)
 	@touch $(STAMP)
 
