@@ -14,6 +14,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from service.engine.curve import Curve
+from service.engine.model_mix import ModelMix
 from service.engine.parse import Entry, Malformed, human_prompt, parse_line
 from service.engine.prices import Price, PriceTable, family_of
 from service.engine.tokens import TokenCounter
@@ -104,16 +105,15 @@ class _Call:
 class _Segment:
     index: int
     floor: int | None = None
-    model: str | None = None
-    price: Price | None = None
+    model: str | None = None  # the current model: the latest call's (a /model switch changes it)
+    price: Price | None = None  # the current model's price, and its source and family
     price_source: str | None = None
     family: str | None = None
+    mix: ModelMix = field(default_factory=ModelMix)
     calls: list[_Call] = field(default_factory=list)
     turns: int = 0
     L: int = 0
     L_peak: int = 0
-    cw5_sum: int = 0
-    cw1h_sum: int = 0
     contrib: dict[str, int] = field(default_factory=dict)
     contrib_version: int = 0
     queued: list[tuple] = field(default_factory=list)  # tool events waiting for the model
@@ -322,10 +322,10 @@ class SessionEngine:
         self._calls[call.key] = call
         call.index = len(self._calls)
         call.segment = seg.index
-        if seg.model is None:
-            seg.model = call.model
-            seg.price, seg.price_source = self.prices.lookup(call.model)
-            seg.family = seg.price.family if seg.price else family_of(call.model)
+        opening = seg.model is None
+        if call.model != seg.model:
+            self._use_model(call.model)
+        if opening:
             seg.floor = call.stock
             seg.started_t = call.t
             queued, seg.queued = seg.queued, []
@@ -338,18 +338,27 @@ class SessionEngine:
         call.bill_in, call.bill_out = self._bill(call)
         seg.bill_in += call.bill_in
         seg.bill_out += call.bill_out
+        seg.mix.add(call)
         self._book_rent(call, first=True)
         self._pending_line = call
+
+    def _use_model(self, model: str) -> None:
+        """The segment's opening model, or a /model switch: from this call on, its prices and family.
+
+        Not a reset: B, turns, wallet and reminders carry on. The new model's cache starts
+        empty (the call writes its prompt anew, and its bill and rent show that).
+        """
+        seg = self._seg
+        seg.model = model
+        seg.price, seg.price_source = self.prices.lookup(model)
+        seg.family = seg.price.family if seg.price else family_of(model)
 
     def _revise(self, known: _Call, new: _Call) -> None:
         """A later revision of a call already counted: update in place, top up the rent."""
         seg = self._seg
-        old_cw5, old_cw1h = known.cw5, known.cw1h
         known.inn, known.cw5, known.cw1h, known.cr, known.out = new.inn, new.cw5, new.cw1h, new.cr, new.out
         if known.segment != seg.index:
             return  # a closed segment's figures never change the open one
-        seg.cw5_sum += known.cw5 - old_cw5
-        seg.cw1h_sum += known.cw1h - old_cw1h
         if seg.calls and seg.calls[0] is known:
             seg.floor = known.stock
         if seg.calls and seg.calls[-1] is known:
@@ -359,17 +368,16 @@ class SessionEngine:
         # re-summed, not adjusted: folding must give to the bit what the final revision alone gives
         seg.bill_in = sum(c.bill_in for c in seg.calls)
         seg.bill_out = sum(c.bill_out for c in seg.calls)
+        seg.mix.rebuild(seg.calls)
         self._book_rent(known, first=False)
 
     def _observe(self, call: _Call) -> None:
         seg = self._seg
         seg.L = call.cr
         seg.L_peak = max(seg.L_peak, call.cr)
-        seg.cw5_sum += call.cw5
-        seg.cw1h_sum += call.cw1h
 
     def _bill(self, call: _Call) -> tuple[float, float]:
-        p = self._seg.price
+        p, _ = self.prices.lookup(call.model)  # each call at its own model, whatever the segment's
         if p is None:
             return 0.0, 0.0
         p = p.for_prompt(call.stock)  # long-context rates apply to the whole request
@@ -379,7 +387,8 @@ class SessionEngine:
         p = self._seg.price
         if p is None:
             return 0.0
-        return p.p_w1h if self._seg.cw1h_sum > self._seg.cw5_sum else p.p_w5
+        cw5, cw1h = self._seg.mix.writes(self._seg.model)  # the current model's cache
+        return p.p_w1h if cw1h > cw5 else p.p_w5
 
     def _c_ratio(self) -> float:
         p, p_w = self._seg.price, self._p_w()
@@ -564,7 +573,8 @@ class SessionEngine:
             skeleton = curve.skeleton(cfg.eps_amber, cfg.eps_crit, u, with_curve)
             br = self._burn_rate()
         lamp = self._lamp(gate_open, u, skeleton)
-        ttl = 3600 if p is not None and p_w == p.p_w1h and seg.cw1h_sum > seg.cw5_sum else 300
+        cw5, cw1h = seg.mix.writes(seg.model)
+        ttl = 3600 if p is not None and p_w == p.p_w1h and cw1h > cw5 else 300
         limit = p.context_window if p is not None else 200_000
         return {
             "session_id": self._session_id(),
@@ -655,13 +665,15 @@ class SessionEngine:
         profile = {
             "session_id": snap["session_id"], "segment": seg.index,
             "started_at": _iso(seg.started_t), "ended_at": _iso(ended), "end_reason": reason,
-            "model": seg.model, "calls": len(seg.calls), "turns": seg.turns,
+            "model": seg.mix.opening_model(), "calls": len(seg.calls), "turns": seg.turns,
             "B": snap["B"], "L_peak": seg.L_peak, "g": snap["g"], "br": snap["br"], "mf": snap["mf"],
             "bill_in_usd": seg.bill_in, "bill_out_usd": seg.bill_out, "rent_usd": seg.bill_cycle,
             "laps": seg.laps,
             "duration_s": (ended - seg.started_t) if ended is not None and seg.started_t is not None else 0.0,
             "path_totals": {p: int(math.floor(c * scale)) for p, c in sorted(seg.contrib.items())},
         }
+        if len(seg.mix) > 1:  # a /model switch: each model's calls and spend (one model: the fields above)
+            profile["models"] = seg.mix.listed()
         self.profiles.append(profile)
         return profile
 
