@@ -385,8 +385,18 @@ SEGMENT_COLUMNS = [
     ("started_at", "started"), ("session_id", "session"), ("segment", "seg"), ("end_reason", "ended by"),
     ("model", "model"), ("calls", "calls"), ("turns", "turns"), ("B", "B"), ("L_peak", "L peak"),
     ("g", "g"), ("rent_usd", "rent"), ("laps", "laps"), ("bill_in_usd", "bill in"),
-    ("bill_out_usd", "bill out"), ("duration_s", "duration"),
+    ("bill_out_usd", "bill out"), ("duration_s", "duration"), ("models", "models (calls, spend)"),
 ]
+
+
+def fmt_models(models) -> str:
+    """Each model a segment used (a /model switch), with its calls and spend: `opus-4-5 ×3 $0.30; …`."""
+    parts = []
+    for m in models or []:
+        name = str(m.get("model") or "?").removeprefix("claude-")
+        spend = float(m.get("bill_in_usd") or 0) + float(m.get("bill_out_usd") or 0)
+        parts.append(f"{name} ×{m.get('calls', 0)} {fmt_usd(spend)}")
+    return "; ".join(parts) or "–"
 
 
 def segment_rows(segments: dict | list | None) -> list[list[str]]:
@@ -404,6 +414,8 @@ def segment_rows(segments: dict | list | None) -> list[list[str]]:
                 row.append(fmt_tokens(v))
             elif key == "duration_s":
                 row.append(fmt_duration(float(v)))
+            elif key == "models":
+                row.append(fmt_models(v))
             elif key == "session_id":
                 row.append(str(v)[:8])
             elif key == "started_at":

@@ -86,7 +86,7 @@ class HistoryTab(QWidget):
         for r, row in enumerate(rows):
             for c, text in enumerate(row):
                 item = QTableWidgetItem(text)
-                if c >= 5:
+                if 5 <= c < len(row) - 1:  # numbers; the last column (the models used) reads as text
                     item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
                 self.table.setItem(r, c, item)
 

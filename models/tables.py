@@ -79,6 +79,7 @@ class SegmentProfile(BaseModel):
     laps = pw.IntegerField(default=0)
     duration_s = pw.DoubleField(null=True)
     path_totals = JSONField(null=True)
+    models = JSONField(null=True)  # [{model, calls, bill_in_usd, bill_out_usd}] in order of first use (0002)
     archived_at = pw.TextField()
 
     class Meta:

@@ -34,6 +34,7 @@ from typing import Any, Callable, Iterable
 import peewee as pw
 
 import models
+from service.engine.model_mix import profile_models
 
 log = logging.getLogger("ctxlamp.store")
 
@@ -724,7 +725,7 @@ class Store:
 
     _PROFILE_FIELDS = ("session_id", "segment", "started_at", "ended_at", "end_reason", "model", "calls",
                        "turns", "B", "L_peak", "g", "br", "mf", "bill_in_usd", "bill_out_usd", "rent_usd",
-                       "laps", "duration_s", "path_totals")
+                       "laps", "duration_s", "path_totals", "models")
 
     def archive_profile(self, profile: dict) -> None:
         """Store a segment profile (MEASUREMENT.md section 10); the same (session, segment) is replaced."""
@@ -748,6 +749,9 @@ class Store:
                     row[k] = str(row[k])
             row["path_totals"] = {str(k): (v if isinstance(v, (int, float)) else float(v))
                                   for k, v in dict(row.get("path_totals") or {}).items()}
+            row["models"] = [{"model": str(u["model"]), "calls": int(u["calls"]),
+                              "bill_in_usd": float(u["bill_in_usd"]), "bill_out_usd": float(u["bill_out_usd"])}
+                             for u in profile_models(profile)]
         except Exception as exc:
             log.error("archive_profile ignored a malformed profile: %s", exc)
             return
@@ -772,6 +776,7 @@ class Store:
             for r in query.limit(max(1, int(limit))):
                 d = {k: getattr(r, k) for k in self._PROFILE_FIELDS}
                 d["path_totals"] = d["path_totals"] or {}
+                d["models"] = profile_models(d)  # rows from before 0002: their one model
                 d["archived_at"] = r.archived_at
                 out.append(d)
             return out

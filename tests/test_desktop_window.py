@@ -147,6 +147,23 @@ def test_history_tab_lists_segment_profiles(qtbot):
     assert win.history_tab.table.rowCount() == len(src.segments()["segments"])
 
 
+def test_history_tab_shows_each_model_a_segment_used(qtbot, tmp_path):
+    demo = DemoSource()
+    profile = dict(demo.segments()["segments"][0], model="claude-sonnet-4-5",
+                   models=[{"model": "claude-sonnet-4-5", "calls": 6, "bill_in_usd": 0.4, "bill_out_usd": 0.02},
+                           {"model": "claude-opus-4-5", "calls": 3, "bill_in_usd": 1.25, "bill_out_usd": 0.02}])
+    src = write_source(tmp_path / "switch", demo.status(), {}, {"segments": [profile]},
+                       {n: demo.channel(n) for n in ("edit", "pinch", "retrieval")}, demo.config())
+    win = MainWindow(src)
+    qtbot.addWidget(win)
+    win.load_all()
+    table = win.history_tab.table
+    header = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
+    cell = table.item(0, header.index("models (calls, spend)"))
+    assert cell.text() == "sonnet-4-5 ×6 $0.420; opus-4-5 ×3 $1.27"
+    assert table.item(0, header.index("model")).text() == "claude-sonnet-4-5"
+
+
 def test_settings_send_only_what_changed(qtbot, tmp_path):
     saved = []
 

@@ -251,3 +251,28 @@ def test_profile_names_the_opening_model_and_lists_every_model_used():
     assert second["model"] == OPUS and "models" not in second  # one model: the profile's own fields
     assert profile_models(second) == [{"model": OPUS, "calls": 1, "bill_in_usd": second["bill_in_usd"],
                                        "bill_out_usd": second["bill_out_usd"]}]
+
+
+# ---- stored profiles --------------------------------------------------------------------------------
+
+def test_the_store_keeps_each_models_calls_and_spend_and_reads_old_rows_as_their_one_model(tmp_path):
+    import models
+    from models.migrations import load_migrations
+    from service.store import Store
+
+    path = tmp_path / "ctxlamp.db"
+    db = models.open_database(path)
+    models.migrate(db, load_migrations()[:1])  # a database of before 0002, with one profile in it
+    db.execute_sql("INSERT INTO segment_profile (session_id, segment, model, calls, turns, bill_in_usd, "
+                   "bill_out_usd, laps, archived_at) VALUES ('old', 0, 'claude-sonnet-4-5', 4, 1, 0.5, 0.1, 0, 'x')")
+    db.close()
+    store = Store(path)  # migrates to the newest schema
+    try:
+        _, events = run(switched_session([SONNET] * 3 + [OPUS] * 2 + [SONNET]))
+        store.archive_profile(events[-1]["segments"][0])
+        stored = {p["session_id"]: p for p in store.segments()}
+        assert stored[T.SID]["models"] == events[-1]["segments"][0]["models"]
+        assert [(m["model"], m["calls"]) for m in stored[T.SID]["models"]] == [(SONNET, 4), (OPUS, 2)]
+        assert stored["old"]["models"] == [{"model": SONNET, "calls": 4, "bill_in_usd": 0.5, "bill_out_usd": 0.1}]
+    finally:
+        store.close()

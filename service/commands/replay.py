@@ -74,3 +74,5 @@ def _table(events, colour: bool) -> None:
                 w(f"  #{s['segment']} {s['model']}: {s['calls']} calls, {s['turns']} turns, "
                   f"in ${s['bill_in_usd']:.4f} out ${s['bill_out_usd']:.4f}, rent ${s['rent_usd']:.4f}, "
                   f"laps {s['laps']}, {s['duration_s']:.0f}s, ended by {s['end_reason']}\n")
+                for m in s.get("models", ()):  # a /model switch: each model's share
+                    w(f"     {m['model']}: {m['calls']} calls, in ${m['bill_in_usd']:.4f} out ${m['bill_out_usd']:.4f}\n")
