@@ -42,22 +42,6 @@ def hand_bill(model: str, inn: int, cw5: int, cw1h: int, cr: int, out: int) -> t
     return price.p_in * inn + price.p_w5 * cw5 + price.p_w1h * cw1h + price.p_r * cr, price.p_out * out
 
 
-def switched_session(models: list[str], growth: int = 4000, reads: int = 0) -> list[dict]:
-    """A growing session whose i-th call runs on models[i]; the first call on a new model reads no cache."""
-    entries = [T.prompt("plan it", 0)]
-    stock, cached, prev_model = 20_000, 0, None
-    for i, model in enumerate(models):
-        t = 10.0 * (i + 1)
-        cr = cached if model == prev_model else 0  # the cache is per model: a switch writes the prompt anew
-        tools = [T.tool(f"t{i}", "Read", file_path=f"{T.CWD}/f{i}.py")] if i < reads else []
-        entries.append(T.call(f"m{i}", t, inn=3, cw5=stock - cr - 3, cr=cr, out=60, model=model, tools=tools))
-        if tools:
-            entries.append(T.result(f"t{i}", "value = compute(x)\n" * 120, t + 1))
-        cached, prev_model = stock, model
-        stock += growth
-    return entries
-
-
 # ---- the property: a segment's bill is the sum of its calls, each priced alone at its own model ----
 
 MODELS = [SONNET, OPUS, "claude-haiku-4-5", OPUS55, "claude-sonnet-4-5-20250929",  # an alias of the table
@@ -143,9 +127,9 @@ def test_from_the_switch_call_on_the_sweet_spot_and_lamp_are_the_new_models():
     """Sonnet 4.5 (cRatio 0.08) to Opus 5.5 (cRatio 0.04) and back: at every call the valuation equals
     that of the same session run wholly on the call's model (same B, g and stock)."""
     plan = [SONNET] * 8 + [OPUS55] * 8 + [SONNET] * 6
-    _, switched = run(switched_session(plan, reads=12))
-    _, all_sonnet = run(switched_session([SONNET] * len(plan), reads=12))
-    _, all_opus = run(switched_session([OPUS55] * len(plan), reads=12))
+    _, switched = run(T.switched_session(plan, reads=12))
+    _, all_sonnet = run(T.switched_session([SONNET] * len(plan), reads=12))
+    _, all_opus = run(T.switched_session([OPUS55] * len(plan), reads=12))
     valuation = ("cRatio", "x", "xSweet", "u", "dhat", "mf", "pp", "skeleton", "lamp", "g", "B", "B_default",
                  "totalStock", "floor")
     for i, (line, s, o) in enumerate(zip(calls_of(switched), calls_of(all_sonnet), calls_of(all_opus))):
@@ -161,7 +145,7 @@ def test_from_the_switch_call_on_the_sweet_spot_and_lamp_are_the_new_models():
 
 def test_a_switch_is_not_a_reset():
     plan = [SONNET] * 30 + [OPUS] * 30
-    entries = switched_session(plan, growth=6000, reads=20)
+    entries = T.switched_session(plan, growth=6000, reads=20)
     entries.insert(len(entries) - 20, T.prompt("now execute the plan", 400))
     eng, events = run(entries)
     assert not [e for e in events if e["event"] == "reset"]
@@ -180,7 +164,7 @@ def test_a_switch_is_not_a_reset():
 
 def test_the_switch_call_pays_its_rent_at_the_new_models_prices():
     plan = [SONNET] * 12 + [OPUS] * 3
-    entries = switched_session(plan, reads=4)
+    entries = T.switched_session(plan, reads=4)
     _, events = run(entries)
     lines = calls_of(events)
     prev, at = lines[11], lines[12]
@@ -215,7 +199,7 @@ def test_write_price_and_ttl_follow_the_current_models_cache():
 
 def test_an_unpriced_model_closes_the_gate_until_a_priced_one_returns():
     plan = [SONNET] * 6 + ["gpt-unknown"] * 3 + [SONNET] * 3
-    _, events = run(switched_session(plan, reads=3))
+    _, events = run(T.switched_session(plan, reads=3))
     lines = calls_of(events)
     for line in lines[6:9]:
         assert line["price_source"] == "unknown" and line["cRatio"] == 0 and line["u"] is None
@@ -243,7 +227,7 @@ def test_file_tokens_after_a_switch_use_the_new_models_family_ratio():
 
 def test_profile_names_the_opening_model_and_lists_every_model_used():
     plan = [SONNET] * 4 + [OPUS] * 3 + [SONNET] * 2
-    _, events = run(switched_session(plan) + [T.compact(500), T.call("z", 510, cw5=25_000, model=OPUS)])
+    _, events = run(T.switched_session(plan) + [T.compact(500), T.call("z", 510, cw5=25_000, model=OPUS)])
     first, second = events[-1]["segments"]
     assert first["model"] == SONNET and [(m["model"], m["calls"]) for m in first["models"]] == [(SONNET, 6), (OPUS, 3)]
     assert math.isclose(sum(m["bill_in_usd"] for m in first["models"]), first["bill_in_usd"], rel_tol=1e-12)
@@ -268,7 +252,7 @@ def test_the_store_keeps_each_models_calls_and_spend_and_reads_old_rows_as_their
     db.close()
     store = Store(path)  # migrates to the newest schema
     try:
-        _, events = run(switched_session([SONNET] * 3 + [OPUS] * 2 + [SONNET]))
+        _, events = run(T.switched_session([SONNET] * 3 + [OPUS] * 2 + [SONNET]))
         store.archive_profile(events[-1]["segments"][0])
         stored = {p["session_id"]: p for p in store.segments()}
         assert stored[T.SID]["models"] == events[-1]["segments"][0]["models"]

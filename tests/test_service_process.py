@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import transcripts as T
 from tests.conftest import FIXTURES, ROOT
 from tests.reliability.harness import replay, wait_for
 
@@ -219,20 +220,28 @@ def test_appends_line_by_line_and_in_random_chunks_match_replay(svc, dirs):
     p2.mkdir()
     by_lines = p1 / COMPACT.name
     by_chunks = p2 / REMINDERS.name
+    switched = claude / "projects" / "-home-user-three" / f"{T.SID}.jsonl"  # a /model switch each way (issue 19)
+    switched.parent.mkdir()
     sub = next(COMPACT.parent.glob("*/subagents/agent-*.jsonl"))  # a subagent's file: spend, never a session
     (p1 / COMPACT.stem / "subagents").mkdir(parents=True)
     shutil.copyfile(sub, p1 / COMPACT.stem / "subagents" / sub.name)
     shutil.copyfile(sub, p1 / sub.name)  # the flat 2.0.x layout
     append_lines(COMPACT, by_lines, pause_every=25)
     append_chunks(REMINDERS.read_bytes(), by_chunks, random.Random(7))
+    switch = T.switched_session(["claude-sonnet-4-5"] * 12 + ["claude-opus-4-5"] * 8 + ["claude-sonnet-4-5"] * 4,
+                                reads=6)
+    append_chunks(T.to_bytes(switch), switched, random.Random(19), max_chunk=3000)
     end1, _ = replay_end_status(by_lines)
     end2, reminders = replay_end_status(by_chunks)
+    end3, _, open3 = replay(switched, switched.parent.parent.parent / "replay-home")
     wait_for_snapshot(s, end1["session_id"], end1)
     wait_for_snapshot(s, end2["session_id"], end2)
+    wait_for_snapshot(s, end3["session_id"], end3)
+    assert len(open3[0]["models"]) == 2
     assert end1["segment"] == 1 and end2["laps"] >= 1  # the fixtures exercise a reset and reminders
 
     status = s.get("/api/v1/status")
-    assert status["followed"] in (end1["session_id"], end2["session_id"])
+    assert status["followed"] in (end1["session_id"], end2["session_id"], end3["session_id"])
     series = s.get(f"/api/v1/sessions/{end1['session_id']}/series")
     assert [c["call"] for c in series["calls"]] == list(range(1, end1["calls"] + 1))
     assert series["resets"] and series["resets"][0]["segment"] == 1
@@ -247,13 +256,18 @@ def test_appends_line_by_line_and_in_random_chunks_match_replay(svc, dirs):
     out = subprocess.run([*CTXLAMP, "status", "--json"], env=s.env, cwd=ROOT, capture_output=True, text=True,
                          timeout=30)
     assert out.returncode == 0
-    assert {x["session_id"] for x in json.loads(out.stdout)["sessions"]} == {end1["session_id"], end2["session_id"]}
+    assert {x["session_id"] for x in json.loads(out.stdout)["sessions"]} == \
+        {end1["session_id"], end2["session_id"], end3["session_id"]}
 
     assert s.stop() == 0
-    profiles = {(p["session_id"], p["segment"]): p["end_reason"]
-                for p in svc().start().get("/api/v1/segments")["segments"]}
+    stored = svc().start().get("/api/v1/segments")["segments"]
+    profiles = {(p["session_id"], p["segment"]): p["end_reason"] for p in stored}
     assert profiles[(end1["session_id"], 1)] == "shutdown"
     assert profiles[(end2["session_id"], 0)] == "shutdown"
+    # the switched session's profile: the models it used, each with its calls and spend, as replay has them
+    stored = {p["session_id"]: p for p in stored}
+    assert stored[end3["session_id"]]["models"] == open3[0]["models"]
+    assert stored[end3["session_id"]]["bill_in_usd"] == open3[0]["bill_in_usd"]
 
 
 def test_a_partial_last_line_is_held_back_until_it_completes(svc, dirs):

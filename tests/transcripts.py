@@ -95,6 +95,22 @@ def growing_session(n_calls: int, growth: int = 3000, floor: int = 20_000, *, re
     return entries
 
 
+def switched_session(models: list[str], growth: int = 4000, reads: int = 0) -> list[dict]:
+    """A growing session whose i-th call runs on models[i]; the first call on a new model reads no cache."""
+    entries = [prompt("plan it", 0)]
+    stock, cached, prev_model = 20_000, 0, None
+    for i, model in enumerate(models):
+        t = 10.0 * (i + 1)
+        cr = cached if model == prev_model else 0  # the cache is per model: a switch writes the prompt anew
+        tools = [tool(f"t{i}", "Read", file_path=f"{CWD}/f{i}.py")] if i < reads else []
+        entries.append(call(f"m{i}", t, inn=3, cw5=stock - cr - 3, cr=cr, out=60, model=model, tools=tools))
+        if tools:
+            entries.append(result(f"t{i}", "value = compute(x)\n" * 120, t + 1))
+        cached, prev_model = stock, model
+        stock += growth
+    return entries
+
+
 def read_jsonl(path) -> list[dict]:
     """The entries of a JSONL file, skipping lines that are not JSON (a torn last line)."""
     out = []
