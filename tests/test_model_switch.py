@@ -14,23 +14,12 @@ from hypothesis import strategies as st
 
 from service.engine import EngineConfig
 from service.engine.model_mix import profile_models
-from service.measure import load_prices, new_engine
+from service.measure import load_prices
 from tests import transcripts as T
+from tests.test_engine_properties import calls_of, run
 
 PRICES = load_prices()
 SONNET, OPUS, OPUS55 = "claude-sonnet-4-5", "claude-opus-4-5", "claude-opus-5-5"
-
-
-def run(entries, config=None):
-    eng = new_engine("/tmp/switch.jsonl", PRICES, config)
-    for line in T.to_bytes(entries).splitlines():
-        eng.feed_line(line)
-    eng.finish()
-    return eng, eng.drain_events()
-
-
-def calls_of(events):
-    return [e for e in events if e["event"] == "call"]
 
 
 def hand_bill(model: str, inn: int, cw5: int, cw1h: int, cr: int, out: int) -> tuple[float, float]:

@@ -7,7 +7,6 @@ Pure, like the rest of the engine.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable, Protocol
 
 
@@ -19,56 +18,44 @@ class _Billed(Protocol):
     bill_out: float
 
 
-@dataclass
-class ModelUse:
-    """One model's share of a segment."""
-    model: str
-    calls: int = 0
-    bill_in: float = 0.0
-    bill_out: float = 0.0
-    cw5: int = 0   # cache-write tokens by TTL: they decide which write price this model's cache pays
-    cw1h: int = 0
-
-    def listed(self) -> dict:
-        return {"model": self.model, "calls": self.calls,
-                "bill_in_usd": self.bill_in, "bill_out_usd": self.bill_out}
-
-
 class ModelMix:
-    """Per-model tallies of a segment, in order of first use."""
+    """Cache-write tokens per model (exact integers, kept as calls come and are revised), in order of first use."""
 
     def __init__(self) -> None:
-        self._uses: dict[str, ModelUse] = {}
+        self._writes: dict[str, list[int]] = {}
 
     def add(self, call: _Billed) -> None:
-        use = self._uses.get(call.model)
-        if use is None:
-            use = self._uses[call.model] = ModelUse(call.model)
-        use.calls += 1
-        use.bill_in += call.bill_in
-        use.bill_out += call.bill_out
-        use.cw5 += call.cw5
-        use.cw1h += call.cw1h
+        self.revised(call, 0, 0)
 
-    def rebuild(self, calls: Iterable[_Billed]) -> None:
-        """Re-sum from the calls in order (after a revision): to the bit what the final revisions alone give."""
-        self._uses = {}
-        for call in calls:
-            self.add(call)
+    def revised(self, call: _Billed, old_cw5: int, old_cw1h: int) -> None:
+        """A call's writes changed from (old_cw5, old_cw1h) to its own (0, 0 for a new call)."""
+        w = self._writes.setdefault(call.model, [0, 0])
+        w[0] += call.cw5 - old_cw5
+        w[1] += call.cw1h - old_cw1h
 
     def writes(self, model: str | None) -> tuple[int, int]:
-        """(5-minute, 1-hour) cache-write tokens this model has written in the segment."""
-        use = self._uses.get(model) if model is not None else None
-        return (use.cw5, use.cw1h) if use is not None else (0, 0)
+        """(5-minute, 1-hour) cache-write tokens this model has written in the segment: they decide its p_w."""
+        w = self._writes.get(model) if model is not None else None
+        return (w[0], w[1]) if w is not None else (0, 0)
 
     def opening_model(self) -> str | None:
-        return next(iter(self._uses), None)
+        return next(iter(self._writes), None)
 
     def __len__(self) -> int:
-        return len(self._uses)
+        return len(self._writes)
 
-    def listed(self) -> list[dict]:
-        return [use.listed() for use in self._uses.values()]
+
+def models_listed(calls: Iterable[_Billed]) -> list[dict]:
+    """Each model's calls and spend, in order of first use; money summed in call order, like the segment's bill."""
+    uses: dict[str, dict] = {}
+    for call in calls:
+        use = uses.get(call.model)
+        if use is None:
+            use = uses[call.model] = {"model": call.model, "calls": 0, "bill_in_usd": 0.0, "bill_out_usd": 0.0}
+        use["calls"] += 1
+        use["bill_in_usd"] += call.bill_in
+        use["bill_out_usd"] += call.bill_out
+    return list(uses.values())
 
 
 def profile_models(profile: dict) -> list[dict]:

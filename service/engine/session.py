@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from service.engine.curve import Curve
-from service.engine.model_mix import ModelMix
+from service.engine.model_mix import ModelMix, models_listed
 from service.engine.parse import Entry, Malformed, human_prompt, parse_line
 from service.engine.prices import Price, PriceTable, family_of
 from service.engine.tokens import TokenCounter
@@ -356,9 +356,11 @@ class SessionEngine:
     def _revise(self, known: _Call, new: _Call) -> None:
         """A later revision of a call already counted: update in place, top up the rent."""
         seg = self._seg
+        old_cw5, old_cw1h = known.cw5, known.cw1h
         known.inn, known.cw5, known.cw1h, known.cr, known.out = new.inn, new.cw5, new.cw1h, new.cr, new.out
         if known.segment != seg.index:
             return  # a closed segment's figures never change the open one
+        seg.mix.revised(known, old_cw5, old_cw1h)
         if seg.calls and seg.calls[0] is known:
             seg.floor = known.stock
         if seg.calls and seg.calls[-1] is known:
@@ -368,7 +370,6 @@ class SessionEngine:
         # re-summed, not adjusted: folding must give to the bit what the final revision alone gives
         seg.bill_in = sum(c.bill_in for c in seg.calls)
         seg.bill_out = sum(c.bill_out for c in seg.calls)
-        seg.mix.rebuild(seg.calls)
         self._book_rent(known, first=False)
 
     def _observe(self, call: _Call) -> None:
@@ -673,7 +674,7 @@ class SessionEngine:
             "path_totals": {p: int(math.floor(c * scale)) for p, c in sorted(seg.contrib.items())},
         }
         if len(seg.mix) > 1:  # a /model switch: each model's calls and spend (one model: the fields above)
-            profile["models"] = seg.mix.listed()
+            profile["models"] = models_listed(seg.calls)
         self.profiles.append(profile)
         return profile
 
