@@ -319,3 +319,12 @@ def test_golden_a_real_cli_session_switched_each_way_is_billed_at_each_calls_mod
         assert math.isclose(at["bp"], rho, rel_tol=1e-12)
         assert math.isclose(at["bill_cycle_usd"] - prev["bill_cycle_usd"], (prev["bp"] + rho) / 2, rel_tol=1e-9)
         assert at["segment"] == prev["segment"] and at["turns"] == prev["turns"] + 1
+
+
+def test_a_call_that_names_no_model_is_the_current_models():
+    entries = T.switched_session([OPUS] * 4)
+    del entries[3]["message"]["model"]
+    _, events = run(entries)
+    lines = calls_of(events)
+    assert [c["model"] for c in lines] == [OPUS] * 4 and lines[2]["price_source"] == "table"
+    assert "models" not in events[-1]["segments"][0]

@@ -323,6 +323,8 @@ class SessionEngine:
         call.index = len(self._calls)
         call.segment = seg.index
         opening = seg.model is None
+        if not call.model and not opening:
+            call.model = seg.model  # a call that names no model is the current model's, not a switch
         if call.model != seg.model:
             self._use_model(call.model)
         if opening:
