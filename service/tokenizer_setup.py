@@ -1,4 +1,4 @@
-"""o200k_base for tiktoken with no network, ever (PRODUCT.md "Tokenizer").
+"""o200k_base for tiktoken with no network, ever (docs/decisions.md 21).
 
 tiktoken fetches `o200k_base.tiktoken` from a URL unless a file named after the
 sha1 of that URL is already in `TIKTOKEN_CACHE_DIR`. We fill that folder from the
