@@ -38,8 +38,11 @@ def test_a_wheel_ships_the_parsed_o200k_table(tmp_path):
 
     from service import tokenizer_setup as ts
 
+    source = tmp_path / "source"  # a copy: setuptools builds inside the tree it is given
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".hypothesis", "tests", "bench", "docs"))
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                           "-w", str(tmp_path / "wheel"), str(ROOT)], capture_output=True, text=True, timeout=300,
+                           "-w", str(tmp_path / "wheel"), str(source)], capture_output=True, text=True, timeout=300,
                           cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (wheel,) = (tmp_path / "wheel").glob("ctxlamp-*.whl")
