@@ -25,7 +25,7 @@ run: $(STAMP)
 	$(BIN)/ctxlamp start
 
 test: $(STAMP)
-	@$(BIN)/python -m service.doctor --for-tests
+	@$(BIN)/python -m service.cli.doctor --for-tests
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)

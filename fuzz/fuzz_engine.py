@@ -12,7 +12,7 @@ import atheris
 
 with atheris.instrument_imports():
     from service.engine import LineSplitter
-    from service.measure import load_prices, new_engine
+    from service.measure.engines import load_prices, new_engine
 
 PRICES = load_prices()
 SEED_LINES = [
