@@ -147,7 +147,7 @@ class Persistence:
 
 
 def _construct(Store, paths: Paths, cfg: dict):
-    """Store(...) as service/store.py defines it (a database URL wins over the local file)."""
+    """Store(...) as service/store/ defines it (a database URL wins over the local file)."""
     import sys
 
     url = (cfg.get("database") or {}).get("url") or ""

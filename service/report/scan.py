@@ -1,6 +1,6 @@
 """Scan Claude Code transcript folders into per-file channel results, fast.
 
-Used by `ctxlamp report` (and later by the service's replay). Speed matters
+Used by `ctxlamp report` and the service's report answers. Speed matters
 (a 500 MB history in about ccusage's time), so:
 - lines that cannot carry usage, a tracked tool's result, a compaction or a
   cost-state are skipped with byte checks before any JSON parsing (tool
@@ -11,6 +11,9 @@ Used by `ctxlamp report` (and later by the service's replay). Speed matters
 File sizes for the retrieval estimate are read from disk when a file is first
 scanned and remembered in that cache, so deleting a file later does not
 change history.
+
+One module of about 500 lines: the byte checks, the chunked reader and the
+workers' result format change together.
 """
 from __future__ import annotations
 
