@@ -7,8 +7,11 @@ than the engine's own Malformed (which feed_line absorbs). A crash is a defect.
     .venv/bin/python fuzz/fuzz_engine.py -max_total_time=600      # a longer session
 """
 import sys
+from pathlib import Path
 
 import atheris
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's code, as bench/ does
 
 with atheris.instrument_imports():
     from service.engine import LineSplitter
