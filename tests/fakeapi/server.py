@@ -7,7 +7,7 @@ What "the model" answers comes from a script (a scenario's `script` section):
      "fallback": "what any other request gets back"}
 
 A conversation answers when TEXT stands in a user prompt of the request (the latest prompt that names
-one; tool results are not prompts), so a subagent is a conversation matched by its own prompt. Step k
+one; tool results and the client's own tagged blocks, like <system-reminder>, are not prompts), so a subagent is a conversation matched by its own prompt. Step k
 answers when k assistant messages follow that prompt. A STEP is `{"text": "..."}` (ends the turn),
 `{"tool": NAME, "input": {...}}`, `{"tools": [{"tool": ..., "input": ...}, ...]}` (parallel calls), and
 may add `"say": "..."` (a text block before the calls). A string `"{{re:PATTERN}}"` in an input becomes
@@ -139,12 +139,14 @@ def _texts(obj):
             yield from _texts(value)
 
 
-def prompt_text(message: dict) -> str:
-    """What the user typed (and the client added as text) in one message; tool results left out."""
+def prompt_text(message: dict, typed_only: bool = False) -> str:
+    """The text blocks of one message (tool results left out). `typed_only` also leaves out what the
+    client wraps in a tag of its own (<system-reminder>, <command-name>, ...): what the user typed."""
     content = message.get("content")
     if isinstance(content, str):
         return content
-    return "\n".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
+    texts = [b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+    return "\n".join(t for t in texts if not (typed_only and t.lstrip().startswith("<")))
 
 
 @dataclass
@@ -176,7 +178,7 @@ class Script:
         for at in range(len(messages) - 1, -1, -1):
             if messages[at].get("role") != "user":
                 continue
-            said = prompt_text(messages[at])
+            said = prompt_text(messages[at], typed_only=True)
             conversation = next((c for c in self.conversations if c["match"] in said), None)
             if conversation is None:
                 continue
