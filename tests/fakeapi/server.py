@@ -10,7 +10,8 @@ A conversation answers when TEXT stands in a user prompt of the request (the lat
 one; tool results and the client's own tagged blocks, like <system-reminder>, are not prompts), so a subagent is a conversation matched by its own prompt. Step k
 answers when k assistant messages follow that prompt. A STEP is `{"text": "..."}` (ends the turn),
 `{"tool": NAME, "input": {...}}`, `{"tools": [{"tool": ..., "input": ...}, ...]}` (parallel calls), and
-may add `"say": "..."` (a text block before the calls). A string `"{{re:PATTERN}}"` in an input becomes
+may add `"say": "..."` (a text block before the calls) and `"usage": {...}` (reported as is instead of the
+figures below: to see how the client prices a given usage). A string `"{{re:PATTERN}}"` in an input becomes
 the first group of PATTERN's last match in the request's text (to use what the client injected).
 
 Usage follows the request's cache_control breakpoints, per model: `cache_read_input_tokens` is the
@@ -156,6 +157,7 @@ class Reply:
     kind: str  # script, compaction, fallback, overrun
     match: str | None = None
     step: int | None = None
+    usage: dict | None = None  # a step's own figures, reported instead of the cache rule's
 
     @property
     def stop_reason(self) -> str:
@@ -185,8 +187,8 @@ class Script:
             step = sum(1 for m in messages[at + 1:] if m.get("role") == "assistant")
             if step >= len(conversation["steps"]):
                 return Reply([_text("Done.")], "overrun", conversation["match"], step)
-            blocks = self._blocks(conversation["steps"][step], body)
-            return Reply(blocks, "script", conversation["match"], step)
+            chosen = conversation["steps"][step]
+            return Reply(self._blocks(chosen, body), "script", conversation["match"], step, chosen.get("usage"))
         return Reply([_text(self.fallback)], "fallback")
 
     @staticmethod
@@ -203,6 +205,16 @@ class Script:
             blocks.append({"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:24], "name": call["tool"],
                            "input": _resolve(call.get("input") or {}, body)})
         return blocks or [_text(self.fallback)]
+
+
+def forced_usage(given: dict) -> dict:
+    """A complete usage object from a step's figures (absent ones are 0; the cache split follows them)."""
+    w5 = given.get("ephemeral_5m_input_tokens", 0)
+    w1h = given.get("ephemeral_1h_input_tokens", 0)
+    return {"input_tokens": given.get("input_tokens", 0), "cache_creation_input_tokens": w5 + w1h,
+            "cache_read_input_tokens": given.get("cache_read_input_tokens", 0),
+            "cache_creation": {"ephemeral_5m_input_tokens": w5, "ephemeral_1h_input_tokens": w1h},
+            "service_tier": "standard", "output_tokens": given.get("output_tokens", 0)}
 
 
 def _text(text: str) -> dict:
@@ -266,8 +278,11 @@ class FakeAnthropic:
         """The whole message (as a non-streamed response would carry it) for a Messages request."""
         model = body.get("model") or "claude-sonnet-4-5"
         reply = self.script.reply(body)
-        usage = self.cache.usage(model, prompt_pieces(body))
-        usage["output_tokens"] = max(1, sum(estimate_tokens(_canonical(b)) for b in reply.blocks))
+        if reply.usage is not None:
+            usage = forced_usage(reply.usage)
+        else:
+            usage = self.cache.usage(model, prompt_pieces(body))
+            usage["output_tokens"] = max(1, sum(estimate_tokens(_canonical(b)) for b in reply.blocks))
         message = {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant", "model": model,
                    "content": reply.blocks, "stop_reason": reply.stop_reason, "stop_sequence": None, "usage": usage}
         return message, reply
