@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import all_transcripts
+
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 
@@ -50,8 +52,7 @@ def test_corpus_is_deterministic_sized_and_renamed(corpus, tmp_path):
     total = sum((corpus / rel).stat().st_size for rel in files)
     assert total >= 2 * (1 << 20)
     # fresh ids: no session id of a fixture survives into the corpus
-    fixtures = (ROOT / ".." / "shared" / "fixtures").resolve()
-    originals = {p.stem for p in fixtures.rglob("*.jsonl")} - {"api", "results"}
+    originals = {p.stem for p in all_transcripts()}
     body = b"".join((corpus / rel).read_bytes() for rel in files)
     assert not any(sid.encode() in body for sid in originals)
     # ids renamed consistently: a session file still holds its own session's entries
@@ -132,7 +133,7 @@ def test_pooled_scan_of_a_corpus_equals_the_serial_scan(tmp_path, monkeypatch):
     """The bench's cold report runs the scan pool in chunks of several files: same results as one process."""
     monkeypatch.setenv("CTXLAMP_HOME", str(tmp_path / "home"))
     sys.path.insert(0, str(ROOT))
-    from service.channels import scan
+    from service.report import scan
 
     projects = _corpus(tmp_path / "corpus", 1000, "--files", "40")
     files = scan.discover(projects)

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from service.engine import EngineConfig
 from service.engine.model_mix import profile_models
-from service.measure import load_prices
+from service.measure.engines import load_prices
 from tests import transcripts as T
-from tests.conftest import ROOT
+from tests.conftest import ROOT, scenario_session
 from tests.test_engine_properties import calls_of, run
 
 PRICES = load_prices()
@@ -258,7 +258,7 @@ def test_the_store_keeps_each_models_calls_and_spend_and_reads_old_rows_as_their
 
 # ---- golden: a session of our own, written by the real CLI against our fake API ----------------------
 
-SWITCH_FIXTURE = ROOT / "tests" / "fixtures" / "claude-code-2.1.328" / "model-switch"
+SWITCH_FIXTURE = scenario_session("model-switch").parents[2]
 
 
 def official_bill(model: str, usage: dict) -> tuple[float, float]:
@@ -280,7 +280,7 @@ def official_bill(model: str, usage: dict) -> tuple[float, float]:
 def test_golden_a_real_cli_session_switched_each_way_is_billed_at_each_calls_model():
     """sonnet-4-5 -> opus-4-5 -> sonnet-4-5: the segment's bill is what the fake API's reported usage costs
     at the official prices, request by request, and each call line names the model that answered it."""
-    transcript = next((SWITCH_FIXTURE / "projects").glob("*/*.jsonl"))
+    transcript = scenario_session("model-switch")
     api = {r["id"]: r for r in map(json.loads, (SWITCH_FIXTURE / "api.jsonl").read_text().splitlines())}
     keys = []  # main-chain calls of the transcript, in order (only their ids; usage and model come from the API)
     for entry in map(json.loads, transcript.read_text().splitlines()):

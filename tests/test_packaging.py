@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, SHARED
+from tests.conftest import ROOT, scenario_session
 
 PACKAGING = ROOT / "packaging"
 
@@ -36,7 +36,7 @@ def test_a_wheel_ships_the_parsed_o200k_table(tmp_path):
     """`pipx install .` builds a wheel: its resources/ carry the table a first run would otherwise build."""
     import zipfile
 
-    from service import tokenizer_setup as ts
+    from service.measure import tokenizer as ts
 
     source = tmp_path / "source"  # a copy: setuptools builds inside the tree it is given
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
@@ -49,7 +49,7 @@ def test_a_wheel_ships_the_parsed_o200k_table(tmp_path):
     (wheel,) = (tmp_path / "wheel").glob("ctxlamp-*.whl")
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
-        assert {"desktop/app.py", "service/cli.py", "resources/prices.json"} <= names
+        assert {"desktop/app.py", "service/cli/__init__.py", "resources/prices.json"} <= names
         (tmp_path / ts.FAST_NAME).write_bytes(zf.read("resources/" + ts.FAST_NAME))
         requires = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     table = ts._read_table(tmp_path / ts.FAST_NAME)
@@ -75,7 +75,7 @@ def test_frozen_build_reports_its_version(frozen):
 
 
 def test_frozen_replay_matches_the_source_tree(frozen, tmp_path):
-    fixture = SHARED / "fixtures/real/chiphuyen-sniffly/d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
+    fixture = scenario_session("long-session")
     env = {"CTXLAMP_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     frozen_out = subprocess.run([str(frozen), "replay", str(fixture), "--jsonl"], capture_output=True,
                                 timeout=120, env=env)
