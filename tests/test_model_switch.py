@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -319,6 +321,22 @@ def test_golden_a_real_cli_session_switched_each_way_is_billed_at_each_calls_mod
         assert math.isclose(at["bp"], rho, rel_tol=1e-12)
         assert math.isclose(at["bill_cycle_usd"] - prev["bill_cycle_usd"], (prev["bp"] + rho) / 2, rel_tol=1e-9)
         assert at["segment"] == prev["segment"] and at["turns"] == prev["turns"] + 1
+
+
+def test_the_switched_segments_profile_agrees_with_ctxlamp_report(tmp_path):
+    """The issue's symptom: History (the segment profiles) and `ctxlamp report` disagreed on one session."""
+    transcript = scenario_session("model-switch")
+    env = {**os.environ, "CTXLAMP_HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(transcript.parents[2])}
+    report = subprocess.run([sys.executable, "-m", "service.cli", "report", "--json", "--since", "2000-01-01"],
+                            capture_output=True, cwd=ROOT, env=env, timeout=120)
+    assert report.returncode == 0, report.stderr
+    spend = json.loads(report.stdout)["spend"]
+    _, events = run([json.loads(line) for line in transcript.read_text().splitlines()])
+    (profile,) = events[-1]["segments"]
+    assert math.isclose(spend["by_session"][transcript.stem]["usd"],
+                        profile["bill_in_usd"] + profile["bill_out_usd"], rel_tol=1e-12)
+    assert {m["model"]: m["bill_in_usd"] + m["bill_out_usd"] for m in profile["models"]} == \
+        pytest.approx(spend["by_model"], rel=1e-12)
 
 
 def test_a_call_that_names_no_model_is_the_current_models():
