@@ -351,8 +351,8 @@ class SessionEngine:
     def _use_model(self, model: str) -> None:
         """The segment's opening model, or a /model switch: from this call on, its prices and family.
 
-        Not a reset: B, turns, wallet and reminders carry on. The new model's cache starts
-        empty (the call writes its prompt anew, and its bill and rent show that).
+        Not a reset: B, turns, wallet and reminders carry on. The cache is per model: the call
+        writes anew what this model has not cached, and its own usage, bill and rent show that.
         """
         seg = self._seg
         seg.model = model
