@@ -114,6 +114,20 @@ def test_a_segments_bill_is_the_sum_of_its_calls_each_priced_alone_at_its_own_mo
     flat = [model for calls in expected for model, _ in calls]
     assert [c["model"] for c in lines] == flat
     assert [c["price_source"] for c in lines] == [PRICES.lookup(m)[1] for m in flat]
+    # rent and bill cycle: each call's rho is read from its own bill (no files read here, so B0 is the floor)
+    flat_bills = [alone(model, usage)[0] for calls in expected for model, usage in calls]
+    prev = None
+    for line, bill_in in zip(lines, flat_bills):
+        if prev is not None and prev["segment"] != line["segment"]:
+            prev = None
+        gate_open = line["cRatio"] > 0
+        stock = line["totalStock"]
+        rho = bill_in * max(0, stock - line["B_default"]) / stock if gate_open else 0.0
+        assert math.isclose(line["bp"], rho, rel_tol=1e-12, abs_tol=1e-18)
+        before, prev_rho = (prev["bill_cycle_usd"], prev["bp"]) if prev else (0.0, 0.0)
+        added = (prev_rho + rho) / 2 if gate_open else 0.0
+        assert math.isclose(line["bill_cycle_usd"] - before, added, rel_tol=1e-9, abs_tol=1e-15)
+        prev = line
 
 
 # ---- the reading of a switch ----------------------------------------------------------------------
