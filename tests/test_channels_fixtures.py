@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from service.channels.scan import SizeMemo, TranscriptFile, scan_bytes
+from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
 from service.channels.spend import is_placeholder_output
-from service.tokenizer_setup import encode_len
+from service.measure.tokenizer import encode_len
 from tests.conftest import CC, FIXTURES, REAL_FIXTURES, needs_real_fixtures, scenario_session, scenario_sessions
 
 # fixture -> (edits ok, not_found, ambiguous, other errors, compactions, Grep, Glob, calls, placeholder calls)

@@ -18,9 +18,9 @@ import sys
 
 import pytest
 
-from service.channels.scan import ScanCache, discover, scan
+from service.report.scan import ScanCache, discover, scan
 from service.channels.spend import is_placeholder_output
-from service.measure import load_prices, replay_file
+from service.measure.engines import load_prices, replay_file
 from tests.conftest import ROOT
 from tests.transcripts import VERSIONS, versioned_story, write_story
 

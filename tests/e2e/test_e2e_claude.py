@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from service import claude_settings
-from service.client import ApiClient
+from service.claude import settings as claude_settings
+from service.api.client import ApiClient
 from tests.conftest import ROOT
 from tests.fakeapi.scenario import ClaudeUnavailable, claude_binary as installed_claude
 from tests.servicectl import running_service
