@@ -34,6 +34,7 @@ from service.live import Ingest, LiveSession, Registry, classify
 from service.paths import Paths, claude_projects
 from service.persist import Persistence
 from service.sse import Hub
+from service.transcript_file import SkipNotes, Skipped, check
 
 log = logging.getLogger("ctxlamp.service")
 
@@ -107,6 +108,9 @@ class Service:
         self.reminder_log: list[dict] = []             # published reminders (when the store is down)
         self._outbox: list[dict] = []                  # reminders waiting for their session's snapshot
         self.stopping = threading.Event()
+        self._stop_asked = False                        # set by request_stop: the loop ends before other work
+        self.skipped = SkipNotes(log)                   # transcripts left unread and why (SERVICE.skipped_files)
+        self._reading_on: set[str] = set()              # startup sessions still being read, quietly, in slices
         self.ready = threading.Event()
         self.defect: str | None = None
         self.watcher = None
@@ -131,6 +135,7 @@ class Service:
         self.prices = load_prices(self.paths.prices_override)
         self.engine_cfg = engine_config(self.cfg)
         self.registry = Registry(self.projects, self._make_engine)
+        self.registry.max_line = config_mod.max_line_bytes(self.cfg)
         self.persist = Persistence.open(self.paths, self.cfg)
         self.registry.entry_sink = self._with_turn_records(self.persist.entry_sink)
         from service.measure import shared_counter
@@ -187,6 +192,7 @@ class Service:
         return fut.result(timeout=timeout)
 
     def request_stop(self, reason: str = "shutdown") -> None:
+        self._stop_asked = True  # ahead of any reading still queued: a stop never waits behind a big file
         self.queue.put(("stop", reason, None))
 
     def _stop_on_signals(self) -> None:
@@ -258,6 +264,8 @@ class Service:
 
     def _loop(self) -> None:
         while True:
+            if self._stop_asked:
+                return
             if self._catch_up:  # requests and live changes first; the startup reading fills the gaps
                 try:
                     kind, a, b = self.queue.get(timeout=self._catch_up_pause) if self._catch_up_pause \
@@ -322,6 +330,8 @@ class Service:
             self.scan["done"] += 1
             if str(path) in self.registry.sessions or str(path) in self.registry.retired:
                 continue
+            if not self._readable(path):
+                continue
             try:
                 mtime = path.stat().st_mtime
             except OSError:
@@ -348,7 +358,10 @@ class Service:
             sess.engine.set_excluded(set(excluded))
         if old is not None:
             self._retire(old, "rotation", successor=sess)
-        self._pump(sess)
+        if self._pump(sess, budget=PUMP_BUDGET).more:  # a big file: read on in slices, between other work
+            if self._quiet_reminders:
+                self._reading_on.add(str(path))
+            self.on_file_event(path, False)
         if mtime is not None:
             sess.last_active = mtime
         if sess.snapshot is None:
@@ -376,7 +389,7 @@ class Service:
             return
         sess = self.registry.sessions.get(key)
         if sess is None:
-            if not path.exists():
+            if not self._readable(path):
                 return
             wanted = self._pending_follow.pop(path.stem, None)
             rotate = (created and key not in self.registry.retired) or wanted is not None
@@ -385,7 +398,18 @@ class Service:
             self._arm_checkpoint()
             self._publish_snapshot(sess)
             return
-        ing = self._pump(sess, budget=PUMP_BUDGET)
+        quiet = key in self._reading_on  # the rest of a startup read: laps recorded, not announced
+        self._quiet_reminders = quiet
+        try:
+            ing = self._pump(sess, budget=PUMP_BUDGET)
+        finally:
+            self._quiet_reminders = False
+        if quiet and not ing.more:
+            self._reading_on.discard(key)
+        if ing.skip_reason:
+            self.skipped.note(path, ing.skip_reason)
+        elif ing.bytes_read or ing.restarted:
+            self.skipped.forget(path)
         if ing.bytes_read or ing.restarted:
             self.registry.touch(sess)
             self._arm_checkpoint()
@@ -394,6 +418,17 @@ class Service:
             return
         if ing.bytes_read or ing.restarted or ing.went_missing:
             self._publish_snapshot(sess)
+
+    def _readable(self, path: Path) -> bool:
+        """Whether `path` is a regular file we may read; a path that is there but is not is named once."""
+        try:
+            check(path)
+        except Skipped as exc:
+            if not exc.gone:
+                self.skipped.note(path, exc.reason)
+            return False
+        self.skipped.forget(path)
+        return True
 
     def _pump(self, sess: LiveSession, budget: int | None = None) -> Ingest:
         try:
@@ -464,7 +499,7 @@ class Service:
         if path is None:
             found = sorted(self.projects.glob(f"*/{session_id}.jsonl"))
             path = found[0] if found else None
-        if path is None or not path.exists():
+        if path is None or not self._readable(path):
             # the hook can run before Claude Code writes the file: rotate when it appears
             self._pending_follow[session_id] = (path.parent.name if path else project_folder(cwd)) or ""
             return {"ok": True, "following": session_id, "pending": True}
@@ -528,7 +563,7 @@ class Service:
         return {"version": __version__, "started_at": self.started_at, "pid": os.getpid(),
                 "scan": dict(self.scan), "db": self.persist.health() if self.persist else {"ok": False},
                 "observer": w.kind if w else None, "observer_reason": w.reason if w else None,
-                "checkpoint": dict(self.checkpoint_info)}
+                "checkpoint": dict(self.checkpoint_info), "skipped_files": self.skipped.rows()}
 
     def status(self) -> dict:
         with self.registry.lock:
@@ -618,7 +653,11 @@ class Service:
                 return
             try:
                 self.persist.scan_file(path, classify(path, self.projects), self.prices, self.engine_cfg,
-                                       store_prompts=bool(self.cfg["history"]["store_prompts"]))
+                                       store_prompts=bool(self.cfg["history"]["store_prompts"]),
+                                       max_line=self.registry.max_line, should_stop=self.stopping.is_set)
+            except Skipped as exc:
+                if not exc.gone:
+                    self.skipped.note(path, exc.reason)
             except Exception:
                 log.exception("history scan of %s failed (skipped)", path)
             self.scan["done"] += 1
@@ -643,6 +682,7 @@ class Service:
     def _shutdown(self) -> None:
         """Graceful: archive open segments ("shutdown"), final checkpoint, api.json gone."""
         log.info("shutting down")
+        self.stopping.set()  # the history scan stops at its next slice
         if self.api:
             self.api.remove_discovery()
         # checkpoint_now takes the checkpoint lock, then the registry's, as the scheduler's job does;

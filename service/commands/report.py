@@ -149,9 +149,11 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
     import orjson
 
     from service.channels import ledgers, scan
+    from service.config import configured_max_line
     from service.paths import app_paths, claude_projects
 
     paths = app_paths()
+    max_line = configured_max_line()
     cache_dir = paths.data / "cache"
     use_cache = not args.no_cache
     projects = Path(args.projects).expanduser() if args.projects else claude_projects()
@@ -164,7 +166,7 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
     dbs = [usage_path, *([Path(router_path).expanduser()] if router_path else [])]
     # a SQLite file in WAL mode changes its -wal file first: both are part of the fingerprint
     extra = [lean_path, *dbs, *(Path(f"{d}-wal") for d in dbs), *ledger_files, paths.prices_override]
-    key_doc = [scan.CACHE_VERSION, args.since, args.until, str(projects), sorted(fps.items()),
+    key_doc = [scan.CACHE_VERSION, max_line, args.since, args.until, str(projects), sorted(fps.items()),
                [(str(p), scan.fingerprint(str(p))) for p in extra], _prices_fingerprint()]
     key = hashlib.sha256(orjson.dumps(key_doc)).hexdigest()
     last_path = cache_dir / "report-last.json"
@@ -176,7 +178,7 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
         except (OSError, ValueError, AttributeError):
             pass
 
-    cache = scan.ScanCache(cache_dir / "report-scan.json" if use_cache else None)
+    cache = scan.ScanCache(cache_dir / "report-scan.json" if use_cache else None, max_line)
     printer = scan.ProgressPrinter(sys.stderr) if progress else None
     from service.channels.summary import build_summary, spend_tally
 
@@ -187,8 +189,10 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
         loaded[:] = [table, spend_tally(table.lookup, args.since, args.until)]
 
     # each file's calls are summed as it comes in, while the others are still being scanned
+    skipped: dict[str, str] = {}  # files that are not readable regular files: named in the data quality
     results = scan.scan(files, cache, progress=printer, fingerprints=fps, workers=workers, meanwhile=prepare,
-                        on_result=lambda path, result: loaded[1].add(path, result))
+                        on_result=lambda path, result: loaded[1].add(path, result), max_line=max_line,
+                        skipped=skipped)
     if printer:
         printer.finish()
 
@@ -246,6 +250,7 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
     summary = build_summary(results, table.lookup, since=args.since, until=args.until, external=external,
                             router=router, lean_ctx_present=lean is not None, usage_db_tools=usage_tools,
                             ledger_stats=ledger_stats, source_notes=notes, tally=tally)
+    summary["data_quality"]["skipped_files"] = [{"path": p, "reason": r} for p, r in sorted(skipped.items())]
     summary["sources"] = {
         "transcripts": str(projects),
         "lean_ctx": str(lean_path) if lean is not None else None,
@@ -342,4 +347,8 @@ def render_text(s: dict) -> str:
     lines.append(f"  vs Claude Code's cost-state: {'n/a' if diff is None else f'{diff:+.2f}%'}")
     lines.append(f"  malformed lines: {dq['malformed_lines']['transcripts']} in transcripts, "
                  f"{dq['malformed_lines']['ledgers']} in ledgers")
+    if dq.get("long_lines"):
+        lines.append(f"  lines longer than the bound ([transcripts] max_line_mb), skipped: {dq['long_lines']}")
+    for row in dq.get("skipped_files") or []:
+        lines.append(f"  skipped {row['path']}: {row['reason']}")
     return "\n".join(lines) + "\n"
