@@ -34,7 +34,7 @@ from service.live import Ingest, LiveSession, Registry, classify
 from service.paths import Paths, claude_projects
 from service.persist import Persistence
 from service.sse import Hub
-from service.transcript_file import SkipNotes, Skipped, check
+from service.transcript_file import SkipNotes, Skipped, open_fd
 
 log = logging.getLogger("ctxlamp.service")
 
@@ -313,6 +313,7 @@ class Service:
             try:
                 mtime = path.stat().st_mtime
             except OSError:
+                self._readable(path)  # names it (a symlink loop, say) unless it is simply gone
                 continue
             (live if mtime >= horizon else old).append((mtime, path))
         return [p for _, p in sorted(live)], [p for _, p in sorted(old)]
@@ -422,7 +423,7 @@ class Service:
     def _readable(self, path: Path) -> bool:
         """Whether `path` is a regular file we may read; a path that is there but is not is named once."""
         try:
-            check(path)
+            os.close(open_fd(path)[0])
         except Skipped as exc:
             if not exc.gone:
                 self.skipped.note(path, exc.reason)

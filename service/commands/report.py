@@ -226,7 +226,7 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
         ckey = "ledger:" + str(lf)
         res = cache.get(ckey, fp)
         if res is None:
-            res = ledgers.read_native_ledger(lf)
+            res = ledgers.read_native_ledger(lf, max_line)
             cache.put(ckey, fp, res)
         ledger_stats["files"] += 1
         ledger_stats["malformed"] += res["malformed"]
