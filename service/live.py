@@ -86,10 +86,12 @@ class LiveSession:
         """Bytes fully ingested (an unfinished last line does not count)."""
         return self.tail.offset - self.splitter.pending
 
-    def pump(self, budget: int | None = None) -> Ingest:
+    def pump(self, budget: int | None = None, until: float | None = None) -> Ingest:
         """Read what was appended and ingest it. Engine defects propagate.
 
-        `budget` bounds the bytes read this call (None: to the end of the file).
+        `budget` bounds the bytes read this call, `until` (time.monotonic) its
+        time: a slow file to read (big tool results to tokenize) stops there
+        too. None: to the end of the file.
         """
         out = Ingest(self)
         while True:
@@ -117,7 +119,7 @@ class LiveSession:
                 out.events.extend(self.engine.drain_events())
             if not chunk.more:
                 break
-            if budget is not None and out.bytes_read >= budget:
+            if (budget is not None and out.bytes_read >= budget) or (until is not None and time.monotonic() >= until):
                 out.more = True
                 break
         if out.bytes_read or out.restarted:

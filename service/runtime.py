@@ -41,6 +41,8 @@ log = logging.getLogger("ctxlamp.service")
 CHECKPOINT_EVERY_S = 30
 MAIN_CALL_TIMEOUT_S = 15
 PUMP_BUDGET = 8 << 20  # bytes read per turn of the loop before other work gets a go
+PUMP_SLICE_S = 0.1     # and time: a file slow to ingest (big tool results to tokenize) yields as often
+SLICE_PAUSE_S = 0.002  # between two slices, so a waiting API thread gets the registry lock
 
 
 def iso_now() -> str:
@@ -111,6 +113,7 @@ class Service:
         self._stop_asked = False                        # set by request_stop: the loop ends before other work
         self.skipped = SkipNotes(log)                   # transcripts left unread and why (SERVICE.skipped_files)
         self._reading_on: set[str] = set()              # startup sessions still being read, quietly, in slices
+        self._sliced = False                           # a read stopped at its slice: let API threads in first
         self.ready = threading.Event()
         self.defect: str | None = None
         self.watcher = None
@@ -273,6 +276,9 @@ class Service:
                 except queue.Empty:
                     with self.registry.lock:
                         self._catch_up_where(None, limit=1)
+                    if self._sliced:
+                        self._sliced = False
+                        time.sleep(SLICE_PAUSE_S)
                     continue
             else:
                 kind, a, b = self.queue.get()
@@ -283,6 +289,9 @@ class Service:
                     self._pending.discard(str(a))
                 with self.registry.lock:
                     self._on_change(a, b)
+                if self._sliced:  # the lock is not fair: without a pause this thread takes it again at once
+                    self._sliced = False
+                    time.sleep(SLICE_PAUSE_S)
             elif kind == "task":
                 fut: Future = b
                 if not fut.set_running_or_notify_cancel():
@@ -359,9 +368,10 @@ class Service:
             sess.engine.set_excluded(set(excluded))
         if old is not None:
             self._retire(old, "rotation", successor=sess)
-        if self._pump(sess, budget=PUMP_BUDGET).more:  # a big file: read on in slices, between other work
+        if self._pump(sess, budget=PUMP_BUDGET, until=time.monotonic() + PUMP_SLICE_S).more:  # a big file: read on in slices, between other work
             if self._quiet_reminders:
                 self._reading_on.add(str(path))
+            self._sliced = True
             self.on_file_event(path, False)
         if mtime is not None:
             sess.last_active = mtime
@@ -402,7 +412,7 @@ class Service:
         quiet = key in self._reading_on  # the rest of a startup read: laps recorded, not announced
         self._quiet_reminders = quiet
         try:
-            ing = self._pump(sess, budget=PUMP_BUDGET)
+            ing = self._pump(sess, budget=PUMP_BUDGET, until=time.monotonic() + PUMP_SLICE_S)
         finally:
             self._quiet_reminders = False
         if quiet and not ing.more:
@@ -415,6 +425,7 @@ class Service:
             self.registry.touch(sess)
             self._arm_checkpoint()
         if ing.more:  # a big append: let API calls in between, then read on
+            self._sliced = True
             self.on_file_event(path, False)
             return
         if ing.bytes_read or ing.restarted or ing.went_missing:
@@ -431,9 +442,9 @@ class Service:
         self.skipped.forget(path)
         return True
 
-    def _pump(self, sess: LiveSession, budget: int | None = None) -> Ingest:
+    def _pump(self, sess: LiveSession, budget: int | None = None, until: float | None = None) -> Ingest:
         try:
-            ing = sess.pump(budget)
+            ing = sess.pump(budget, until)
         except Exception as exc:  # Malformed never escapes feed_line: this is a defect
             raise Defect(f"{type(exc).__name__}: {exc} (transcript {sess.path})") from exc
         self._handle_events(sess, ing.events)

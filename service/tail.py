@@ -13,7 +13,7 @@ from pathlib import Path
 
 from service.transcript_file import Skipped, open_fd
 
-READ_CHUNK = 1 << 20  # at most this much per read, so a huge replay can interleave with other work
+READ_CHUNK = 256 << 10  # at most this much per read, so a huge replay can interleave with other work
 
 
 @dataclass
