@@ -34,17 +34,6 @@ def _sparse(path: Path, size: int) -> None:
         fh.truncate(size)
 
 
-def _huge_valid(path: Path, mb: int) -> None:
-    """A valid transcript of about `mb` MB: calls with 256 KB tool results (a slow file to read)."""
-    text = "line of code\n" * 20_000
-    with open(path, "wb") as fh:
-        i = 0
-        while fh.tell() < mb << 20:
-            fh.write(T.to_bytes([T.call(f"h{i}", i, cw5=3000, out=20, tools=[T.tool(f"ht{i}", "Read", file_path="/x")]),
-                                 T.result(f"ht{i}", text + str(i), i + 1)]))
-            i += 1
-
-
 KINDS = {
     "none": lambda d: None,
     "fifo": lambda d: os.mkfifo(d / "x.jsonl"),
@@ -52,7 +41,7 @@ KINDS = {
     "symlink_loop": lambda d: ((d / "a.jsonl").symlink_to(d / "b.jsonl"), (d / "b.jsonl").symlink_to(d / "a.jsonl")),
     "folder": lambda d: (d / "x.jsonl").mkdir(),
     "endless_line_1GB": lambda d: _sparse(d / "y.jsonl", 1 << 30),
-    "valid_transcript_200MB": lambda d: _huge_valid(d / "v.jsonl", 200),
+    "valid_transcript_200MB": lambda d: T.write_big_tool_session(d / "v.jsonl", 200),
 }
 
 

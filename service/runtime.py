@@ -112,7 +112,7 @@ class Service:
         self.stopping = threading.Event()
         self._stop_asked = False                        # set by request_stop: the loop ends before other work
         self.skipped = SkipNotes(log)                   # transcripts left unread and why (SERVICE.skipped_files)
-        self._reading_on: set[str] = set()              # startup sessions still being read, quietly, in slices
+        self._reading_on: dict[str, bool] = {}          # path -> quiet: sessions still being read, in slices
         self._sliced = False                           # a read stopped at its slice: let API threads in first
         self.ready = threading.Event()
         self.defect: str | None = None
@@ -368,9 +368,9 @@ class Service:
             sess.engine.set_excluded(set(excluded))
         if old is not None:
             self._retire(old, "rotation", successor=sess)
-        if self._pump(sess, budget=PUMP_BUDGET, until=time.monotonic() + PUMP_SLICE_S).more:  # a big file: read on in slices, between other work
-            if self._quiet_reminders:
-                self._reading_on.add(str(path))
+        if self._pump(sess, budget=PUMP_BUDGET, until=time.monotonic() + PUMP_SLICE_S).more:
+            # a big file: read on in slices between other work (a startup read stays quiet)
+            self._reading_on[str(path)] = self._quiet_reminders
             self._sliced = True
             self.on_file_event(path, False)
         if mtime is not None:
@@ -400,6 +400,8 @@ class Service:
             return
         sess = self.registry.sessions.get(key)
         if sess is None:
+            if self._reading_on.pop(key, None) is not None:
+                return  # rotated away while its reading went on in slices: not a resume
             if not self._readable(path):
                 return
             wanted = self._pending_follow.pop(path.stem, None)
@@ -409,14 +411,12 @@ class Service:
             self._arm_checkpoint()
             self._publish_snapshot(sess)
             return
-        quiet = key in self._reading_on  # the rest of a startup read: laps recorded, not announced
+        quiet = self._reading_on.pop(key, False)  # the rest of a startup read: laps recorded, not announced
         self._quiet_reminders = quiet
         try:
             ing = self._pump(sess, budget=PUMP_BUDGET, until=time.monotonic() + PUMP_SLICE_S)
         finally:
             self._quiet_reminders = False
-        if quiet and not ing.more:
-            self._reading_on.discard(key)
         if ing.skip_reason:
             self.skipped.note(path, ing.skip_reason)
         elif ing.bytes_read or ing.restarted:
@@ -425,6 +425,7 @@ class Service:
             self.registry.touch(sess)
             self._arm_checkpoint()
         if ing.more:  # a big append: let API calls in between, then read on
+            self._reading_on[key] = quiet
             self._sliced = True
             self.on_file_event(path, False)
             return

@@ -361,3 +361,24 @@ def test_replay_refuses_what_is_not_a_regular_file_at_once(tmp_path):
         out = subprocess.run([sys.executable, "-m", "service.cli", "replay", str(tmp_path / name), "--jsonl"],
                              cwd=ROOT, env=_env(tmp_path, tmp_path), capture_output=True, timeout=30)
         assert out.returncode == 2 and why in out.stderr.decode(), out.stderr
+
+
+def test_a_big_transcript_being_read_neither_stalls_status_nor_delays_the_stop(tmp_path, without_hostile):
+    """Before: 8 MB per turn of the loop under the registry lock (3 s of tokenizing), taken again at once."""
+    home, claude, project = _tree(tmp_path)
+    T.write_big_tool_session(project / "v.jsonl", 40)
+    with running_service(_env(home, claude), home) as (proc, info):
+        api = Api(info, timeout=10)
+        slowest = 0.0
+        end = time.monotonic() + 2.0
+        while time.monotonic() < end:
+            t = time.monotonic()
+            big = api.session("v")
+            slowest = max(slowest, time.monotonic() - t)
+            time.sleep(0.05)
+        assert slowest < 1.0
+        assert big is not None and big["calls"] < 150  # still reading it (about 160 calls)
+        t = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0 and time.monotonic() - t < STOP_WITHIN_S
+
