@@ -101,7 +101,7 @@ def lean_ctx_path(env: dict | None = None) -> Path:
 
 def read_lean_ctx(path: Path) -> dict[str, int] | None:
     """The seven counters (missing or partial fields are 0); None when the file is absent or not JSON."""
-    from service.transcript_file import read_small
+    from service.ingest.transcript_file import read_small
 
     try:
         doc = orjson.loads(read_small(path))  # a FIFO or device there is skipped, never waited on
@@ -311,11 +311,11 @@ def parse_ledger_line(line: bytes, source: str) -> ChannelEvent | None:
 def read_native_ledger(path: Path, max_line: int | None = None) -> dict:
     """{"events": [event dicts], "malformed": n, "lines": n} of one ledger file.
 
-    Read as transcripts are (service/transcript_file.py): regular files only,
+    Read as transcripts are (service/ingest/transcript_file.py): regular files only,
     lines over `max_line` bytes skipped and counted as malformed.
     """
     from service.engine.lines import LineSplitter
-    from service.transcript_file import chunks
+    from service.ingest.transcript_file import chunks
 
     events, malformed, lines = [], 0, 0
     source = f"ledger:{Path(path).name}"
