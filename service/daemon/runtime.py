@@ -23,6 +23,7 @@ import queue
 import signal
 import sys
 import threading
+import time
 import traceback
 from concurrent.futures import Future
 from datetime import datetime, timezone
