@@ -71,13 +71,20 @@ class Following:
             finally:
                 self._quiet_reminders = False
             self._publish_snapshot(sess)
-        if paths and not self._catch_up:
-            log.info("caught up: %d live sessions", len(self.registry.sessions))
-            self._ckpt_states = {}
-            self.scan = {"state": "scanning", "done": 0, "total": len(self._history_todo)} if self._history_todo \
-                else {"state": "idle", "done": 0, "total": 0}
-            self.hub.publish("service", self.service_block())
-            self._start_scan(self._history_todo)
+        if paths:
+            self._caught_up_if_done()
+
+    def _caught_up_if_done(self) -> None:
+        """The startup reading is over once every recent session was started and read to its end
+        (a big one goes on in slices): then SERVICE.scan leaves catching_up and the history scan starts."""
+        if self._catch_up or any(self._reading_on.values()) or self.scan.get("state") != "catching_up":
+            return
+        log.info("caught up: %d live sessions", len(self.registry.sessions))
+        self._ckpt_states = {}
+        self.scan = {"state": "scanning", "done": 0, "total": len(self._history_todo)} if self._history_todo \
+            else {"state": "idle", "done": 0, "total": 0}
+        self.hub.publish("service", self.service_block())
+        self._start_scan(self._history_todo)
 
     def _start_session(self, path: Path, *, rotate: bool, mtime: float | None = None) -> LiveSession:
         sess, old = self.registry.add(path, rotate=rotate)
@@ -119,8 +126,9 @@ class Following:
             return
         sess = self.registry.sessions.get(key)
         if sess is None:
-            if self._reading_on.pop(key, None) is not None:
-                return  # rotated away while its reading went on in slices: not a resume
+            if self._reading_on.pop(key, None) is not None:  # rotated away while read in slices: not a resume
+                self._caught_up_if_done()
+                return
             if not self._readable(path):
                 return
             wanted = self._pending_follow.pop(path.stem, None)
@@ -148,6 +156,8 @@ class Following:
             self._sliced = True
             self.on_file_event(path, False)
             return
+        if quiet:
+            self._caught_up_if_done()
         if ing.bytes_read or ing.restarted or ing.went_missing:
             self._publish_snapshot(sess)
 

@@ -366,9 +366,10 @@ def test_replay_refuses_what_is_not_a_regular_file_at_once(tmp_path):
 def test_a_big_transcript_being_read_neither_stalls_status_nor_delays_the_stop(tmp_path, without_hostile):
     """Before: 8 MB per turn of the loop under the registry lock (3 s of tokenizing), taken again at once."""
     home, claude, project = _tree(tmp_path)
-    T.write_big_tool_session(project / "v.jsonl", 40)
+    T.write_big_tool_session(tmp_path / "v.jsonl", 40)
     with running_service(_env(home, claude), home) as (proc, info):
         api = Api(info, timeout=10)
+        (tmp_path / "v.jsonl").rename(project / "v.jsonl")  # a new session of 40 MB appears
         slowest = 0.0
         end = time.monotonic() + 2.0
         while time.monotonic() < end:
