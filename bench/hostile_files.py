@@ -45,7 +45,10 @@ KINDS = {
     "folder": lambda d: (d / "x.jsonl").mkdir(),
     "endless_line_1GB": lambda d: _sparse(d / "y.jsonl", 1 << 30),
     "valid_transcript_200MB": lambda d: T.write_big_tool_session(d / "v.jsonl", 200),
+    "denied_as_nobody": lambda d: ((d / "w.jsonl").write_bytes(T.to_bytes(T.growing_session(3, prefix="w"))),
+                                   (d / "w.jsonl").chmod(0)),
 }
+AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]  # when root runs the bench
 APPEARS_WHILE_SERVING = {"valid_transcript_200MB"}  # moved in after the start: /status measured during its read
 
 
@@ -72,7 +75,13 @@ def measure(kind: str, watch: float) -> dict:
         later = base / "later"
         later.mkdir()
         KINDS[kind](later if kind in APPEARS_WHILE_SERVING else project)
-        with running_service(env, home, timeout=120) as (proc, info):
+        prefix = AS_NOBODY if kind.endswith("_as_nobody") and os.geteuid() == 0 else []
+        if prefix:
+            base.chmod(0o755)
+            for root, dirs, files in os.walk(base):
+                for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+                    shutil.chown(name, "nobody", "nogroup")
+        with running_service(env, home, timeout=120, prefix=tuple(prefix)) as (proc, info):
             client = ApiClient(info, timeout=30)
             for path in later.iterdir():
                 path.rename(project / path.name)
@@ -93,7 +102,7 @@ def measure(kind: str, watch: float) -> dict:
             stop = time.monotonic() - t
         t = time.monotonic()
         with tempfile.TemporaryFile() as out_file:
-            rep = subprocess.Popen([sys.executable, "-m", "service.cli", "report", "--json", "--no-service"],
+            rep = subprocess.Popen([*prefix, sys.executable, "-m", "service.cli", "report", "--json", "--no-service"],
                                    cwd=ROOT, env=env, stdout=out_file, stderr=subprocess.DEVNULL)
             report_peak = 0.0
             while rep.poll() is None:  # the report and its forked workers
