@@ -146,7 +146,7 @@ class Following:
             self._quiet_reminders = False
         if ing.skip_reason:
             self.skipped.note(path, ing.skip_reason)
-        elif ing.bytes_read or ing.restarted:
+        elif ing.bytes_read or ing.restarted or sess.missing:  # readable again, or simply gone
             self.skipped.forget(path)
         if ing.bytes_read or ing.restarted:
             self.registry.touch(sess)
@@ -166,7 +166,9 @@ class Following:
         try:
             os.close(open_fd(path)[0])
         except Skipped as exc:
-            if not exc.gone:
+            if exc.gone:  # deleted: it leaves the list
+                self.skipped.forget(path)
+            else:
                 self.skipped.note(path, exc.reason)
             return False
         self.skipped.forget(path)

@@ -43,8 +43,7 @@ class _Handler(FileSystemEventHandler):
         self._emit(event.dest_path, True)
 
     def on_deleted(self, event: FileSystemEvent) -> None:
-        if not event.is_directory:
-            self._emit(event.src_path, False)
+        self._emit(event.src_path, False)
 
 
 class Watcher:

@@ -346,6 +346,11 @@ def test_a_transcript_replaced_by_a_folder_or_its_project_folder_removed_while_s
         else:
             raise AssertionError(f"the folder was not named: {rows}")
         assert proc.poll() is None
+        (project / GOOD).rmdir()  # gone: it leaves the list
+        wait_gone = time.monotonic() + 10
+        while api.status()["service"]["skipped_files"] and time.monotonic() < wait_gone:
+            time.sleep(0.1)
+        assert api.status()["service"]["skipped_files"] == []
         shutil.rmtree(other)
         time.sleep(0.5)
         assert proc.poll() is None and api.status()["service"]["pid"] == proc.pid
