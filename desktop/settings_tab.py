@@ -61,6 +61,11 @@ class SettingsTab(QWidget):
         paths_box = QGroupBox("Paths")
         self.paths_form = QFormLayout(paths_box)
         host_lay.addWidget(paths_box)
+        # data quality: what the service found in the transcripts folder and did not read (SERVICE.skipped_files)
+        self.skipped_box = QGroupBox("Files in the transcripts folder the service does not read")
+        self.skipped_form = QFormLayout(self.skipped_box)
+        self.skipped_box.setVisible(False)
+        host_lay.addWidget(self.skipped_box)
         host_lay.addStretch(1)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
@@ -127,6 +132,20 @@ class SettingsTab(QWidget):
             self.status.setText(f"Could not load the settings: {exc}")
             return
         self.show_config(config)
+        try:
+            self.show_skipped((self.source.status().get("service") or {}).get("skipped_files") or [])
+        except DataError:
+            self.show_skipped([])
+
+    def show_skipped(self, rows: list[dict]) -> None:
+        """Each skipped file with the reason (a FIFO, a folder, permission denied...); hidden when none."""
+        while self.skipped_form.rowCount():
+            self.skipped_form.removeRow(0)
+        for row in rows:
+            value = QLabel(str(row.get("path")))
+            value.setTextInteractionFlags(value.textInteractionFlags() | Qt.TextSelectableByMouse)
+            self.skipped_form.addRow(str(row.get("reason")), value)
+        self.skipped_box.setVisible(bool(rows))
 
     def show_config(self, config: dict) -> None:
         while self.form.rowCount():

@@ -25,6 +25,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "sessions": {"live_hours": 24},
     "database": {"url": ""},
     "tokenizer": {"ratio": {}},
+    "transcripts": {"max_line_mb": 128},
 }
 
 COMMENTS = {
@@ -35,6 +36,7 @@ COMMENTS = {
     "sessions": "live_hours: transcripts modified this recently are live sessions at start",
     "database": "url: empty for the local SQLite file; postgresql://... for a team database",
     "tokenizer": "ratio.<family>: Claude-to-o200k token ratio per model family (ctxlamp calibrate fits it)",
+    "transcripts": "max_line_mb: a transcript line longer than this (MB) is skipped and counted, never held whole",
 }
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
@@ -42,6 +44,23 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 
 class ConfigError(ValueError):
     """A value of the wrong type or an unknown key: the caller says which."""
+
+
+def max_line_bytes(cfg: dict | None) -> int:
+    """[transcripts] max_line_mb in bytes (the default when absent; at least 1 KB)."""
+    mb = ((cfg or {}).get("transcripts") or {}).get("max_line_mb", DEFAULTS["transcripts"]["max_line_mb"])
+    return max(1024, int(float(mb) * (1 << 20)))
+
+
+def configured_max_line() -> int:
+    """max_line_bytes of the user's config.toml, for commands that do not otherwise read it (never writes it)."""
+    from service.paths import app_paths
+
+    path = app_paths().config_file
+    try:
+        return max_line_bytes(load(path) if path.is_file() else None)
+    except (ConfigError, OSError):
+        return max_line_bytes(None)
 
 
 def parse_duration(text: str | int | float) -> float:

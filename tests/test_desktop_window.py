@@ -209,3 +209,30 @@ def test_price_overrides_are_validated_and_written_to_the_config_dir(qtbot, ctx_
     assert json.loads((ctx_home / "prices.json").read_text()) == {"models": {"claude-sonnet-4-5": {"cache_read": 0.3}}}
     tab.prices_edit.setPlainText("")
     assert tab.save_prices() and not (ctx_home / "prices.json").exists()
+
+
+def test_the_settings_list_the_transcripts_the_service_skipped(qtbot, ctx_home):
+    from desktop.settings_tab import SettingsTab
+
+    skipped = [{"path": "/p/-home-u/x.jsonl", "reason": "not a regular file (a FIFO)"},
+               {"path": "/p/-home-u/w.jsonl", "reason": "permission denied"}]
+
+    class Skipping(DemoSource):
+        def status(self) -> dict:
+            doc = super().status()
+            doc["service"] = {**(doc.get("service") or {}), "skipped_files": skipped}
+            return doc
+
+    tab = SettingsTab(Skipping())
+    qtbot.addWidget(tab)
+    tab.reload()
+    assert not tab.skipped_box.isHidden()
+    form = tab.skipped_form
+    shown = [(form.itemAt(i, form.ItemRole.LabelRole).widget().text(),
+              form.itemAt(i, form.ItemRole.FieldRole).widget().text()) for i in range(form.rowCount())]
+    assert shown == [(r["reason"], r["path"]) for r in skipped]
+    plain = SettingsTab(DemoSource())
+    qtbot.addWidget(plain)
+    plain.reload()
+    assert plain.skipped_box.isHidden()
+

@@ -258,7 +258,8 @@ def test_appends_line_by_line_and_in_random_chunks_match_replay(svc, dirs):
     stored = svc().start().get("/api/v1/segments")["segments"]
     profiles = {(p["session_id"], p["segment"]): p["end_reason"] for p in stored}
     assert profiles[(end1["session_id"], 1)] == "shutdown"
-    assert profiles[(end2["session_id"], end2["segment"])] == "shutdown"  # its open segment (it compacts early)
+    assert profiles[(end2["session_id"], 0)] == "compact"  # the long session's early /compact
+    assert profiles[(end2["session_id"], end2["segment"])] == "shutdown" and end2["segment"] == 1
     # the switched session's profile: the models it used, each with its calls and spend, as replay has them
     stored = {p["session_id"]: p for p in stored}
     assert stored[end3["session_id"]]["models"] == open3[0]["models"]

@@ -43,6 +43,7 @@ SCHEMAS = {
         "db": _obj({"ok": {"type": "boolean"}, "error": NSTR}),
         "observer": {"enum": ["inotify", "polling", None]}, "observer_reason": NSTR,
         "checkpoint": _obj({"loaded": {"type": ["integer", "null"]}, "rejected": {"type": "array"}}),
+        "skipped_files": {"type": "array", "items": _obj({"path": STR, "reason": STR}, ["path", "reason"])},
     }),
     "Status": _obj({"sessions": {"type": "array", "items": {"$ref": "#/components/schemas/Snapshot"}},
                     "followed": NSTR, "service": {"$ref": "#/components/schemas/Service"}},

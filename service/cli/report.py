@@ -153,4 +153,8 @@ def render_text(s: dict) -> str:
     lines.append(f"  vs Claude Code's cost-state: {'n/a' if diff is None else f'{diff:+.2f}%'}")
     lines.append(f"  malformed lines: {dq['malformed_lines']['transcripts']} in transcripts, "
                  f"{dq['malformed_lines']['ledgers']} in ledgers")
+    if dq.get("long_lines"):
+        lines.append(f"  lines longer than the bound ([transcripts] max_line_mb), skipped: {dq['long_lines']}")
+    for row in dq.get("skipped_files") or []:
+        lines.append(f"  skipped {row['path']}: {row['reason']}")
     return "\n".join(lines) + "\n"

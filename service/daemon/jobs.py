@@ -11,6 +11,7 @@ from pathlib import Path
 
 from service.daemon import checkpoint
 from service.ingest.live import classify
+from service.ingest.transcript_file import Skipped
 
 log = logging.getLogger("ctxlamp.service")
 
@@ -112,7 +113,11 @@ class Jobs:
                 return
             try:
                 self.persist.scan_file(path, classify(path, self.projects), self.prices, self.engine_cfg,
-                                       store_prompts=bool(self.cfg["history"]["store_prompts"]))
+                                       store_prompts=bool(self.cfg["history"]["store_prompts"]),
+                                       max_line=self.registry.max_line, should_stop=self.stopping.is_set)
+            except Skipped as exc:
+                if not exc.gone:
+                    self.skipped.note(path, exc.reason)
             except Exception:
                 log.exception("history scan of %s failed (skipped)", path)
             self.scan["done"] += 1

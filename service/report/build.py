@@ -62,10 +62,12 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
     import orjson
 
     from service.channels import ledgers
+    from service.config import configured_max_line
     from service.paths import app_paths, claude_projects
     from service.report import scan
 
     paths = app_paths()
+    max_line = configured_max_line()
     cache_dir = paths.data / "cache"
     use_cache = not args.no_cache
     projects = Path(args.projects).expanduser() if args.projects else claude_projects()
@@ -78,7 +80,7 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
     dbs = [usage_path, *([Path(router_path).expanduser()] if router_path else [])]
     # a SQLite file in WAL mode changes its -wal file first: both are part of the fingerprint
     extra = [lean_path, *dbs, *(Path(f"{d}-wal") for d in dbs), *ledger_files, paths.prices_override]
-    key_doc = [scan.CACHE_VERSION, args.since, args.until, str(projects), sorted(fps.items()),
+    key_doc = [scan.CACHE_VERSION, max_line, args.since, args.until, str(projects), sorted(fps.items()),
                [(str(p), scan.fingerprint(str(p))) for p in extra], _prices_fingerprint()]
     key = hashlib.sha256(orjson.dumps(key_doc)).hexdigest()
     last_path = cache_dir / "report-last.json"
@@ -90,7 +92,7 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
         except (OSError, ValueError, AttributeError):
             pass
 
-    cache = scan.ScanCache(cache_dir / "report-scan.json" if use_cache else None)
+    cache = scan.ScanCache(cache_dir / "report-scan.json" if use_cache else None, max_line)
     printer = scan.ProgressPrinter(sys.stderr) if progress else None
     from service.report.summary import build_summary, spend_tally
 
@@ -101,8 +103,10 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
         loaded[:] = [table, spend_tally(table.lookup, args.since, args.until)]
 
     # each file's calls are summed as it comes in, while the others are still being scanned
+    skipped: dict[str, str] = {}  # files that are not readable regular files: named in the data quality
     results = scan.scan(files, cache, progress=printer, fingerprints=fps, workers=workers, meanwhile=prepare,
-                        on_result=lambda path, result: loaded[1].add(path, result))
+                        on_result=lambda path, result: loaded[1].add(path, result), max_line=max_line,
+                        skipped=skipped)
     if printer:
         printer.finish()
 
@@ -136,7 +140,7 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
         ckey = "ledger:" + str(lf)
         res = cache.get(ckey, fp)
         if res is None:
-            res = ledgers.read_native_ledger(lf)
+            res = ledgers.read_native_ledger(lf, max_line)
             cache.put(ckey, fp, res)
         ledger_stats["files"] += 1
         ledger_stats["malformed"] += res["malformed"]
@@ -160,6 +164,7 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
     summary = build_summary(results, table.lookup, since=args.since, until=args.until, external=external,
                             router=router, lean_ctx_present=lean is not None, usage_db_tools=usage_tools,
                             ledger_stats=ledger_stats, source_notes=notes, tally=tally)
+    summary["data_quality"]["skipped_files"] = [{"path": p, "reason": r} for p, r in sorted(skipped.items())]
     summary["sources"] = {
         "transcripts": str(projects),
         "lean_ctx": str(lean_path) if lean is not None else None,

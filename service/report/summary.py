@@ -173,6 +173,7 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
             "cost_state_note": "ours = the session's calls before its last cost-state entry plus its subagents' calls; "
                                "Claude Code's totalCostUSD also includes requests it does not write as assistant "
                                "entries (compaction summaries), so ours can be lower",
+            "long_lines": sum(fr.get("long_lines", 0) for fr in files),
             "malformed_lines": {"transcripts": malformed_transcript,
                                 "ledgers": int(ledger_stats.get("malformed", 0))},
             "files": len(files),
