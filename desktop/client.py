@@ -100,3 +100,13 @@ class ApiClient:
 
     def save_config(self, changes: dict) -> dict:
         return self.request("POST", "/config", changes)
+
+    def check_config(self, changes: dict) -> dict:
+        """The service's own validation, nothing saved (400 -> ApiError with the reason)."""
+        return self.request("POST", "/config", changes, query={"check": 1})
+
+    def config_defaults(self) -> dict:
+        return self.request("GET", "/config/defaults")
+
+    def overview(self, days: int) -> dict:
+        return self.request("GET", "/overview", query={"days": days})
