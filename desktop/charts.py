@@ -90,8 +90,10 @@ def _note(plot: pg.PlotWidget, text: str) -> None:
 
 
 def draw_curve(plot: pg.PlotWidget, view: CurveView) -> None:
+    """The curve, its lamp bands, reminder diamonds and the current point (kept as plot.now_point)."""
     c = theme.colours()
     plot.clear()
+    plot.now_point = None
     if not view.us:
         _note(plot, view.note or "No cost curve yet.")
         return
@@ -109,22 +111,22 @@ def draw_curve(plot: pg.PlotWidget, view: CurveView) -> None:
     plot.plot(view.us, view.ys, pen=pg.mkPen(c["fg"], width=2))
     plot.addItem(pg.InfiniteLine(pos=1.0, angle=90, pen=pg.mkPen(c["good"], width=1, style=Qt.DotLine),
                                  label="sweet spot", labelOpts={"position": 0.12, "color": c["good"]}))
+    last_u = -1.0
     for u, a, lap in view.reminders:
         shown = min(a, y_top * 0.99)
         plot.plot([u], [shown], pen=None, symbol="d", symbolSize=10, symbolBrush=c["warn"],
                   symbolPen=pg.mkPen(c["fg"], width=1))
-    if view.reminders:
-        u, a, lap = view.reminders[0]
-        txt = pg.TextItem(f"reminder {lap}" if len(view.reminders) == 1 else
-                          f"reminders 1–{view.reminders[-1][2]} (diamonds)", color=c["warn"], anchor=(0.5, 0))
-        plot.addItem(txt)
-        txt.setPos(u, min(a, y_top * 0.99) - 0.03)
+        if u - last_u >= view.u_max / 25:  # a number over each diamond that has room for one
+            txt = pg.TextItem(f"reminder {lap}" if lap == 1 else str(lap), color=c["warn"], anchor=(0.5, 1))
+            plot.addItem(txt)
+            txt.setPos(u, shown + 0.01)
+            last_u = u
     if view.point is not None and math.isfinite(view.point[1]):
         u, a = view.point
         colour = next((col for u0, u1, col in view.bands if u0 <= u < u1), "red" if view.bands else "white")
         shown_a = min(a, y_top * 0.99)  # a fresh session sits far up the left arm: pin it to the top edge
-        plot.plot([u], [shown_a], pen=None, symbol="o" if shown_a == a else "t1", symbolSize=14,
-                  symbolBrush=LAMP_FILL[colour], symbolPen=pg.mkPen(c["fg"], width=2))
+        plot.now_point = plot.plot([u], [shown_a], pen=None, symbol="o" if shown_a == a else "t1", symbolSize=14,
+                                   symbolBrush=LAMP_FILL[colour], symbolPen=pg.mkPen(c["fg"], width=2))
         text = "you are here" + ("" if shown_a == a else f" ({a:.1f}x the best cost per call)")
         fill = pg.mkColor(c["fill"])
         fill.setAlpha(210)
@@ -141,12 +143,15 @@ def _marks(plot: pg.PlotWidget, view: SeriesView, labels: bool) -> None:
         plot.addItem(pg.InfiniteLine(pos=call, angle=90, pen=pg.mkPen(c["muted"], width=1.5),
                                      label="compacted" if labels else None,
                                      labelOpts={"position": 0.97, "color": c["fg"]}))
-    many = len(view.reminder_calls) > 12
+    span = (view.calls[-1] - view.calls[0]) if len(view.calls) > 1 else 1.0
+    last = -math.inf
     for call, lap in view.reminder_calls:
-        show = labels and (not many or lap % 5 == 0 or lap == 1)
+        show = labels and call - last >= span / 9  # labels that do not run into each other
+        if show:
+            last = call
         plot.addItem(pg.InfiniteLine(pos=call, angle=90, pen=pg.mkPen(c["warn"], width=1, style=Qt.DashLine),
-                                     label=f"reminder {lap}" if show else None,
-                                     labelOpts={"position": 0.78, "color": c["warn"]}))
+                                     label=(f"reminder {lap}" if lap == 1 else str(lap)) if show else None,
+                                     labelOpts={"position": 0.9, "color": c["warn"]}))
 
 
 def draw_stock(plot: pg.PlotWidget, view: SeriesView) -> None:

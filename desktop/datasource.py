@@ -83,7 +83,7 @@ class DemoSource:
             self._segments = load("segments.json")
             self._channels = load("channels.json")
             self._config = load("config.json")
-            self._overview = load("overview.json")
+            self._overview = load("overview.json") if (folder / "overview.json").exists() else {}
         except (OSError, ValueError) as exc:
             raise DataError(f"demo data unreadable in {folder}: {exc}") from None
 

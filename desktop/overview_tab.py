@@ -147,6 +147,7 @@ class OverviewTab(QWidget):
             cap, val = QLabel(f.caption), QLabel(f"<b style='font-size:15pt'>{f.value}</b>")
             for w in (cap, val):
                 w.setToolTip(f.tip)
+                w.setWordWrap(True)
             self.figures.addWidget(cap, 0, i)
             self.figures.addWidget(val, 1, i)
         self.notes.setText(om.spend_notes(doc))

@@ -76,7 +76,7 @@ def duration_text(number: float, unit: str) -> str:
 def show_value(field: Field, value) -> str:
     """A value in words, for "default: ..." labels."""
     if field.kind == "percent":
-        return fmt.percent(value)
+        return fmt.percent(value, 0 if float(value * 100).is_integer() else 1)
     if field.kind == "bool":
         return "on" if value else "off"
     if field.kind == "duration":

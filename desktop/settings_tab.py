@@ -187,7 +187,8 @@ def make_control(field: sm.Field) -> QWidget:
     if field.kind == "text":
         line = QLineEdit()
         line.setPlaceholderText("postgresql://user@host/ctxlamp (empty: the local file)")
-        return _Wrap(line, lambda: line.text().strip(), lambda v: line.setText(str(v or "")), line.textChanged)
+        return _Wrap(line, lambda: line.text().strip(), lambda v: line.setText(str(v or "")), line.textChanged,
+                     stretch=False)
     if field.kind == "duration":
         return DurationEditor()
     if field.kind == "list":
@@ -198,13 +199,14 @@ def make_control(field: sm.Field) -> QWidget:
 class _Wrap(QWidget):
     changed = Signal()
 
-    def __init__(self, inner: QWidget, get, put, signal, parent=None):
+    def __init__(self, inner: QWidget, get, put, signal, stretch: bool = True, parent=None):
         super().__init__(parent)
         self.inner, self._get, self._put = inner, get, put
         lay = QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(inner)
-        lay.addStretch(1)
+        lay.addWidget(inner, 0 if stretch else 1)
+        if stretch:
+            lay.addStretch(1)
         signal.connect(lambda *_: self.changed.emit())
         self.setFocusProxy(inner)
 
@@ -323,8 +325,7 @@ class SettingsTab(QWidget):
         self.prices = QTableWidget(0, 1 + len(sm.PRICE_FIELDS))
         self.prices.setHorizontalHeaderLabels(["Model"] + [w for _, w in sm.PRICE_FIELDS])
         self.prices.verticalHeader().setVisible(False)
-        self.prices.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
-        self.prices.horizontalHeader().setStretchLastSection(True)
+        self.prices.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
         self.prices.setMaximumHeight(130)
         self.prices.setToolTip("A model of the bundled table changes only the prices you fill in; "
                                "a new model needs all five.")

@@ -172,9 +172,9 @@ def early_reminder_note(snapshot: dict | None) -> str:
     when = ""
     if dhat is not None and float(dhat) > 0:
         when = f" in about {math.ceil(float(dhat))} calls"
-    return (f"The lamp is still {lamp_colour(snapshot)}: it shows where the cost of the next calls stands against "
-            f"the sweet spot (amber comes{when or ' later'}), while this reminder counts the rent already paid "
-            "on dead weight, which has reached a restart's price. Both are right; from here rent grows faster.")
+    return (f"The lamp is still {lamp_colour(snapshot)}: it judges the cost of the next calls against the sweet "
+            f"spot (amber{when or ' later'}); this reminder counts the rent already paid on dead weight, which has "
+            "reached a restart's price.")
 
 
 # ---------- cost curve (Session tab) ----------

@@ -73,6 +73,7 @@ class SessionTab(QWidget):
             cap, val = QLabel(caption), QLabel(f"<b>{value}</b>")
             for w in (cap, val):
                 w.setToolTip(tip)
+                w.setWordWrap(True)  # a narrow window wraps the figures instead of growing
             self.facts.addWidget(cap, 0, i)
             self.facts.addWidget(val, 1, i)
 
