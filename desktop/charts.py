@@ -110,7 +110,7 @@ def draw_curve(plot: pg.PlotWidget, view: CurveView) -> None:
         label.setPos((u0 + u1) / 2, y_top * 1.07)  # a strip above the curve, clear of the point
     plot.plot(view.us, view.ys, pen=pg.mkPen(c["fg"], width=2))
     plot.addItem(pg.InfiniteLine(pos=1.0, angle=90, pen=pg.mkPen(c["good"], width=1, style=Qt.DotLine),
-                                 label="sweet spot", labelOpts={"position": 0.12, "color": c["good"]}))
+                                 label="sweet spot", labelOpts={"position": 0.6, "color": c["good"]}))
     last_u = -1.0
     for u, a, lap in view.reminders:
         shown = min(a, y_top * 0.99)
@@ -197,6 +197,7 @@ def draw_stacks(plot: pg.PlotWidget, days: list[str], layers: list[tuple[str, li
     legend = plot.getPlotItem().legend
     if legend is not None:
         legend.clear()
+        legend.setColumnCount(max(1, len(layers)))  # one row across the top, clear of the bars
     axis = plot.getAxis("bottom")
     if isinstance(axis, UnitAxis):
         axis.day_labels = [fmt.day(d) for d in days]
@@ -213,5 +214,4 @@ def draw_stacks(plot: pg.PlotWidget, days: list[str], layers: list[tuple[str, li
         base = [b + v for b, v in zip(base, values)]
     plot.setXRange(-0.6, len(days) - 0.4, padding=0)
     top = max(base) if base else 0
-    room = 1.15 + 0.09 * len(layers)  # headroom for the legend in the top left corner
-    plot.setYRange(0, top * room if top > 0 else 1, padding=0)
+    plot.setYRange(0, top * 1.3 if top > 0 else 1, padding=0)  # headroom for the legend's row

@@ -55,15 +55,15 @@ def spend_figures(doc: dict | None) -> list[Figure]:
         Figure("Spent", fmt.usd(spend.get("total_usd")),
                "What the API calls in this period cost, from the tokens Claude Code recorded and the price table "
                "(the same figure as ctxlamp report)."),
-        Figure("Measured at the model's own price", fmt.usd(spend.get("measured_usd")),
-               "Calls of a model the price table lists by name."),
+        Figure("Measured", fmt.usd(spend.get("measured_usd")),
+               "Calls of a model the price table lists by name, priced at its own price."),
         Figure("Estimated", fmt.usd(est) if est else "$0",
                "Calls of a model missing from the price table, priced like the newest model of its family."),
         Figure("Subagents", fmt.usd(spend.get("subagents_usd")), "The part spent by subagents (Task tool)."),
         Figure("Calls", fmt.count(spend.get("calls")), "API calls (one per assistant response)."),
         Figure("Rent on dead weight", fmt.usd(rent.get("rent_usd")),
                "Rent is what calls paid to re-read context a fresh session would not need."),
-        Figure("Restarting at the reminders would have saved", fmt.usd(rent.get("saved_usd")),
+        Figure("Saved by restarting at reminders", fmt.usd(rent.get("saved_usd")),
                "An estimate: each reminder marks a restart's worth of rent paid; restarting there costs one rebuild "
                "of the useful context instead of the rent that kept accruing."),
     ]
