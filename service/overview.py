@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
 from math import fsum
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 TOP_SESSIONS = 10
 
@@ -26,18 +26,6 @@ def period_days(days: int, today: date | None = None) -> tuple[str, str]:
         raise ValueError("days must be between 1 and 366")
     today = today or datetime.now(timezone.utc).date()
     return (today - timedelta(days=days - 1)).isoformat(), today.isoformat()
-
-
-def _day_of_iso(ts: Any) -> str | None:
-    if not isinstance(ts, str) or len(ts) < 10:
-        return None
-    try:
-        dt = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc).date().isoformat()
 
 
 def daily_splits(tally, since: str, until: str) -> dict:
@@ -95,11 +83,13 @@ def rent_block(segments: Iterable[dict], live: Iterable[dict], since: str, until
     `segments` are archived profiles (counted by the day they ended), `live` the live
     snapshots (their open segment, counted by the day of their latest entry).
     """
+    from service.channels.summary import day_of
+
     rows = []
     for p in segments:
-        rows.append((_day_of_iso(p.get("ended_at") or p.get("started_at")), p, p.get("rent_usd"), p.get("B")))
+        rows.append((day_of(p.get("ended_at") or p.get("started_at")), p, p.get("rent_usd"), p.get("B")))
     for s in live:
-        rows.append((_day_of_iso(s.get("updated_at")), s, s.get("bill_cycle_usd"), s.get("B_default")))
+        rows.append((day_of(s.get("updated_at")), s, s.get("bill_cycle_usd"), s.get("B_default")))
     rent, rebuild, saved = [], [], []
     laps = segs = reminded = 0
     for day, row, usd, b in rows:
