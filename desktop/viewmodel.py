@@ -290,7 +290,7 @@ class FileRow:
     @property
     def label(self) -> str:
         extra = f" — {self.why}" if self.why else ""
-        return f"{self.path}  ({fmt_tokens(self.tokens)} tok){extra}"
+        return f"{self.path}  ({fmt_tokens(self.tokens)} tokens){extra}"
 
 
 def file_rows(series: dict | None) -> list[FileRow]:

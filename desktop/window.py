@@ -187,6 +187,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("ctxlamp")
         self.resize(1100, 760)
         self.tabs = QTabWidget()
+        self._shortcuts: list[QShortcut] = []
         self.overview_tab = OverviewTab(source)
         self.session_tab = SessionTab()
         self.channel_tabs = {name: ChannelTab(name, source) for name in ("edit", "pinch", "retrieval")}
@@ -233,6 +234,7 @@ class MainWindow(QMainWindow):
         if index < 9:
             shortcut = QShortcut(QKeySequence(f"Ctrl+{index + 1}"), self)
             shortcut.activated.connect(lambda i=index: self.tabs.setCurrentIndex(i))
+            self._shortcuts.append(shortcut)
         return index
 
     def open_session(self, session_id: str) -> None:

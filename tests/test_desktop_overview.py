@@ -263,3 +263,30 @@ def test_config_check_validates_with_the_service_rules_and_saves_nothing(tmp_pat
         assert status == 400 and "duration" in answer["error"]
         assert client.get("/api/v1/config") == before  # checking saved nothing
         assert client.get("/api/v1/config/defaults")["engine"]["g_floor"] == 500
+
+
+def test_keyboard_reaches_every_tab_and_opens_a_session(qtbot):
+    from PySide6.QtCore import Qt
+
+    from desktop.window import TAB_NAMES, MainWindow
+
+    src = DemoSource()
+    win = MainWindow(src)
+    qtbot.addWidget(win)
+    win.show()
+    win.windowHandle().requestActivate()  # shortcuts go to the active window
+    qtbot.waitUntil(lambda: (win.activateWindow(), win.isActiveWindow())[1], timeout=5000)
+    win.load_all()
+    from PySide6.QtGui import QKeySequence
+    from PySide6.QtTest import QTest
+
+    for i in range(len(TAB_NAMES)):
+        QTest.keySequence(win, QKeySequence(f"Ctrl+{i + 1}"))
+        assert win.tabs.currentIndex() == i
+    QTest.keySequence(win, QKeySequence("Ctrl+1"))
+    tab = win.overview_tab
+    tab.live.setFocus()
+    tab.live.setCurrentRow(1)
+    qtbot.keyClick(tab.live, Qt.Key_Return)
+    assert win.tabs.currentWidget() is win.session_tab
+    assert win.session_id == src.status()["sessions"][1]["session_id"]
