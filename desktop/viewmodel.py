@@ -85,9 +85,9 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
     state = lamp_state(snapshot)
     lines = [f"ctxlamp — {STATE_WORDS.get(state, state)} ({lamp_colour(snapshot)})",
              session_name(snapshot)]
-    if lamp.get("reason"):
-        lines.append(str(lamp["reason"]))
     x, xs = snapshot.get("x"), snapshot.get("xSweet")
+    if lamp.get("reason") and xs is None:  # the engine's words only where the figures below are missing
+        lines.append(str(lamp["reason"]))
     if xs is not None:
         lines.append(f"context {fmt_num(x)}x its useful part; sweet spot at {fmt_num(xs)}x")
         dhat = snapshot.get("dhat")
