@@ -90,6 +90,14 @@ def render_window(out: Path, source, width: int, height: int, mode: str = "light
         path = out / f"window-{name}{suffix}.png"
         win.grab().save(str(path), "PNG")
         files.append(path)
+    if mode == "light":  # a refused value, as the user sees it: the message at the field, Save off
+        win.tabs.setCurrentWidget(win.settings_tab)
+        win.settings_tab.rows["engine.eps_amber"].set_value(0.3)
+        win.settings_tab.validate()
+        QApplication.processEvents()
+        path = out / "window-settings-check.png"
+        win.grab().save(str(path), "PNG")
+        files.append(path)
     win.close()
     return files
 
