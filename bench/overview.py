@@ -43,17 +43,16 @@ def measure(corpus: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mb", type=float, default=100)
-    ap.add_argument("--corpus", type=Path, help="an existing corpus (DIR/.claude/projects); else one is built")
+    ap.add_argument("--mb", type=float, default=100, help="size of the corpus to build")
+    ap.add_argument("--corpus", type=Path, help="use this corpus (DIR/.claude/projects) instead")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="ctxlamp-corpus-") as tmp:
-        corpus = args.corpus or Path(tmp)
         if args.corpus is None:
-            build(args.mb, corpus)
-        r = measure(corpus)
-    print(f"{r['corpus_mb']:.0f} MB: overview 30 days {r['overview_30_cold_s']:.2f} s cold, "
-          f"{r['overview_30_warm_s']:.2f} s warm; 7 days {r['overview_7_s']:.2f} s; report (warm) "
-          f"{r['report_warm_s']:.2f} s")
+            build(args.mb, Path(tmp))
+        r = measure(args.corpus or Path(tmp))
+    cold, warm = r["overview_30_cold_s"], r["overview_30_warm_s"]
+    print(f"{r['corpus_mb']:.0f} MB: overview 30 days {cold:.2f} s cold, {warm:.2f} s warm; "
+          f"7 days {r['overview_7_s']:.2f} s; report (warm) {r['report_warm_s']:.2f} s")
     return 0
 
 
