@@ -210,7 +210,7 @@ def write_history(claude: Path) -> None:
 
 
 def test_overview_sums_equal_the_report_on_the_same_transcripts(tmp_path):
-    from service.client import ApiClient
+    from service.api.client import ApiClient
 
     home, claude = tmp_path / "home", tmp_path / "claude"
     home.mkdir()
@@ -248,7 +248,7 @@ def test_overview_sums_equal_the_report_on_the_same_transcripts(tmp_path):
 
 
 def test_config_check_validates_with_the_service_rules_and_saves_nothing(tmp_path):
-    from service.client import ApiClient
+    from service.api.client import ApiClient
 
     home, claude = tmp_path / "home", tmp_path / "claude"
     home.mkdir()
