@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("service.commands.calibrate", "fit the Claude-to-o200k token ratio"),
     "screenshot": ("desktop.screenshot", "render tray icons and window tabs to PNG"),
     "demo": ("service.commands.demo", "replay bundled transcripts live into a demo home"),
+    "team": ("service.commands.team", "the team view on a PostgreSQL server: init, member add, push, report"),
 }
 
 

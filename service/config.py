@@ -25,7 +25,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "sessions": {"live_hours": 24},
     "database": {"url": ""},
     "tokenizer": {"ratio": {}},
+    "team": {"url": "", "member": "", "projects": "hash", "push_every": "10m", "key": ""},
 }
+TEAM_PROJECTS = ("hash", "name", "none")
 
 COMMENTS = {
     "engine": "g_floor: least growth per call (tokens); eps_*: how far above the best average cost amber/red start",
@@ -35,6 +37,8 @@ COMMENTS = {
     "sessions": "live_hours: transcripts modified this recently are live sessions at start",
     "database": "url: empty for the local SQLite file; postgresql://... for a team database",
     "tokenizer": "ratio.<family>: Claude-to-o200k token ratio per model family (ctxlamp calibrate fits it)",
+    "team": "url: postgresql://... of the team database (empty: no team); member: default user@host; "
+            "projects: hash | name | none; push_every: e.g. 10m; key: the project-hash key (docs/team.md)",
 }
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
@@ -79,8 +83,10 @@ def _check(section: str, key: str, value: Any) -> Any:
     elif isinstance(default, str):
         if not isinstance(value, str) or not _utf8(value):
             raise ConfigError(f"{where} must be a string")
-        if section == "reminders":
+        if (section, key) in (("reminders", "min_gap"), ("team", "push_every")):
             parse_duration(value)
+        if (section, key) == ("team", "projects") and value not in TEAM_PROJECTS:
+            raise ConfigError(f"{where} must be one of {', '.join(TEAM_PROJECTS)}")
     elif isinstance(default, list):
         if not isinstance(value, list) or not all(isinstance(v, str) and _utf8(v) for v in value):
             raise ConfigError(f"{where} must be a list of strings")

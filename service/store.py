@@ -1346,3 +1346,25 @@ class Store:
         (S.insert(path=path, inode=inode, size=size, mtime=mtime, offset=offset)
          .on_conflict(conflict_target=[S.path], preserve=[S.inode, S.size, S.mtime, S.offset])
          .execute())
+
+    # ------------------------------------------------------------------ team outbox (rows: service/team/outbox.py)
+
+    def team_outbox(self, member: str) -> list[dict] | None:
+        """The member's outbox rows; None when the database cannot be read."""
+        from service.team.outbox import read_rows
+
+        return self._read(lambda m: read_rows(m, str(member)), None)
+
+    def team_outbox_write(self, member: str, *, put: list[dict] = (), confirm: list[list] = (),
+                          drop: list[list] = ()) -> bool:
+        """Stage rows, mark versions confirmed and forget confirmed deletions, in one transaction.
+
+        False when the write could not be made now (it stays queued like any other).
+        """
+        payload = {"member": str(member), "put": list(put), "confirm": list(confirm), "drop": list(drop)}
+        return self._submit([_Op("team_outbox", payload)]) is not None
+
+    def _w_team_outbox(self, m, member, put, confirm, drop):
+        from service.team.outbox import write_rows
+
+        write_rows(m, member, put, confirm, drop)
