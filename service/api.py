@@ -138,6 +138,7 @@ class ApiServer:
             ("GET", r"/api/v1/channels/(?P<channel>edit|pinch|retrieval)", self.get_channel),
             ("GET", r"/api/v1/spend", self.get_spend),
             ("GET", r"/api/v1/report", self.get_report),
+            ("GET", r"/api/v1/team", self.get_team),
             ("POST", r"/api/v1/rotate", self.post_rotate),
             ("POST", r"/api/v1/handoffs", self.post_handoff),
             ("GET", r"/api/v1/handoffs", self.get_handoffs),
@@ -213,6 +214,18 @@ class ApiServer:
         from service import reports
 
         return reports.report(q.get("since") or None, q.get("until") or None)
+
+    def get_team(self, q, body):
+        from service.team.job import team_view
+        from service.team.server import TeamError
+
+        try:
+            return team_view(self.service.cfg, getattr(self.service, "team", None), q.get("since") or None,
+                             q.get("until") or None)
+        except LookupError as exc:
+            raise HttpError(404, str(exc)) from None
+        except TeamError as exc:
+            raise HttpError(503, str(exc)) from None
 
     def post_rotate(self, q, body):
         sid = body.get("session_id")

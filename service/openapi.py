@@ -60,7 +60,7 @@ SCHEMAS = {
                      "buckets": {"type": "array"}, "totals": _obj(), "sources": {"type": "array"}}),
     "Handoff": _obj({"token": STR, "task": STR, "body": STR, "paths": {"type": "array"}, "project": NSTR}),
     "Config": _obj({s: _obj() for s in ("engine", "selection", "reminders", "history", "sessions",
-                                         "database", "tokenizer")}),
+                                         "database", "tokenizer", "team")}),
 }
 
 
@@ -124,6 +124,8 @@ PATHS = {
     "/api/v1/spend": {"get": _op("spend and data quality", {**_ok(_obj()), **E503}, [_q("since"), _q("until")])},
     "/api/v1/report": {"get": _op("the whole `ctxlamp report --json` for the period (days, UTC)", _ok(_obj()),
                                   [_q("since"), _q("until")])},
+    "/api/v1/team": {"get": _op("the team report (`ctxlamp team report --json`), this member, the last push",
+                                {**_ok(_obj()), **E404, **E503}, [_q("since"), _q("until")])},
     "/api/v1/rotate": {"post": _op(
         "follow another session of a project (SessionStart hook)",
         _ok(_obj({"ok": {"type": "boolean"}, "following": STR, "pending": {"type": "boolean"}})), None,

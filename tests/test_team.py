@@ -309,3 +309,33 @@ def test_what_is_shared_never_holds_prompts_or_paths(team, mode):
                 "none": lambda p: p == ""}[mode]
     assert projects and all(expected(p) for p in projects), projects
     assert config.load(cfg_path)["team"]["key"]  # the team's key, kept locally
+
+
+def test_the_service_pushes_every_push_every_and_serves_the_team_view(team):
+    from pathlib import Path
+
+    from service import config
+    from service.client import ApiClient
+    from tests.servicectl import running_service
+
+    env = team.env[A]
+    home = Path(env["CTXLAMP_HOME"])
+    config.save(home / "config.toml", config.merge(config.DEFAULTS, {"team": {
+        "url": team.url[A], "member": A, "push_every": "1s"}}))
+    with running_service(env, home) as (_proc, info):
+        deadline = time.monotonic() + 90
+        while not [r for r in team.rows() if r[0] == A]:
+            assert time.monotonic() < deadline, "the service never pushed"
+            time.sleep(0.2)
+        client = ApiClient(info, timeout=30)
+        deadline = time.monotonic() + 30
+        view = client.get("/api/v1/team")
+        while not (view.get("last_push") or {}).get("ok"):
+            assert time.monotonic() < deadline, view
+            time.sleep(0.2)
+            view = client.get("/api/v1/team")
+    assert view["member"] == A and view["last_push"]["waiting"] == 0
+    local = team.local(A)
+    assert view["members"][A]["spend_usd"] == pytest.approx(local["spend"]["total_usd"], abs=1e-6)
+    assert view["members"][A]["calls"] == local["spend"]["calls"]
+    assert view["by_day"] == pytest.approx(local["spend"]["by_day"], abs=1e-6)
