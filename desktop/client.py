@@ -100,3 +100,6 @@ class ApiClient:
 
     def save_config(self, changes: dict) -> dict:
         return self.request("POST", "/config", changes)
+
+    def team(self, since: str | None = None, until: str | None = None) -> dict:
+        return self.request("GET", "/team", query={"since": since, "until": until})

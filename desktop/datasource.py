@@ -53,6 +53,9 @@ class ApiSource:
     def save_config(self, changes: dict) -> dict:
         return self._call(self.client.save_config, changes)
 
+    def team(self) -> dict:
+        return self._call(self.client.team)
+
 
 def demo_dir() -> Path:
     import resources
@@ -108,3 +111,6 @@ class DemoSource:
 
     def save_config(self, changes: dict) -> dict:
         raise DataError("the demo does not save settings")
+
+    def team(self) -> dict:
+        raise DataError("the demo has no team")

@@ -1,4 +1,4 @@
-"""The window: Session, Edits, Pinch, Retrieval, History, Files and Settings tabs.
+"""The window: Session, Edits, Pinch, Retrieval, History, Files, Team (with a team) and Settings tabs.
 
 Thin widgets over desktop.viewmodel; data comes from a DataSource (the live API
 or the demo). A failed request shows its message in the tab, never a crash.
@@ -15,6 +15,7 @@ from desktop import charts
 from desktop.channel_tab import ChannelTab
 from desktop.datasource import DataError
 from desktop.settings_tab import SettingsTab
+from desktop.team_tab import TeamTab, team_configured
 from desktop.viewmodel import (
     SEGMENT_COLUMNS, STATE_WORDS, curve_view, file_rows, fmt_num, fmt_tokens, fmt_usd, lamp_colour,
     lamp_state, segment_rows, selection_change, series_view, session_name,
@@ -159,6 +160,9 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.channel_tabs["retrieval"], "Retrieval")
         self.tabs.addTab(self.history_tab, "History")
         self.tabs.addTab(self.files_tab, "Files")
+        self.team_tab = TeamTab(source) if team_configured(source) else None
+        if self.team_tab is not None:
+            self.tabs.addTab(self.team_tab, "Team")
         self.tabs.addTab(self.settings_tab, "Settings")
         self.setCentralWidget(self.tabs)
         self.status_label = QLabel()
@@ -223,7 +227,7 @@ class MainWindow(QMainWindow):
                 self.history_tab.show_segments(self.source.segments())
             except DataError as exc:
                 self.history_tab.show_error(str(exc))
-        elif isinstance(w, ChannelTab):
+        elif isinstance(w, (ChannelTab, TeamTab)):
             w.reload()
         elif w is self.settings_tab:
             w.reload()

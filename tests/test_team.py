@@ -311,7 +311,7 @@ def test_what_is_shared_never_holds_prompts_or_paths(team, mode):
     assert config.load(cfg_path)["team"]["key"]  # the team's key, kept locally
 
 
-def test_the_service_pushes_every_push_every_and_serves_the_team_view(team):
+def test_the_service_pushes_every_push_every_and_serves_the_team_view(team, qtbot, monkeypatch):
     from pathlib import Path
 
     from service import config
@@ -334,6 +334,22 @@ def test_the_service_pushes_every_push_every_and_serves_the_team_view(team):
             assert time.monotonic() < deadline, view
             time.sleep(0.2)
             view = client.get("/api/v1/team")
+        # the window shows a Team tab only with a team, and reads it through the service's API
+        from desktop.datasource import ApiSource, DemoSource
+        from desktop.window import MainWindow
+
+        monkeypatch.setenv("CTXLAMP_HOME", str(home))
+        win = MainWindow(ApiSource())
+        qtbot.addWidget(win)
+        assert win.team_tab is not None and win.tabs.tabText(win.tabs.indexOf(win.team_tab)) == "Team"
+        win.tabs.setCurrentWidget(win.team_tab)
+        shown = [win.team_tab.members.item(r, 0).text() for r in range(win.team_tab.members.rowCount())]
+        assert A in shown and B in shown  # B is a member (no figures yet)
+        assert "you are alice@laptop" in win.team_tab.head.text()
+        assert win.team_tab.projects.rowCount() == 2  # two hashed projects
+        demo = MainWindow(DemoSource())
+        qtbot.addWidget(demo)
+        assert demo.team_tab is None and "Team" not in [demo.tabs.tabText(i) for i in range(demo.tabs.count())]
     assert view["member"] == A and view["last_push"]["waiting"] == 0
     local = team.local(A)
     assert view["members"][A]["spend_usd"] == pytest.approx(local["spend"]["total_usd"], abs=1e-6)
