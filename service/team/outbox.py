@@ -40,9 +40,12 @@ def write_rows(m, member: str, put: list[dict], confirm: list[list], drop: list[
         (O.insert_many(rows[i:i + _CHUNK])
          .on_conflict(conflict_target=[O.member, O.kind, O.key], preserve=[O.payload, O.digest])
          .execute())
-    for kind, key, version in confirm:
-        (O.update(confirmed=version)
-         .where((O.member == member) & (O.kind == kind) & (O.key == key) & (O.digest == version)).execute())
+    import peewee as pw
+
+    for i in range(0, len(confirm), _CHUNK // 2):  # only the version that was sent becomes confirmed
+        versions = pw.ValuesList([tuple(c) for c in confirm[i:i + _CHUNK // 2]])
+        (O.update(confirmed=O.digest)
+         .where((O.member == member) & pw.Tuple(O.kind, O.key, O.digest).in_(versions)).execute())
     for kind, key in drop:
         O.delete().where((O.member == member) & (O.kind == kind) & (O.key == key) & (O.digest == DELETED)).execute()
 

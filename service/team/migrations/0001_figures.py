@@ -27,20 +27,19 @@ CREATE TABLE {S}.day_figures (
     day date NOT NULL,
     model text NOT NULL,
     project text NOT NULL,
-    main_usd numeric(20, 9) NOT NULL DEFAULT 0,
-    subagents_usd numeric(20, 9) NOT NULL DEFAULT 0,
-    estimated_usd numeric(20, 9) NOT NULL DEFAULT 0,
+    main_usd double precision NOT NULL DEFAULT 0,
+    subagents_usd double precision NOT NULL DEFAULT 0,
+    estimated_usd double precision NOT NULL DEFAULT 0,
     calls integer NOT NULL DEFAULT 0,
     main_calls integer NOT NULL DEFAULT 0,
     unpriced_calls integer NOT NULL DEFAULT 0,
-    rent_usd numeric(20, 9) NOT NULL DEFAULT 0,
+    rent_usd double precision NOT NULL DEFAULT 0,
     reminders integer NOT NULL DEFAULT 0,
     restarts_after_reminder integer NOT NULL DEFAULT 0,
     pushed_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (member, day, model, project)
 );
-CREATE INDEX day_figures_day ON {S}.day_figures (day)
-    INCLUDE (member, model, project, main_usd, subagents_usd, calls, unpriced_calls, rent_usd);
+CREATE INDEX day_figures_day ON {S}.day_figures (day);
 
 CREATE TABLE {S}.channel_day (
     member text NOT NULL,
@@ -49,10 +48,10 @@ CREATE TABLE {S}.channel_day (
     pinch_requests integer NOT NULL DEFAULT 0,
     pinch_pinched_requests integer NOT NULL DEFAULT 0,
     pinch_tokens_saved bigint NOT NULL DEFAULT 0,
-    pinch_saved_usd numeric(20, 9) NOT NULL DEFAULT 0,
+    pinch_saved_usd double precision NOT NULL DEFAULT 0,
     edit_str_replace_calls integer NOT NULL DEFAULT 0,
     edit_str_replace_old_string_tokens bigint NOT NULL DEFAULT 0,
-    edit_str_replace_old_string_usd numeric(20, 9) NOT NULL DEFAULT 0,
+    edit_str_replace_old_string_usd double precision NOT NULL DEFAULT 0,
     edit_str_replace_misses integer NOT NULL DEFAULT 0,
     edit_anchored_calls integer NOT NULL DEFAULT 0,
     edit_anchored_avoided_output_tokens bigint NOT NULL DEFAULT 0,
