@@ -201,7 +201,7 @@ def test_push_as_a_with_b_url_is_refused_and_nothing_is_lost(team):
     before = team.rows()
     r = team.push(B, as_member=A)
     assert r.returncode == 4, r.stdout + r.stderr
-    assert "row-level security" in r.stderr and "nothing lost" in r.stderr
+    assert "row-level security" in r.stderr and "nothing lost" in r.stderr and f"writes as '{B}'" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert team.rows() == before
     ok = team.push(B)  # B's own figures still go

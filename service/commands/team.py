@@ -95,8 +95,8 @@ def _member_add(settings, name: str) -> int:
 def _push(settings) -> int:
     from service.paths import app_paths
     from service.store import Store
-    from service.team.push import push, team_key, waiting
-    from service.team.server import TeamError, where
+    from service.team.push import push, team_key, waiting, writes_as
+    from service.team.server import Refused, TeamError, where
 
     store = Store(app_paths().ensure().db)
     try:
@@ -107,7 +107,12 @@ def _push(settings) -> int:
         result = push(settings, store)
     except TeamError as exc:
         left = waiting(settings, store)
-        print(f"ctxlamp team push: {exc}; nothing lost: {left} rows wait in the local outbox "
+        hint = ""
+        if isinstance(exc, Refused):
+            owner = writes_as(settings.url)
+            if owner and owner != settings.member:
+                hint = f" (this URL writes as {owner!r}, not {settings.member!r})"
+        print(f"ctxlamp team push: {exc}{hint}; nothing lost: {left} rows wait in the local outbox "
               "and the figures are computed again on the next push", file=sys.stderr)
         return exc.exit_code
     finally:

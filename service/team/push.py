@@ -117,6 +117,16 @@ def push(settings: TeamSettings, store, *, workers: int | None = None) -> PushRe
     return PushResult(sent, waiting, rows)
 
 
+def writes_as(url: str) -> str | None:
+    """The member a URL's role may write as (None when it cannot be asked)."""
+    try:
+        with transaction(url) as cur:
+            cur.execute(f"SELECT {SCHEMA}.current_member()")
+            return cur.fetchone()[0]
+    except TeamError:
+        return None
+
+
 def waiting(settings: TeamSettings, store) -> int:
     """Rows of this member the server has not confirmed (for messages after a failure)."""
     stored = store.team_outbox(settings.member)
