@@ -35,7 +35,7 @@ COMMENTS = {
     "reminders": "min_gap: at most one reminder popup per session this often (e.g. 10m, 1h)",
     "history": "store_prompts: keep prompt previews in turn records (false stores no prompt text)",
     "sessions": "live_hours: transcripts modified this recently are live sessions at start",
-    "database": "url: empty for the local SQLite file; postgresql://... for a team database",
+    "database": "url: empty for the local SQLite file; postgresql://... keeps it on a server (a team: [team])",
     "tokenizer": "ratio.<family>: Claude-to-o200k token ratio per model family (ctxlamp calibrate fits it)",
     "team": "url: postgresql://... of the team database (empty: no team); member: default user@host; "
             "projects: hash | name | none; push_every: e.g. 10m; key: the project-hash key (docs/team.md)",

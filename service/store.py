@@ -328,7 +328,7 @@ class Store:
 
     @classmethod
     def open(cls, target: str | os.PathLike, **kwargs: Any) -> "Store":
-        """A file path, or a URL: `sqlite:///path` or `postgresql://...` (team scale; untested here)."""
+        """A file path, or a URL: `sqlite:///path` or `postgresql://...` (one user's store on a server)."""
         return cls(target, **kwargs)
 
     from_url = open

@@ -355,3 +355,28 @@ def test_the_service_pushes_every_push_every_and_serves_the_team_view(team, qtbo
     assert view["members"][A]["spend_usd"] == pytest.approx(local["spend"]["total_usd"], abs=1e-6)
     assert view["members"][A]["calls"] == local["spend"]["calls"]
     assert view["by_day"] == pytest.approx(local["spend"]["by_day"], abs=1e-6)
+
+
+def test_the_local_store_also_runs_on_a_postgresql_database_url(pg):
+    """`database.url = "postgresql://..."` (one user's store on a server): migrations, writes, reads, the outbox."""
+    from service.store import Store
+
+    url = pg.fresh_database("local_store")
+    st = Store(url)
+    try:
+        assert st.health() == {"ok": True, "error": None}
+        st.upsert_session("s1", project="/p", model="m")
+        st.archive_profile({"session_id": "s1", "segment": 0, "rent_usd": 1.5, "path_totals": {"a.py": 3}})
+        assert st.record_reminder("s1", 0, 1, 3, "2026-11-01T00:00:00Z") is True
+        assert st.record_reminder("s1", 0, 1, 3, "2026-11-01T00:00:00Z") is False
+        st.add_spend("2026-11-01", "s1", "m", "/p", False, {"in": 3}, 0.5)
+        st.add_spend("2026-11-01", "s1", "m", "/p", False, {"in": 2}, 0.25)
+        assert [p["rent_usd"] for p in st.segments()] == [1.5]
+        assert st.spend_rows()[0]["usd"] == 0.75 and st.spend_rows()[0]["tokens"]["in"] == 5
+        row = {"kind": "day", "key": "[1]", "payload": {"a": 1}, "digest": "d1"}
+        assert st.team_outbox_write("me", put=[row])
+        assert st.team_outbox_write("me", confirm=[["day", "[1]", "d1"]])
+        assert st.team_outbox("me")[0]["confirmed"] == "d1"
+        assert pg.sql("SELECT version FROM schema_version", database="local_store")[0][0] >= 2
+    finally:
+        st.close()
