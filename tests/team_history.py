@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import ROOT
-from tests.transcripts import call, compact, prompt, result, tool
+from tests.transcripts import call, compact, prompt, result, sidechain, tool
 
 MODELS = ("claude-sonnet-4-5", "claude-opus-4-6", "claude-not-in-the-price-table")
 
@@ -34,6 +34,8 @@ def _entries(seed: int, s: int, days: int, sid: str, cwd: str) -> list[dict]:
                 out.append(result(tools[0]["id"], f"The file {cwd}/a.py has been updated.", t + 5))
             elif tools:
                 out.append(result(tools[0]["id"], f"{cwd}/a.py:1:value = 1\n{cwd}/b.py:3:value", t + 5))
+        out.append(sidechain(call(f"msg_{seed}_{s}_{d}_sub", base + 140, inn=30, cw5=900, cr=4_000, out=60,
+                                  model=MODELS[1])))  # a subagent's call, inline
         out.append(compact(base + 150, pre=30_000 + seed, post=5_000))
         out.append(call(f"msg_{seed}_{s}_{d}_after", base + 160, inn=50, cw5=5_000, cr=0, out=30, model=MODELS[0]))
     for e in out:
