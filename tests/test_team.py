@@ -380,3 +380,19 @@ def test_the_local_store_also_runs_on_a_postgresql_database_url(pg):
         assert pg.sql("SELECT version FROM schema_version", database="local_store")[0][0] >= 2
     finally:
         st.close()
+
+
+def test_real_transcripts_pushed_equal_the_local_report(team, tmp_path):
+    """Transcripts written by real Claude Code versions (subagents, compactions, odd lines), when present."""
+    from tests.conftest import FIXTURES
+    from tests.test_report import copy_fixtures
+
+    if not (FIXTURES / "real").is_dir():
+        pytest.skip(f"the shared real transcripts are not here ({FIXTURES / 'real'})")
+    claude = copy_fixtures(tmp_path / "real-claude")
+    team.env[A]["CLAUDE_CONFIG_DIR"] = str(claude)
+    for attempt in range(2):  # the second push must change nothing
+        r = team.push(A)
+        assert r.returncode == 0, r.stderr
+    assert " 0 rows sent" in r.stdout
+    team.assert_equals_local((A,))
