@@ -156,12 +156,7 @@ def test_a_repeated_push_changes_nothing(team):
     again = team.push(A)
     assert again.returncode == 0 and " 0 rows sent" in again.stdout
     # the same rows sent again (an outbox lost): the upsert leaves every row as it was
-    from pathlib import Path
-    import sqlite3
-    db = sqlite3.connect(Path(team.env[A]["CTXLAMP_HOME"]) / "ctxlamp.db")
-    db.execute("UPDATE team_outbox SET confirmed = NULL")
-    db.commit()
-    db.close()
+    _outbox(team, A, forget_confirmations=True)
     third = team.push(A)
     assert third.returncode == 0 and " 0 rows sent" not in third.stdout
     after = team.pg.sql("SELECT xmin::text, * FROM ctxlamp_team.day_figures ORDER BY member, day, model, project",
@@ -246,24 +241,59 @@ def test_unreachable_at_start_then_pushed_when_it_is_back(team, tmp_path):
     team.assert_equals_local()
 
 
-def test_server_killed_mid_push_and_restarted(team):
+def _push_waiting_on_a_lock(team, member: str):
+    """A push of `member` started and stuck inside its server transaction (the owner holds a table lock)."""
     import psycopg2
 
-    assert team.push(B).returncode == 0  # B's key is known locally from now on
     hold = psycopg2.connect(team.owner)
-    cur = hold.cursor()
-    cur.execute("LOCK TABLE ctxlamp_team.day_figures IN ACCESS EXCLUSIVE MODE")  # the push will wait inside its txn
-    proc = spawn(team.env[A], "team", "push", "--url", team.url[A], "--member", A)
+    hold.cursor().execute("LOCK TABLE ctxlamp_team.day_figures IN ACCESS EXCLUSIVE MODE")
+    proc = spawn(team.env[member], "team", "push", "--url", team.url[member], "--member", member)
+    deadline = time.monotonic() + 60
+    while True:
+        waiting = team.pg.sql("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                              "AND query LIKE 'INSERT INTO ctxlamp_team.day_figures%%'", database="postgres")
+        if waiting[0][0]:
+            return hold, proc
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the push never reached the server"
+        time.sleep(0.05)
+
+
+def _outbox(team, member: str, forget_confirmations: bool = False) -> list[tuple]:
+    """The member's outbox rows; `forget_confirmations` makes every row pending again (an outbox lost)."""
+    import sqlite3
+    from pathlib import Path
+
+    db = sqlite3.connect(Path(team.env[member]["CTXLAMP_HOME"]) / "ctxlamp.db")
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            waiting = team.pg.sql("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                                  "AND query LIKE 'INSERT INTO ctxlamp_team.day_figures%%'", database="postgres")
-            if waiting[0][0]:
-                break
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the push never reached the server"
-            time.sleep(0.05)
+        if forget_confirmations:
+            db.execute("UPDATE team_outbox SET confirmed = NULL")
+            db.commit()
+        return db.execute("SELECT kind, key, digest, confirmed FROM team_outbox").fetchall()
+    finally:
+        db.close()
+
+
+def test_the_pushing_process_killed_mid_push_loses_nothing(team):
+    assert team.push(A).returncode == 0 and team.push(A).returncode == 0  # key known, all confirmed
+    _outbox(team, A, forget_confirmations=True)  # as if these rows were new
+    team.pg.sql("DELETE FROM ctxlamp_team.day_figures", database=team.db)  # and the server had none of them
+    hold, proc = _push_waiting_on_a_lock(team, A)
+    proc.kill()  # the member's machine dies mid-push
+    proc.communicate()
+    hold.close()
+    assert not [r for r in team.rows() if r[0] == A]
+    assert all(confirmed is None for *_, confirmed in _outbox(team, A))  # still pending, on disk
+    r = team.push(A)
+    assert r.returncode == 0 and " 0 rows sent" not in r.stdout, r.stderr
+    assert all(digest == confirmed for _, _, digest, confirmed in _outbox(team, A))
+    team.assert_equals_local((A,))
+
+
+def test_server_killed_mid_push_and_restarted(team):
+    assert team.push(B).returncode == 0  # B's key is known locally from now on
+    hold, proc = _push_waiting_on_a_lock(team, A)
+    try:
         team.pg.crash()
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 3, out + err
