@@ -62,7 +62,7 @@ def _field(block: dict, dotted: str):
 
 def report_parts(*, workers: int | None = None) -> tuple[dict, dict, object, dict]:
     """(summary, scan results, spend tally, the summary's other inputs) of a report over all days."""
-    from service.commands.report import compute
+    from service.report.build import compute
 
     kept: list = []
     summary = compute(workers=workers, progress=False, keep=kept)
@@ -72,7 +72,7 @@ def report_parts(*, workers: int | None = None) -> tuple[dict, dict, object, dic
 
 def channel_days(results: dict, tally, inputs: dict, breakdown: dict) -> dict[str, dict]:
     """Day -> the report's edit, pinch and retrieval figures over that day (channel_totals, per day)."""
-    from service.channels.summary import Period, channel_totals, day_of, period_events
+    from service.report.summary import Period, channel_totals, day_of, period_events
 
     files = [results[p] for p in sorted(results)]
     by_day: dict[str | None, list] = defaultdict(list)

@@ -42,7 +42,7 @@ class TeamPusher:
 
     def push_now(self) -> dict:
         """One push; its outcome is kept for GET /api/v1/team and logged on failure."""
-        from service import reports
+        from service.report import answers
         from service.team.push import push, waiting
 
         cfg = self.config()
@@ -50,7 +50,7 @@ class TeamPusher:
             return self.last
         settings = resolve(cfg)
         at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-        with self._lock, reports._lock:
+        with self._lock, answers._lock:
             try:
                 result = push(settings, self.store, workers=1)
                 self.last = {"at": at, "ok": True, "sent": result.sent, "waiting": result.waiting, "error": None}

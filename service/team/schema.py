@@ -37,13 +37,13 @@ def init(url: str) -> int:
     """Create or migrate the team schema; returns its version."""
     import psycopg2
 
-    from models.migrations import migrate
+    from service.store.team import migrate_schema
     from service.team.migrations import steps
 
     try:
         db = _owner_db(url)
         try:
-            return migrate(db, steps())
+            return migrate_schema(db, steps())
         finally:
             db.close()
     except psycopg2.Error as exc:

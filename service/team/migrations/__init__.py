@@ -1,6 +1,6 @@
 """Numbered migrations of the team schema (`ctxlamp_team` on the team's PostgreSQL server).
 
-Applied by models.migrations.migrate (the same runner as the local database:
+Applied by the models' runner (service/store/team.py: the same as the local database's:
 one transaction per step with the version bump, re-runs skip what is applied),
 with the schema first on the search path so its version table lives there too.
 """
