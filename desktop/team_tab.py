@@ -57,7 +57,7 @@ def headline(doc: dict) -> str:
     elif last.get("ok"):
         pushed = f"last push {last.get('at')}: {last.get('sent', 0)} rows sent, {last.get('waiting', 0)} waiting"
     else:
-        pushed = f"last push {last.get('at')} failed: {last.get('error')} ({last.get('waiting')} rows waiting)"
+        pushed = f"last push {last.get('at')} failed: {last.get('message')}"
     return (f"<b>Team</b> — {len(doc.get('members') or {})} members, spend {fmt_usd(doc.get('total_usd'))}, "
             f"rent {fmt_usd(doc.get('rent_usd'))} · you are {doc.get('member', '?')} · {pushed}")
 

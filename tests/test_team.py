@@ -380,6 +380,11 @@ def test_the_service_pushes_every_push_every_and_serves_the_team_view(team, qtbo
         demo = MainWindow(DemoSource())
         qtbot.addWidget(demo)
         assert demo.team_tab is None and "Team" not in [demo.tabs.tabText(i) for i in range(demo.tabs.count())]
+        # `team push` while the service runs asks it (only the service writes the local database)
+        r = ctl(env, "team", "push")
+        assert r.returncode == 0 and "through the running service" in r.stdout and "all pushed" in r.stdout, r.stderr
+        r = ctl(env, "team", "push", "--member", B)
+        assert r.returncode == 4 and "through the running service" in r.stderr and f"writes as '{A}'" in r.stderr
     assert view["member"] == A and view["last_push"]["waiting"] == 0
     local = team.local(A)
     assert view["members"][A]["spend_usd"] == pytest.approx(local["spend"]["total_usd"], abs=1e-6)

@@ -126,6 +126,10 @@ PATHS = {
                                   [_q("since"), _q("until")])},
     "/api/v1/team": {"get": _op("the team report (`ctxlamp team report --json`), this member, the last push",
                                 {**_ok(_obj()), **E404, **E503}, [_q("since"), _q("until")])},
+    "/api/v1/team/push": {"post": _op(
+        "push this member's figures now (what `ctxlamp team push` asks a running service)",
+        {**_ok(_obj({"ok": {"type": "boolean"}, "exit_code": INT, "sent": INT, "message": STR})), **E404}, None,
+        _body(_obj({"url": STR, "member": STR})))},
     "/api/v1/rotate": {"post": _op(
         "follow another session of a project (SessionStart hook)",
         _ok(_obj({"ok": {"type": "boolean"}, "following": STR, "pending": {"type": "boolean"}})), None,

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         if what == "member":
             return _member_add(settings, args.name)
         if what == "push":
-            return _push(settings)
+            return _push(settings, args)
         return _report(settings, args)
     except TeamError as exc:
         print(f"ctxlamp team {what}: {exc}", file=sys.stderr)
@@ -92,35 +92,51 @@ def _member_add(settings, name: str) -> int:
     return 0
 
 
-def _push(settings) -> int:
+def _push(settings, args) -> int:
+    """Through the running service when there is one (in a running system only the service writes), else here."""
+    result = _push_through_service(args)
+    if result is None:
+        result = _push_here(settings)
+    if result["exit_code"] == 0:
+        print(result["message"])
+    else:
+        print(f"ctxlamp team push: {result['message']}", file=sys.stderr)
+    return int(result["exit_code"])
+
+
+def _push_through_service(args) -> dict | None:
+    from service.api.client import ApiClient, NoService
+
+    try:
+        client = ApiClient(timeout=600)
+        status, body = client.request("POST", "/api/v1/team/push",
+                                      {k: v for k, v in (("url", args.url), ("member", args.member)) if v})
+    except NoService:
+        return None
+    if status != 200 or not isinstance(body, dict) or "exit_code" not in body:
+        return None  # an older service, or none configured there: push from here
+    body["message"] += " (through the running service)"
+    return body
+
+
+def _push_here(settings) -> dict:
     from service.paths import app_paths
     from service.store import Store
-    from service.team.push import push, team_key, waiting, writes_as
-    from service.team.server import Refused, TeamError, where
+    from service.team.push import failure, outcome, team_key
+    from service.team.server import TeamError
 
     store = Store(app_paths().ensure().db)
     try:
         if not settings.key:
-            key = team_key(settings)  # the server's, when it answers
+            try:
+                key = team_key(settings)  # the server's, when it answers
+            except TeamError as exc:
+                return failure(exc, settings, store)
             remember_key(key)
             settings = settings.with_key(key)
-        result = push(settings, store)
-    except TeamError as exc:
-        left = waiting(settings, store)
-        hint = ""
-        if isinstance(exc, Refused):
-            owner = writes_as(settings.url)
-            if owner and owner != settings.member:
-                hint = f" (this URL writes as {owner!r}, not {settings.member!r})"
-        print(f"ctxlamp team push: {exc}{hint}; nothing lost: {left} rows wait in the local outbox "
-              "and the figures are computed again on the next push", file=sys.stderr)
-        return exc.exit_code
+        return outcome(settings, store)
     finally:
         store.close()
-    state = "all pushed" if not result.waiting else f"{result.waiting} rows wait in the local outbox"
-    print(f"team push as {settings.member} to {where(settings.url)}: {result.sent} rows sent, "
-          f"{result.rows} shared in all; {state}")
-    return 0 if not result.waiting else 1
 
 
 def _report(settings, args) -> int:

@@ -13,8 +13,7 @@ import threading
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
-from service.team.server import TeamError
-from service.team.settings import configured, resolve
+from service.team.settings import TeamSettings, configured, resolve
 
 log = logging.getLogger("ctxlamp.team")
 FIRST_PUSH_AFTER_S = 30.0
@@ -40,28 +39,44 @@ class TeamPusher:
                           coalesce=True, next_run_time=first)
         return pusher
 
-    def push_now(self) -> dict:
-        """One push; its outcome is kept for GET /api/v1/team and logged on failure."""
+    def push_now(self, settings: TeamSettings | None = None) -> dict:
+        """One push (the configured team, or `settings`); its outcome is kept for GET /api/v1/team."""
         from service.report import answers
-        from service.team.push import push, waiting
+        from service.team.push import outcome
 
-        cfg = self.config()
-        if not configured(cfg):
-            return self.last
-        settings = resolve(cfg)
+        if settings is None:
+            cfg = self.config()
+            if not configured(cfg):
+                return self.last
+            settings = resolve(cfg)
         at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-        with self._lock, answers._lock:
+        with self._lock, answers._lock:  # one scan at a time: the report's caches are files
             try:
-                result = push(settings, self.store, workers=1)
-                self.last = {"at": at, "ok": True, "sent": result.sent, "waiting": result.waiting, "error": None}
-            except TeamError as exc:
-                log.warning("team push: %s", exc)
-                self.last = {"at": at, "ok": False, "sent": 0, "waiting": waiting(settings, self.store),
-                             "error": str(exc)}
+                result = outcome(settings, self.store, workers=1)
             except Exception as exc:  # noqa: BLE001 - a scheduled job must not die; say what happened
                 log.exception("team push failed")
-                self.last = {"at": at, "ok": False, "sent": 0, "waiting": None, "error": f"{type(exc).__name__}: {exc}"}
+                result = {"ok": False, "exit_code": 1, "sent": 0, "waiting": None, "rows": None,
+                          "message": f"{type(exc).__name__}: {exc}"}
+        if not result["ok"]:
+            log.warning("team push: %s", result["message"])
+        self.last = {"at": at, **result}
         return self.last
+
+
+def push_for(service, url: str | None = None, member: str | None = None) -> dict:
+    """POST /api/v1/team/push (`ctxlamp team push` while the service runs): push now, as the command asks.
+
+    LookupError when no team is configured and no URL is given.
+    """
+    cfg = service.cfg
+    if not url and not configured(cfg):
+        raise LookupError("no team configured ([team] url in config.toml, or --url)")
+    store = service.persist.store if service.persist else None
+    if store is None:
+        return {"ok": False, "exit_code": 1, "sent": 0, "waiting": None, "rows": None,
+                "message": "the service has no local database to keep the outbox in"}
+    pusher = service.team or TeamPusher(lambda: service.cfg, store)
+    return pusher.push_now(resolve(cfg, url, member))
 
 
 def team_view(cfg: dict, pusher: TeamPusher | None, since: str | None = None, until: str | None = None) -> dict:

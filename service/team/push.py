@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 
 from service.team import figures, outbox
-from service.team.server import SCHEMA, TeamError, transaction
+from service.team.server import SCHEMA, Refused, TeamError, transaction, where
 from service.team.settings import TeamSettings
 
 CHUNK = 2000  # rows per server transaction
@@ -105,6 +105,32 @@ def _delete(cur, member: str, table: str, keys: tuple, key_lists: list[list]) ->
     where = " AND ".join(f"{k} = %s" for k in keys)
     for key in key_lists:
         cur.execute(f"DELETE FROM {SCHEMA}.{table} WHERE member = %s AND {where}", (member, *key))
+
+
+def failure(exc: TeamError, settings: TeamSettings, store) -> dict:
+    """A failed push as data (see `outcome`), saying what waits and, when refused, who the URL writes as."""
+    left = waiting(settings, store)
+    hint = ""
+    if isinstance(exc, Refused):
+        owner = writes_as(settings.url)
+        if owner and owner != settings.member:
+            hint = f" (this URL writes as {owner!r}, not {settings.member!r})"
+    return {"ok": False, "exit_code": exc.exit_code, "sent": 0, "waiting": left, "rows": None,
+            "message": f"{exc}{hint}; nothing lost: {left} rows wait in the local outbox "
+                       "and the figures are computed again on the next push"}
+
+
+def outcome(settings: TeamSettings, store, *, workers: int | None = None) -> dict:
+    """One push as data: ok, exit_code (0, 1, 3 unreachable, 4 refused), sent, waiting, rows, a one-line message."""
+    try:
+        result = push(settings, store, workers=workers)
+    except TeamError as exc:
+        return failure(exc, settings, store)
+    state = "all pushed" if not result.waiting else f"{result.waiting} rows wait in the local outbox"
+    return {"ok": not result.waiting, "exit_code": 0 if not result.waiting else 1, "sent": result.sent,
+            "waiting": result.waiting, "rows": result.rows,
+            "message": f"team push as {settings.member} to {where(settings.url)}: {result.sent} rows sent, "
+                       f"{result.rows} shared in all; {state}"}
 
 
 def push(settings: TeamSettings, store, *, workers: int | None = None) -> PushResult:
