@@ -112,3 +112,6 @@ class ApiClient:
     def overview(self, days: int) -> dict:
         """Sums the report over the period: a first (cold) report over a big history takes seconds."""
         return self.request("GET", "/overview", query={"days": days}, timeout=max(self.timeout, 60.0))
+
+    def team(self, since: str | None = None, until: str | None = None) -> dict:
+        return self.request("GET", "/team", query={"since": since, "until": until})

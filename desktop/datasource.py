@@ -62,6 +62,9 @@ class ApiSource:
     def overview(self, days: int) -> dict:
         return self._call(self.client.overview, days)
 
+    def team(self) -> dict:
+        return self._call(self.client.team)
+
 
 def demo_dir() -> Path:
     import resources
@@ -130,3 +133,6 @@ class DemoSource:
         if str(days) not in self._overview:
             raise DataError(f"the demo has no {days}-day overview")
         return copy.deepcopy(self._overview[str(days)])
+
+    def team(self) -> dict:
+        raise DataError("the demo has no team")

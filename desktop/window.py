@@ -1,4 +1,5 @@
-"""The window: Overview, Session, Edits, Trimming, Search, History, Files and Settings tabs.
+"""The window: Overview, Session, Edits, Trimming, Search, History, Files and Settings tabs,
+and Team when a team is configured.
 
 Thin widgets over desktop.viewmodel; data comes from a DataSource (the live API
 or the demo). A failed request shows its message in the tab, never a crash.
@@ -19,6 +20,7 @@ from desktop.overview_model import project_name
 from desktop.overview_tab import OverviewTab
 from desktop.session_words import header_facts, header_title
 from desktop.settings_tab import SettingsTab
+from desktop.team_tab import TeamTab, team_configured
 from desktop.viewmodel import (
     SEGMENT_COLUMNS, SEGMENT_TIPS, curve_view, file_rows, fmt_tokens, segment_rows, selection_change,
     series_view,
@@ -194,11 +196,14 @@ class MainWindow(QMainWindow):
         self.history_tab = HistoryTab()
         self.files_tab = FilesTab()
         self.settings_tab = SettingsTab(source)
+        self.team_tab = TeamTab(source) if team_configured(source) else None
         widgets = {"overview": self.overview_tab, "session": self.session_tab, "edits": self.channel_tabs["edit"],
                    "pinch": self.channel_tabs["pinch"], "retrieval": self.channel_tabs["retrieval"],
                    "history": self.history_tab, "files": self.files_tab, "settings": self.settings_tab}
         for name, label in TABS:
             self.add_tab(widgets[name], label)
+        if self.team_tab is not None:  # last, so the other tabs keep their places (TAB_NAMES)
+            self.add_tab(self.team_tab, "Te&am")
         self.setCentralWidget(self.tabs)
         self.overview_tab.open_session.connect(self.open_session)
         self.status_label = QLabel()
@@ -295,7 +300,7 @@ class MainWindow(QMainWindow):
                 self.history_tab.show_segments(self.source.segments())
             except DataError as exc:
                 self.history_tab.show_error(str(exc))
-        elif isinstance(w, ChannelTab):
+        elif isinstance(w, (ChannelTab, TeamTab)):
             w.reload()
         elif w is self.settings_tab or w is self.overview_tab:
             w.reload()

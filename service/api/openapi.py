@@ -61,7 +61,7 @@ SCHEMAS = {
                      "buckets": {"type": "array"}, "totals": _obj(), "sources": {"type": "array"}}),
     "Handoff": _obj({"token": STR, "task": STR, "body": STR, "paths": {"type": "array"}, "project": NSTR}),
     "Config": _obj({s: _obj() for s in ("engine", "selection", "reminders", "history", "sessions",
-                                         "database", "tokenizer")}),
+                                         "database", "tokenizer", "team")}),
 }
 
 
@@ -128,6 +128,13 @@ PATHS = {
     "/api/v1/overview": {"get": _op("the window's overview: spend per day by model and project, dearest sessions, "
                                     "rent and what restarting at the reminders would have saved (UTC days)",
                                     {**_ok(_obj()), **E503}, [_q("days", INT)])},
+
+    "/api/v1/team": {"get": _op("the team report (`ctxlamp team report --json`), this member, the last push",
+                                {**_ok(_obj()), **E404, **E503}, [_q("since"), _q("until")])},
+    "/api/v1/team/push": {"post": _op(
+        "push this member's figures now (what `ctxlamp team push` asks a running service)",
+        {**_ok(_obj({"ok": {"type": "boolean"}, "exit_code": INT, "sent": INT, "message": STR})), **E404}, None,
+        _body(_obj({"url": STR, "member": STR})))},
     "/api/v1/rotate": {"post": _op(
         "follow another session of a project (SessionStart hook)",
         _ok(_obj({"ok": {"type": "boolean"}, "following": STR, "pending": {"type": "boolean"}})), None,

@@ -139,6 +139,9 @@ class ApiServer:
             ("GET", r"/api/v1/spend", self.get_spend),
             ("GET", r"/api/v1/report", self.get_report),
             ("GET", r"/api/v1/overview", self.get_overview),
+
+            ("GET", r"/api/v1/team", self.get_team),
+            ("POST", r"/api/v1/team/push", self.post_team_push),
             ("POST", r"/api/v1/rotate", self.post_rotate),
             ("POST", r"/api/v1/handoffs", self.post_handoff),
             ("GET", r"/api/v1/handoffs", self.get_handoffs),
@@ -224,6 +227,29 @@ class ApiServer:
         except Unavailable:
             segments = []
         return overview.overview(_int(q, "days", 7), segments, self.service.status()["sessions"])
+
+    def get_team(self, q, body):
+        from service.team.job import team_view
+        from service.team.server import TeamError
+
+        try:
+            return team_view(self.service.cfg, getattr(self.service, "team", None), q.get("since") or None,
+                             q.get("until") or None)
+        except LookupError as exc:
+            raise HttpError(404, str(exc)) from None
+        except TeamError as exc:
+            raise HttpError(503, str(exc)) from None
+
+    def post_team_push(self, q, body):
+        from service.team.job import push_for
+
+        url, member = body.get("url"), body.get("member")
+        if not all(v is None or isinstance(v, str) for v in (url, member)):
+            raise HttpError(400, "url and member must be strings")
+        try:
+            return push_for(self.service, url, member)
+        except LookupError as exc:
+            raise HttpError(404, str(exc)) from None
 
     def post_rotate(self, q, body):
         sid = body.get("session_id")
