@@ -79,7 +79,7 @@ class SegmentProfile(BaseModel):
     laps = pw.IntegerField(default=0)
     duration_s = pw.DoubleField(null=True)
     path_totals = JSONField(null=True)
-    models = JSONField(null=True)  # [{model, calls, bill_in_usd, bill_out_usd}] in order of first use (0002)
+    models = JSONField(null=True)  # [{model, calls, bill_in_usd, bill_out_usd}] in order of first use (0003)
     archived_at = pw.TextField()
 
     class Meta:
@@ -193,9 +193,27 @@ class ScanState(BaseModel):
     offset = pw.BigIntegerField(column_name="offset_bytes", default=0)
 
 
+class TeamOutbox(BaseModel):
+    """A team row (figures of one member) and the digest of it the team server last confirmed.
+
+    `digest` differs from `confirmed` while the server has not taken this version;
+    `payload` None is a deletion still to send.
+    """
+
+    member = pw.TextField()
+    kind = pw.TextField()  # day | channel | segment
+    key = pw.TextField()   # the row's natural key, as JSON
+    payload = JSONField(null=True)
+    digest = pw.TextField()
+    confirmed = pw.TextField(null=True)
+
+    class Meta:
+        indexes = ((("member", "kind", "key"), True),)
+
+
 ALL_MODELS = (
     Session, Lineage, SegmentProfile, Reminder, DailySpend, Handoff,
-    TurnRecord, ChannelEvent, LedgerSnapshot, ScanState,
+    TurnRecord, ChannelEvent, LedgerSnapshot, ScanState, TeamOutbox,
 )
 
 # The FTS5 table over turn records (SQLite only); kept in sync by triggers (see 0001).

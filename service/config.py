@@ -26,7 +26,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "database": {"url": ""},
     "tokenizer": {"ratio": {}},
     "transcripts": {"max_line_mb": 128},
+
+    "team": {"url": "", "member": "", "projects": "hash", "push_every": "10m", "key": ""},
 }
+TEAM_PROJECTS = ("hash", "name", "none")
 
 COMMENTS = {
     "engine": "g_floor: least growth per call (tokens); eps_*: how far above the best average cost amber/red start",
@@ -34,9 +37,12 @@ COMMENTS = {
     "reminders": "min_gap: at most one reminder popup per session this often (e.g. 10m, 1h)",
     "history": "store_prompts: keep prompt previews in turn records (false stores no prompt text)",
     "sessions": "live_hours: transcripts modified this recently are live sessions at start",
-    "database": "url: empty for the local SQLite file; postgresql://... for a team database",
+    "database": "url: empty for the local SQLite file; postgresql://... keeps it on a server (a team: [team])",
     "tokenizer": "ratio.<family>: Claude-to-o200k token ratio per model family (ctxlamp calibrate fits it)",
     "transcripts": "max_line_mb: a transcript line longer than this (MB) is skipped and counted, never held whole",
+
+    "team": "url: postgresql://... of the team database (empty: no team); member: default user@host; "
+            "projects: hash | name | none; push_every: e.g. 10m; key: the project-hash key (docs/team.md)",
 }
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
@@ -98,8 +104,10 @@ def _check(section: str, key: str, value: Any) -> Any:
     elif isinstance(default, str):
         if not isinstance(value, str) or not _utf8(value):
             raise ConfigError(f"{where} must be a string")
-        if section == "reminders":
+        if (section, key) in (("reminders", "min_gap"), ("team", "push_every")):
             parse_duration(value)
+        if (section, key) == ("team", "projects") and value not in TEAM_PROJECTS:
+            raise ConfigError(f"{where} must be one of {', '.join(TEAM_PROJECTS)}")
     elif isinstance(default, list):
         if not isinstance(value, list) or not all(isinstance(v, str) and _utf8(v) for v in value):
             raise ConfigError(f"{where} must be a list of strings")

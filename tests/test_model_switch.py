@@ -256,7 +256,9 @@ def test_the_store_keeps_each_models_calls_and_spend_and_reads_old_rows_as_their
 
     path = tmp_path / "ctxlamp.db"
     db = models.open_database(path)
-    models.migrate(db, load_migrations()[:1])  # a database of before 0002, with one profile in it
+    steps = load_migrations()
+    before = steps[:[m.__name__ for _, m in steps].index("models.migrations.0003_segment_models")]
+    models.migrate(db, before)  # a database of before 0003, with one profile in it
     db.execute_sql("INSERT INTO segment_profile (session_id, segment, model, calls, turns, bill_in_usd, "
                    "bill_out_usd, laps, archived_at) VALUES ('old', 0, 'claude-sonnet-4-5', 4, 1, 0.5, 0.1, 0, 'x')")
     db.close()

@@ -17,7 +17,8 @@ import peewee as pw
 
 MIGRATIONS: tuple[str, ...] = (
     "0001_initial",
-    "0002_segment_models",
+    "0002_team_outbox",
+    "0003_segment_models",
 )
 
 

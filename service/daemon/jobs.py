@@ -45,6 +45,9 @@ class Jobs:
         every = float(os.environ.get("CTXLAMP_CHECKPOINT_EVERY_S") or CHECKPOINT_EVERY_S)  # tests shorten it
         self.scheduler.add_job(self.checkpoint_now, "interval", seconds=every, id="checkpoint",
                                max_instances=1, coalesce=True)
+        from service.team.job import TeamPusher  # the team push, when a team is configured (docs/team.md)
+
+        self.team = TeamPusher.schedule(self.scheduler, lambda: self.cfg, self.persist.store if self.persist else None)
         self.scheduler.start(paused=False)
         self.scheduler.pause_job("checkpoint")  # armed by the first change: no idle wakeups
         self._arm_checkpoint()

@@ -118,6 +118,7 @@ class Service(Following, Jobs):
         self.watcher = None
         self.api = None
         self.scheduler = None
+        self.team = None  # service.team.job.TeamPusher when a team is configured
         self.persist: Persistence | None = None
         self.engine_cfg = None
         self.prices = None

@@ -30,30 +30,35 @@ def load_prices():
 
 def compute(since: str | None = None, until: str | None = None, *, projects: str | None = None,
             lean_ctx: str | None = None, router_db: str | None = None, usage_db: str | None = None,
-            use_cache: bool = True, workers: int | None = None, progress: bool = False) -> dict:
-    """The report as a dict, for callers other than the CLI (the service's /api/v1/report).
+            use_cache: bool = True, workers: int | None = None, progress: bool = False,
+            keep: list | None = None) -> dict:
+    """The report as a dict, for callers other than the CLI (the service's /api/v1/report, the team push).
 
     A process with threads (the service) should pass workers=1: the scan's pool forks.
+    `keep` receives what the summary was built from (see build_report).
     """
     ns = argparse.Namespace(since=since, until=until, projects=projects, lean_ctx=lean_ctx, router_db=router_db,
                             usage_db=usage_db, no_cache=not use_cache)
-    return build_report(ns, workers=workers, progress=progress)
+    return build_report(ns, workers=workers, progress=progress, keep=keep, reuse_last=keep is None)
 
 
-def build_report(args, *, workers: int | None = None, progress: bool = True, keep: list | None = None) -> dict:
+def build_report(args, *, workers: int | None = None, progress: bool = True, keep: list | None = None,
+                 reuse_last: bool = True) -> dict:
     """Scan transcripts and ledgers (cached) and sum them over the period.
 
     Two caches under the data dir: per-file scan results (so only changed
     files are read again) and the last summary with the fingerprints of
     everything it was built from (so an unchanged history costs one walk).
+    `keep` receives (results, cache, tally, the summary's other inputs); a
+    caller that needs them passes reuse_last=False (the last summary has none).
     """
     from service.report.scan import collector_paused
 
     with collector_paused():  # the summary's small objects would make the collector walk every result again
-        return _build_report(args, workers, progress, keep)
+        return _build_report(args, workers, progress, keep, reuse_last)
 
 
-def _build_report(args, workers: int | None, progress: bool, keep: list | None) -> dict:
+def _build_report(args, workers: int | None, progress: bool, keep: list | None, reuse_last: bool = True) -> dict:
     import hashlib
     import os
     import threading
@@ -84,7 +89,7 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
                [(str(p), scan.fingerprint(str(p))) for p in extra], _prices_fingerprint()]
     key = hashlib.sha256(orjson.dumps(key_doc)).hexdigest()
     last_path = cache_dir / "report-last.json"
-    if use_cache:
+    if use_cache and reuse_last:
         try:
             last = orjson.loads(last_path.read_bytes())
             if last.get("key") == key:
@@ -159,8 +164,10 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
     if saver:
         saver.start()
     table, tally = loaded
+    inputs = {"external": external, "router": router, "lean_ctx_present": lean is not None,
+              "usage_db_tools": usage_tools, "notes": notes}
     if keep is not None:  # the caller frees the scan's results when it likes (a one-shot command: never)
-        keep.append((results, cache, tally))
+        keep.append((results, cache, tally, inputs))
     summary = build_summary(results, table.lookup, since=args.since, until=args.until, external=external,
                             router=router, lean_ctx_present=lean is not None, usage_db_tools=usage_tools,
                             ledger_stats=ledger_stats, source_notes=notes, tally=tally)

@@ -129,7 +129,7 @@ class SessionParts:
             for r in query.limit(max(1, int(limit))):
                 d = {k: getattr(r, k) for k in self._PROFILE_FIELDS}
                 d["path_totals"] = d["path_totals"] or {}
-                d["models"] = profile_models(d)  # rows from before 0002: their one model
+                d["models"] = profile_models(d)  # rows from before 0003: their one model
                 d["archived_at"] = r.archived_at
                 out.append(d)
             return out

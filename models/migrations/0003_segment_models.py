@@ -1,4 +1,4 @@
-"""0002: segment profiles list the models they used (a /model switch inside a segment).
+"""0003: segment profiles list the models they used (a /model switch inside a segment).
 
 `segment_profile.models` holds JSON text: [{model, calls, bill_in_usd, bill_out_usd}]
 in order of first use. Rows archived before it are NULL (read as their one model).
