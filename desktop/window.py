@@ -203,7 +203,7 @@ class MainWindow(QMainWindow):
         for name, label in TABS:
             self.add_tab(widgets[name], label)
         if self.team_tab is not None:  # last, so the other tabs keep their places (TAB_NAMES)
-            self.add_tab(self.team_tab, "Te&am")
+            self.add_tab(self.team_tab, "Team")
         self.setCentralWidget(self.tabs)
         self.overview_tab.open_session.connect(self.open_session)
         self.status_label = QLabel()
