@@ -148,6 +148,8 @@ class ApiServer:
             ("GET", r"/api/v1/config", self.get_config),
             ("POST", r"/api/v1/config", self.post_config),
             ("GET", r"/api/v1/openapi.json", self.get_openapi),
+            ("POST", r"/api/v1/statusline", self.post_statusline),
+            ("GET", r"/api/v1/limits", self.get_limits),
         ]
         return [(m, re.compile(p + "$"), fn) for m, p, fn in r]
 
@@ -290,6 +292,16 @@ class ApiServer:
 
         return document(self.port)
 
+    def post_statusline(self, q, body):
+        from service.statusline.serve import answer
+
+        return answer(self.service, body)
+
+    def get_limits(self, q, body):
+        from service.statusline.serve import limits_view
+
+        return limits_view(self.service, q.get("session") or None)
+
     def dispatch(self, method: str, path: str, query: dict, body: dict) -> Any:
         allowed = False
         for m, pattern, fn in self.routes:
@@ -405,6 +417,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(encode("service", status["service"]))
             for snap in status["sessions"]:
                 self.wfile.write(encode("snapshot", snap))
+            self.wfile.write(encode("limits", status["limits"]))
             self.wfile.write(b": following " + str(status["followed"]).encode() + b"\n\n")
             self.wfile.flush()
             while True:

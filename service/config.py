@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from service.paths import write_private
+from service.statusline.line import DEFAULT_FORMAT
 
 # section -> key -> default. `tokenizer.ratio` is a table family -> ratio.
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -25,6 +26,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "sessions": {"live_hours": 24},
     "database": {"url": ""},
     "tokenizer": {"ratio": {}},
+    "statusline": {"format": DEFAULT_FORMAT},
+    "limits": {"notice_pct": 80.0, "alert_pct": 95.0, "idle_rewrite_usd": 0.5, "idle_notice_s": 60},
 }
 
 COMMENTS = {
@@ -35,6 +38,10 @@ COMMENTS = {
     "sessions": "live_hours: transcripts modified this recently are live sessions at start",
     "database": "url: empty for the local SQLite file; postgresql://... for a team database",
     "tokenizer": "ratio.<family>: Claude-to-o200k token ratio per model family (ctxlamp calibrate fits it)",
+    "statusline": "format: parts of `ctxlamp statusline` (lamp position rent limits turn cache context); "
+                  "| separates pieces, a piece whose parts are all empty is left out",
+    "limits": "notice_pct/alert_pct: plan-limit notices (once each per window); idle_rewrite_usd/idle_notice_s: "
+              "warn this long before an idle session's cache expires when re-writing it costs at least this",
 }
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
@@ -81,6 +88,13 @@ def _check(section: str, key: str, value: Any) -> Any:
             raise ConfigError(f"{where} must be a string")
         if section == "reminders":
             parse_duration(value)
+        if section == "statusline":
+            from service.statusline.line import check_format
+
+            try:
+                check_format(value)
+            except ValueError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
     elif isinstance(default, list):
         if not isinstance(value, list) or not all(isinstance(v, str) and _utf8(v) for v in value):
             raise ConfigError(f"{where} must be a list of strings")

@@ -1,0 +1,52 @@
+"""The service's side of the status line: POST /api/v1/statusline and GET /api/v1/limits.
+
+The POST keeps what Claude Code told the command (through the same field filter the command
+used) and answers with what the line needs: the session's lamp, the last turn's share of the
+5-hour window, the limits last seen and the format template. It runs on the API thread and
+only reads the registry under its lock: the main loop is never waited on.
+"""
+from __future__ import annotations
+
+from service.statusline.reading import parse, to_epoch
+
+SESSION_FIELDS = ("session_id", "lamp", "dhat", "x", "xSweet", "bill_cycle_usd", "laps", "calls", "turns", "segment")
+
+
+def answer(service, body: dict) -> dict:
+    reading = parse(body)
+    sid = reading.get("session_id")
+    snap = None
+    if sid and service.registry is not None:
+        with service.registry.lock:
+            sess = service.registry.by_id(sid)
+            snap = sess.snapshot if sess is not None else None
+    book = service.readings
+    if book.record(sid, reading, (snap or {}).get("turns"), (snap or {}).get("calls")):
+        service.hub.publish("limits", book.limits())
+    turns = book.turn_costs(sid) if sid else []
+    cfg = service.cfg.get("statusline") or {}
+    return {
+        "known": snap is not None,
+        "session": {k: snap.get(k) for k in SESSION_FIELDS} if snap else None,
+        "limits": book.limits(epoch=True),
+        "turn": turns[-1] if turns else None,
+        "cache_expires_at": to_epoch(((snap or {}).get("cache") or {}).get("expires_at")),
+        "format": cfg.get("format"),
+    }
+
+
+def limits_view(service, session_id: str | None) -> dict:
+    """GET /api/v1/limits: the latest limits, the account's readings and, with ?session=, that session's
+    readings and per-turn costs."""
+    from service.statusline.book import iso
+
+    book = service.readings
+
+    def dated(points):
+        return [{**p, "at": iso(p["at"])} for p in points]
+
+    out = {"limits": book.limits(), "account": dated(book.account_readings())}
+    if session_id:
+        out["session"] = {"session_id": session_id, "readings": dated(book.session_readings(session_id)),
+                          "turns": book.turn_costs(session_id)}
+    return out
