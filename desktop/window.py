@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
 from desktop import charts
 from desktop.channel_tab import ChannelTab
 from desktop.datasource import DataError
+from desktop.limits_panel import LimitsPanel
 from desktop.settings_tab import SettingsTab
 from desktop.viewmodel import (
     SEGMENT_COLUMNS, STATE_WORDS, curve_view, file_rows, fmt_num, fmt_tokens, fmt_usd, lamp_colour,
@@ -50,7 +51,9 @@ class SessionTab(QWidget):
         split.addWidget(self.curve_plot)
         split.addWidget(self.stock_plot)
         split.addWidget(self.rent_plot)
-        split.setSizes([300, 200, 150])
+        self.limits_panel = LimitsPanel()
+        split.addWidget(self.limits_panel)
+        split.setSizes([300, 200, 150, 180])
         lay = QVBoxLayout(self)
         lay.addWidget(self.title)
         lay.addWidget(split, 1)
@@ -203,6 +206,7 @@ class MainWindow(QMainWindow):
                 self._error(str(exc))
                 self.series = None
         self.session_tab.show_series(self.series)
+        self.session_tab.limits_panel.load(self.source, self.session_id)
         self.files_tab.show_series(self.series)
 
     def load_all(self) -> None:
