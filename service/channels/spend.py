@@ -80,9 +80,11 @@ class SpendCollector:
             total = entry.get("totalCostUSD")
             if isinstance(total, (int, float)):
                 mu = entry.get("modelUsage")
+                from service.channels.unwritten import model_usage  # cost-state lines are few
+
                 self.cost_state = {"total_usd": float(total),
                                    "models": sorted(mu) if isinstance(mu, dict) else [],
-                                   "calls_before": len(self.calls)}
+                                   "calls_before": len(self.calls), "usage": model_usage(mu)}
 
 
 def is_placeholder_output(rec: list) -> bool:

@@ -20,6 +20,7 @@ from service.channels.ledgers import iso_ts
 from service.channels.pinch import blended_rate, cache_rate
 from service.channels.spend import KEY
 from service.channels.tally import SpendTally
+from service.channels import unwritten
 
 PLACEHOLDER_DEFINITION = ("a call (folded by message.id) whose kept revision reports output_tokens <= 1 "
                           "while its lines carry a non-empty text, thinking or tool_use block")
@@ -143,6 +144,16 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
                           router, period, notes)
     retrieval = _retrieval_totals(events, usage_db_tools, notes)
 
+    # -- requests Claude Code made but did not write: measured from cost-state, else estimated --------
+    covered = unwritten.cost_state_rows(files, tally, period.__contains__)
+    booked = unwritten.measured(covered, tally, prices, day_of)
+    with_cost_state = {fr["session_id"] for fr in files if fr.get("cost_state")}
+    guessed = unwritten.estimated([e for e in events if e["channel"] == "pinch" and e["kind"] == "compaction"
+                                   and e["source"] == "transcript" and e.get("session_id") not in with_cost_state],
+                                  prices, day_of)
+    remaining = [r["claude_code_usd"] - r["ours_usd"] - booked["by_session"].get(r["session_id"], {}).get("usd", 0.0)
+                 for r in cs_rows]
+
     malformed_transcript = sum(fr.get("malformed", 0) for fr in files)
     ledger_stats = ledger_stats or {}
     return {
@@ -161,6 +172,7 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
             "by_project": {k: _r(v) for k, v in spend["by_project"].items()},
             "by_session": {k: {**v, "usd": _r(v["usd"]), "subagents_usd": _r(v["subagents_usd"])}
                            for k, v in spend["by_session"].items()},
+            "unwritten": {"measured": booked, "estimated": guessed},
         },
         "data_quality": {
             "unpriced_models": sorted(spend["unpriced"]),
@@ -173,6 +185,9 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
             "cost_state_note": "ours = the session's calls before its last cost-state entry plus its subagents' calls; "
                                "Claude Code's totalCostUSD also includes requests it does not write as assistant "
                                "entries (compaction summaries), so ours can be lower",
+            "cost_state_remaining_usd": _r(sum(remaining)) if remaining else None,
+            "cost_state_remaining_note": "Claude Code's totalCostUSD minus ours minus the requests it did not write "
+                                         "(measured): what is left comes from its prices differing from ours",
             "malformed_lines": {"transcripts": malformed_transcript,
                                 "ledgers": int(ledger_stats.get("malformed", 0))},
             "files": len(files),
