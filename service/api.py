@@ -213,8 +213,10 @@ class ApiServer:
 
     def get_report(self, q, body):
         from service import reports
+        from service.statusline.serve import book_unwritten
 
-        return reports.report(q.get("since") or None, q.get("until") or None)
+        since, until = q.get("since") or None, q.get("until") or None
+        return book_unwritten(reports.report(since, until), self.service.readings, not since and not until)
 
     def post_rotate(self, q, body):
         sid = body.get("session_id")

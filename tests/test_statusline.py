@@ -426,3 +426,28 @@ def test_a_status_line_of_another_kind_is_left_alone(claude_env):
     assert json.loads((config / "settings.json").read_text())["statusLine"] == other["statusLine"]
     assert ctxlamp(["uninstall"], env).returncode == 0
     assert json.loads((config / "settings.json").read_text()) == other
+
+
+def test_the_status_lines_cost_books_what_was_not_written_where_no_cost_state_is(env, service):
+    ours = api(service, "GET", "/api/v1/report")[1]["spend"]["by_session"][T.SID]["usd"]
+    body = json.loads(subscriber_json())
+    body["cost"]["total_cost_usd"] = ours + 0.5
+    assert api(service, "POST", "/api/v1/statusline", body)[0] == 200
+    booked = api(service, "GET", "/api/v1/report")[1]["spend"]["unwritten"]["statusline"]
+    assert booked["label"] == "measured" and booked["usd"] == pytest.approx(0.5, abs=1e-6)
+    assert booked["by_session"][T.SID]["claude_code_usd"] == pytest.approx(ours + 0.5)
+    body["cost"]["total_cost_usd"] = ours - 0.1  # never negative: booked 0, and said
+    api(service, "POST", "/api/v1/statusline", body)
+    row = api(service, "GET", "/api/v1/report")[1]["spend"]["unwritten"]["statusline"]["by_session"][T.SID]
+    assert row["usd"] == 0 and row["would_be_negative_usd"] == pytest.approx(-0.1)
+    dated = api(service, "GET", "/api/v1/report?since=2026-11-01")[1]["spend"]["unwritten"]["statusline"]
+    assert dated["by_session"] == {}  # a cumulative figure: whole history only
+
+
+def test_recorded_api_key_json_of_the_real_cli_parses():
+    recorded = json.loads((ROOT / "tests" / "data" / "statusline-apikey-2.1.328.json").read_text())
+    r = reading.parse(recorded)
+    assert r["session_id"] == recorded["session_id"] and "rate_limits" not in r
+    assert r["prompt_cache"]["expires_at"] == recorded["prompt_cache"]["expires_at"]
+    assert "ttl" not in r["prompt_cache"]  # "5m" in 2.1.328: a text, not the number of seconds: dropped
+    assert r["cost"]["total_cost_usd"] == recorded["cost"]["total_cost_usd"]

@@ -50,3 +50,32 @@ def limits_view(service, session_id: str | None) -> dict:
         out["session"] = {"session_id": session_id, "readings": dated(book.session_readings(session_id)),
                           "turns": book.turn_costs(session_id)}
     return out
+
+
+def book_unwritten(doc: dict, book, whole_history: bool) -> dict:
+    """Add to a report what Claude Code's status line says it spent beyond the written calls, for sessions
+    with no cost-state yet (those have the measured booking). Its figure is cumulative for the session and
+    priced with Claude Code's own prices, so it is used only over the whole history, and labelled so."""
+    spend = doc.get("spend") or {}
+    unwritten = spend.get("unwritten")
+    if not isinstance(unwritten, dict):
+        return doc
+    known = set((unwritten.get("measured") or {}).get("by_session") or {})
+    known |= {r.get("session_id") for r in (doc.get("data_quality") or {}).get("cost_state_sessions") or []}
+    rows, total = {}, 0.0
+    for sid, ours in (spend.get("by_session") or {}).items() if whole_history else ():
+        if sid in known:
+            continue
+        costs = [p["cost_usd"] for p in book.session_readings(sid) if "cost_usd" in p]
+        if not costs:
+            continue
+        diff = costs[-1] - float(ours.get("usd") or 0.0)
+        rows[sid] = {"usd": round(max(0.0, diff), 6), "claude_code_usd": costs[-1],
+                     "would_be_negative_usd": round(diff, 6) if diff < 0 else None}
+        total += max(0.0, diff)
+    unwritten["statusline"] = {
+        "label": "measured", "what": "requests Claude Code made but did not write",
+        "source": "the status line's cost.total_cost_usd minus the written calls, for sessions without a cost-state "
+                  "(Claude Code's prices, whole history only)",
+        "usd": round(total, 6), "by_session": rows}
+    return doc
