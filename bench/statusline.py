@@ -90,11 +90,8 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=100)
-    ap.add_argument("--form", choices=("script", "module"), default="script")
-    args = ap.parse_args()
+def measure(runs: int = 100, form: str = "script") -> dict:
+    """Start a service, run the command `runs` times; wall and CPU figures in ms."""
     # An installed package has its bytecode compiled (pip does it); this checkout may run with
     # PYTHONDONTWRITEBYTECODE, which would time the compiler instead: compile what the command imports.
     import compileall
@@ -109,34 +106,43 @@ def main() -> int:
             svc.wait_status()
             svc.wait_idle()
             env = dict(svc.env, PYTHONPATH=str(ROOT))
-            cmd = command(args.form)
+            cmd = command(form)
             devnull = os.open(os.devnull, os.O_WRONLY)
             saved = os.dup(1)
             os.dup2(devnull, 1)  # the children's lines go nowhere; the figures are printed after
             try:
-                for i in range(3):  # warm: .pyc files, the page cache
+                for i in range(3):  # warm: the page cache
                     run_once(cmd, env, status_json(i))
                 walls, cpus = [], []
-                for i in range(args.runs):
+                for i in range(runs):
                     wall, cpu, _ = run_once(cmd, env, status_json(i))
                     walls.append(wall)
                     cpus.append(cpu)
             finally:
                 os.dup2(saved, 1)
+                os.close(saved)
+                os.close(devnull)
             check = subprocess.run(cmd, env=env, input=status_json(0), capture_output=True, timeout=5)
-            svc_cpu = svc.get("/api/v1/status")["limits"]
-    print(f"statusline ({args.form}: {' '.join(Path(c).name if i == 0 else c for i, c in enumerate(cmd))}), "
-          f"{args.runs} runs, service up")
-    print(f"  wall  p50 {1000 * statistics.median(walls):.1f} ms  p95 {1000 * pct(walls, 0.95):.1f} ms  "
-          f"max {1000 * max(walls):.1f} ms")
-    print(f"  cpu   p50 {1000 * statistics.median(cpus):.1f} ms  p95 {1000 * pct(cpus, 0.95):.1f} ms  "
-          f"mean {1000 * statistics.fmean(cpus):.1f} ms per run")
-    print(f"  line: {check.stdout.decode().strip()}")
-    print(f"  limits seen by the service: five_hour {svc_cpu['five_hour']['used_percentage']}%")
-    try:
-        print(f"  load average during the run: {os.getloadavg()[0]:.2f}")
-    except OSError:
-        pass
+            five = svc.get("/api/v1/status")["limits"]["five_hour"]["used_percentage"]
+    return {"form": form, "command": " ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd)),
+            "runs": runs, "wall_p50_ms": 1000 * statistics.median(walls), "wall_p95_ms": 1000 * pct(walls, 0.95),
+            "wall_max_ms": 1000 * max(walls), "cpu_p50_ms": 1000 * statistics.median(cpus),
+            "cpu_p95_ms": 1000 * pct(cpus, 0.95), "cpu_mean_ms": 1000 * statistics.fmean(cpus),
+            "line": check.stdout.decode().strip(), "five_hour_seen": five, "loadavg_after": os.getloadavg()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--form", choices=("script", "module"), default="script")
+    args = ap.parse_args()
+    r = measure(args.runs, args.form)
+    print(f"statusline ({r['form']}: {r['command']}), {r['runs']} runs, service up")
+    print(f"  wall  p50 {r['wall_p50_ms']:.1f} ms  p95 {r['wall_p95_ms']:.1f} ms  max {r['wall_max_ms']:.1f} ms")
+    print(f"  cpu   p50 {r['cpu_p50_ms']:.1f} ms  p95 {r['cpu_p95_ms']:.1f} ms  mean {r['cpu_mean_ms']:.1f} ms per run")
+    print(f"  line: {r['line']}")
+    print(f"  limits seen by the service: five_hour {r['five_hour_seen']}%")
+    print(f"  load average after: {' '.join(f'{x:.2f}' for x in r['loadavg_after'])}")
     return 0
 
 
