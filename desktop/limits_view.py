@@ -26,14 +26,19 @@ def _clock(epoch: float, now: float) -> str:
     return time.strftime("%H:%M" if epoch - now < 20 * 3600 else "%a %H:%M", t)
 
 
+def _windows(limits: dict | None):
+    """(name, label, window) of each window that has a figure."""
+    for name, label in WINDOW_LABELS.items():
+        w = (limits or {}).get(name)
+        if isinstance(w, dict) and isinstance(w.get("used_percentage"), (int, float)):
+            yield name, label, w
+
+
 def limits_text(limits: dict | None, now: float | None = None) -> str | None:
     """ "5h 37% · resets 17:00; week 12%" (None when no limit was ever seen)."""
     now = time.time() if now is None else now
     parts = []
-    for name, label in WINDOW_LABELS.items():
-        w = (limits or {}).get(name)
-        if not isinstance(w, dict) or not isinstance(w.get("used_percentage"), (int, float)):
-            continue
+    for name, label, w in _windows(limits):
         text = f"{label} {w['used_percentage']:.0f}%"
         resets = parse_time(w.get("resets_at"))
         if resets is not None and resets > now and name == "five_hour":
@@ -57,10 +62,7 @@ class LimitNotices:
         """(title, body) of the notices these limits call for now, each given once."""
         now = time.time() if now is None else now
         out = []
-        for name, label in WINDOW_LABELS.items():
-            w = (limits or {}).get(name)
-            if not isinstance(w, dict) or not isinstance(w.get("used_percentage"), (int, float)):
-                continue
+        for name, label, w in _windows(limits):
             pct = float(w["used_percentage"])
             passed = [t for t in self.thresholds if pct >= t]
             if not passed:

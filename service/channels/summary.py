@@ -18,7 +18,6 @@ from typing import Any, Callable, Iterable
 from service.channels.events import LABELS
 from service.channels.ledgers import iso_ts
 from service.channels.pinch import blended_rate, cache_rate
-from service.channels.spend import KEY
 from service.channels.tally import SpendTally
 from service.channels import unwritten
 
@@ -108,26 +107,16 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
     session_tokens = tally.session_tokens
 
     # -- Claude Code's own cost-state, compared with ours for the same calls --------------------
-    sub_by_session: dict[str, list[str]] = defaultdict(list)
-    for fr in files:
-        if fr["subagent"]:
-            sub_by_session[fr["session_id"]].extend(rec[KEY] for rec in fr["calls"])
+    covered = unwritten.cost_state_rows(files, tally, period.__contains__)
     cs_rows = []
-    for fr in files:
-        cs = fr.get("cost_state")
-        if fr["subagent"] or not cs:
+    for found in covered:
+        if any(prices(m)[0] is None for m in found["models"]):
             continue
-        keys = [rec[KEY] for rec in fr["calls"][:cs["calls_before"]]]
-        if not any(tally.ts_of(k) in period for k in keys if k in tally.best):
-            continue
-        keys += sub_by_session.get(fr["session_id"], [])
-        if any(prices(m)[0] is None for m in cs.get("models") or []):
-            continue
-        ours = [tally.usd_of(k) for k in dict.fromkeys(keys)]
+        ours = [tally.usd_of(k) for k in found["keys"]]
         if any(u is None for u in ours):
             continue
-        theirs = cs["total_usd"]
-        row = {"session_id": fr["session_id"], "ours_usd": _r(sum(ours)), "claude_code_usd": _r(theirs)}
+        theirs = found["total_usd"]
+        row = {"session_id": found["session_id"], "ours_usd": _r(sum(ours)), "claude_code_usd": _r(theirs)}
         row["diff_pct"] = (round((sum(ours) - theirs) / theirs * 100, 3) or 0.0) if theirs else None
         cs_rows.append(row)
     cs_rows.sort(key=lambda r: r["session_id"])  # files arrive in pool order: the report must not depend on it
@@ -145,7 +134,6 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
     retrieval = _retrieval_totals(events, usage_db_tools, notes)
 
     # -- requests Claude Code made but did not write: measured from cost-state, else estimated --------
-    covered = unwritten.cost_state_rows(files, tally, period.__contains__)
     booked = unwritten.measured(covered, tally, prices, day_of)
     with_cost_state = {fr["session_id"] for fr in files if fr.get("cost_state")}
     guessed = unwritten.estimated([e for e in events if e["channel"] == "pinch" and e["kind"] == "compaction"

@@ -58,6 +58,8 @@ def measured(rows: list[dict], tally, prices: Callable, day_of: Callable) -> dic
     by_day: dict[str, float] = defaultdict(float)
     total = 0.0
     for row in rows:
+        if not row["usage"]:  # a cost-state without modelUsage: nothing to measure
+            continue
         ours: dict[str, list[int]] = defaultdict(lambda: [0] * 5)
         last_ts = None
         for key in row["keys"]:
@@ -128,7 +130,8 @@ def estimated(compactions: list[dict], prices: Callable, day_of: Callable) -> di
 
 
 def cost_state_rows(files: list[dict], tally, in_period: Callable) -> list[dict]:
-    """Per main file with a cost-state: its session, the calls the cost-state covers, Claude Code's usage."""
+    """Per main file with a cost-state in the period: its session, the calls the cost-state covers (its
+    subagents' included, once each), Claude Code's usage per model, its models and total."""
     sub_keys: dict[str, list[str]] = defaultdict(list)
     for fr in files:
         if fr["subagent"]:
@@ -136,11 +139,11 @@ def cost_state_rows(files: list[dict], tally, in_period: Callable) -> list[dict]
     rows = []
     for fr in files:
         cs = fr.get("cost_state")
-        if fr["subagent"] or not cs or not cs.get("usage"):
+        if fr["subagent"] or not cs:
             continue
         keys = [rec[KEY] for rec in fr["calls"][:cs["calls_before"]]]
         if not any(in_period(tally.ts_of(k)) for k in keys if k in tally.best):
             continue
         rows.append({"session_id": fr["session_id"], "keys": list(dict.fromkeys(keys + sub_keys[fr["session_id"]])),
-                     "usage": cs["usage"]})
+                     "usage": cs.get("usage") or {}, "models": cs.get("models") or [], "total_usd": cs["total_usd"]})
     return rows
