@@ -451,3 +451,30 @@ def test_recorded_api_key_json_of_the_real_cli_parses():
     assert r["prompt_cache"]["expires_at"] == recorded["prompt_cache"]["expires_at"]
     assert "ttl" not in r["prompt_cache"]  # "5m" in 2.1.328: a text, not the number of seconds: dropped
     assert r["cost"]["total_cost_usd"] == recorded["cost"]["total_cost_usd"]
+
+
+def test_the_event_stream_sends_limits_on_connect_and_when_they_change(env, service):
+    import queue
+    import threading
+
+    from service.client import ApiClient
+
+    got: queue.Queue = queue.Queue()
+
+    def listen():
+        try:
+            for event, data in ApiClient(service, timeout=10).events():
+                if event == "limits":
+                    got.put(data)
+        except Exception:  # noqa: BLE001 - the stream ends with the service
+            pass
+
+    threading.Thread(target=listen, daemon=True).start()
+    first = got.get(timeout=10)
+    assert first == {"five_hour": None, "seven_day": None, "spend_limit": None}
+    assert api(service, "POST", "/api/v1/statusline", json.loads(subscriber_json(41.0)))[0] == 200
+    changed = got.get(timeout=10)
+    assert changed["five_hour"]["used_percentage"] == 41.0 and changed["five_hour"]["resets_at"].endswith("Z")
+    api(service, "POST", "/api/v1/statusline", json.loads(subscriber_json(41.0)))  # the same: no event
+    with pytest.raises(queue.Empty):
+        got.get(timeout=1.0)

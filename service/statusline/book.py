@@ -34,6 +34,11 @@ def iso(epoch: float | None) -> str | None:
     return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def _moved(a: float | None, b: float | None) -> bool:
+    """Did a reset time change (not just jitter by a few seconds between readings)?"""
+    return (a is None) != (b is None) or (a is not None and abs(a - b) > NEW_WINDOW_S)
+
+
 def _limit_fields(reading: dict) -> dict:
     out = {}
     for name, w in (reading.get("rate_limits") or {}).items():
@@ -76,7 +81,7 @@ class Book:
             for name, w in limits.items():
                 before = self.latest.get(name)
                 if before is None or before["used_percentage"] != w["used_percentage"] \
-                        or before.get("resets_at") != w.get("resets_at"):
+                        or _moved(before.get("resets_at"), w.get("resets_at")):
                     changed = True
                 self.latest[name] = {**w, "seen_at": now}
             if limits:
