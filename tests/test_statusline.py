@@ -243,7 +243,7 @@ def subscriber_json(five=37.0) -> bytes:
 
 
 def api(info, method, path, body=None, token=True):
-    from service.client import ApiClient
+    from service.api.client import ApiClient
 
     client = ApiClient(dict(info, token=info["token"] if token is True else (token or "")), timeout=10)
     return client.request(method, path, body)
@@ -457,7 +457,7 @@ def test_the_event_stream_sends_limits_on_connect_and_when_they_change(env, serv
     import queue
     import threading
 
-    from service.client import ApiClient
+    from service.api.client import ApiClient
 
     got: queue.Queue = queue.Queue()
 

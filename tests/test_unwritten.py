@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from service.channels.unwritten import model_usage
-from service.measure import load_prices
+from service.channels.spend import model_usage
+from service.measure.engines import load_prices
 from tests import transcripts as T
 
 ROOT = Path(__file__).resolve().parents[1]

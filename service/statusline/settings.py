@@ -53,7 +53,7 @@ def wrapped(entry: object) -> str | None:
 
 
 def add(doc, python: str | None = None) -> bool:
-    """Ours in `doc.data` (a claude_settings.Document); True when something changed."""
+    """Ours in `doc.data` (a service.claude.settings.Document); True when something changed."""
     entry = doc.data.get(KEY)
     if entry is None:
         doc.data[KEY] = {"type": "command", "command": command(python=python)}

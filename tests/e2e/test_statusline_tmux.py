@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from service.client import ApiClient
+from service.api.client import ApiClient
 from tests.servicectl import running_service
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
