@@ -93,3 +93,29 @@ def test_the_report_table_shows_them_apart(tmp_path):
                          timeout=120)
     assert "+ requests Claude Code made but did not write (measured, from its cost-state): $0.00" in out.stdout
     assert "+ compactions without a cost-state (estimated, 1): $0.33 .. $0.68" in out.stdout
+
+
+FIXTURES = ROOT / "tests" / "fixtures" / "claude-code-2.1.328"
+
+
+@pytest.mark.parametrize("scenario", ["long-session", "subagent-and-compact", "clear", "tools-and-edits"])
+def test_on_what_the_real_cli_wrote_booking_leaves_nothing_of_its_own_figure(tmp_path, scenario):
+    """Checked live: the transcripts the real CLI 2.1.328 wrote through the fake API. After booking what it
+    did not write, ours + booked equals its totalCostUSD (same prices for these models)."""
+    doc = report(FIXTURES / scenario / "projects", tmp_path / "home")
+    dq, booked = doc["data_quality"], doc["spend"]["unwritten"]["measured"]
+    assert dq["cost_state_sessions"] and abs(dq["cost_state_remaining_usd"]) < 1e-5
+    compacted = scenario in ("long-session", "subagent-and-compact")
+    assert (booked["usd"] > 0.05) if compacted else booked["usd"] == 0
+
+
+@pytest.mark.parametrize("scenario", ["long-session", "subagent-and-compact"])
+def test_without_its_cost_state_the_estimate_brackets_what_was_measured(tmp_path, scenario):
+    measured = report(FIXTURES / scenario / "projects", tmp_path / "h1")["spend"]["unwritten"]["measured"]["usd"]
+    bare = tmp_path / "projects"
+    for src in (FIXTURES / scenario / "projects").rglob("*.jsonl"):
+        dst = bare / src.relative_to(FIXTURES / scenario / "projects")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_bytes(b"".join(line for line in src.read_bytes().splitlines(True) if b'"type":"cost-state"' not in line))
+    est = report(bare, tmp_path / "h2")["spend"]["unwritten"]["estimated"]
+    assert est["compactions"] >= 1 and est["low_usd"] <= measured <= est["high_usd"]
