@@ -24,7 +24,7 @@ from service.statusline.book import Book
 from tests import transcripts as T
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = json.loads((ROOT / "tests" / "data" / "statusline-subscriber.json").read_text())
+SAMPLE = json.loads((ROOT / "tests" / "fixtures" / "statusline" / "subscriber.json").read_text())
 SCRIPT = [sys.executable, "-S", str(ROOT / "service" / "statusline" / "fast.py")]
 NOW = 1795000000.0
 
@@ -445,7 +445,7 @@ def test_the_status_lines_cost_books_what_was_not_written_where_no_cost_state_is
 
 
 def test_recorded_api_key_json_of_the_real_cli_parses():
-    recorded = json.loads((ROOT / "tests" / "data" / "statusline-apikey-2.1.328.json").read_text())
+    recorded = json.loads((ROOT / "tests" / "fixtures" / "statusline" / "apikey-2.1.328.json").read_text())
     r = reading.parse(recorded)
     assert r["session_id"] == recorded["session_id"] and "rate_limits" not in r
     assert r["prompt_cache"]["expires_at"] == recorded["prompt_cache"]["expires_at"]

@@ -22,7 +22,10 @@ _OURS = re.compile(r"service/statusline/fast\.py|(?:^|[\s/'\"])ctxlamp['\"]?\s+s
 
 
 def command(wrap: str | None = None, python: str | None = None) -> str:
-    words = [python or sys.executable, "-S", str(SCRIPT)]
+    if getattr(sys, "frozen", False):  # a PyInstaller build has no Python to run the script with
+        words = [sys.executable, "statusline"]
+    else:
+        words = [python or sys.executable, "-S", str(SCRIPT)]
     if wrap:
         words += ["--wrap", wrap]
     return " ".join(shlex.quote(w) for w in words)
