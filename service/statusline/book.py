@@ -63,6 +63,7 @@ class Book:
         self.per_session = per_session
         self.max_sessions = max_sessions
         self.lock = threading.Lock()
+        self._saving = threading.Lock()  # one writer of the file at a time (API threads record concurrently)
         self.sessions: OrderedDict[str, deque] = OrderedDict()
         self.account: deque = deque(maxlen=account)
         self.latest: dict[str, dict] = {}  # window -> {used_percentage, resets_at, seen_at} (epoch s)
@@ -203,17 +204,21 @@ class Book:
             pass  # a missing or damaged file starts an empty book
 
     def save(self, now: float | None = None) -> None:
-        if not self.path or not self._dirty:
-            return
-        from service.paths import write_private
-        from pathlib import Path
-
-        with self.lock:
-            data = {"version": 1, "sessions": {k: list(v) for k, v in self.sessions.items()},
-                    "account": list(self.account), "latest": self.latest}
-            self._dirty = False
-            self._saved_at = time.time() if now is None else now
+        if not self.path or not self._dirty or not self._saving.acquire(blocking=False):
+            return  # nothing new, or another thread is writing it right now
         try:
-            write_private(Path(self.path), json.dumps(data, separators=(",", ":")).encode("utf-8"), durable=False)
-        except OSError:
-            self._dirty = True
+            from pathlib import Path
+
+            from service.paths import write_private
+
+            with self.lock:
+                data = {"version": 1, "sessions": {k: list(v) for k, v in self.sessions.items()},
+                        "account": list(self.account), "latest": self.latest}
+                self._dirty = False
+                self._saved_at = time.time() if now is None else now
+            try:
+                write_private(Path(self.path), json.dumps(data, separators=(",", ":")).encode("utf-8"), durable=False)
+            except OSError:
+                self._dirty = True
+        finally:
+            self._saving.release()
