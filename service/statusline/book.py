@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from bisect import bisect_right
 import threading
 import time
 from collections import OrderedDict, deque
@@ -25,6 +26,7 @@ PER_SESSION = 240
 ACCOUNT = 2000
 MAX_SESSIONS = 64
 SAVE_EVERY_S = 10.0
+RATIO_EVERY_S = 30.0  # pct_per_usd moves slowly; a full book takes ~0.1 s to sum
 NEW_WINDOW_S = 60.0  # a resets_at that moved this far means the window rolled over
 
 
@@ -56,6 +58,27 @@ def session_point(reading: dict, turns, calls) -> dict:
     return {k: v for k, v in point.items() if v is not None}
 
 
+class _Movers:
+    """When sessions reported the 5-hour window: answers "did another session report between two times"
+    by bisection (the book is asked this for every turn of every session)."""
+
+    def __init__(self, account: list[dict]) -> None:
+        self.all: list[float] = []
+        self.by_sid: dict = {}
+        for p in account:
+            if "five_hour" in p:
+                self.all.append(p["at"])
+                self.by_sid.setdefault(p.get("sid"), []).append(p["at"])
+        self.all.sort()
+        for times in self.by_sid.values():
+            times.sort()
+
+    def others_between(self, sid: str, t0: float, t1: float) -> bool:
+        own = self.by_sid.get(sid, [])
+        every = bisect_right(self.all, t1) - bisect_right(self.all, t0)
+        return every > bisect_right(own, t1) - bisect_right(own, t0)
+
+
 class Book:
     def __init__(self, path: str | os.PathLike | None = None, *, per_session: int = PER_SESSION,
                  account: int = ACCOUNT, max_sessions: int = MAX_SESSIONS) -> None:
@@ -68,6 +91,8 @@ class Book:
         self.account: deque = deque(maxlen=account)
         self.latest: dict[str, dict] = {}  # window -> {used_percentage, resets_at, seen_at} (epoch s)
         self._dirty = False
+        self._version = 0                      # bumped on every kept reading: memo key for pct_per_usd
+        self._ratio: tuple[int, float, float | None] = (-1, float("-inf"), None)  # (version, when, value)
         self._saved_at = 0.0
         self._loaded = False
 
@@ -92,6 +117,7 @@ class Book:
                         {k: v for k, v in point.items() if k != "sid"}:
                     self.account.append({"at": now, **point})
                     self._dirty = True
+                    self._version += 1
             if session_id:
                 series = self.sessions.get(session_id)
                 if series is None:
@@ -105,17 +131,19 @@ class Book:
                 if point and (last is None or {k: v for k, v in last.items() if k != "at"} != point):
                     series.append({"at": now, **point})
                     self._dirty = True
+                    self._version += 1
         if self._dirty and now - self._saved_at >= SAVE_EVERY_S:
             self.save(now)
         return changed
 
     # ---- reading back ----------------------------------------------------------------------
     def limits(self, *, epoch: bool = False) -> dict:
-        """The `limits` object of GET /api/v1/status: what was last seen per window, null when never."""
+        """The `limits` object of GET /api/v1/status: what was last seen per window, null when never.
+        `epoch`: times as epoch seconds and no `pct_per_usd` (what the status-line command needs)."""
         self.load()
         with self.lock:
             latest = {k: dict(v) for k, v in self.latest.items()}
-        ratio = self.pct_per_usd()
+        ratio = None if epoch else self.pct_per_usd()
         out: dict = {}
         for name in LIMIT_WINDOWS:
             w = latest.get(name)
@@ -125,7 +153,7 @@ class Book:
             if not epoch:
                 w = {"used_percentage": w["used_percentage"], "resets_at": iso(w.get("resets_at")),
                      "seen_at": iso(w.get("seen_at"))}
-            if name == "five_hour":
+            if name == "five_hour" and not epoch:
                 w["pct_per_usd"] = ratio
             out[name] = w
         return out
@@ -140,7 +168,7 @@ class Book:
         with self.lock:
             return [dict(p) for p in self.account]
 
-    def turn_costs(self, session_id: str) -> list[dict]:
+    def turn_costs(self, session_id: str, movers: _Movers | None = None, dated: bool = True) -> list[dict]:
         """What each turn cost of the 5-hour window: the change of `five_hour` between the last
         reading of the turn before and the last reading of the turn.
 
@@ -154,10 +182,11 @@ class Book:
                 ends[-1] = p
             elif not ends or p["turns"] > ends[-1]["turns"]:
                 ends.append(p)
-        others = [p for p in self.account_readings() if p.get("sid") != session_id and "five_hour" in p]
+        movers = movers or _Movers(self.account_readings())
         out = []
         for before, after in zip(ends, ends[1:]):
-            item = {"turn": after["turns"], "turns": after["turns"] - before["turns"], "at": iso(after["at"]),
+            item = {"turn": after["turns"], "turns": after["turns"] - before["turns"],
+                    "at": iso(after["at"]) if dated else after["at"],
                     "before_pct": before["five_hour"], "after_pct": after["five_hour"], "delta_pct": None,
                     "cost_usd": None, "label": "measured"}
             if "cost_usd" in before and "cost_usd" in after:
@@ -167,7 +196,7 @@ class Book:
                 item["label"] = "window reset"
             else:
                 item["delta_pct"] = max(0.0, after["five_hour"] - before["five_hour"])
-                if any(before["at"] < p["at"] <= after["at"] for p in others):
+                if movers.others_between(session_id, before["at"], after["at"]):
                     item["label"] = "upper bound"
             out.append(item)
         return out
@@ -176,14 +205,20 @@ class Book:
         """Share of the 5-hour window per dollar of Claude Code's own cost, from measured turns of every
         session (None until $0.05 of measured turns): how a cost becomes a share of the window."""
         with self.lock:
-            sids = list(self.sessions)
+            sids, version = list(self.sessions), self._version
+        seen, when, value = self._ratio
+        if seen == version or time.monotonic() - when < RATIO_EVERY_S:
+            return value  # a sum over every session's turns: after a change, and at most every RATIO_EVERY_S
         pct = usd = 0.0
+        movers = _Movers(self.account_readings())
         for sid in sids:
-            for t in self.turn_costs(sid):
+            for t in self.turn_costs(sid, movers, dated=False):
                 if t["label"] == "measured" and t["cost_usd"]:
                     pct += t["delta_pct"]
                     usd += t["cost_usd"]
-        return pct / usd if usd >= 0.05 else None
+        ratio = pct / usd if usd >= 0.05 else None
+        self._ratio = (version, time.monotonic(), ratio)
+        return ratio
 
     # ---- keeping it -------------------------------------------------------------------------
     def load(self) -> None:

@@ -7,6 +7,8 @@ only reads the registry under its lock: the main loop is never waited on.
 """
 from __future__ import annotations
 
+import threading
+
 from service.statusline.reading import parse, to_epoch
 
 SESSION_FIELDS = ("session_id", "lamp", "dhat", "x", "xSweet", "bill_cycle_usd", "laps", "calls", "turns", "segment")
@@ -22,7 +24,9 @@ def answer(service, body: dict) -> dict:
             snap = sess.snapshot if sess is not None else None
     book = service.readings
     if book.record(sid, reading, (snap or {}).get("turns"), (snap or {}).get("calls")):
-        service.hub.publish("limits", book.limits())
+        # the event's pct_per_usd sums every session's turns: not on the status line's clock
+        threading.Thread(target=lambda: service.hub.publish("limits", book.limits()), name="limits-event",
+                         daemon=True).start()
     turns = book.turn_costs(sid) if sid else []
     cfg = service.cfg.get("statusline") or {}
     return {
