@@ -130,7 +130,7 @@ def _prune(folder: str, now: float) -> None:
         pass
 
 
-def ask_service(folder: str, reading: dict, color: bool, timeout: float):
+def ask_service(folder: str, reading: dict, timeout: float):
     """The service's answer (a dict), "down" (nothing listens) or "slow" (no answer in time)."""
     try:
         with open(os.path.join(folder, "api.json"), "rb") as fh:
@@ -138,7 +138,7 @@ def ask_service(folder: str, reading: dict, color: bool, timeout: float):
         port, token = int(info["port"]), str(info["token"])
     except (OSError, ValueError, KeyError, TypeError):
         return "down"
-    body = fastjson.dumps({**reading, "color": color}).encode("ascii")
+    body = fastjson.dumps(reading).encode("ascii")
     head = (f"POST /api/v1/statusline HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n")
     try:
@@ -290,7 +290,7 @@ def build_line(argv: list[str], start: float) -> str:
             line = _read_text(cache) or line_mod.render(dict(facts, service="busy"), color=color)
         else:
             left = min(SERVICE_TIMEOUT_S, start + HARD_LIMIT_S - 0.2 - time.monotonic())
-            answer = ask_service(folder, reading, color, left)
+            answer = ask_service(folder, reading, left)
             if answer == "slow":
                 line = _read_text(cache) or line_mod.render(dict(facts, service="busy"), color=color)
             elif isinstance(answer, dict):
