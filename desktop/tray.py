@@ -250,8 +250,8 @@ class TrayController(QObject):
 
     # ---------- reminders ----------
     def show_reminder(self, reminder: dict) -> str:
-        title, body = reminder_message(reminder)
         snap = self.sessions.get(str(reminder.get("session_id")))
+        title, body = reminder_message(reminder, snap)
         if snap is not None and len(self.sessions) > 1:
             body = f"{session_name(snap)}: {body}"  # several live sessions: say which one
         self.last_reminder = reminder

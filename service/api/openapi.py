@@ -43,6 +43,7 @@ SCHEMAS = {
         "db": _obj({"ok": {"type": "boolean"}, "error": NSTR}),
         "observer": {"enum": ["inotify", "polling", None]}, "observer_reason": NSTR,
         "checkpoint": _obj({"loaded": {"type": ["integer", "null"]}, "rejected": {"type": "array"}}),
+        "skipped_files": {"type": "array", "items": _obj({"path": STR, "reason": STR}, ["path", "reason"])},
     }),
     "LimitWindow": {"type": ["object", "null"], "properties": {
         "used_percentage": {"type": "number"}, "resets_at": NSTR, "seen_at": NSTR, "pct_per_usd": NUM},
@@ -71,7 +72,7 @@ SCHEMAS = {
                      "buckets": {"type": "array"}, "totals": _obj(), "sources": {"type": "array"}}),
     "Handoff": _obj({"token": STR, "task": STR, "body": STR, "paths": {"type": "array"}, "project": NSTR}),
     "Config": _obj({s: _obj() for s in ("engine", "selection", "reminders", "history", "sessions",
-                                         "database", "tokenizer", "statusline", "limits")}),
+                                         "database", "tokenizer", "team", "statusline", "limits")}),
 }
 
 
@@ -135,6 +136,16 @@ PATHS = {
     "/api/v1/spend": {"get": _op("spend and data quality", {**_ok(_obj()), **E503}, [_q("since"), _q("until")])},
     "/api/v1/report": {"get": _op("the whole `ctxlamp report --json` for the period (days, UTC)", _ok(_obj()),
                                   [_q("since"), _q("until")])},
+    "/api/v1/overview": {"get": _op("the window's overview: spend per day by model and project, dearest sessions, "
+                                    "rent and what restarting at the reminders would have saved (UTC days)",
+                                    {**_ok(_obj()), **E503}, [_q("days", INT)])},
+
+    "/api/v1/team": {"get": _op("the team report (`ctxlamp team report --json`), this member, the last push",
+                                {**_ok(_obj()), **E404, **E503}, [_q("since"), _q("until")])},
+    "/api/v1/team/push": {"post": _op(
+        "push this member's figures now (what `ctxlamp team push` asks a running service)",
+        {**_ok(_obj({"ok": {"type": "boolean"}, "exit_code": INT, "sent": INT, "message": STR})), **E404}, None,
+        _body(_obj({"url": STR, "member": STR})))},
     "/api/v1/rotate": {"post": _op(
         "follow another session of a project (SessionStart hook)",
         _ok(_obj({"ok": {"type": "boolean"}, "following": STR, "pending": {"type": "boolean"}})), None,
@@ -157,8 +168,10 @@ PATHS = {
                                           [_q("session_id", required=True), _q("path", required=True)])},
     "/api/v1/config": {
         "get": _op("the effective configuration", _ok(_ref("Config"))),
-        "post": _op("merge settings and persist them to config.toml", _ok(_ref("Config")), None, _body(_ref("Config"))),
+        "post": _op("merge settings and persist them to config.toml (check=1: validate only, save nothing)",
+                    _ok(_ref("Config")), [_q("check", {"enum": ["0", "1"]})], _body(_ref("Config"))),
     },
+    "/api/v1/config/defaults": {"get": _op("the default of every setting", _ok(_ref("Config")))},
     "/api/v1/events": {"get": _op("SSE stream: service, snapshot, limits, reminder, rotated events", {
         "200": {"description": "text/event-stream", "content": {"text/event-stream": {"schema": STR}}}})},
     "/api/v1/openapi.json": {"get": _op("this document", _ok(_obj()))},

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("service.cli.calibrate", "fit the Claude-to-o200k token ratio"),
     "screenshot": ("desktop.screenshot", "render tray icons and window tabs to PNG"),
     "demo": ("service.cli.demo", "replay bundled transcripts live into a demo home"),
+    "team": ("service.cli.team", "the team view on a PostgreSQL server: init, member add, push, report"),
 }
 
 

@@ -162,4 +162,8 @@ def render_text(s: dict) -> str:
         lines.append(f"  left after booking what it did not write: ${left:+.4f} (its prices vs ours)")
     lines.append(f"  malformed lines: {dq['malformed_lines']['transcripts']} in transcripts, "
                  f"{dq['malformed_lines']['ledgers']} in ledgers")
+    if dq.get("long_lines"):
+        lines.append(f"  lines longer than the bound ([transcripts] max_line_mb), skipped: {dq['long_lines']}")
+    for row in dq.get("skipped_files") or []:
+        lines.append(f"  skipped {row['path']}: {row['reason']}")
     return "\n".join(lines) + "\n"

@@ -124,14 +124,10 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
     theirs_sum = sum(r["claude_code_usd"] for r in cs_rows)
     cost_state_diff = (round((ours_sum - theirs_sum) / theirs_sum * 100, 3) or 0.0) if theirs_sum else None
 
-    # -- events in the period, by channel and source ---------------------------------------------
-    events = [e for e in _distinct_events(files) if e.get("ts") in period]
-    events += [e for e in external if e.get("ts") in period]
-
-    edit = _edit_totals(events, prices, lean_ctx_present, notes)
-    pinch = _pinch_totals(events, prices, session_tokens, tally.session_models(), tally.main_requests,
-                          router, period, notes)
-    retrieval = _retrieval_totals(events, usage_db_tools, notes)
+    events = period_events(files, external, period)
+    edit, pinch, retrieval = channel_totals(events, tally, tally.main_requests, period, router=router,
+                                            lean_ctx_present=lean_ctx_present, usage_db_tools=usage_db_tools,
+                                            notes=notes)
 
     # -- requests Claude Code made but did not write: measured from cost-state, else estimated --------
     booked = unwritten.measured(covered, tally, prices, day_of)
@@ -176,12 +172,32 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
             "cost_state_remaining_usd": _r(sum(remaining)) if remaining else None,
             "cost_state_remaining_note": "Claude Code's totalCostUSD minus ours minus the requests it did not write "
                                          "(measured): what is left comes from its prices differing from ours",
+            "long_lines": sum(fr.get("long_lines", 0) for fr in files),
             "malformed_lines": {"transcripts": malformed_transcript,
                                 "ledgers": int(ledger_stats.get("malformed", 0))},
             "files": len(files),
             "ledger_files": int(ledger_stats.get("files", 0)),
         },
     }
+
+
+def period_events(files: list[dict], external: list[dict], period: Period) -> list[dict]:
+    """The transcript events (once each) and ledger events in the period."""
+    events = [e for e in _distinct_events(files) if e.get("ts") in period]
+    events += [e for e in external if e.get("ts") in period]
+    return events
+
+
+def channel_totals(events: list[dict], tally: SpendTally, main_requests: int, period: Period, *,
+                   router: dict | None = None, lean_ctx_present: bool = False, usage_db_tools: set[str] | None = None,
+                   notes: dict | None = None) -> tuple[dict, dict, dict]:
+    """The edit, pinch and retrieval blocks of the report for these events (the team push calls it per day)."""
+    notes = notes or {}
+    edit = _edit_totals(events, tally.prices, lean_ctx_present, notes)
+    pinch = _pinch_totals(events, tally.prices, tally.session_tokens, tally.session_models(), main_requests,
+                          router, period, notes)
+    retrieval = _retrieval_totals(events, usage_db_tools or set(), notes)
+    return edit, pinch, retrieval
 
 
 def _edit_totals(events: list[dict], prices: _Prices, lean_ctx_present: bool, notes: dict) -> dict:
