@@ -96,6 +96,9 @@ class ApiClient:
     def channel(self, name: str, bucket: str = "day", since: str | None = None, until: str | None = None) -> dict:
         return self.request("GET", f"/channels/{name}", query={"bucket": bucket, "since": since, "until": until})
 
+    def limits(self, session: str | None = None) -> dict:
+        return self.request("GET", "/limits", query={"session": session})
+
     def config(self) -> dict:
         return self.request("GET", "/config")
 

@@ -47,6 +47,9 @@ class ApiSource:
     def select(self, session_id: str, exclude=(), include=()) -> dict:
         return self._call(self.client.select, session_id, list(exclude), list(include))
 
+    def limits(self, session_id: str | None = None) -> dict:
+        return self._call(self.client.limits, session_id)
+
     def config(self) -> dict:
         return self._call(self.client.config)
 

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 from desktop import charts, fmt
 from desktop.channel_tab import ChannelTab
 from desktop.datasource import DataError
+from desktop.limits_panel import LimitsPanel
 from desktop.overview_model import project_name
 from desktop.overview_tab import OverviewTab
 from desktop.session_words import header_facts, header_title
@@ -54,7 +55,9 @@ class SessionTab(QWidget):
         split.addWidget(self.curve_plot)
         split.addWidget(self.stock_plot)
         split.addWidget(self.rent_plot)
-        split.setSizes([300, 200, 150])
+        self.limits_panel = LimitsPanel()
+        split.addWidget(self.limits_panel)
+        split.setSizes([300, 200, 150, 180])
         lay = QVBoxLayout(self)
         lay.addWidget(self.title)
         lay.addLayout(self.facts)
@@ -203,7 +206,7 @@ class MainWindow(QMainWindow):
         for name, label in TABS:
             self.add_tab(widgets[name], label)
         if self.team_tab is not None:  # last, so the other tabs keep their places (TAB_NAMES)
-            self.add_tab(self.team_tab, "Te&am")
+            self.add_tab(self.team_tab, "Team")
         self.setCentralWidget(self.tabs)
         self.overview_tab.open_session.connect(self.open_session)
         self.status_label = QLabel()
@@ -280,6 +283,7 @@ class MainWindow(QMainWindow):
                 self._error(str(exc))
                 self.series = None
         self.session_tab.show_series(self.series)
+        self.session_tab.limits_panel.load(self.source, self.session_id)
         self.files_tab.show_series(self.series)
 
     def load_all(self) -> None:

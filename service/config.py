@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from service.paths import write_private
+from service.statusline.line import DEFAULT_FORMAT
 
 # section -> key -> default. `tokenizer.ratio` is a table family -> ratio.
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -25,6 +26,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "sessions": {"live_hours": 24},
     "database": {"url": ""},
     "tokenizer": {"ratio": {}},
+    "statusline": {"format": DEFAULT_FORMAT},
+    "limits": {"notice_pct": 80.0, "alert_pct": 95.0, "idle_rewrite_usd": 0.5, "idle_notice_s": 60},
     "transcripts": {"max_line_mb": 128},
 
     "team": {"url": "", "member": "", "projects": "hash", "push_every": "10m", "key": ""},
@@ -39,6 +42,10 @@ COMMENTS = {
     "sessions": "live_hours: transcripts modified this recently are live sessions at start",
     "database": "url: empty for the local SQLite file; postgresql://... keeps it on a server (a team: [team])",
     "tokenizer": "ratio.<family>: Claude-to-o200k token ratio per model family (ctxlamp calibrate fits it)",
+    "statusline": "format: parts of `ctxlamp statusline` (lamp position rent limits turn cache context); "
+                  "| separates pieces, a piece whose parts are all empty is left out",
+    "limits": "notice_pct/alert_pct: plan-limit notices (once each per window); idle_rewrite_usd/idle_notice_s: "
+              "warn this long before an idle session's cache expires when re-writing it costs at least this",
     "transcripts": "max_line_mb: a transcript line longer than this (MB) is skipped and counted, never held whole",
 
     "team": "url: postgresql://... of the team database (empty: no team); member: default user@host; "
@@ -106,6 +113,13 @@ def _check(section: str, key: str, value: Any) -> Any:
             raise ConfigError(f"{where} must be a string")
         if (section, key) in (("reminders", "min_gap"), ("team", "push_every")):
             parse_duration(value)
+        if section == "statusline":
+            from service.statusline.line import check_format
+
+            try:
+                check_format(value)
+            except ValueError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
         if (section, key) == ("team", "projects") and value not in TEAM_PROJECTS:
             raise ConfigError(f"{where} must be one of {', '.join(TEAM_PROJECTS)}")
     elif isinstance(default, list):

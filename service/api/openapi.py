@@ -45,9 +45,20 @@ SCHEMAS = {
         "checkpoint": _obj({"loaded": {"type": ["integer", "null"]}, "rejected": {"type": "array"}}),
         "skipped_files": {"type": "array", "items": _obj({"path": STR, "reason": STR}, ["path", "reason"])},
     }),
+    "LimitWindow": {"type": ["object", "null"], "properties": {
+        "used_percentage": {"type": "number"}, "resets_at": NSTR, "seen_at": NSTR, "pct_per_usd": NUM},
+        "additionalProperties": True},
+    "Limits": _obj({w: {"$ref": "#/components/schemas/LimitWindow"} for w in ("five_hour", "seven_day", "spend_limit")},
+                   ["five_hour", "seven_day", "spend_limit"]),
     "Status": _obj({"sessions": {"type": "array", "items": {"$ref": "#/components/schemas/Snapshot"}},
-                    "followed": NSTR, "service": {"$ref": "#/components/schemas/Service"}},
-                   ["sessions", "followed", "service"]),
+                    "followed": NSTR, "service": {"$ref": "#/components/schemas/Service"},
+                    "limits": {"$ref": "#/components/schemas/Limits"}},
+                   ["sessions", "followed", "service", "limits"]),
+    "StatuslineInput": _obj({"session_id": STR, "transcript_path": STR, "cwd": STR, "version": STR, "model": _obj(),
+                             "cost": _obj(), "context_window": _obj(), "prompt_cache": _obj(), "rate_limits": _obj()}),
+    "StatuslineAnswer": _obj({"known": {"type": "boolean"}, "session": {"type": ["object", "null"]},
+                              "limits": _obj(), "turn": {"type": ["object", "null"]}, "cache_expires_at": NUM,
+                              "format": NSTR}, ["known", "session", "limits", "turn"]),
     "Series": _obj({"session_id": STR, "calls": {"type": "array", "items": _obj()},
                     "resets": {"type": "array", "items": _obj()}, "reminders": {"type": "array", "items": _obj()},
                     "skeleton": {"type": ["object", "null"]},
@@ -63,7 +74,7 @@ SCHEMAS = {
                      "buckets": {"type": "array"}, "totals": _obj(), "sources": {"type": "array"}}),
     "Handoff": _obj({"token": STR, "task": STR, "body": STR, "paths": {"type": "array"}, "project": NSTR}),
     "Config": _obj({s: _obj() for s in ("engine", "selection", "reminders", "history", "sessions",
-                                         "database", "tokenizer", "team")}),
+                                         "database", "tokenizer", "team", "statusline", "limits")}),
 }
 
 
@@ -163,9 +174,18 @@ PATHS = {
                     _ok(_ref("Config")), [_q("check", {"enum": ["0", "1"]})], _body(_ref("Config"))),
     },
     "/api/v1/config/defaults": {"get": _op("the default of every setting", _ok(_ref("Config")))},
-    "/api/v1/events": {"get": _op("SSE stream: service, snapshot, reminder, rotated events", {
+    "/api/v1/events": {"get": _op("SSE stream: service, snapshot, limits, reminder, rotated events", {
         "200": {"description": "text/event-stream", "content": {"text/event-stream": {"schema": STR}}}})},
     "/api/v1/openapi.json": {"get": _op("this document", _ok(_obj()))},
+    "/api/v1/statusline": {"post": _op(
+        "what Claude Code's status line reported (kept per session and account); the line's facts back",
+        _ok(_ref("StatuslineAnswer")), None, _body(_ref("StatuslineInput")))},
+    "/api/v1/limits": {"get": _op(
+        "plan limits last seen, the account's readings, and with ?session= its readings and per-turn window cost",
+        _ok(_obj({"limits": _ref("Limits"), "account": {"type": "array", "items": _obj()},
+                  "session": _obj({"session_id": STR, "readings": {"type": "array", "items": _obj()},
+                                   "turns": {"type": "array", "items": _obj()}})}, ["limits", "account"])),
+        [_q("session")])},
 }
 
 

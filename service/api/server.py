@@ -153,6 +153,8 @@ class ApiServer:
             ("POST", r"/api/v1/config", self.post_config),
             ("GET", r"/api/v1/config/defaults", self.get_config_defaults),
             ("GET", r"/api/v1/openapi.json", self.get_openapi),
+            ("POST", r"/api/v1/statusline", self.post_statusline),
+            ("GET", r"/api/v1/limits", self.get_limits),
         ]
         return [(m, re.compile(p + "$"), fn) for m, p, fn in r]
 
@@ -216,8 +218,10 @@ class ApiServer:
 
     def get_report(self, q, body):
         from service.report import answers as reports
+        from service.statusline.serve import book_unwritten
 
-        return reports.report(q.get("since") or None, q.get("until") or None)
+        since, until = q.get("since") or None, q.get("until") or None
+        return book_unwritten(reports.report(since, until), self.service.readings, not since and not until)
 
     def get_overview(self, q, body):
         from service.report import overview
@@ -336,6 +340,16 @@ class ApiServer:
 
         return document(self.port)
 
+    def post_statusline(self, q, body):
+        from service.statusline.serve import answer
+
+        return answer(self.service, body)
+
+    def get_limits(self, q, body):
+        from service.statusline.serve import limits_view
+
+        return limits_view(self.service, q.get("session") or None)
+
     def dispatch(self, method: str, path: str, query: dict, body: dict) -> Any:
         allowed = False
         for m, pattern, fn in self.routes:
@@ -451,6 +465,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(encode("service", status["service"]))
             for snap in status["sessions"]:
                 self.wfile.write(encode("snapshot", snap))
+            self.wfile.write(encode("limits", status["limits"]))
             self.wfile.write(b": following " + str(status["followed"]).encode() + b"\n\n")
             self.wfile.flush()
             while True:

@@ -124,6 +124,9 @@ class Service(Following, Jobs):
         self.prices = None
         self.registry: Registry | None = None
         self.turn_sink = None
+        from service.statusline.book import Book
+
+        self.readings = Book(paths.data / "statusline.json")  # what Claude Code's status line reported
 
     # ---- setup --------------------------------------------------------------------
     def _make_engine(self, path: Path):
@@ -340,7 +343,8 @@ class Service(Following, Jobs):
                 if sess is not None and sess.snapshot is not None:
                     by_project[sess.snapshot.get("project") or sess.project_dir] = sess.session_id
             return {"sessions": snaps, "followed": followed.session_id if followed else None,
-                    "followed_by_project": by_project, "service": self.service_block()}
+                    "followed_by_project": by_project, "service": self.service_block(),
+                    "limits": self.readings.limits()}
 
     # ---- endings -------------------------------------------------------------------------------
     def _close_io(self) -> None:
@@ -360,6 +364,7 @@ class Service(Following, Jobs):
         """Graceful: archive open segments ("shutdown"), final checkpoint, api.json gone."""
         log.info("shutting down")
         self.stopping.set()  # the history scan stops at its next slice
+        self.readings.save()
         if self.api:
             self.api.remove_discovery()
         # checkpoint_now takes the checkpoint lock, then the registry's, as the scheduler's job does;
