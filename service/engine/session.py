@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Callable
 
+from service.engine.branches import PROMPT, Fork, LiveBranch
 from service.engine.curve import Curve
 from service.engine.parse import Entry, Malformed, human_prompt, parse_line
 from service.engine.prices import Price, PriceTable, family_of
@@ -20,6 +21,7 @@ from service.engine.tokens import TokenCounter
 
 _EDIT_TOOLS = ("Edit", "MultiEdit")
 _FILE_TOOLS = ("Read", "Write", "Edit", "MultiEdit")
+_USAGE_TOTALS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 
 
 @dataclass
@@ -60,6 +62,20 @@ def _tokens(usage: dict, name: str) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or v != v:
         raise Malformed(f"usage.{name} is not a token count")
     return int(v)
+
+
+def _kept_verbatim(meta: dict) -> list[str]:
+    """Uuids of the messages a compaction kept as they were ("Summarize from/up to here")."""
+    kept = meta.get("preservedMessages")
+    uuids = []
+    if isinstance(kept, dict):
+        for name in ("allUuids", "uuids"):
+            if isinstance(kept.get(name), list):
+                uuids.extend(u for u in kept[name] if isinstance(u, str))
+    segment = meta.get("preservedSegment")
+    if isinstance(segment, dict):
+        uuids.extend(segment[k] for k in ("headUuid", "tailUuid") if isinstance(segment.get(k), str))
+    return uuids
 
 
 def _block_text(content) -> str:
@@ -160,6 +176,8 @@ class SessionEngine:
         self.last_reminder: dict | None = None
         self.series: list[dict] = []
         self.resets: list[dict] = []
+        self.rewinds: list[dict] = []  # {call, at, segment} of each continuation from an ancestor
+        self._branch = LiveBranch()
         self.reminders: list[dict] = []
         self.profiles: list[dict] = []
         self._last_t: float | None = None
@@ -187,11 +205,15 @@ class SessionEngine:
             return  # sub-agent context: no evidence of any kind
         kind = e.get("type")
         if kind not in ("assistant", "user", "system"):
+            if "uuid" in e:  # attachments, progress: links of the chain
+                self._branch.enter(e["uuid"], e.get("parentUuid"), 0)
             return
         self._note_identity(e)
         t = _parse_time(e.get("timestamp"))
         if t is not None:
             self._last_t = t
+        if "uuid" in e:
+            self._follow(e, kind, t)
         if kind == "assistant":
             self._assistant(e, t)
         elif kind == "user":
@@ -205,10 +227,47 @@ class SessionEngine:
         if self.cwd is None and isinstance(e.get("cwd"), str):
             self.cwd = e["cwd"]
 
+    # ---- the live branch (rewinds) --------------------------------------------------------
+
+    def _follow(self, e: Entry, kind: str, t: float | None) -> None:
+        """Place the entry on the conversation's tree; a continuation from an ancestor is a rewind."""
+        if kind == "system" and e.get("subtype") == "compact_boundary":
+            return  # the reset makes it the new root
+        mark = 0
+        if kind == "user":
+            mark = PROMPT if human_prompt(e) is not None else 0
+        elif kind == "assistant":
+            msg = e.get("message")
+            if isinstance(msg, dict) and isinstance(msg.get("usage"), dict) and msg.get("model") != "<synthetic>":
+                key = msg.get("id") if isinstance(msg.get("id"), str) else e.get("requestId")
+                mark = self._branch.response_mark(key if isinstance(key, str) else "")
+        fork = self._branch.enter(e["uuid"], e.get("parentUuid"), mark)
+        if fork is not None:
+            self._rewind(fork, t)
+
+    def _rewind(self, fork: Fork, t: float | None) -> None:
+        """Entries past the ancestor leave the context: their contributions leave B whole (and
+        come back whole on a branch re-entered). Not a reset: g, wallet, cycle and turns go on."""
+        self._emit_pending()  # the call before the rewind is reported as it stood
+        seg = self._seg
+        before = self.b_default()
+        self._branch.take(fork, seg.contrib)
+        seg.contrib_version += 1
+        mark = {"call": len(self._calls), "at": _iso(t), "segment": seg.index}
+        self.rewinds.append(mark)
+        self._events.append({"event": "rewind", "session_id": self._session_id(), **mark,
+                             "rewinds": len(self.rewinds), "left": len(fork.left), "taken": len(fork.taken),
+                             "B_default_before": int(before), "B_default": int(self.b_default())})
+
+    # ---- calls ---------------------------------------------------------------------------
+
     def _assistant(self, e: Entry, t: float | None) -> None:
         msg = e.get("message")
         if not isinstance(msg, dict):
             raise Malformed("assistant message is not an object")
+        usage = msg.get("usage")
+        if isinstance(usage, dict) and not any(usage.get(k) for k in _USAGE_TOTALS):
+            return  # all-zero usage: a copy of a call made elsewhere (a forked session's history)
         content = msg.get("content")
         if isinstance(content, list):
             cwd = e.get("cwd") if isinstance(e.get("cwd"), str) else self.cwd
@@ -216,7 +275,6 @@ class SessionEngine:
                 if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                     inp = block.get("input")
                     self._tool_uses[block["id"]] = (str(block.get("name", "")), inp if isinstance(inp, dict) else {}, cwd)
-        usage = msg.get("usage")
         model = msg.get("model")
         if usage is None or model == "<synthetic>":
             return
@@ -299,13 +357,15 @@ class SessionEngine:
         kind, path, payload = event
         seg = self._seg
         ratio = self.config.ratio(seg.family)  # the ratio in force now; never applied retroactively
+        before = seg.contrib.get(path)
         if kind == "set":
             seg.contrib[path] = self.counter.tok(payload[0], ratio)
         else:
-            c = seg.contrib.get(path, 0)
+            c = before or 0
             for old, new in payload:
                 c = max(0, c + self.counter.tok(new, ratio) - self.counter.tok(old, ratio))
             seg.contrib[path] = c
+        self._branch.record(path, before, seg.contrib[path])  # undone whole if this branch is left
         seg.contrib_version += 1
         if path not in self._exists_cache:
             self._exists_cache[path] = bool(self._path_exists(path))
@@ -438,6 +498,7 @@ class SessionEngine:
         meta = e.get("compactMetadata") if isinstance(e.get("compactMetadata"), dict) else {}
         self._seg = _Segment(index=self._seg.index + 1)
         self._tool_uses.clear()
+        self._branch.restart(e.get("uuid"), _kept_verbatim(meta))
         reset = {"event": "reset", "segment": self._seg.index, "at": _iso(t), "call": len(self._calls),
                  "trigger": meta.get("trigger"), "preTokens": meta.get("preTokens"),
                  "postTokens": meta.get("postTokens")}
@@ -598,6 +659,7 @@ class SessionEngine:
             "lamp": lamp,
             "skeleton": skeleton,
             "reminder": self.last_reminder,
+            "rewinds": len(self.rewinds),
             "spend": {"bill_in_usd": seg.bill_in, "bill_out_usd": seg.bill_out},
             "window": {"tokens": stock, "limit": limit, "pct": 100.0 * stock / limit if limit else None},
             "cache": {"ttl_s": ttl, "expires_at": _iso(seg.last_t + ttl) if seg.last_t is not None else None,
