@@ -15,7 +15,8 @@ $(BIN)/python:
 COMPILE := $(BIN)/python -m compileall -q service desktop models resources > /dev/null
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[desktop,test]'
+	$(BIN)/pip install --quiet -e '.[test]'
+	@$(BIN)/python -m service.tokenizer_setup > /dev/null  # the parsed o200k table a wheel ships
 	@$(COMPILE)
 	@touch $(STAMP)
 

@@ -1,4 +1,4 @@
-"""Replay throughput against the tokenizer floor (MEASUREMENT.md section 13).
+"""Replay throughput against the tokenizer floor (docs/measurement.md section 13).
 
 Builds (or reuses) a corpus from the fixtures, replays every main transcript
 through the engine with the content-hash cache on and off, and times the

@@ -58,7 +58,7 @@ class Lineage(BaseModel):
 
 
 class SegmentProfile(BaseModel):
-    """The summary archived at each reset, rotation and shutdown (MEASUREMENT.md section 10)."""
+    """The summary archived at each reset, rotation and shutdown (docs/measurement.md section 10)."""
 
     session_id = pw.TextField()
     segment = pw.IntegerField()

@@ -1,4 +1,4 @@
-"""Fit the Claude-to-o200k token ratio from transcripts (PRODUCT.md "Tokenizer").
+"""Fit the Claude-to-o200k token ratio from transcripts (the ratio of docs/measurement.md section 5).
 
 Between two consecutive main-chain calls the prompt grows by what was appended:
 the first call's output, the tool results that answered it, and a little framing.

@@ -1,6 +1,6 @@
 """The service's side of the store: every write fails open.
 
-Measurement never waits on or stops for the database (seed "Degradation":
+Measurement never waits on or stops for the database (docs/measurement.md section 12:
 segment archival, reminder records, turn records each degrade on their own).
 A failed call is logged once per kind, shows in SERVICE.db, and returns None
 so the caller can tell "unavailable" from "no".

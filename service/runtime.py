@@ -6,7 +6,7 @@ and the loop blocks on it, so an idle service sleeps in one `get()`. API
 threads read snapshots under the registry lock and send mutations (selection,
 rotation, config) to the loop, waiting for the answer.
 
-Degradation (MEASUREMENT.md 12, seed "Degradation"): the store fails open;
+Degradation (docs/measurement.md section 12): the store fails open;
 an engine error that is not malformed input is a defect: measurement stops,
 the error goes to stderr and the log, nothing of the open segments is
 archived, no checkpoint is written, and `run()` returns 1.

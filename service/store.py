@@ -727,7 +727,7 @@ class Store:
                        "laps", "duration_s", "path_totals")
 
     def archive_profile(self, profile: dict) -> None:
-        """Store a segment profile (MEASUREMENT.md section 10); the same (session, segment) is replaced."""
+        """Store a segment profile (docs/measurement.md section 10); the same (session, segment) is replaced."""
         try:
             row = {k: profile.get(k) for k in self._PROFILE_FIELDS if k in profile}
             row["session_id"] = str(profile["session_id"])

@@ -1,4 +1,4 @@
-"""o200k_base for tiktoken with no network, ever (PRODUCT.md "Tokenizer").
+"""o200k_base for tiktoken with no network, ever (docs/decisions.md 21).
 
 tiktoken fetches `o200k_base.tiktoken` from a URL unless a file named after the
 sha1 of that URL is already in `TIKTOKEN_CACHE_DIR`. We fill that folder from the
@@ -115,23 +115,40 @@ _small = None  # SmallTextCounter over _table
 _small_budget = 0
 
 
-def _tiktoken_stamp() -> list | None:
-    """Size and mtime of the tiktoken module that defines o200k's pattern: a new tiktoken
-    rewrites it, so a parsed table from an older one is not used. Found without importing tiktoken (7 ms)."""
+def _tiktoken_stamp() -> str | None:
+    """sha256 of the tiktoken module that defines o200k's pattern: a table parsed under another
+    tiktoken is not used. Content, not mtime, so a table shipped with the package (built where the
+    same tiktoken was installed) is recognised. Found without importing tiktoken (7 ms)."""
     import importlib.util
 
     try:
         spec = importlib.util.find_spec("tiktoken_ext.openai_public")
-        st = os.stat(spec.origin)
+        with open(spec.origin, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
     except (ImportError, AttributeError, TypeError, OSError):
         return None
-    return [st.st_size, st.st_mtime_ns]
+
+
+def shipped_table() -> Path | None:
+    """The parsed table built when the package was installed (resources/), if there is one."""
+    from resources import resource_path
+
+    path = resource_path(FAST_NAME)
+    return path if path.is_file() else None
 
 
 def _load_table(folder: Path) -> dict | None:
-    """Our own parsed copy of the table, or None when it is missing or stale."""
+    """Our parsed copy of the table (the data folder's, else the one shipped), or None when both are
+    missing or stale."""
+    blob = _read_table(folder / FAST_NAME)
+    if blob is None and (shipped := shipped_table()) is not None:
+        blob = _read_table(shipped)
+    return blob
+
+
+def _read_table(path: Path) -> dict | None:
     try:
-        blob = marshal.loads((folder / FAST_NAME).read_bytes())
+        blob = marshal.loads(path.read_bytes())
     except (OSError, ValueError, EOFError, TypeError):
         return None
     if (not isinstance(blob, dict) or blob.get("sha256") != O200K_SHA256
@@ -151,26 +168,46 @@ def _load_table(folder: Path) -> dict | None:
     return blob
 
 
+def _table_bytes(enc) -> bytes:
+    """The parsed table of tiktoken's Encoding `enc`, marshalled."""
+    mergeable = enc._mergeable_ranks
+    tokens = enc.token_byte_values()  # sorted by tiktoken in 9 ms; sorted() took 50-110 ms
+    if len(tokens) != len(mergeable):
+        tokens = sorted(mergeable)
+    ranks = array.array("I", [mergeable[t] for t in tokens])
+    if sys.byteorder != "little":
+        ranks.byteswap()
+    return marshal.dumps({"sha256": O200K_SHA256, "tiktoken": _tiktoken_stamp(), "pat_str": enc._pat_str,
+                          "tokens": tokens, "ranks": ranks.tobytes(), "special": enc._special_tokens})
+
+
+def _write_atomically(target: Path, data: bytes) -> None:
+    tmp = target.parent / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
+
+
 def _save_table(folder: Path, enc) -> None:
     """Keep the parsed table for the next process (best effort: a failure only costs speed)."""
     try:
-        mergeable = enc._mergeable_ranks
-        tokens = enc.token_byte_values()  # sorted by tiktoken in 9 ms; sorted() took 50-110 ms
-        if len(tokens) != len(mergeable):
-            tokens = sorted(mergeable)
-        ranks = array.array("I", [mergeable[t] for t in tokens])
-        if sys.byteorder != "little":
-            ranks.byteswap()
-        blob = {"sha256": O200K_SHA256, "tiktoken": _tiktoken_stamp(), "pat_str": enc._pat_str,
-                "tokens": tokens, "ranks": ranks.tobytes(), "special": enc._special_tokens}
-        data = marshal.dumps(blob)
-        tmp = folder / f".{FAST_NAME}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, folder / FAST_NAME)
+        _write_atomically(folder / FAST_NAME, _table_bytes(enc))
         for old in _OLD_FAST_NAMES:
             (folder / old).unlink(missing_ok=True)
     except (AttributeError, OSError, ValueError, OverflowError):
         pass
+
+
+def build_shipped_table(target: Path) -> Path:
+    """Write the parsed table to `target` (the package's resources/ at install time), so that a
+    user's very first run counts with it instead of parsing o200k's file (0.3 s) and writing it."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        enc = _encoding_from_file(ensure_o200k_cache(folder))
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomically(target, _table_bytes(enc))
+    return target
 
 
 def load_o200k(cache_dir: Path | str | None = None):
@@ -192,19 +229,24 @@ def load_o200k(cache_dir: Path | str | None = None):
             except (TypeError, ValueError):
                 _table = None
         folder = ensure_o200k_cache(folder)
-        import tiktoken
-
-        previous = os.environ.get("TIKTOKEN_CACHE_DIR")
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
-        try:
-            _encoding = tiktoken.get_encoding("o200k_base")
-        finally:
-            if previous is None:
-                os.environ.pop("TIKTOKEN_CACHE_DIR", None)
-            else:
-                os.environ["TIKTOKEN_CACHE_DIR"] = previous
+        _encoding = _encoding_from_file(folder)
         _save_table(folder, _encoding)
         return _encoding
+
+
+def _encoding_from_file(folder: Path):
+    """tiktoken's own parse of the o200k file that ensure_o200k_cache put in `folder` (0.3 s)."""
+    import tiktoken
+
+    previous = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
+    try:
+        return tiktoken.get_encoding("o200k_base")
+    finally:
+        if previous is None:
+            os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = previous
 
 
 def _ranks_dict(table: dict) -> dict[bytes, int]:
@@ -252,3 +294,9 @@ def encode_len(text: str) -> int:
         _small_budget = -1  # from here on tiktoken counts
     enc = _encoding if _encoding is not None else load_o200k()
     return len(enc.encode_ordinary(text))
+
+
+if __name__ == "__main__":  # python -m service.tokenizer_setup [TARGET]: the table an install ships
+    from resources import resource_path
+
+    print(build_shipped_table(Path(sys.argv[1]) if len(sys.argv) > 1 else resource_path("") / FAST_NAME))

@@ -1,4 +1,4 @@
-"""The guarantees of seeds/measurement-guarantees.txt, as hypothesis properties."""
+"""The engine's guarantees (docs/measurement.md), as hypothesis properties."""
 from __future__ import annotations
 
 import math

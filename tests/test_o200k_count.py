@@ -154,6 +154,15 @@ def _encode_len_in_a_fresh_process(home: Path, texts: list[str]) -> dict:
     return json.loads(done.stdout)
 
 
+def test_a_very_first_run_counts_with_the_table_the_install_shipped(tmp_path, encoding):
+    """An empty data folder (a user's first run): the table built at install time serves at once."""
+    assert ts.shipped_table() is not None, "resources/o200k_base.sorted.marshal is built by `make` and by setup.py"
+    texts = ["def f(x):\n    return x  # naïve → 🎯\n", "plain words " * 50]
+    first = _encode_len_in_a_fresh_process(tmp_path / "home", texts)
+    assert first == {"counts": [tiktoken_len(encoding, t) for t in texts], "tiktoken_built": False}
+    assert not (tmp_path / "home").exists() or not list((tmp_path / "home").rglob(ts.FAST_NAME))
+
+
 def test_encode_len_counts_small_texts_without_building_tiktoken_then_switches(tmp_path, encoding):
     home = tmp_path / "home"
     ts.ensure_o200k_cache(home / "tiktoken")  # the set-up a first run leaves: the file and our parsed table

@@ -32,6 +32,31 @@ def test_systemd_unit_and_launchd_plist_start_the_service():
     assert plist["ProgramArguments"][-1] == "serve" and plist["RunAtLoad"] is True
 
 
+def test_a_wheel_ships_the_parsed_o200k_table(tmp_path):
+    """`pipx install .` builds a wheel: its resources/ carry the table a first run would otherwise build."""
+    import zipfile
+
+    from service import tokenizer_setup as ts
+
+    source = tmp_path / "source"  # a copy: setuptools builds inside the tree it is given
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".hypothesis", "tests", "bench", "docs",
+        "o200k_base.sorted.marshal"))  # so the table in the wheel is the one setup.py built
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                           "-w", str(tmp_path / "wheel"), str(source)], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (wheel,) = (tmp_path / "wheel").glob("ctxlamp-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        assert {"desktop/app.py", "service/cli.py", "resources/prices.json"} <= names
+        (tmp_path / ts.FAST_NAME).write_bytes(zf.read("resources/" + ts.FAST_NAME))
+        requires = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    table = ts._read_table(tmp_path / ts.FAST_NAME)
+    assert table is not None and len(table["tokens"]) > 199_000
+    assert "Requires-Dist: PySide6-Essentials" in requires  # the tray comes with a plain install
+
+
 @pytest.fixture(scope="module")
 def frozen(tmp_path_factory):
     if shutil.which("pyinstaller", path=str(ROOT / ".venv" / "bin")) is None and shutil.which("pyinstaller") is None:

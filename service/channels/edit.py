@@ -1,4 +1,4 @@
-"""Edit channel from transcripts (seed: edit-metering-v1).
+"""Edit channel from transcripts.
 
 str_replace path: Claude Code's Edit and MultiEdit calls. A call counts when
 its tool_result comes back without error; its old_string tokens are the

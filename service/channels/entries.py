@@ -1,4 +1,4 @@
-"""Small, defensive readers of transcript entry dicts (TRANSCRIPTS.md).
+"""Small, defensive readers of transcript entry dicts (docs/claude-code.md, "Transcripts").
 
 Every field has been absent in some Claude Code version, so each helper
 returns an empty value instead of raising.

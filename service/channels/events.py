@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# Each channel says how much to trust its figures (PRODUCT.md "The three channels").
+# Each channel says how much to trust its figures: measured where a transcript or ledger holds the
+# number, estimated where it is a counterfactual (retrieval's bytes saved).
 LABELS = {"edit": "measured", "pinch": "measured", "retrieval": "estimated", "spend": "measured"}
 
 

@@ -1,4 +1,4 @@
-"""Pinch channel (seed: pinch-instrumentation): context taken out of a request.
+"""Pinch channel: context taken out of a request.
 
 From transcripts, per session and on the main chain only:
 - a compaction: `compact_boundary` `compactMetadata.preTokens` -> `postTokens`,
@@ -8,7 +8,7 @@ From transcripts, per session and on the main chain only:
 Counts are what the API billed (input + cache writes + cache reads), so the
 fixed overhead (system prompt, tool definitions) is inside them.
 
-Pricing (`saved_usd`) uses the blended rate of the seed with the session's
+Pricing (`saved_usd`) uses the blended rate `saved * ((1 - share) * p_in + share * p_r)` with the session's
 measured cache-read share; it is computed at aggregation time, when the
 session's share is known.
 """

@@ -1,4 +1,4 @@
-"""Retrieval channel (seed: retrieval-usage-metrics): estimated bytes saved.
+"""Retrieval channel: estimated bytes saved.
 
 Per discovery call: saved = max(0, sum of distinct result files' sizes -
 bytes served), over at most 50 distinct files; when no size is known,

@@ -1,6 +1,6 @@
 """`ctxlamp replay FILE [--jsonl]`: the engine over one transcript, from byte zero.
 
-`--jsonl` is the machine contract of MEASUREMENT.md section 11; without it a
+`--jsonl` is the machine contract of docs/measurement.md section 11; without it a
 compact table a person can read. Bad input never fails the command; a defect
 (an error that is not bad input) exits 3 and archives nothing.
 """

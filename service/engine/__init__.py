@@ -15,7 +15,7 @@ prices and the offline tokenizer the same way everywhere):
     eng.drain_events()   # replay events so far: {"event": "call"|"reset"|"reminder"|"end", ...}
                          # full_events=True: call events are whole snapshots (ctxlamp replay);
                          # False: call events are series rows + session_id (cheap; the service)
-    eng.snapshot()       # the status snapshot now (MEASUREMENT.md section 10), skeleton curve included
+    eng.snapshot()       # the status snapshot now (docs/measurement.md section 10), skeleton curve included
     eng.live_series()    # per-call series rows, the pending call included; eng.resets, eng.reminders
     eng.path_rows()      # [{"path", "tokens", "selected", "why"}] of the open segment
     eng.set_excluded(paths) / eng.set_config(cfg) / eng.set_prices(table) / eng.recheck_paths()

@@ -2,7 +2,7 @@
 
 A restarted segment that grows by g tokens a call, after N calls, pays on
 average A(N) = p_w*B0/N + p_r*B0 + p_w*g + p_r*g*(N-1)/2 per call for its
-prompt (MEASUREMENT.md section 7). Everything here is a closed form of that.
+prompt (docs/measurement.md section 7). Everything here is a closed form of that.
 """
 from __future__ import annotations
 

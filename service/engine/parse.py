@@ -42,7 +42,7 @@ COMMAND_ECHOES = ("<command-name>", "<command-message>", "<local-command-stdout>
 
 
 def human_prompt(entry: Entry) -> str | None:
-    """The prompt text of a user entry that opens a turn (MEASUREMENT.md section 2), else None.
+    """The prompt text of a user entry that opens a turn (docs/measurement.md section 2), else None.
 
     Content is a string or has text blocks; not isMeta, not isCompactSummary, not a tool
     result, and not a slash-command echo (its markers near the start of the text).

@@ -1,4 +1,4 @@
-"""Per-token prices by model id (MEASUREMENT.md section 6).
+"""Per-token prices by model id (docs/measurement.md section 6).
 
 Pure: the caller loads `resources/prices.json` (and the user's override file)
 and hands the parsed objects in. Lookups say how they found the price, because

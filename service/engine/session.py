@@ -1,6 +1,6 @@
 """One session's measurement: entries in, replay events and status snapshots out.
 
-MEASUREMENT.md is the contract; section numbers in comments refer to it.
+docs/measurement.md is the contract; section numbers in comments refer to it.
 Pure: the caller hands in prices, a token counter and a path predicate, and
 the only clock is the entries' own timestamps.
 """
@@ -200,7 +200,7 @@ class SessionEngine:
             return None
 
     def ingest(self, e: Entry) -> None:
-        """Interpret one parsed entry (MEASUREMENT.md section 2)."""
+        """Interpret one parsed entry (docs/measurement.md section 2)."""
         if e.get("isSidechain") is True:
             return  # sub-agent context: no evidence of any kind
         kind = e.get("type")

@@ -34,6 +34,6 @@ class TokenCounter:
         return n
 
     def tok(self, text: str, ratio: float) -> int:
-        """tok(text) = ceil(n_o200k(text) * ratio), as MEASUREMENT.md section 5 defines it."""
+        """tok(text) = ceil(n_o200k(text) * ratio), as docs/measurement.md section 5 defines it."""
         n = self.count(text)
         return math.ceil(n * ratio) if n else 0

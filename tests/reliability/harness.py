@@ -27,7 +27,7 @@ CTXLAMP = [sys.executable, "-m", "service.cli"]
 LONG_SESSION = next((FIXTURES / "claude-code-2.1.328" / "long-session" / "projects").glob("*/*.jsonl"))
 REMINDERS = FIXTURES / "real" / "chiphuyen-sniffly" / "d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
 
-# What the user sees and what a restart must not change (MEASUREMENT.md section 10).
+# What the user sees and what a restart must not change (docs/measurement.md section 10).
 MEANINGFUL = ("session_id", "segment", "calls", "totalStock", "L", "B", "B_default", "laps", "bill_cycle_usd")
 
 
