@@ -20,6 +20,7 @@ PEN_B = pg.mkPen("#2fa34a", width=2)
 PEN_RENT = pg.mkPen("#c0392b", width=2)
 PEN_REMINDER = pg.mkPen("#e69500", width=1, style=Qt.DashLine)
 PEN_RESET = pg.mkPen("#444", width=1.5)
+PEN_REWIND = pg.mkPen("#7b3fa0", width=1.5, style=Qt.DashDotLine)
 
 
 def new_plot(title: str, left: str, bottom: str, date_axis: bool = False, legend: bool = False) -> pg.PlotWidget:
@@ -103,6 +104,9 @@ def draw_stock(plot: pg.PlotWidget, view: SeriesView) -> None:
     plot.plot(view.calls, view.L, pen=PEN_L, name="L (cached)")
     plot.plot(view.calls, view.B, pen=PEN_B, name="B (useful)")
     _marks(plot, view, labels=True)
+    for call in view.rewind_calls:  # the conversation went back: what it left behind left B
+        plot.addItem(pg.InfiniteLine(pos=call, angle=90, pen=PEN_REWIND, label="rewind",
+                                     labelOpts={"position": 0.88, "color": "#7b3fa0"}))
     plot.enableAutoRange()
 
 
