@@ -21,7 +21,6 @@ from service.engine.tokens import TokenCounter
 
 _EDIT_TOOLS = ("Edit", "MultiEdit")
 _FILE_TOOLS = ("Read", "Write", "Edit", "MultiEdit")
-_USAGE_TOTALS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 
 
 @dataclass
@@ -265,9 +264,9 @@ class SessionEngine:
         msg = e.get("message")
         if not isinstance(msg, dict):
             raise Malformed("assistant message is not an object")
+        if isinstance(e.get("requestSessionId"), str) and e["requestSessionId"] != e.get("sessionId"):
+            return  # a copy of a call billed in another session (a fork's history): the floor holds it
         usage = msg.get("usage")
-        if isinstance(usage, dict) and not any(usage.get(k) for k in _USAGE_TOTALS):
-            return  # all-zero usage: a copy of a call made elsewhere (a forked session's history)
         content = msg.get("content")
         if isinstance(content, list):
             cwd = e.get("cwd") if isinstance(e.get("cwd"), str) else self.cwd
