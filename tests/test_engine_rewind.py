@@ -21,21 +21,12 @@ PATHS = [f"{T.CWD}/src/m{i}.py" for i in range(4)]
 Branching = T.Branching
 
 
-step = st.one_of(
-    st.tuples(st.just("prompt"), st.integers(0, 3), st.integers(0, 0)),
-    st.tuples(st.just("prompt"), st.integers(0, 3), st.integers(0, 0)),
-    st.tuples(st.just("rewind"), st.integers(0, 20), st.integers(0, 0)),
-    st.tuples(st.just("call"), st.integers(0, 3), st.integers(0, 0)),
-    st.tuples(st.just("read"), st.integers(0, 3), st.integers(1, 80)),
-    st.tuples(st.just("edit"), st.integers(0, 3), st.integers(0, 40)),
-    st.tuples(st.just("write"), st.integers(0, 3), st.integers(1, 40)),
-    st.tuples(st.just("parallel"), st.integers(0, 3), st.integers(1, 50)),
-    st.tuples(st.just("rewind"), st.integers(0, 20), st.integers(0, 0)),
-    st.tuples(st.just("reenter"), st.integers(0, 20), st.integers(0, 0)),
-    st.tuples(st.just("echo"), st.integers(0, 0), st.integers(0, 0)),
-    st.tuples(st.just("bare_read"), st.integers(0, 3), st.integers(1, 30)),
-    st.tuples(st.just("compact"), st.integers(0, 0), st.integers(0, 0)),
-)
+# Step kinds (repeats weigh the draw) and the range of each kind's size argument.
+KINDS = ["prompt", "prompt", "rewind", "rewind", "call", "read", "edit", "write", "parallel", "reenter", "echo",
+         "bare_read", "compact"]
+SIZES = {"read": (1, 80), "edit": (0, 40), "write": (1, 40), "parallel": (1, 50), "bare_read": (1, 30)}
+step = st.sampled_from(KINDS).flatmap(
+    lambda kind: st.tuples(st.just(kind), st.integers(0, 20), st.integers(*SIZES.get(kind, (0, 0)))))
 sessions = st.lists(step, min_size=1, max_size=30)
 
 
@@ -153,13 +144,7 @@ def test_folding_with_rewinds_keeps_keys_spend_and_stock(steps, seed):
 @given(sessions, st.data())
 def test_sidechain_copies_and_corrupt_lines_change_nothing_with_rewinds(steps, data):
     entries = build(steps)
-    noisy = list(entries)
-    for _ in range(data.draw(st.integers(1, 8))):
-        src = data.draw(st.sampled_from(entries))
-        copy = T.sidechain(src)
-        if copy.get("message", {}).get("id"):
-            copy["message"]["id"] = "side-" + copy["message"]["id"]
-        noisy.insert(data.draw(st.integers(0, len(noisy))), copy)
+    noisy = T.with_sidechain_copies(entries, data.draw)
     clean = feed(entries)
     eng = new_engine("/tmp/rewind.jsonl", PRICES)
     lines = T.to_bytes(noisy).splitlines()

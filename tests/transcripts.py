@@ -70,6 +70,22 @@ def sidechain(entry: dict) -> dict:
     return {**json.loads(json.dumps(entry)), "isSidechain": True}
 
 
+def with_sidechain_copies(entries: list[dict], draw, extra: list[dict] = ()) -> list[dict]:
+    """`entries` with 1 to 8 sidechain copies of drawn entries (or of `extra`) inserted at drawn places
+    (`draw` is hypothesis's data.draw); copied calls get keys of their own."""
+    from hypothesis import strategies as st
+
+    noisy = list(entries)
+    for _ in range(draw(st.integers(1, 8))):
+        src = draw(st.sampled_from(entries + list(extra)))
+        pos = draw(st.integers(0, len(noisy)))
+        copy = sidechain(src)
+        if copy.get("message", {}).get("id"):
+            copy["message"]["id"] = "side-" + copy["message"]["id"]
+        noisy.insert(pos, copy)
+    return noisy
+
+
 def to_bytes(entries: list[dict]) -> bytes:
     return b"".join(json.dumps(e).encode() + b"\n" for e in entries)
 
