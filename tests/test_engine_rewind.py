@@ -223,3 +223,26 @@ def test_entries_without_topology_never_rewind():
     bare = [{k: v for k, v in e.items() if k not in ("uuid", "parentUuid")} for e in entries]
     eng = feed(bare)
     assert eng.rewinds == [] and eng.snapshot()["rewinds"] == 0
+
+
+def _link(kind: str, t: float) -> dict:
+    return {"parentUuid": None, "isSidechain": False, "type": kind, "timestamp": T.ts(t)}
+
+
+def test_an_attachment_can_open_a_rewind_but_a_progress_entry_cannot():
+    b = Branching()
+    b.prompt("read it")
+    b.read(PATHS[0], 300)
+    b.prompt("more")
+    b.call()
+    start = b.prompts[0]["parentUuid"]
+    progress = b.entries + [b._add(_link("progress", 500), parent=start)]
+    eng = feed(progress)
+    assert eng.rewinds == [] and [r["path"] for r in eng.path_rows()] == [PATHS[0]]
+    b.entries.pop()
+    b.tip = b.entries[-1]["uuid"]
+    b._add(_link("attachment", 600), parent=start)  # a resume at an earlier message: a hook's attachment first
+    b.prompt("from there")
+    b.call()
+    eng = feed(b.entries)
+    assert len(eng.rewinds) == 1 and eng.path_rows() == []

@@ -196,8 +196,9 @@ class Branching:
         second = self._add(call(key, self._tick(), out=60, tools=[tool(t2, "Read", file_path=b)], **usage))
         self._add(result(t1, "a = 1\n" * size, self._tick()), parent=first["uuid"])
         self._add(result(t2, "b = 2\n" * (size + 3), self._tick()), parent=second["uuid"])
-        self._add({"type": "attachment", "attachment": {"type": "hook_success"}, "isSidechain": False,
-                   "timestamp": ts(self._tick())})
+        # Claude Code writes parentUuid first: the line is parsed (only type-first lines are skipped unread)
+        self._add({"parentUuid": None, "isSidechain": False, "attachment": {"type": "hook_success"},
+                   "type": "attachment", "timestamp": ts(self._tick())})
 
     def rewind(self, k: int) -> None:
         """A prompt continuing from the entry before an earlier prompt (double-Esc, Restore conversation)."""

@@ -75,13 +75,14 @@ class LiveBranch:
             mark = self._responses[message_id] = len(self._responses) + 1
         return mark
 
-    def enter(self, uuid, parent_uuid, mark: int) -> Fork | None:
-        """Place one entry in the tree, or return the Fork it makes (placed once `take` is called)."""
+    def enter(self, uuid, parent_uuid, mark: int, can_fork: bool = True) -> Fork | None:
+        """Place one entry in the tree, or return the Fork it makes (placed once `take` is called).
+        An entry that cannot fork continues the latest entry whatever its parent."""
         if not isinstance(uuid, str) or uuid in self._node:
             return None  # no topology, or a copy of an entry already placed: the latest entry stays the tip
         parent = self._node.get(parent_uuid) if isinstance(parent_uuid, str) else None
         tip = self.tip
-        if parent is None or parent == tip or tip < 0:
+        if parent is None or parent == tip or tip < 0 or not can_fork:
             self._node[uuid] = self._append(tip, mark)
             return None
         left, taken = self._paths_to_fork(tip, parent)

@@ -203,16 +203,14 @@ class SessionEngine:
         if e.get("isSidechain") is True:
             return  # sub-agent context: no evidence of any kind
         kind = e.get("type")
+        if "uuid" in e:  # attachments and the like are links of the chain too
+            self._follow(e, kind)
         if kind not in ("assistant", "user", "system"):
-            if "uuid" in e:  # attachments, progress: links of the chain
-                self._branch.enter(e["uuid"], e.get("parentUuid"), 0)
             return
         self._note_identity(e)
         t = _parse_time(e.get("timestamp"))
         if t is not None:
             self._last_t = t
-        if "uuid" in e:
-            self._follow(e, kind, t)
         if kind == "assistant":
             self._assistant(e, t)
         elif kind == "user":
@@ -228,10 +226,13 @@ class SessionEngine:
 
     # ---- the live branch (rewinds) --------------------------------------------------------
 
-    def _follow(self, e: Entry, kind: str, t: float | None) -> None:
+    def _follow(self, e: Entry, kind) -> None:
         """Place the entry on the conversation's tree; a continuation from an ancestor is a rewind."""
         if kind == "system" and e.get("subtype") == "compact_boundary":
             return  # the reset makes it the new root
+        if kind == "progress":  # written for running tools while the conversation goes on: never a rewind
+            self._branch.enter(e["uuid"], e.get("parentUuid"), 0, can_fork=False)
+            return
         mark = 0
         if kind == "user":
             mark = PROMPT if human_prompt(e) is not None else 0
@@ -242,7 +243,7 @@ class SessionEngine:
                 mark = self._branch.response_mark(key if isinstance(key, str) else "")
         fork = self._branch.enter(e["uuid"], e.get("parentUuid"), mark)
         if fork is not None:
-            self._rewind(fork, t)
+            self._rewind(fork, _parse_time(e.get("timestamp")))
 
     def _rewind(self, fork: Fork, t: float | None) -> None:
         """Entries past the ancestor leave the context: their contributions leave B whole (and
