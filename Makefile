@@ -16,7 +16,7 @@ COMPILE := $(BIN)/python -m compileall -q service desktop models resources > /de
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test]'
-	@$(BIN)/python -m service.tokenizer_setup > /dev/null  # the parsed o200k table a wheel ships
+	@$(BIN)/python -m service.measure.tokenizer > /dev/null  # the parsed o200k table a wheel ships
 	@$(COMPILE)
 	@touch $(STAMP)
 
@@ -26,7 +26,7 @@ run: $(STAMP)
 	$(BIN)/ctxlamp start
 
 test: $(STAMP)
-	@$(BIN)/python -m service.doctor --for-tests
+	@$(BIN)/python -m service.cli.doctor --for-tests
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)

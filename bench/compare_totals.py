@@ -141,7 +141,7 @@ def monitor_totals(doc: dict) -> dict:
 
 def compare(projects: Path, ccusage_doc: dict, report_doc: dict, monitor_doc: dict | None = None) -> dict:
     """Recount the corpus under each dedup rule; find the one that reproduces ccusage; split the difference."""
-    from service.commands.report import load_prices
+    from service.report.build import load_prices
 
     table = load_prices()
     memo: dict = {}

@@ -40,7 +40,7 @@ def main() -> int:
     ap.add_argument("--file", type=Path, default=DEFAULT)
     args = ap.parse_args()
 
-    from service.client import ApiClient
+    from service.api.client import ApiClient
 
     tmp = Path(tempfile.mkdtemp(prefix="ctxlamp-latency-"))
     home, claude = tmp / "home", tmp / "claude"

@@ -20,8 +20,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.corpus import build  # noqa: E402
 from service.engine import TokenCounter  # noqa: E402
-from service.measure import load_prices, replay_file  # noqa: E402
-from service.tokenizer_setup import encode_len, load_o200k  # noqa: E402
+from service.measure.engines import load_prices, replay_file  # noqa: E402
+from service.measure.tokenizer import encode_len, load_o200k  # noqa: E402
 
 
 def main_files(root: Path) -> list[Path]:

@@ -1,6 +1,6 @@
 """Where a cold `ctxlamp report` spends its time, phase by phase.
 
-Runs the same steps as service/commands/report.py's build_report (no caches),
+Runs the same steps as service/report/build.py's build_report (no caches),
 each timed on its own, in fresh processes so every phase starts cold:
 imports, discovery and fingerprints, the tokenizer load (a cold report pays it
 once, in the parent, while its workers scan: o200k's table and the Python counter
@@ -29,9 +29,9 @@ import json, os, sys, time
 t0 = time.perf_counter()
 from pathlib import Path
 import orjson
-from service.channels import scan
-from service.channels.summary import build_summary, spend_tally
-from service.commands.report import load_prices
+from service.report import scan
+from service.report.summary import build_summary, spend_tally
+from service.report.build import load_prices
 out = {"imports_s": time.perf_counter() - t0}
 root, workers = Path(sys.argv[1]), int(sys.argv[2])
 t = time.perf_counter()
@@ -39,7 +39,7 @@ files = scan.discover(root)
 fps = {tf.path: scan.fingerprint(tf.path) for tf in files}
 out["discover_s"] = time.perf_counter() - t
 if sys.argv[3] == "1":  # the tokenizer alone, in this process
-    from service.tokenizer_setup import encode_len
+    from service.measure.tokenizer import encode_len
     t = time.perf_counter(); encode_len("x"); out["tokenizer_load_s"] = time.perf_counter() - t
 t = time.perf_counter()
 c0 = os.times()
@@ -80,7 +80,7 @@ def phases(corpus: Path, workers: int, tokenizer_first: bool, tokenizer_dir: Pat
 
 def measure(corpus: Path) -> dict:
     with tempfile.TemporaryDirectory(prefix="ctxlamp-phases-tok-") as home:
-        subprocess.run([sys.executable, "-c", "from service.tokenizer_setup import encode_len; encode_len('x')"],
+        subprocess.run([sys.executable, "-c", "from service.measure.tokenizer import encode_len; encode_len('x')"],
                        check=True, cwd=ROOT, env={**os.environ, "CTXLAMP_HOME": home})
         tok = Path(home) / "tiktoken"
         return {"serial_with_tokenizer_first": phases(corpus, 1, True, tok),

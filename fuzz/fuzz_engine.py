@@ -7,12 +7,15 @@ than the engine's own Malformed (which feed_line absorbs). A crash is a defect.
     .venv/bin/python fuzz/fuzz_engine.py -max_total_time=600      # a longer session
 """
 import sys
+from pathlib import Path
 
 import atheris
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's code, as bench/ does
+
 with atheris.instrument_imports():
     from service.engine import LineSplitter
-    from service.measure import load_prices, new_engine
+    from service.measure.engines import load_prices, new_engine
 
 PRICES = load_prices()
 SEED_LINES = [

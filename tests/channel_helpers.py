@@ -5,9 +5,9 @@ import json
 from functools import lru_cache
 
 from resources import resource_path
-from service.channels.scan import SizeMemo, TranscriptFile, scan_bytes
+from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
 from service.engine.prices import PriceTable
-from service.tokenizer_setup import encode_len
+from service.measure.tokenizer import encode_len
 from tests.transcripts import to_bytes
 
 

@@ -35,7 +35,7 @@ def running_service(env: dict, ctx_home: Path, timeout: float = 30.0):
             time.sleep(0.1)
         else:
             raise RuntimeError(f"ctxlamp serve did not start: {Path(log.name).read_text()[-2000:]}")
-        from service.client import ApiClient
+        from service.api.client import ApiClient
 
         client = ApiClient(info, timeout=10)
         while time.monotonic() < deadline:  # up, and done reading the recent sessions

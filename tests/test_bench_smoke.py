@@ -132,7 +132,7 @@ def test_pooled_scan_of_a_corpus_equals_the_serial_scan(tmp_path, monkeypatch):
     """The bench's cold report runs the scan pool in chunks of several files: same results as one process."""
     monkeypatch.setenv("CTXLAMP_HOME", str(tmp_path / "home"))
     sys.path.insert(0, str(ROOT))
-    from service.channels import scan
+    from service.report import scan
 
     projects = _corpus(tmp_path / "corpus", 1000, "--files", "40")
     files = scan.discover(projects)

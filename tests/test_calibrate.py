@@ -5,8 +5,8 @@ import random
 import subprocess
 import sys
 
-from service.calibrate import fit, pairs
-from service.tokenizer_setup import encode_len
+from service.measure.calibrate import fit, pairs
+from service.measure.tokenizer import encode_len
 from tests import transcripts as T
 from tests.conftest import ROOT
 

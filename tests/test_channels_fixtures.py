@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections import Counter
 import pytest
 
-from service.channels.scan import SizeMemo, TranscriptFile, scan_bytes
+from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
 from service.channels.spend import is_placeholder_output
-from service.tokenizer_setup import encode_len
+from service.measure.tokenizer import encode_len
 from tests.conftest import FIXTURES
 
 # file -> (edits ok, not_found, ambiguous, other errors, compactions, Grep, Glob, calls, placeholder calls)

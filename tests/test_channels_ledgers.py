@@ -7,8 +7,8 @@ import pytest
 
 from service.channels import ChannelMeters
 from service.channels.ledgers import iso_ts, read_native_ledger
-from service.channels.summary import build_summary
-from service.tokenizer_setup import encode_len
+from service.report.summary import build_summary
+from service.measure.tokenizer import encode_len
 
 from tests.channel_helpers import price_lookup
 

@@ -8,7 +8,7 @@ from hypothesis import given, strategies as st
 
 from service.channels.ledgers import read_router_db
 from service.channels.pinch import PinchMeter, blended_rate, cache_rate, saved_usd, summarize
-from service.channels.summary import build_summary
+from service.report.summary import build_summary
 from tests.transcripts import call, compact, sidechain
 
 from tests.channel_helpers import price_lookup, result_file

@@ -8,8 +8,8 @@ from hypothesis import given, strategies as st
 
 from service.channels.ledgers import read_usage_db, snapshot_events
 from service.channels.retrieval import estimate_saved, tracked_tool
-from service.channels.scan import SizeMemo
-from service.channels.summary import build_summary
+from service.report.scan import SizeMemo
+from service.report.summary import build_summary
 from tests.transcripts import CWD, call, result, tool
 
 from tests.channel_helpers import price_lookup, result_file, run_meters

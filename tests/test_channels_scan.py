@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from service.channels import ChannelMeters
-from service.channels.scan import (ProgressPrinter, ScanCache, SizeMemo, TranscriptFile, discover, scan,
+from service.report.scan import (ProgressPrinter, ScanCache, SizeMemo, TranscriptFile, discover, scan,
                                    scan_bytes)
 from service.channels.spend import SpendCollector
-from service.tokenizer_setup import encode_len
+from service.measure.tokenizer import encode_len
 from tests.conftest import FIXTURES
 
 from tests.test_channels_fixtures import EXPECTED
@@ -176,7 +176,7 @@ def test_progress_only_on_a_terminal_or_a_long_scan():
 
 
 def test_reading_in_pieces_gives_the_same_result_as_reading_whole():
-    from service.channels.scan import complete_buffers, scan_chunks
+    from service.report.scan import complete_buffers, scan_chunks
     rel = "claude-code-2.1.328/refactor-with-compact/projects/-home-user-demo-project/f3439bd2-d8ed-4517-8f6c-f5ba1893a2b2.jsonl"
     p = FIXTURES / rel
     data = p.read_bytes()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.channels.summary import build_summary
+from service.report.summary import build_summary
 from tests.transcripts import call, sidechain
 
 from tests.channel_helpers import price_lookup, result_file
@@ -163,7 +163,7 @@ def test_spend_does_not_depend_on_the_order_files_arrive_in():
     call arriving after a worse one, must give the plain fold's figures, exactly."""
     from hypothesis import given, settings, strategies as st
 
-    from service.channels.summary import spend_tally
+    from service.report.summary import spend_tally
 
     lookup = price_lookup()
 
@@ -190,7 +190,7 @@ def test_spend_does_not_depend_on_the_order_files_arrive_in():
 
 def test_a_sessions_model_is_its_latest_main_chain_calls_whatever_the_order_files_arrive_in():
     """Pinch events without a model are priced with it."""
-    from service.channels.summary import spend_tally
+    from service.report.summary import spend_tally
 
     def rec(key, ts, model, side=False):
         return [key, ts, model, side, 10, 0, 0, 0, 5, True]

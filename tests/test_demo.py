@@ -5,8 +5,8 @@ import json
 import subprocess
 import sys
 
-from service.demo import generate
-from service.measure import load_prices, new_engine
+from service.cli.demo_session import generate
+from service.measure.engines import load_prices, new_engine
 from tests.conftest import ROOT
 
 

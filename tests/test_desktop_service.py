@@ -1,6 +1,6 @@
 """The desktop against the REAL service (`ctxlamp serve` in a temp home, a fixture transcript).
 
-Skipped only while service/api.py cannot be imported (the service is built in
+Skipped only while service/api/server.py cannot be imported (the service is built in
 parallel); once it can, a service that does not come up is a failure.
 """
 from __future__ import annotations
@@ -20,12 +20,12 @@ import pytest  # noqa: E402
 pytest.importorskip("pytestqt")
 
 try:
-    import service.api  # noqa: F401
+    import service.api.server  # noqa: F401
     HAVE_SERVICE = True
     WHY = ""
 except Exception as exc:  # noqa: BLE001 - any import failure means "not built yet"
     HAVE_SERVICE = False
-    WHY = f"service/api.py is not importable yet ({type(exc).__name__}: {exc})"
+    WHY = f"service/api/server.py is not importable yet ({type(exc).__name__}: {exc})"
 
 pytestmark = pytest.mark.skipif(not HAVE_SERVICE, reason=WHY)
 

@@ -78,7 +78,7 @@ def test_a_gated_snapshot_and_a_session_with_one_call(qtbot, tmp_path):
 
 
 def test_a_long_session_of_2000_calls_renders(qtbot, tmp_path):
-    from service.demo import generate
+    from service.cli.demo_session import generate
 
     demo = load_make_demo()
     path = tmp_path / "projects" / "-home-u-big" / "long-1.jsonl"

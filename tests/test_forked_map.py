@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from service.channels import forked
+from service.report import forked
 from tests.conftest import children_of, no_children_left
 
 pytestmark = pytest.mark.skipif(not forked.available(), reason="needs os.fork")

@@ -1,11 +1,11 @@
-"""History answers (service/history.py) over a real store: lineage from the loaded handoff,
+"""History answers (service/history/answers.py) over a real store: lineage from the loaded handoff,
 deterministic pages, and a next step on every search or locate answer."""
 from __future__ import annotations
 
 import pytest
 
-from service import history
-from service.mcp_server import render_history
+from service.history import answers as history
+from service.claude.mcp_server import render_history
 from service.store import Store
 
 

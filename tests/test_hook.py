@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from service import hook
+from service.claude import hook
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = re.compile(r"load token: ([A-Za-z0-9_-]+)")
@@ -192,7 +192,7 @@ def test_followed_in_project_prefers_the_trays_session_then_the_newest():
 
 def test_import_stays_light():
     """The hook's import path pulls in no peewee, tiktoken, mcp or Qt."""
-    code = ("import sys, service.cli, service.commands.hook, service.hook; "
+    code = ("import sys, service.cli, service.cli.hook, service.claude.hook; "
             "heavy = [m for m in ('peewee', 'tiktoken', 'mcp', 'PySide6', 'models', 'service.store') if m in sys.modules]; "
             "print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30)
@@ -200,7 +200,7 @@ def test_import_stays_light():
 
 
 def test_with_the_real_service_handoffs_come_from_the_api_and_rotation_succeeds(env, ctx_home):
-    from service.client import ApiClient
+    from service.api.client import ApiClient
     from tests.servicectl import running_service
 
     with running_service(env, ctx_home) as (_, info):

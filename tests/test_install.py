@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from service import claude_settings as cs
+from service.claude import settings as cs
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from service.client import ApiClient
-from service.mcp_server import resolve_caller
+from service.api.client import ApiClient
+from service.claude.mcp_server import resolve_caller
 from tests.servicectl import running_service
 
 ROOT = Path(__file__).resolve().parents[1]

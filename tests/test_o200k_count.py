@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from service import tokenizer_setup as ts
-from service.o200k_count import MAX_MERGED_PIECE, O200K_PATTERN, SmallTextCounter, SortedRanks
+from service.measure import tokenizer as ts
+from service.measure.o200k_count import MAX_MERGED_PIECE, O200K_PATTERN, SmallTextCounter, SortedRanks
 from tests.conftest import ROOT, all_transcripts
 from tests.transcripts import read_jsonl
 
@@ -139,7 +139,7 @@ def test_every_text_of_the_real_transcripts_counts_as_tiktoken_counts_it(encodin
 
 _PROCESS = """
 import json, sys
-from service import tokenizer_setup as ts
+from service.measure import tokenizer as ts
 texts = json.loads(sys.stdin.read())
 counts = [ts.encode_len(t) for t in texts]
 print(json.dumps({"counts": counts, "tiktoken_built": ts._encoding is not None}))

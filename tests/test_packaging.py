@@ -36,7 +36,7 @@ def test_a_wheel_ships_the_parsed_o200k_table(tmp_path):
     """`pipx install .` builds a wheel: its resources/ carry the table a first run would otherwise build."""
     import zipfile
 
-    from service import tokenizer_setup as ts
+    from service.measure import tokenizer as ts
 
     source = tmp_path / "source"  # a copy: setuptools builds inside the tree it is given
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
@@ -49,7 +49,7 @@ def test_a_wheel_ships_the_parsed_o200k_table(tmp_path):
     (wheel,) = (tmp_path / "wheel").glob("ctxlamp-*.whl")
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
-        assert {"desktop/app.py", "service/cli.py", "resources/prices.json"} <= names
+        assert {"desktop/app.py", "service/cli/__init__.py", "resources/prices.json"} <= names
         (tmp_path / ts.FAST_NAME).write_bytes(zf.read("resources/" + ts.FAST_NAME))
         requires = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     table = ts._read_table(tmp_path / ts.FAST_NAME)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from service.engine import LineSplitter
-from service.measure import load_prices, new_engine, replay_file
+from service.measure.engines import load_prices, new_engine, replay_file
 from tests import transcripts as T
 from tests.conftest import ROOT, main_transcripts
 

@@ -212,7 +212,7 @@ def test_empty_history(tmp_path):
 
 def test_in_process_compute_matches_the_cli(env, monkeypatch):
     """What the service will call (one process, no pool) gives the CLI's figures."""
-    from service.commands.report import compute
+    from service.report.build import compute
     for k in ("CLAUDE_CONFIG_DIR", "HOME"):
         monkeypatch.setenv(k, env[k])
     monkeypatch.setenv("CTXLAMP_HOME", env["CTXLAMP_HOME"] + "-inproc")
@@ -228,7 +228,7 @@ def test_a_scan_worker_that_dies_is_a_clear_error_and_leaves_no_process(env, mon
     """The OOM killer, say: the report says what happened and exits 1, instead of hanging or a traceback."""
     import signal
 
-    from service.channels import scan
+    from service.report import scan
     from service.cli import main
 
     for k in ("CLAUDE_CONFIG_DIR", "HOME", "CTXLAMP_HOME"):

@@ -9,11 +9,12 @@ import tomllib
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from service import checkpoint, config
-from service.live import classify
-from service.lock import AlreadyRunning, ServiceLock, is_held
-from service.sse import QUEUE_SIZE, Hub
-from service.tail import FileTail
+from service import config
+from service.api.sse import QUEUE_SIZE, Hub
+from service.daemon import checkpoint
+from service.daemon.lock import AlreadyRunning, ServiceLock, is_held
+from service.ingest.live import classify
+from service.ingest.tail import FileTail
 
 
 # ---- config ------------------------------------------------------------------------------

@@ -177,7 +177,7 @@ def test_api_discovery_auth_host_and_limits(svc, dirs):
     # every route the server dispatches is in the OpenAPI document
     doc = s.get("/api/v1/openapi.json")
     assert doc["openapi"].startswith("3.1")
-    from service.api import ApiServer
+    from service.api.server import ApiServer
 
     routes = ApiServer.__new__(ApiServer)._routes()
     documented = {(m.lower(), p) for p, ops in doc["paths"].items() for m in ops}
@@ -322,7 +322,7 @@ def _sse_events(s: Svc):
     """Collect SSE events in a thread; returns the shared list."""
     import threading
 
-    from service.client import ApiClient
+    from service.api.client import ApiClient
 
     got: list = []
     client = ApiClient(s.info)
@@ -566,7 +566,7 @@ def test_polling_fallback_says_why_and_still_follows_appends(svc, dirs):
 # ---- a defect stops measurement ------------------------------------------------------------------------
 DEFECT_RUNNER = """
 import sys
-import service.measure as m
+import service.measure.engines as m
 real = m.new_engine
 def new_engine(*a, **k):
     engine = real(*a, **k)
@@ -625,7 +625,7 @@ def test_inotify_out_of_watches_falls_back_to_polling_and_says_why_once(tmp_path
 
     from watchdog.observers import inotify
 
-    from service.watch import Watcher
+    from service.ingest.watch import Watcher
 
     def no_watches(self):
         raise OSError(errno.ENOSPC, "inotify watch limit reached")

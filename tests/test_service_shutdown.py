@@ -10,7 +10,7 @@ import threading
 
 from service import config as config_mod
 from service.paths import app_paths
-from service.runtime import Service
+from service.daemon.runtime import Service
 
 
 class _SlowToRelease:

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.store import TOKEN_RE, Store
+from service.store import Store
+from service.store.handoffs import TOKEN_RE
 
 LOGGER = "ctxlamp.store"
 
@@ -586,7 +587,7 @@ def test_read_only_store_on_a_missing_file_is_silent_and_creates_nothing(tmp_pat
 ])
 def test_faults_are_told_apart_from_bad_writes(exc, kind):
     """Faults queue and retry; a bad write is dropped, or it would block every write behind it."""
-    from service.store import _fault_kind
+    from service.store.writer import _fault_kind
     assert _fault_kind(exc) == kind
 
 

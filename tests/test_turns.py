@@ -1,4 +1,4 @@
-"""Turn records built from transcript entries (service/turns.py)."""
+"""Turn records built from transcript entries (service/history/turns.py)."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from service.turns import TurnBuilder, build_turns, prompt_text
+from service.history.turns import TurnBuilder, build_turns, prompt_text
 from tests.conftest import FIXTURES
 from tests.transcripts import read_jsonl
 
@@ -179,7 +179,7 @@ class _Session:
 @pytest.mark.parametrize("store_prompts", [True, False])
 def test_turn_sink_writes_searchable_records_into_the_real_store(tmp_path, store_prompts):
     from service.store import Store
-    from service.turn_sink import TurnSink
+    from service.history.sink import TurnSink
 
     store = Store(tmp_path / "ctxlamp.db")
     sink = TurnSink(store.add_turn_record, store_prompts=store_prompts)

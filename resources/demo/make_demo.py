@@ -3,7 +3,7 @@
     .venv/bin/python resources/demo/make_demo.py
 
 Every figure is measured, not simulated: demo sessions of our own making
-(service/demo.py) are written into a temporary Claude folder over two weeks,
+(service/cli/demo_session.py) are written into a temporary Claude folder over two weeks,
 then the real engine replays them (status, series, segment profiles) and the
 real channel code buckets them (edits, pinch, retrieval). The JSON shapes are
 those of docs/api.md.
@@ -34,7 +34,7 @@ def session_id(i: int) -> str:
 
 
 def write_sessions(claude: Path) -> list[Path]:
-    from service.demo import generate
+    from service.cli.demo_session import generate
 
     paths = []
     for i, (project, seed, calls, compact_at, days) in enumerate(SESSIONS):
@@ -50,7 +50,7 @@ def write_sessions(claude: Path) -> list[Path]:
 def measure(path: Path, excluded: set[str]) -> tuple[dict, dict, list[dict]]:
     """Status, series and segment profiles of one transcript, as the service computes them."""
     from service.engine import LineSplitter
-    from service.measure import load_prices, new_engine
+    from service.measure.engines import load_prices, new_engine
 
     shown = f"~/.claude/projects/{path.parent.name}/{path.name}"  # not the temp folder: the output stays stable
     eng = new_engine(shown, load_prices(), full_events=False)
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
                 snaps.append(status)
                 series[status["session_id"]] = ser
             profiles += prof
-        from service import reports
+        from service.report import answers as reports
 
         until = (T_END + timedelta(days=1)).isoformat()
         since = (T_END - timedelta(days=15)).isoformat()

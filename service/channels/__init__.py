@@ -2,8 +2,8 @@
 
 The meters here are pure: they take parsed transcript entries (dicts) and
 return ChannelEvents or per-call records; file sizes, ledgers and databases are
-read by the adapters in `ledgers.py` and handed in. `scan.py` walks transcript
-folders (the file I/O of `ctxlamp report`, later also the service's replay).
+read by the adapters in `ledgers.py` and handed in. service/report/scan.py walks
+transcript folders (the file I/O of `ctxlamp report`).
 
     from service.channels import ChannelMeters
     meters = ChannelMeters(session_id="…", sidechain_file=False)

@@ -3,6 +3,10 @@
 docs/measurement.md is the contract; section numbers in comments refer to it.
 Pure: the caller hands in prices, a token counter and a path predicate, and
 the only clock is the entries' own timestamps.
+
+One module of about 700 lines on purpose: SessionEngine is one state machine
+(segments, stock, laps, rent) whose every step reads the same state; cut in
+parts, one invariant would be spread over files.
 """
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from service import claude_settings
-from service.client import ApiClient
+from service.claude import settings as claude_settings
+from service.api.client import ApiClient
 from tests.conftest import SHARED
 from tests.servicectl import running_service
 from tests.transcripts import read_jsonl

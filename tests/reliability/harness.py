@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from service.client import sse_pairs
+from service.api.client import sse_pairs
 from tests.conftest import FIXTURES, ROOT
 from tests.servicectl import running_service
 

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-from service import claude_settings as cs
+from service.claude import settings as cs
 from tests.conftest import ROOT
 
 WRITER = r"""

@@ -1,0 +1,429 @@
+"""The local API: HTTP/1.1 on 127.0.0.1, bearer token, JSON, SSE (docs/api.md).
+
+The standard library's ThreadingHTTPServer: no dependency, a few hundred
+lines we fully control (Host and token checks before any route runs, a body
+cap, socket timeouts), and a thread per connection suits a handful of local
+clients (tray, MCP, hook) and long-lived SSE streams.
+
+Order of checks: Host (403, DNS rebinding) -> token (401) -> body size (413)
+-> route (404/405) -> JSON body (400). The accept loop blocks in select()
+without a poll interval; stopping wakes it with one local connection.
+"""
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import os
+import re
+import secrets
+import socket
+import threading
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from service import __version__
+from service.config import ConfigError
+from service.paths import write_private
+from service.daemon.persist import Unavailable
+
+log = logging.getLogger("ctxlamp.api")
+
+MAX_BODY = 1 << 20
+SOCKET_TIMEOUT_S = 10
+_LOOPBACK = re.compile(r"^(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?$", re.IGNORECASE)
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+Route = tuple[str, re.Pattern, Callable[..., Any]]
+
+
+def _json_default(obj):
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    if isinstance(obj, datetime):
+        return obj.isoformat()
+    if hasattr(obj, "__dict__"):
+        return obj.__dict__
+    return str(obj)
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, default=_json_default, separators=(",", ":")).encode("utf-8")
+
+
+def _int(query: dict, name: str, default: int | None = None) -> int | None:
+    raw = query.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise HttpError(400, f"{name} must be an integer") from None
+
+
+class ApiServer:
+    def __init__(self, service) -> None:
+        self.service = service
+        self.token = secrets.token_urlsafe(32)
+        self.port = 0
+        self.httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self.routes = self._routes()
+
+    # ---- lifecycle ---------------------------------------------------------------
+    def start(self) -> None:
+        handler = type("Handler", (_Handler,), {"api": self})
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.httpd.timeout = None
+        self.port = self.httpd.server_address[1]
+        self._thread = threading.Thread(target=self._serve, name="api", daemon=True)
+        self._thread.start()
+        info = {"port": self.port, "token": self.token, "pid": os.getpid(), "version": __version__,
+                "started_at": self.service.started_at}
+        write_private(self.service.paths.api_file, json.dumps(info).encode("utf-8"))
+
+    def _serve(self) -> None:
+        while not self._stopping:
+            self.httpd.handle_request()  # blocks in select() until a connection: no idle wakeups
+
+    def stop(self) -> None:
+        if self.httpd is None:
+            return
+        self._stopping = True
+        try:  # wake the blocked select()
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                pass
+        except OSError:
+            pass
+        if self._thread:
+            self._thread.join(timeout=5)
+        self.httpd.server_close()
+        self.httpd = None
+
+    def remove_discovery(self) -> None:
+        """Remove api.json if it is still ours (a newer service may have replaced it)."""
+        path = self.service.paths.api_file
+        try:
+            info = json.loads(path.read_text())
+            if info.get("pid") == os.getpid():
+                path.unlink()
+        except (OSError, ValueError):
+            pass
+
+    def authorized(self, header: str | None) -> bool:
+        if not header or not header.startswith("Bearer "):
+            return False
+        return hmac.compare_digest(header[7:].strip().encode(), self.token.encode())
+
+    # ---- routes ---------------------------------------------------------------------
+    def _routes(self) -> list[Route]:
+        r = [
+            ("GET", r"/api/v1/health", self.get_health),
+            ("GET", r"/api/v1/status", self.get_status),
+            ("GET", r"/api/v1/sessions/(?P<sid>[^/]+)/series", self.get_series),
+            ("POST", r"/api/v1/sessions/(?P<sid>[^/]+)/selection", self.post_selection),
+            ("GET", r"/api/v1/segments", self.get_segments),
+            ("GET", r"/api/v1/reminders", self.get_reminders),
+            ("GET", r"/api/v1/channels/(?P<channel>edit|pinch|retrieval)", self.get_channel),
+            ("GET", r"/api/v1/spend", self.get_spend),
+            ("GET", r"/api/v1/report", self.get_report),
+            ("POST", r"/api/v1/rotate", self.post_rotate),
+            ("POST", r"/api/v1/handoffs", self.post_handoff),
+            ("GET", r"/api/v1/handoffs", self.get_handoffs),
+            ("POST", r"/api/v1/handoffs/(?P<token>[^/]+)/load", self.post_handoff_load),
+            ("GET", r"/api/v1/history/page", self.get_history_page),
+            ("GET", r"/api/v1/history/search", self.get_history_search),
+            ("GET", r"/api/v1/history/locate", self.get_history_locate),
+            ("GET", r"/api/v1/config", self.get_config),
+            ("POST", r"/api/v1/config", self.post_config),
+            ("GET", r"/api/v1/openapi.json", self.get_openapi),
+        ]
+        return [(m, re.compile(p + "$"), fn) for m, p, fn in r]
+
+    def get_health(self, q, body):
+        s = self.service
+        return {"ok": s.defect is None, "version": __version__, "pid": os.getpid(), "started_at": s.started_at}
+
+    def get_status(self, q, body):
+        return self.service.status()
+
+    def get_series(self, q, body, sid):
+        reg = self.service.registry
+        with reg.lock:
+            sess = reg.by_id(sid)
+            if sess is None:
+                raise HttpError(404, f"no live session {sid}")
+            return sess.series()
+
+    def post_selection(self, q, body, sid):
+        exclude, include = body.get("exclude", []), body.get("include", [])
+        if not all(isinstance(v, list) and all(isinstance(p, str) for p in v) for v in (exclude, include)):
+            raise HttpError(400, "exclude and include must be lists of paths")
+        try:
+            return self.service.call_in_loop(lambda: self.service.set_selection(sid, exclude, include))
+        except KeyError:
+            raise HttpError(404, f"no live session {sid}") from None
+
+    def get_segments(self, q, body):
+        limit = _int(q, "limit", 100)
+        rows = self.service.persist.query("segments", session_id=q.get("session") or None, limit=limit)
+        return {"segments": list(rows)}
+
+    def get_reminders(self, q, body):
+        """The database's reminders, plus any this process published that it could not store yet."""
+        session, since = q.get("session") or None, q.get("since") or None
+        try:
+            rows = list(self.service.persist.query("reminders", session_id=session, since=since))
+        except Unavailable:
+            rows = []
+        have = {(r["session_id"], r["segment"], r["lap"]) for r in rows}
+        for r in list(self.service.reminder_log):
+            if (r["session_id"], r["segment"], r["lap"]) in have:
+                continue
+            if (not session or r["session_id"] == session) and (not since or (r["at"] or "") >= since):
+                rows.append({k: r[k] for k in ("session_id", "segment", "lap", "call", "at")})
+        rows.sort(key=lambda r: (r.get("at") or "", r["session_id"], r["segment"], r["lap"]))
+        return {"reminders": rows}
+
+    def get_channel(self, q, body, channel):
+        from service.report import answers as reports
+
+        bucket = q.get("bucket") or "day"
+        if bucket not in ("hour", "day"):
+            raise HttpError(400, "bucket must be hour or day")
+        return reports.channel(channel, q.get("since") or None, q.get("until") or None, bucket)
+
+    def get_spend(self, q, body):
+        from service.report import answers as reports
+
+        return reports.spend(q.get("since") or None, q.get("until") or None)
+
+    def get_report(self, q, body):
+        from service.report import answers as reports
+
+        return reports.report(q.get("since") or None, q.get("until") or None)
+
+    def post_rotate(self, q, body):
+        sid = body.get("session_id")
+        if not isinstance(sid, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,200}", sid):
+            raise HttpError(400, "session_id is required")
+        tp, cwd = body.get("transcript_path"), body.get("cwd")
+        return self.service.call_in_loop(lambda: self.service.rotate(
+            sid, tp if isinstance(tp, str) else None, cwd if isinstance(cwd, str) else None))
+
+    def post_handoff(self, q, body):
+        for key in ("task", "body", "project"):
+            if not isinstance(body.get(key), str) or not body[key].strip():
+                raise HttpError(400, f"{key} is required")
+        paths = body.get("paths") or []
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise HttpError(400, "paths must be a list of strings")
+        sid = body.get("session_id")
+        return self.service.persist.query("save_handoff", task=body["task"], body=body["body"], paths=paths,
+                                          project=body["project"], from_session=sid if isinstance(sid, str) else None)
+
+    def get_handoffs(self, q, body):
+        undelivered = q.get("undelivered") in ("1", "true", "yes")
+        rows = self.service.persist.query("handoffs", project=q.get("project") or None, undelivered=undelivered)
+        return {"handoffs": list(rows)}
+
+    def post_handoff_load(self, q, body, token):
+        sid = body.get("session_id")
+        if not isinstance(sid, str) or not sid:
+            raise HttpError(400, "session_id is required")
+        try:
+            found = self.service.persist.query("load_handoff", token, sid)
+        except KeyError:
+            found = None
+        if found is None:  # the store answers None for an unknown or malformed token
+            raise HttpError(404, f"no handoff {token}")
+        return found
+
+    def _sid(self, q) -> str:
+        sid = q.get("session_id")
+        if not sid:
+            raise HttpError(400, "session_id is required")
+        return sid
+
+    # history: the caller names its session; service/history/answers.py resolves the lineage and says what next
+    def get_history_page(self, q, body):
+        from service.history import answers as history
+
+        return history.page(self.service.persist.query, self._sid(q), _int(q, "page", 1))
+
+    def get_history_search(self, q, body):
+        from service.history import answers as history
+
+        if not q.get("q"):
+            raise HttpError(400, "q is required")
+        return history.search(self.service.persist.query, self._sid(q), q["q"])
+
+    def get_history_locate(self, q, body):
+        from service.history import answers as history
+
+        if not q.get("path"):
+            raise HttpError(400, "path is required")
+        return history.locate(self.service.persist.query, self._sid(q), q["path"])
+
+    def get_config(self, q, body):
+        return self.service.cfg
+
+    def post_config(self, q, body):
+        try:
+            return self.service.call_in_loop(lambda: self.service.update_config(body))
+        except ConfigError as exc:
+            raise HttpError(400, str(exc)) from None
+
+    def get_openapi(self, q, body):
+        from service.api.openapi import document
+
+        return document(self.port)
+
+    def dispatch(self, method: str, path: str, query: dict, body: dict) -> Any:
+        allowed = False
+        for m, pattern, fn in self.routes:
+            match = pattern.match(path)
+            if not match:
+                continue
+            allowed = True
+            if m == method:
+                return fn(query, body, **{k: unquote(v) for k, v in match.groupdict().items()})
+        if allowed:
+            raise HttpError(405, f"{method} not allowed on {path}")
+        raise HttpError(404, f"no route {path}")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    api: ApiServer
+    protocol_version = "HTTP/1.1"
+    timeout = SOCKET_TIMEOUT_S
+    server_version = f"ctxlamp/{__version__}"
+    sys_version = ""
+
+    def setup(self) -> None:
+        super().setup()
+        try:  # small JSON answers and SSE events go out at once (no Nagle wait for the peer's ACK)
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+
+    def log_message(self, fmt, *args):  # the log file, not stderr
+        log.debug("%s " + fmt, self.address_string(), *args)
+
+    def _send(self, status: int, obj: Any, extra: dict | None = None) -> None:
+        data = dumps(obj)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-store")
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def _error(self, status: int, message: str, extra: dict | None = None) -> None:
+        self._send(status, {"error": message}, extra)
+
+    def _handle(self) -> None:
+        api = self.api
+        host = self.headers.get("Host", "")
+        if not _LOOPBACK.match(host.strip()):
+            self.close_connection = True
+            return self._error(403, "Host must be 127.0.0.1, localhost or [::1]")
+        if not api.authorized(self.headers.get("Authorization")):
+            self.close_connection = True
+            return self._error(401, "missing or wrong bearer token (see api.json)", {"WWW-Authenticate": "Bearer"})
+        parts = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        body: dict = {}
+        if self.command in ("POST", "PUT", "PATCH", "DELETE"):
+            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                self.close_connection = True
+                return self._error(411, "send a Content-Length")
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                self.close_connection = True
+                return self._error(400, "bad Content-Length")
+            if length > MAX_BODY:
+                self.close_connection = True
+                return self._error(413, f"body over {MAX_BODY} bytes")
+            raw = self.rfile.read(length) if length > 0 else b""
+            if raw.strip():
+                try:
+                    body = json.loads(raw)
+                except (ValueError, UnicodeDecodeError):
+                    return self._error(400, "body is not JSON")
+                if not isinstance(body, dict):
+                    return self._error(400, "body must be a JSON object")
+        if parts.path == "/api/v1/events" and self.command == "GET":
+            return self._events()
+        try:
+            result = api.dispatch(self.command, parts.path, query, body)
+        except HttpError as exc:
+            return self._error(exc.status, exc.message)
+        except Unavailable as exc:
+            return self._error(503, f"database unavailable: {exc}")
+        except TimeoutError:
+            return self._error(503, "the service is busy; try again")
+        except (LookupError, ValueError) as exc:
+            return self._error(404 if isinstance(exc, LookupError) else 400, str(exc))
+        except Exception as exc:  # a bug in a route: say so, keep serving
+            log.exception("route %s %s failed", self.command, parts.path)
+            return self._error(500, f"{type(exc).__name__}: {exc}")
+        self._send(200, result)
+
+    def _events(self) -> None:
+        """SSE: the current state first, then whatever the hub publishes."""
+        from service.api.sse import encode
+
+        svc = self.api.service
+        client = svc.hub.subscribe()
+        self.close_connection = True
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("Connection", "close")
+            self.send_header("X-Accel-Buffering", "no")
+            self.end_headers()
+            status = svc.status()
+            self.wfile.write(encode("service", status["service"]))
+            for snap in status["sessions"]:
+                self.wfile.write(encode("snapshot", snap))
+            self.wfile.write(b": following " + str(status["followed"]).encode() + b"\n\n")
+            self.wfile.flush()
+            while True:
+                msg = client.next()
+                if msg is None:
+                    break
+                self.wfile.write(msg)
+                self.wfile.flush()
+        except (OSError, ValueError):
+            pass  # the client went away
+        finally:
+            svc.hub.unsubscribe(client)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
+
+    def __getattr__(self, name: str):
+        """Any other method (TRACE, OPTIONS, QUERY, ...) goes through the same checks -- Host, token, then
+        405 on a known path -- instead of the base class's unauthenticated 501 page."""
+        if name.startswith("do_"):
+            return self._handle
+        raise AttributeError(name)
+

@@ -1,0 +1,4 @@
+"""`python -m service.cli`: the same as the `ctxlamp` console script."""
+from service.cli import entry
+
+entry()

@@ -1,0 +1,57 @@
+"""`ctxlamp calibrate`: fit the Claude-to-o200k ratio per model family from transcripts.
+
+Prints each family's ratio with its standard error; `--write` stores the ratios
+in config.toml (`[tokenizer.ratio]`), where they apply to tool events from then on.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def configure(p) -> None:
+    p.add_argument("paths", nargs="*", type=Path, help="transcripts or folders (default: all of Claude Code's)")
+    p.add_argument("--write", action="store_true", help="store the fitted ratios in config.toml")
+
+
+def run(args) -> int:
+    from service.measure.calibrate import fit, pairs
+    from service.engine import LineSplitter, Malformed, parse_line
+    from service.paths import claude_projects
+    from service.measure.tokenizer import encode_len
+
+    roots = args.paths or [claude_projects()]
+    files = []
+    for root in roots:
+        files += [root] if root.is_file() else sorted(p for p in root.rglob("*.jsonl")
+                                                      if "subagents" not in p.parts and not p.name.startswith("agent-"))
+    points = []
+    for i, path in enumerate(files, 1):
+        entries = []
+        splitter = LineSplitter()
+        for line in splitter.feed(path.read_bytes()):
+            try:
+                entry = parse_line(line)
+            except Malformed:
+                continue
+            if entry is not None:
+                entries.append(entry)
+        points += pairs(entries, encode_len)
+        if sys.stderr.isatty() and len(files) > 20:
+            print(f"\rcalibrate: {i}/{len(files)} transcripts", end="", file=sys.stderr)
+    fits = fit(points)
+    if not fits:
+        print(f"calibrate: not enough tool results in {len(files)} transcripts to fit a ratio "
+              f"(need 3 or more results of 200+ tokens per model family).")
+        return 1
+    print(f"{'family':<10} {'ratio':>7} {'± stderr':>9} {'error':>7} {'overhead':>9} {'points':>6}")
+    for f in fits:
+        print(f"{f.family:<10} {f.ratio:>7.3f} {f.stderr:>9.3f} {f.rel_error_pct:>6.1f}% {f.overhead:>9.0f} {f.points:>6}")
+    if args.write:
+        from service.config import load, merge, save
+        from service.paths import app_paths
+
+        path = app_paths().ensure().config_file
+        save(path, merge(load(path), {"tokenizer": {"ratio": {f.family: round(f.ratio, 4) for f in fits}}}))
+        print("calibrate: ratios written to config.toml; they apply to tool events from now on.")
+    return 0

@@ -1,0 +1,39 @@
+"""`ctxlamp install`: register the SessionStart hook and the MCP server with Claude Code."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dry-run", action="store_true", help="print the change as a unified diff; write nothing")
+
+
+def run(args: argparse.Namespace) -> int:
+    from service.claude import settings as cs
+
+    plan = apply(args, "install", cs.plan_install, "ctxlamp is already installed", ("installed in", "already in"))
+    if plan is None:
+        return 1
+    if not args.dry_run and (plan.settings_changed or plan.mcp_changed):
+        print("Start a new Claude Code session to pick it up; backups end in .ctxlamp-backup.")
+    return 0
+
+
+def apply(args: argparse.Namespace, command: str, make_plan, nothing: str, verbs: tuple[str, str]):
+    """Plan, print the diff (--dry-run) or apply and report; None on an error already reported."""
+    from service.claude import settings as cs
+
+    try:
+        plan = make_plan()
+        if args.dry_run:
+            sys.stdout.write(plan.diff() or f"nothing to change: {nothing}\n")
+            return plan
+        plan = cs.apply_fresh(make_plan)  # re-plans if Claude Code writes a file meanwhile
+    except cs.SettingsError as exc:
+        print(f"ctxlamp {command}: {exc}", file=sys.stderr)
+        return None
+    for doc, changed, what in ((plan.settings, plan.settings_changed, "SessionStart hook"),
+                               (plan.mcp, plan.mcp_changed, "MCP server `ctxlamp`")):
+        print(f"{what}: {verbs[0] if changed else verbs[1]} {doc.path}")
+    return plan

@@ -1,0 +1,76 @@
+"""`ctxlamp replay FILE [--jsonl]`: the engine over one transcript, from byte zero.
+
+`--jsonl` is the machine contract of docs/measurement.md section 11; without it a
+compact table a person can read. Bad input never fails the command; a defect
+(an error that is not bad input) exits 3 and archives nothing.
+"""
+from __future__ import annotations
+
+import sys
+import traceback
+
+import orjson
+
+_LAMP_DOT = {"white": "\u25cb", "green": "\x1b[32m\u25cf\x1b[0m", "amber": "\x1b[33m\u25cf\x1b[0m",
+             "red": "\x1b[31m\u25cf\x1b[0m"}
+
+
+def configure(p) -> None:
+    p.add_argument("file", help="a Claude Code transcript (.jsonl)")
+    p.add_argument("--jsonl", action="store_true", help="one JSON object per call, reset, reminder; then end")
+    p.add_argument("--no-cache", action="store_true", help="tokenize every text (no content-hash cache)")
+
+
+def _fmt(v, spec=".2f") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def run(args) -> int:
+    from service.measure.engines import load_prices, replay_file, shared_counter
+
+    try:
+        open(args.file, "rb").close()
+    except OSError as exc:
+        print(f"ctxlamp replay: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    out = sys.stdout.buffer
+    colour = sys.stdout.isatty()
+    try:
+        events = replay_file(args.file, load_prices(), counter=shared_counter(not args.no_cache))
+        if args.jsonl:
+            for ev in events:
+                out.write(orjson.dumps(ev) + b"\n")
+            out.flush()
+            return 0
+        _table(events, colour)
+        return 0
+    except BrokenPipeError:
+        return 0
+    except Exception:  # a defect, not bad input: say so, archive nothing
+        print("ctxlamp replay: internal error (this is a bug, not bad input):", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        return 3
+
+
+def _table(events, colour: bool) -> None:
+    w = sys.stdout.write
+    w(f"{'call':>5} {'time':>8} {'lamp':<10} {'x':>6} {'xSweet':>6} {'u':>5} {'stock':>8} {'rent $':>9} {'laps':>4}\n")
+    for ev in events:
+        kind = ev["event"]
+        if kind == "call":
+            dot = _LAMP_DOT[ev["lamp"]["colour"]] if colour else ev["lamp"]["colour"][0].upper()
+            at = (ev.get("updated_at") or "")[11:19]
+            w(f"{ev['calls']:>5} {at:>8} {dot} {ev['lamp']['state']:<8} {_fmt(ev['x'])!s:>6} {_fmt(ev['xSweet'])!s:>6} "
+              f"{_fmt(ev['u'])!s:>5} {ev['totalStock']:>8} {ev['bill_cycle_usd']:>9.4f} {ev['laps']:>4}\n")
+        elif kind == "reset":
+            w(f"----- reset: segment {ev['segment']} ({ev.get('trigger') or 'compact'}, "
+              f"{ev.get('preTokens')} -> {ev.get('postTokens')} tokens) -----\n")
+        elif kind == "reminder":
+            w(f"      >>> reminder: lap {ev['lap']} at call {ev['call']}: the rent paid has reached a restart's price\n")
+        elif kind == "end":
+            held = f", held back: {ev['held_back_bytes']} bytes of an unfinished last line" if ev["held_back_bytes"] else ""
+            w(f"\nsegments ({len(ev['segments'])}), skipped lines: {ev['skipped_lines']}{held}\n")
+            for s in ev["segments"]:
+                w(f"  #{s['segment']} {s['model']}: {s['calls']} calls, {s['turns']} turns, "
+                  f"in ${s['bill_in_usd']:.4f} out ${s['bill_out_usd']:.4f}, rent ${s['rent_usd']:.4f}, "
+                  f"laps {s['laps']}, {s['duration_s']:.0f}s, ended by {s['end_reason']}\n")

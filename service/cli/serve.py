@@ -1,0 +1,38 @@
+"""`ctxlamp serve`: the background service (no Qt). One per user."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--polling", action="store_true",
+                        help="use the polling observer instead of inotify (also: CTXLAMP_POLLING=1)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from service import config as config_mod
+    from service.daemon.lock import AlreadyRunning, ServiceLock
+    from service.paths import app_paths
+
+    paths = app_paths().ensure()
+    lock = ServiceLock(paths.lock_file)
+    try:
+        lock.acquire()
+    except AlreadyRunning as exc:
+        print(f"ctxlamp: the service is already running (pid {exc.pid or '?'}); "
+              f"`ctxlamp status` shows it.", file=sys.stderr)
+        return 1
+    try:
+        try:
+            cfg = config_mod.load(paths.config_file)
+        except config_mod.ConfigError as exc:
+            print(f"ctxlamp: cannot read the settings: {exc}", file=sys.stderr)
+            return 2
+        from service.daemon.runtime import Service
+
+        polling = bool(getattr(args, "polling", False) or os.environ.get("CTXLAMP_POLLING"))
+        return Service(paths, cfg, force_polling=polling).run()
+    finally:
+        lock.release()

@@ -1,1 +1,0 @@
-"""One module per `ctxlamp` subcommand: configure(parser) and run(args)."""

@@ -1,0 +1,237 @@
+"""The service's live sessions: which transcripts it follows, reading them, rotation, reminders.
+
+A mixin of `Service` (service/daemon/runtime.py); everything here runs on the
+service's main loop, which owns every engine.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from pathlib import Path
+from typing import Callable
+
+from service.ingest.live import Ingest, LiveSession, classify
+
+log = logging.getLogger("ctxlamp.service")
+
+PUMP_BUDGET = 8 << 20  # bytes read per turn of the loop before other work gets a go
+
+
+class Defect(RuntimeError):
+    """An engine error that is not malformed input: measurement must stop."""
+
+
+class Following:
+    """Service methods: startup catch-up, file changes, rotation, selection, reminders."""
+
+    # ---- sessions -----------------------------------------------------------------------
+    def _discover(self) -> tuple[list[Path], list[Path]]:
+        """Main transcripts modified within `sessions.live_hours` (oldest first), and the rest."""
+        horizon = time.time() - float(self.cfg["sessions"]["live_hours"]) * 3600
+        live, old = [], []
+        if not self.projects.is_dir():
+            return live, old
+        for path in self.projects.glob("*/*.jsonl"):
+            if classify(path, self.projects) != "session":
+                continue
+            try:
+                mtime = path.stat().st_mtime
+            except OSError:
+                continue
+            (live if mtime >= horizon else old).append((mtime, path))
+        return [p for _, p in sorted(live)], [p for _, p in sorted(old)]
+
+    def _catch_up_where(self, wanted: Callable[[Path], bool] | None, limit: int | None = None) -> None:
+        """Read startup sessions (all `wanted` ones, else the next `limit`); caller holds registry.lock.
+
+        Laps they crossed while the service was away are recorded, not announced,
+        as before the API opened first.
+        """
+        paths = list(itertools.islice(self._catch_up.values(), limit)) if wanted is None \
+            else [p for p in self._catch_up.values() if wanted(p)]
+        for path in paths:
+            del self._catch_up[str(path)]
+            self.scan["done"] += 1
+            if str(path) in self.registry.sessions or str(path) in self.registry.retired:
+                continue
+            try:
+                mtime = path.stat().st_mtime
+            except OSError:
+                continue
+            self._quiet_reminders = True
+            try:
+                sess = self._start_session(path, rotate=False, mtime=mtime)
+            finally:
+                self._quiet_reminders = False
+            self._publish_snapshot(sess)
+        if paths and not self._catch_up:
+            log.info("caught up: %d live sessions", len(self.registry.sessions))
+            self._ckpt_states = {}
+            self.scan = {"state": "scanning", "done": 0, "total": len(self._history_todo)} if self._history_todo \
+                else {"state": "idle", "done": 0, "total": 0}
+            self.hub.publish("service", self.service_block())
+            self._start_scan(self._history_todo)
+
+    def _start_session(self, path: Path, *, rotate: bool, mtime: float | None = None) -> LiveSession:
+        sess, old = self.registry.add(path, rotate=rotate)
+        excluded = self._ckpt_excluded.get(str(path))
+        if excluded:
+            sess.excluded = set(excluded)
+            sess.engine.set_excluded(set(excluded))
+        if old is not None:
+            self._retire(old, "rotation", successor=sess)
+        self._pump(sess)
+        if mtime is not None:
+            sess.last_active = mtime
+        if sess.snapshot is None:
+            sess.refresh()
+        # the newest session of the project (and of all) is followed
+        fp = self.registry.followed_by_project.get(sess.project_dir)
+        cur = self.registry.sessions.get(fp) if fp else None
+        if cur is None or cur.last_active <= sess.last_active:
+            self.registry.followed_by_project[sess.project_dir] = str(path)
+        top = self.registry.followed
+        if top is None or top.last_active <= sess.last_active:
+            self.registry.followed_path = str(path)
+        return sess
+
+    def _on_change(self, path: Path, created: bool) -> None:
+        kind = classify(path, self.projects)
+        if kind == "subagent":
+            self.persist.subagent_changed(path)
+            return
+        if kind != "session":
+            return
+        key = str(path)
+        if key in self._catch_up:
+            self._catch_up_where(lambda p: str(p) == key)
+            return
+        sess = self.registry.sessions.get(key)
+        if sess is None:
+            if not path.exists():
+                return
+            wanted = self._pending_follow.pop(path.stem, None)
+            rotate = (created and key not in self.registry.retired) or wanted is not None
+            sess = self._start_session(path, rotate=rotate)
+            self.registry.touch(sess)
+            self._arm_checkpoint()
+            self._publish_snapshot(sess)
+            return
+        ing = self._pump(sess, budget=PUMP_BUDGET)
+        if ing.bytes_read or ing.restarted:
+            self.registry.touch(sess)
+            self._arm_checkpoint()
+        if ing.more:  # a big append: let API calls in between, then read on
+            self.on_file_event(path, False)
+            return
+        if ing.bytes_read or ing.restarted or ing.went_missing:
+            self._publish_snapshot(sess)
+
+    def _pump(self, sess: LiveSession, budget: int | None = None) -> Ingest:
+        try:
+            ing = sess.pump(budget)
+        except Exception as exc:  # Malformed never escapes feed_line: this is a defect
+            raise Defect(f"{type(exc).__name__}: {exc} (transcript {sess.path})") from exc
+        self._handle_events(sess, ing.events)
+        return ing
+
+    def _handle_events(self, sess: LiveSession, events: list[dict]) -> None:
+        for ev in events:
+            if ev.get("event") == "reminder":  # priced with the snapshot the batch ended on
+                self._on_reminder(sess, ev, sess.snapshot or {})
+        for profile in sess.new_profiles():
+            self.persist.archive_profile(profile)
+
+    def _on_reminder(self, sess: LiveSession, ev: dict, snap: dict) -> None:
+        sid = str(ev.get("session_id") or sess.session_id)
+        seg, lap = int(ev.get("segment") or 0), int(ev["lap"])
+        key = (sid, seg, lap)
+        if key in self._published:
+            return
+        self._published.add(key)
+        stored = self.persist.record_reminder(sid, seg, lap, ev.get("call"), ev.get("at"))
+        if stored is None or (stored and not self.persist.health()["ok"]):
+            # no working database to say what was raised before this process: the checkpoint does
+            ck = self._ckpt_laps.get(sid)
+            stored = not (ck and (seg, lap) <= ck)
+        if not stored:
+            return
+        stock = snap.get("totalStock") or 0
+        cold = (snap.get("cache") or {}).get("cold_rewrite_usd")
+        restart = cold * snap.get("B_default", 0) / stock if cold is not None and stock else None
+        reminder = {"session_id": sid, "segment": seg, "lap": lap, "call": ev.get("call"), "at": ev.get("at"),
+                    "restart_usd": restart, "payback_calls": snap.get("pp"),
+                    "rent_usd": snap.get("bill_cycle_usd")}
+        self.reminder_log.append(reminder)
+        if self.ready.is_set() and not self._quiet_reminders:
+            self._outbox.append(reminder)  # published right after the session's snapshot
+        log.info("reminder: session %s segment %s lap %s", sid, seg, lap)
+
+    def _retire(self, old: LiveSession, reason: str, successor: LiveSession | None = None) -> None:
+        """Archive the open segment of a session we stop following."""
+        events = old.finish(reason)
+        self._handle_events(old, events)
+        if self.turn_sink is not None:
+            self.turn_sink.finish(old)
+        log.info("rotation: %s -> %s", old.session_id, successor.session_id if successor else None)
+        if self.ready.is_set():
+            self.hub.publish("rotated", {"from": old.session_id, "to": successor.session_id if successor else None,
+                                         "project": old.project_dir})
+            self._flush_reminders()
+
+    def rotate(self, session_id: str, transcript_path: str | None = None, cwd: str | None = None) -> dict:
+        """POST /rotate (runs on the loop): follow `session_id` in its project."""
+        if self._catch_up:  # the project's recent sessions first, as if read at startup
+            folders = {Path(transcript_path).parent.name if transcript_path else None, project_folder(cwd)}
+            self._catch_up_where(lambda p: p.parent.name in folders or p.stem == session_id)
+        path = None
+        if transcript_path:
+            p = Path(transcript_path)
+            if classify(p, self.projects) == "session":
+                path = p
+        if path is None:
+            known = self.registry.by_id(session_id)
+            if known is not None:
+                path = known.path
+        if path is None:
+            found = sorted(self.projects.glob(f"*/{session_id}.jsonl"))
+            path = found[0] if found else None
+        if path is None or not path.exists():
+            # the hook can run before Claude Code writes the file: rotate when it appears
+            self._pending_follow[session_id] = (path.parent.name if path else project_folder(cwd)) or ""
+            return {"ok": True, "following": session_id, "pending": True}
+        key = str(path)
+        if key in self.registry.sessions:
+            sess, old = self.registry.rotate_to(path)
+            if old is not None:
+                self._retire(old, "rotation", successor=sess)
+        else:
+            sess = self._start_session(path, rotate=True)
+        self.registry.touch(sess)
+        self._arm_checkpoint()
+        self._publish_snapshot(sess)
+        return {"ok": True, "following": sess.session_id}
+
+    def set_selection(self, session_id: str, exclude: list[str], include: list[str]) -> dict:
+        self._catch_up_where(lambda p: p.stem == session_id)
+        sess = self.registry.by_id(session_id)
+        if sess is None:
+            raise KeyError(session_id)
+        sess.excluded |= set(exclude)
+        sess.excluded -= set(include)
+        sess.engine.set_excluded(set(sess.excluded))
+        if hasattr(sess.engine, "recheck_paths"):
+            sess.engine.recheck_paths()
+        snap = sess.refresh()
+        self.registry.changes += 1
+        self._arm_checkpoint()
+        self._publish_snapshot(sess)
+        return snap
+
+
+def project_folder(cwd: str | None) -> str | None:
+    """Claude Code's folder name for a cwd (every non-alphanumeric character becomes '-')."""
+    if not cwd:
+        return None
+    return "".join(ch if ch.isalnum() or ch == "-" else "-" for ch in cwd)

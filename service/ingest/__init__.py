@@ -1,0 +1,1 @@
+"""Following live transcripts: filesystem watch, byte tails, one live session (engine + sinks) per transcript."""

@@ -1,0 +1,239 @@
+"""The live sessions: one SessionEngine per growing transcript, and who is followed.
+
+Every main transcript that grows is a live session, measured on its own. Per
+project folder one session is *followed* (the newest file); the tray follows
+the most recently active session of all. A new file in a project folder (what
+`/clear` writes) or a SessionStart hook with another session id *rotates* the
+project: the old session's open segment is archived (end_reason "rotation")
+and the new one is followed. The registry holds no I/O beyond reading the
+transcripts it tails; the runtime stores and publishes what it returns.
+
+Thread safety: the runtime's main loop mutates, API threads read; both hold
+`Registry.lock`. Snapshots are replaced (never mutated), so a reader may keep one.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from service.ingest.tail import FileTail
+
+EngineFactory = Callable[[Path], Any]
+
+
+def classify(path: Path, projects: Path) -> str | None:
+    """"session" for a main transcript, "subagent" for a sidechain file, else None."""
+    if path.suffix != ".jsonl":
+        return None
+    try:
+        rel = path.relative_to(projects)
+    except ValueError:
+        return None
+    parts = rel.parts
+    if path.name.startswith("agent-") or "subagents" in parts:
+        return "subagent"
+    if len(parts) == 2:  # <project folder>/<session-id>.jsonl
+        return "session"
+    return None
+
+
+@dataclass
+class Ingest:
+    """What one pump of a session produced."""
+    session: "LiveSession"
+    events: list[dict] = field(default_factory=list)
+    bytes_read: int = 0
+    restarted: bool = False
+    went_missing: bool = False
+    more: bool = False          # stopped at the byte budget: call pump again
+
+
+class LiveSession:
+    def __init__(self, path: Path, make_engine: EngineFactory,
+                 entry_sink: Callable[["LiveSession", dict], None] | None = None) -> None:
+        self.path = Path(path)
+        self.entry_sink = entry_sink   # other readers of the parsed entries (channels, turn records)
+        self.project_dir = self.path.parent.name
+        self._make_engine = make_engine
+        self.tail = FileTail(self.path)
+        self._new_engine()
+        self.snapshot: dict | None = None
+        self.last_active = 0.0        # wall time of the latest bytes read
+        self.missing = False
+        self.finished = False
+        self.excluded: set[str] = set()
+
+    def _new_engine(self) -> None:
+        from service.engine import LineSplitter
+
+        self.engine = self._make_engine(self.path)
+        self.splitter = LineSplitter()
+        self.profiles_archived = 0   # engine.profiles already handed to the store
+
+    @property
+    def session_id(self) -> str:
+        snap = self.snapshot or {}
+        return str(snap.get("session_id") or self.path.stem)
+
+    @property
+    def offset(self) -> int:
+        """Bytes fully ingested (an unfinished last line does not count)."""
+        return self.tail.offset - self.splitter.pending
+
+    def pump(self, budget: int | None = None) -> Ingest:
+        """Read what was appended and ingest it. Engine defects propagate.
+
+        `budget` bounds the bytes read this call (None: to the end of the file).
+        """
+        out = Ingest(self)
+        while True:
+            chunk = self.tail.read()
+            if chunk.missing:
+                if not self.missing:
+                    self.missing = out.went_missing = True
+                    self.engine.transcript_missing = True
+                break
+            if self.missing:
+                self.missing = self.engine.transcript_missing = False
+            if chunk.restart:
+                self._new_engine()
+                if self.excluded and hasattr(self.engine, "set_excluded"):
+                    self.engine.set_excluded(set(self.excluded))
+                out.restarted = True
+            if chunk.data:
+                out.bytes_read += len(chunk.data)
+                sink = self.entry_sink
+                for line in self.splitter.feed(chunk.data):
+                    entry = self.engine.feed_line(line)
+                    if sink is not None and entry is not None:
+                        sink(self, entry)
+                out.events.extend(self.engine.drain_events())
+            if not chunk.more:
+                break
+            if budget is not None and out.bytes_read >= budget:
+                out.more = True
+                break
+        if out.bytes_read or out.restarted:
+            self.last_active = time.time()
+            self.refresh()
+        elif out.went_missing:
+            self.refresh()
+        return out
+
+    def refresh(self) -> dict:
+        """Take a new snapshot from the engine (after ingest or revaluation)."""
+        snap = dict(self.engine.snapshot())
+        snap.setdefault("transcript", str(self.path))
+        self.snapshot = snap
+        return snap
+
+    def new_profiles(self) -> list[dict]:
+        """Segment profiles the engine archived since the last call (resets, finish)."""
+        profiles = self.engine.profiles[self.profiles_archived:]
+        self.profiles_archived = len(self.engine.profiles)
+        return list(profiles)
+
+    def series(self) -> dict:
+        """SERIES of docs/api.md."""
+        eng = self.engine
+        calls = eng.live_series() if hasattr(eng, "live_series") else list(eng.series)
+        snap = self.snapshot or {}
+        return {"session_id": self.session_id, "calls": calls, "resets": list(eng.resets),
+                "rewinds": list(getattr(eng, "rewinds", [])),
+                "reminders": [dict(r) for r in getattr(eng, "reminders", [])],
+                "skeleton": snap.get("skeleton"), "paths": eng.path_rows()}
+
+    def finish(self, end_reason: str) -> list[dict]:
+        """Close the open segment; the engine's remaining events (ends with "end")."""
+        if self.finished:
+            return []
+        self.finished = True
+        self.engine.finish(end_reason)
+        return self.engine.drain_events()
+
+    def ledger_state(self) -> dict:
+        """What a checkpoint keeps of this session."""
+        state: dict = {}
+        getter = getattr(self.engine, "ledger_state", None)
+        if callable(getter):
+            state.update(getter())
+        snap = self.snapshot or {}
+        for key in ("segment", "laps", "wallet_phase", "bill_cycle_usd", "reminder", "calls"):
+            state.setdefault(key, snap.get(key))
+        state.update(session_id=self.session_id, transcript=str(self.path),
+                     offset=self.offset, inode=self.tail.inode)
+        return state
+
+
+class Registry:
+    def __init__(self, projects: Path, make_engine: EngineFactory) -> None:
+        self.projects = projects
+        self.make_engine = make_engine
+        self.lock = threading.RLock()
+        self.sessions: dict[str, LiveSession] = {}        # transcript path -> session
+        self.followed_by_project: dict[str, str] = {}     # project folder -> transcript path
+        self.followed_path: str | None = None
+        self.retired: set[str] = set()                     # rotated away from (a resume brings them back)
+        self.changes = 0                                   # bumps on every ingest (checkpoint dirtiness)
+        self.entry_sink = None
+
+    # -- lookups -----------------------------------------------------------
+    def by_id(self, session_id: str) -> LiveSession | None:
+        for s in self.sessions.values():
+            if s.session_id == session_id:
+                return s
+        return None
+
+    @property
+    def followed(self) -> LiveSession | None:
+        return self.sessions.get(self.followed_path) if self.followed_path else None
+
+    def snapshots(self) -> list[dict]:
+        """Every live session's snapshot, most recently active first."""
+        live = sorted(self.sessions.values(), key=lambda s: s.last_active, reverse=True)
+        return [s.snapshot for s in live if s.snapshot is not None]
+
+    # -- changes -----------------------------------------------------------
+    def add(self, path: Path, *, rotate: bool) -> tuple[LiveSession, LiveSession | None]:
+        """Start measuring `path`; with `rotate`, the project's followed session is
+        returned for the caller to finish and archive (it leaves the live set)."""
+        key = str(path)
+        sess = LiveSession(path, self.make_engine, self.entry_sink)
+        self.sessions[key] = sess
+        self.retired.discard(key)
+        old = None
+        prev = self.followed_by_project.get(sess.project_dir)
+        if rotate and prev and prev != key and prev in self.sessions:
+            old = self.sessions.pop(prev)
+            self.retired.add(prev)
+            if self.followed_path == prev:
+                self.followed_path = key
+        if rotate or prev is None or prev not in self.sessions:
+            self.followed_by_project[sess.project_dir] = key
+        return sess, old
+
+    def touch(self, sess: LiveSession) -> None:
+        """`sess` just grew: it becomes its project's and the tray's followed session."""
+        self.changes += 1
+        key = str(sess.path)
+        if key in self.sessions:
+            self.followed_by_project[sess.project_dir] = key
+            self.followed_path = key
+
+    def rotate_to(self, path: Path) -> tuple[LiveSession, LiveSession | None]:
+        """The hook said `path` is the project's session now."""
+        key = str(path)
+        existing = self.sessions.get(key)
+        if existing is None:
+            return self.add(path, rotate=True)
+        prev = self.followed_by_project.get(existing.project_dir)
+        old = None
+        if prev and prev != key and prev in self.sessions:
+            old = self.sessions.pop(prev)
+            self.retired.add(prev)
+        self.followed_by_project[existing.project_dir] = key
+        self.followed_path = key
+        return existing, old

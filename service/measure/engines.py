@@ -1,0 +1,75 @@
+"""Building engines the same way everywhere (replay, live service, demo, benches).
+
+The one place that loads prices and the offline tokenizer and turns config
+into an EngineConfig, so that replay and live ingestion cannot drift apart.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from service.engine import EngineConfig, PriceTable, SessionEngine, TokenCounter
+from service.measure.fsprobe import make_path_exists
+
+
+@lru_cache(maxsize=1)
+def bundled_prices_json() -> dict:
+    from resources import resource_path
+
+    with open(resource_path("prices.json"), "rb") as fh:
+        return json.load(fh)
+
+
+def load_prices(override: Path | None = None) -> PriceTable:
+    table = PriceTable.from_json(bundled_prices_json())
+    if override is not None and override.exists():
+        with open(override, "rb") as fh:
+            table = table.merged(json.load(fh))
+    return table
+
+
+_counter: TokenCounter | None = None
+
+
+def shared_counter(use_cache: bool = True) -> TokenCounter:
+    """One token counter per process, so identical texts are tokenized once across sessions."""
+    global _counter
+    if not use_cache:
+        from service.measure.tokenizer import encode_len
+
+        return TokenCounter(encode_len, use_cache=False)
+    if _counter is None:
+        from service.measure.tokenizer import encode_len
+
+        _counter = TokenCounter(encode_len)
+    return _counter
+
+
+def new_engine(transcript: str, prices: PriceTable, config: EngineConfig | None = None,
+               counter: TokenCounter | None = None, full_events: bool = True) -> SessionEngine:
+    holder: dict = {}
+    engine = SessionEngine(transcript=transcript, prices=prices, counter=counter or shared_counter(),
+                           config=config, path_exists=make_path_exists(lambda: holder["e"].cwd),
+                           full_events=full_events)
+    holder["e"] = engine
+    return engine
+
+
+def replay_file(path: str | Path, prices: PriceTable, config: EngineConfig | None = None,
+                counter: TokenCounter | None = None, chunk_size: int = 1 << 20, full_events: bool = True):
+    """Replay a transcript from byte zero; yields replay events as they become final."""
+    from service.engine import LineSplitter
+
+    engine = new_engine(str(path), prices, config, counter, full_events)
+    splitter = LineSplitter()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(chunk_size):
+            for line in splitter.feed(chunk):
+                engine.feed_line(line)
+            yield from engine.drain_events()
+    # An unfinished last line is held back, as the live service holds it: replay and live agree
+    # on the same bytes. The end event says how much was held.
+    engine.held_back_bytes = splitter.pending
+    engine.finish("end")
+    yield from engine.drain_events()

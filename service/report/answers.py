@@ -1,0 +1,117 @@
+"""Report, spend and channel answers of the API, built on `ctxlamp report`'s cached scan.
+
+The report's scan already reads every transcript (subagent files included:
+spend) with per-file caching, so the service reuses it rather than keeping a
+second copy of the same counters. Calls are serialized (the caches are files)
+and run in one process (workers=1: the service has threads, the pool forks).
+Channel buckets count the transcript events of each hour or day and sum their
+numeric fields; the totals are the report's (priced, with its labels).
+"""
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+_lock = threading.Lock()
+MAX_BUCKETS = 24 * 31
+
+
+def _parse(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"not a date or time: {text!r} (use ISO-8601, e.g. 2026-11-29 or 2026-11-29T10:00Z)")
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def _iso(dt: datetime) -> str:
+    return dt.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def report(since: str | None = None, until: str | None = None) -> dict:
+    """`ctxlamp report --json` for the period (days, UTC; inclusive)."""
+    from service.report.build import compute
+
+    s, u = _parse(since), _parse(until)
+    with _lock:
+        doc = compute(s.date().isoformat() if s else None, u.date().isoformat() if u else None,
+                      workers=1, progress=False)
+    doc = dict(doc)
+    doc.setdefault("sources", {})
+    return doc
+
+
+def spend(since: str | None = None, until: str | None = None) -> dict:
+    doc = report(since, until)
+    return {"period": doc.get("period"), "spend": doc.get("spend"), "data_quality": doc.get("data_quality")}
+
+
+def _floor(dt: datetime, bucket: str) -> datetime:
+    dt = dt.astimezone(timezone.utc)
+    if bucket == "hour":
+        return dt.replace(minute=0, second=0, microsecond=0)
+    return dt.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _events(channel: str) -> list[dict]:
+    """The channel's transcript events from the report's scan cache."""
+    from service.report import scan
+    from service.paths import app_paths, claude_projects
+
+    files = scan.discover(claude_projects())
+    with _lock:
+        cache = scan.ScanCache(app_paths().data / "cache" / "report-scan.json")
+        results = scan.scan(files, cache, workers=1)
+        cache.save()
+    out = []
+    seen = set()
+    for res in results.values():
+        for ev in res.get("events") or []:
+            if ev.get("channel") != channel:
+                continue
+            key = (ev.get("kind"), ev.get("ts"), ev.get("session_id"), repr(sorted((ev.get("data") or {}).items())))
+            if key in seen:  # a subagent's events may also be inline in the main file (1.0.x)
+                continue
+            seen.add(key)
+            out.append(ev)
+    return out
+
+
+def channel(name: str, since: str | None = None, until: str | None = None, bucket: str = "day") -> dict:
+    """CHANNEL of docs/api.md."""
+    now = datetime.now(timezone.utc)
+    u = _parse(until) or now
+    s = _parse(since) or (u - (timedelta(hours=48) if bucket == "hour" else timedelta(days=14)))
+    if s > u:
+        raise ValueError("since is after until")
+    step = timedelta(hours=1) if bucket == "hour" else timedelta(days=1)
+    first = _floor(s, bucket)
+    if (u - first) / step > MAX_BUCKETS:
+        raise ValueError(f"at most {MAX_BUCKETS} buckets: narrow since/until or use bucket=day")
+    buckets: dict[datetime, dict[str, Any]] = {}
+    t = first
+    while t <= u:
+        buckets[t] = {"start": _iso(t), "events": 0}
+        t += step
+    for ev in _events(name):
+        ts = _parse(ev.get("ts")) if isinstance(ev.get("ts"), str) else None
+        if ts is None or ts < s or ts > u:
+            continue
+        row = buckets.get(_floor(ts, bucket))
+        if row is None:
+            continue
+        row["events"] += 1
+        kind = ev.get("kind")
+        if kind:
+            row[f"kind:{kind}"] = row.get(f"kind:{kind}", 0) + 1
+        for k, v in (ev.get("data") or {}).items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                row[k] = row.get(k, 0) + v
+    doc = report(_iso(s), _iso(u))
+    block = dict(doc.get(name) or {})
+    return {"channel": name, "label": block.get("label", "measured"), "bucket": bucket,
+            "since": _iso(s), "until": _iso(u), "buckets": list(buckets.values()), "totals": block,
+            "sources": block.get("sources") or {}}

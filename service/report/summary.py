@@ -1,0 +1,380 @@
+"""Totals over a period from scanned files and external ledgers (pure).
+
+`build_summary` is what `ctxlamp report --json` prints (and what the service's
+spend endpoint can serve). It takes the per-file results of `scan.py`, the
+events of the external ledgers and a price lookup, and never reads a file.
+
+Double counting between a recorder and the transcripts is avoided by
+preferring the recorder: lean-ctx's ledger for the anchored counters (it
+measures avoided tokens, transcripts cannot), and `usage.db` for the CodeLens
+tools it lists. The transcript figures stay visible under `by_source`.
+"""
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from typing import Any, Callable, Iterable
+
+from service.channels.events import LABELS
+from service.channels.ledgers import iso_ts
+from service.channels.pinch import blended_rate, cache_rate
+from service.channels.spend import KEY
+from service.report.tally import SpendTally
+
+PLACEHOLDER_DEFINITION = ("a call (folded by message.id) whose kept revision reports output_tokens <= 1 "
+                          "while its lines carry a non-empty text, thinking or tool_use block")
+Lookup = Callable[[str], tuple[Any, str]]
+
+
+def day_of(ts: Any) -> str | None:
+    """UTC calendar day (YYYY-MM-DD) of an ISO time."""
+    if not isinstance(ts, str) or len(ts) < 10:
+        return None
+    if ts.endswith("Z"):
+        return ts[:10]
+    iso = iso_ts(ts)
+    return iso[:10] if iso else None
+
+
+class Period:
+    def __init__(self, since: str | None = None, until: str | None = None):
+        self.since, self.until = since, until
+
+    def __contains__(self, ts: Any) -> bool:
+        if self.since is None and self.until is None:
+            return True
+        d = day_of(ts)
+        if d is None:
+            return False
+        return (self.since is None or d >= self.since) and (self.until is None or d <= self.until)
+
+
+def _r(x: float) -> float:
+    return round(float(x), 9)
+
+
+class _Prices:
+    def __init__(self, lookup: Lookup):
+        self.lookup = lookup
+        self.memo: dict[Any, tuple[Any, str]] = {}
+
+    def __call__(self, model: Any) -> tuple[Any, str]:
+        hit = self.memo.get(model)
+        if hit is None:
+            hit = self.memo[model] = self.lookup(model) if isinstance(model, str) and model else (None, "unknown")
+        return hit
+
+
+def _distinct_events(files: list[dict]) -> Iterable[dict]:
+    """Transcript events once each: a tool call or boundary copied into a second file is the same event."""
+    seen: set[tuple[str, str]] = set()
+    for fr in files:
+        for e in fr["events"]:
+            eid = e["data"].get("id")
+            if eid is not None:
+                k = (e["channel"], eid)
+                if k in seen:
+                    continue
+                seen.add(k)
+            yield e
+
+
+def spend_tally(lookup: Lookup, since: str | None = None, until: str | None = None) -> SpendTally:
+    """An empty tally for a report over these days, to feed files to as they are scanned."""
+    period = Period(since, until)
+    everything = since is None and until is None
+    return SpendTally(_Prices(lookup), None if everything else period.__contains__, day_of)
+
+
+def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None = None, until: str | None = None,
+                  external: list[dict] | None = None, router: dict | None = None, lean_ctx_present: bool = False,
+                  usage_db_tools: set[str] | None = None, ledger_stats: dict | None = None,
+                  source_notes: dict | None = None, tally: SpendTally | None = None) -> dict:
+    """The report. `tally` may already hold some of the files (fed while they were scanned)."""
+    period = Period(since, until)
+    tally = tally or spend_tally(lookup, since, until)
+    prices = tally.prices
+    paths = sorted(results)  # the workers' order must not change the report
+    files = [results[path] for path in paths]
+    external = external or []
+    usage_db_tools = usage_db_tools or set()
+    notes = source_notes or {}
+
+    # -- spend ---------------------------------------------------------------------------------
+    for path, fr in zip(paths, files):
+        tally.add(path, fr)
+    spend = tally.spend()
+    session_tokens = tally.session_tokens
+
+    # -- Claude Code's own cost-state, compared with ours for the same calls --------------------
+    sub_by_session: dict[str, list[str]] = defaultdict(list)
+    for fr in files:
+        if fr["subagent"]:
+            sub_by_session[fr["session_id"]].extend(rec[KEY] for rec in fr["calls"])
+    cs_rows = []
+    for fr in files:
+        cs = fr.get("cost_state")
+        if fr["subagent"] or not cs:
+            continue
+        keys = [rec[KEY] for rec in fr["calls"][:cs["calls_before"]]]
+        if not any(tally.ts_of(k) in period for k in keys if k in tally.best):
+            continue
+        keys += sub_by_session.get(fr["session_id"], [])
+        if any(prices(m)[0] is None for m in cs.get("models") or []):
+            continue
+        ours = [tally.usd_of(k) for k in dict.fromkeys(keys)]
+        if any(u is None for u in ours):
+            continue
+        theirs = cs["total_usd"]
+        row = {"session_id": fr["session_id"], "ours_usd": _r(sum(ours)), "claude_code_usd": _r(theirs)}
+        row["diff_pct"] = (round((sum(ours) - theirs) / theirs * 100, 3) or 0.0) if theirs else None
+        cs_rows.append(row)
+    cs_rows.sort(key=lambda r: r["session_id"])  # files arrive in pool order: the report must not depend on it
+    ours_sum = sum(r["ours_usd"] for r in cs_rows)
+    theirs_sum = sum(r["claude_code_usd"] for r in cs_rows)
+    cost_state_diff = (round((ours_sum - theirs_sum) / theirs_sum * 100, 3) or 0.0) if theirs_sum else None
+
+    # -- events in the period, by channel and source ---------------------------------------------
+    events = [e for e in _distinct_events(files) if e.get("ts") in period]
+    events += [e for e in external if e.get("ts") in period]
+
+    edit = _edit_totals(events, prices, lean_ctx_present, notes)
+    pinch = _pinch_totals(events, prices, session_tokens, tally.session_models(), tally.main_requests,
+                          router, period, notes)
+    retrieval = _retrieval_totals(events, usage_db_tools, notes)
+
+    malformed_transcript = sum(fr.get("malformed", 0) for fr in files)
+    ledger_stats = ledger_stats or {}
+    return {
+        "period": {"since": since, "until": until, "timezone": "UTC"},
+        "edit": edit,
+        "pinch": pinch,
+        "retrieval": retrieval,
+        "spend": {
+            "label": LABELS["spend"],
+            "source": "transcripts: assistant usage folded by message.id (fallback requestId), highest total kept; "
+                      "priced with resources/prices.json",
+            "total_usd": _r(spend["total_usd"]), "main_usd": _r(spend["main_usd"]),
+            "subagents_usd": _r(spend["subagents_usd"]), "calls": spend["calls"],
+            "by_model": {k: _r(v) for k, v in spend["by_model"].items()},
+            "by_day": {k: _r(v) for k, v in spend["by_day"].items()},
+            "by_project": {k: _r(v) for k, v in spend["by_project"].items()},
+            "by_session": {k: {**v, "usd": _r(v["usd"]), "subagents_usd": _r(v["subagents_usd"])}
+                           for k, v in spend["by_session"].items()},
+        },
+        "data_quality": {
+            "unpriced_models": sorted(spend["unpriced"]),
+            "unpriced": spend["unpriced"],
+            "family_priced_models": dict(sorted(tally.family_priced.items())),
+            "placeholder_output_calls": tally.placeholder,
+            "placeholder_output_definition": PLACEHOLDER_DEFINITION,
+            "cost_state_diff_pct": cost_state_diff,
+            "cost_state_sessions": cs_rows,
+            "cost_state_note": "ours = the session's calls before its last cost-state entry plus its subagents' calls; "
+                               "Claude Code's totalCostUSD also includes requests it does not write as assistant "
+                               "entries (compaction summaries), so ours can be lower",
+            "malformed_lines": {"transcripts": malformed_transcript,
+                                "ledgers": int(ledger_stats.get("malformed", 0))},
+            "files": len(files),
+            "ledger_files": int(ledger_stats.get("files", 0)),
+        },
+    }
+
+
+def _edit_totals(events: list[dict], prices: _Prices, lean_ctx_present: bool, notes: dict) -> dict:
+    keys = ("str_replace_calls", "str_replace_ops", "str_replace_old_string_tokens", "str_replace_old_string_usd",
+            "not_found", "ambiguous", "other_errors", "anchored_calls", "anchored_ops",
+            "anchored_avoided_output_tokens", "anchored_conflicts")
+    by_source: dict[str, dict] = defaultdict(lambda: dict.fromkeys(keys, 0))
+    unpriced_tokens = 0
+    for e in events:
+        if e["channel"] != "edit":
+            continue
+        d, kind = e["data"], e["kind"]
+        src = "transcript" if e["source"] == "transcript" else e["source"]
+        acc = by_source[src]
+        if kind == "str_replace":
+            acc["str_replace_calls"] += 1
+            acc["str_replace_ops"] += d.get("ops", 1)
+            acc["str_replace_old_string_tokens"] += d.get("old_string_tokens", 0)
+            price, _ = prices(d.get("model"))
+            if price is None:
+                unpriced_tokens += d.get("old_string_tokens", 0)
+            else:
+                acc["str_replace_old_string_usd"] += d.get("old_string_tokens", 0) * price.p_out
+        elif kind == "str_replace_miss":
+            acc["ambiguous" if d.get("miss") == "ambiguous" else "not_found"] += 1
+        elif kind == "str_replace_error":
+            acc["other_errors"] += 1
+        elif kind == "anchored":
+            acc["anchored_calls"] += 1
+            acc["anchored_ops"] += d.get("ops", 1)
+            acc["anchored_avoided_output_tokens"] += d.get("avoided_output_tokens", 0)
+        elif kind == "anchored_conflict":
+            acc["anchored_conflicts"] += 1
+        elif kind == "counters":
+            for k in ("str_replace_calls", "str_replace_old_string_tokens", "anchored_calls", "anchored_ops",
+                      "anchored_avoided_output_tokens", "anchored_conflicts"):
+                acc[k] += d.get(k, 0)
+            if "str_replace_misses_not_found" in d:
+                acc["not_found"] += d["str_replace_misses_not_found"]
+                acc["ambiguous"] += d["str_replace_misses_ambiguous"]
+            else:  # lean-ctx's misses are old_string-not-found responses
+                acc["not_found"] += d.get("str_replace_misses", 0)
+    anchored_from = [s for s in by_source if s != "transcript"] if lean_ctx_present else list(by_source)
+    tot = dict.fromkeys(keys, 0)
+    for src, acc in by_source.items():
+        for k in keys:
+            if k.startswith("anchored") and src not in anchored_from:
+                continue
+            tot[k] += acc[k]
+    return {
+        "label": LABELS["edit"],
+        "str_replace_calls": tot["str_replace_calls"],
+        "str_replace_ops": tot["str_replace_ops"],
+        "str_replace_old_string_tokens": tot["str_replace_old_string_tokens"],
+        "str_replace_old_string_usd": _r(tot["str_replace_old_string_usd"]),
+        "str_replace_old_string_tokens_unpriced": unpriced_tokens,
+        "str_replace_misses": {"not_found": tot["not_found"], "ambiguous": tot["ambiguous"],
+                               "total": tot["not_found"] + tot["ambiguous"]},
+        "str_replace_other_errors": tot["other_errors"],
+        "anchored_calls": tot["anchored_calls"],
+        "anchored_ops": tot["anchored_ops"],
+        "anchored_avoided_output_tokens": tot["anchored_avoided_output_tokens"],
+        "anchored_conflicts": tot["anchored_conflicts"],
+        "by_source": {k: {**v, "str_replace_old_string_usd": _r(v["str_replace_old_string_usd"])}
+                      for k, v in sorted(by_source.items())},
+        "sources": {
+            "str_replace": "transcripts: Edit/MultiEdit tool_use + tool_result (old_string tokens: o200k_base x 1.0, "
+                           "priced at the model's output price)" + notes.get("edit_extra", ""),
+            "anchored": ("lean-ctx edit_metering.json snapshots" + notes.get("lean_ctx", "")) if lean_ctx_present
+                        else "transcripts: tool names ending in ctx_patch (avoided tokens not visible there: 0)",
+        },
+    }
+
+
+def _pinch_totals(events: list[dict], prices: _Prices, session_tokens: dict, session_model: dict,
+                  main_requests: int, router: dict | None, period: Period, notes: dict) -> dict:
+    all_in = sum(t[0] for t in session_tokens.values())
+    all_cw = sum(t[1] for t in session_tokens.values())
+    all_cr = sum(t[2] for t in session_tokens.values())
+    fallback_rate = cache_rate(all_in, all_cw, all_cr)
+    saved_list: list[int] = []
+    by_kind: dict[str, dict] = defaultdict(lambda: {"events": 0, "tokens_saved": 0, "saved_usd": 0.0})
+    usd_total = 0.0
+    unpriced_saved = 0
+    transcript_pinched = 0
+
+    def book(kind: str, saved: int, model: Any, rate: float) -> None:
+        nonlocal usd_total, unpriced_saved
+        if saved <= 0:
+            return
+        saved_list.append(saved)
+        b = by_kind[kind]
+        b["events"] += 1
+        b["tokens_saved"] += saved
+        price, _ = prices(model)
+        if price is None:
+            unpriced_saved += saved
+            return
+        usd = saved * blended_rate(rate, price.p_in, getattr(price, "p_r", None))
+        b["saved_usd"] += usd
+        usd_total += usd
+
+    for e in events:
+        if e["channel"] != "pinch":
+            continue
+        d = e["data"]
+        sid = e.get("session_id")
+        if e["source"] == "transcript":
+            st = session_tokens.get(sid) or [0, 0, 0]
+            rate = cache_rate(*st)
+            model = d.get("model") or session_model.get(sid)
+            if d.get("tokens_saved", 0) > 0:
+                transcript_pinched += 1
+            book(e["kind"], d.get("tokens_saved", 0), model, rate)
+        else:
+            rate = d.get("cache_rate", fallback_rate)
+            book("ledger", d.get("tokens_saved", 0), d.get("model"), rate)
+
+    router_requests = router_pinched = 0
+    for ts, orig, final, model, rate in (router or {}).get("requests", []):
+        if ts not in period:
+            continue
+        router_requests += 1
+        if orig is None or final is None:
+            continue
+        saved = max(0, int(orig) - int(final))
+        if saved > 0:
+            router_pinched += 1
+        book("router", saved, model, fallback_rate if rate is None else rate)
+
+    requests = main_requests + router_requests
+    pinched = transcript_pinched + router_pinched
+    return {
+        "label": LABELS["pinch"],
+        "events": len(saved_list),
+        "requests": requests,
+        "pinched_requests": pinched,
+        "share_pinched": round(pinched / requests, 6) if requests else 0.0,
+        "tokens_saved_total": sum(saved_list),
+        "tokens_saved_median": int(statistics.median(saved_list)) if saved_list else 0,
+        "saved_usd": _r(usd_total),
+        "tokens_saved_unpriced": unpriced_saved,
+        "by_kind": {k: {**v, "saved_usd": _r(v["saved_usd"])} for k, v in sorted(by_kind.items())},
+        "sources": {
+            "compaction": "transcripts: compact_boundary preTokens -> postTokens (or the next call's "
+                          "input+cache_creation+cache_read)",
+            "context_edit": "transcripts: totalStock fell between consecutive main-chain calls of one model, no boundary",
+            "router": notes.get("router", "no router database configured"),
+            "ledger": "native ledger pinch events",
+            "saved_usd": "saved * ((1 - cache_rate) * p_in + cache_rate * coalesce(p_cache_read, p_in)); "
+                         "cache_rate = the session's measured cr / (in + cw + cr); ledger and router rows without "
+                         "a rate use all transcripts' measured share",
+            "share_pinched": "pinched requests / requests (main-chain calls and router rows in the period)",
+        },
+    }
+
+
+def _retrieval_totals(events: list[dict], usage_db_tools: set[str], notes: dict) -> dict:
+    by_source: dict[str, dict[str, dict]] = defaultdict(dict)
+    for e in events:
+        if e["channel"] != "retrieval":
+            continue
+        d = e["data"]
+        tool = d.get("tool") or "?"
+        src = e["source"]
+        acc = by_source[src].setdefault(tool, {"calls": 0, "bytes_served": 0, "bytes_saved": 0})
+        if e["kind"] == "tool":
+            acc["calls"] += 1
+            acc["bytes_served"] += d.get("bytes_served", 0)
+            acc["bytes_saved"] += d.get("bytes_saved", 0)
+            basis = d.get("basis", "none")
+            acc[f"basis_{basis}"] = acc.get(f"basis_{basis}", 0) + 1
+        else:
+            for k in ("calls", "bytes_served", "bytes_saved"):
+                acc[k] += d.get(k, 0)
+    tools: dict[str, dict] = {}
+    for src, per_tool in by_source.items():
+        for tool, acc in per_tool.items():
+            if src == "transcript" and tool in usage_db_tools:
+                continue  # usage.db recorded these very calls
+            t = tools.setdefault(tool, {"calls": 0, "bytes_served": 0, "bytes_saved": 0, "sources": []})
+            for k in ("calls", "bytes_served", "bytes_saved"):
+                t[k] += acc[k]
+            t["sources"].append(src)
+    return {
+        "label": LABELS["retrieval"],
+        "tools": dict(sorted(tools.items())),
+        "calls": sum(t["calls"] for t in tools.values()),
+        "bytes_served": sum(t["bytes_served"] for t in tools.values()),
+        "bytes_saved": sum(t["bytes_saved"] for t in tools.values()),
+        "by_source": {s: dict(sorted(v.items())) for s, v in sorted(by_source.items())},
+        "sources": {
+            "transcript": "Grep/Glob and cl_* tool calls: bytes served = UTF-8 bytes of the tool_result text; "
+                          "saved = max(0, sizes of <= 50 distinct result files (from disk at ingestion) - served), "
+                          "else max(0, handles * 4096 - served)",
+            "usage-db": notes.get("usage_db", "no usage.db found"),
+            "note": "estimated: a counterfactual (the agent would have read the result files whole)",
+        },
+    }

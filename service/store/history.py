@@ -1,0 +1,259 @@
+"""Turn records and the history search over them (pages, words, paths) for the MCP tools."""
+from __future__ import annotations
+
+import json
+import math
+import re
+import sqlite3
+from typing import Any, Iterable
+
+import peewee as pw
+
+import models
+
+from service.store.common import _Op, _cut, _path_list, log, newest, utc_iso
+from service.store.writer import _fault_kind
+
+PROMPT_PREVIEW_MAX = 500   # characters of a prompt kept for history search
+MAX_SEARCH_WORDS = 16
+MAX_PAGE_SIZE = 100
+
+
+def _fts_query(words: list[str]) -> str:
+    """Each word becomes a quoted FTS5 string (prefix-matched), ANDed: the caller's text is never syntax."""
+    return " AND ".join('"' + w.replace('"', '""') + '"*' for w in words)
+
+
+def _search_words(query: Any) -> list[str]:
+    words = []
+    for word in str(query or "").split():
+        word = "".join(ch for ch in word if ch.isprintable())  # NUL and controls would cut the query short
+        if any(ch.isalnum() for ch in word) and word not in words:
+            words.append(word[:64])
+        if len(words) >= MAX_SEARCH_WORDS:
+            break
+    return words
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _like(column, pattern: str, *, ilike: bool = False) -> pw.Expression:
+    """`column LIKE pattern ESCAPE '\\'` with the pattern passed as is (not through the JSON field's encoder)."""
+    value = pw.NodeList((pw.Value(pattern, converter=False), pw.SQL("ESCAPE '\\'")))
+    # Lower-case operators on purpose: peewee rewrites "LIKE" to GLOB on SQLite.
+    return pw.Expression(column, "ilike" if ilike else "like", value)
+
+
+def _slash(path: str) -> str:
+    return path.replace("\\", "/")
+
+
+def _path_matches(stored: str, wanted: str) -> bool:
+    """`wanted` is the stored path, or (relative) a run of its trailing or inner components.
+
+    An absolute `wanted` matches itself and anything below it; a relative one
+    (`store.py`, `service/store.py`, `service`) matches where its components
+    appear whole in the stored path.
+    """
+    s = _slash(stored)
+    w = _slash(wanted).rstrip("/")
+    while w.startswith("./"):
+        w = w[2:]
+    if not w:
+        return False
+    if w.startswith("/") or re.match(r"^[A-Za-z]:/", w):
+        return s == w or s.startswith(w + "/")
+    return ("/" + w + "/") in ("/" + s.strip("/") + "/")
+
+
+class HistoryParts:
+    """Store methods: turn records, history page/search/locate."""
+
+    MERGERS = {"turn": newest}
+
+    # ------------------------------------------------------------------ turn records
+
+    def add_turn_record(self, session_id: str, segment: int, turn: int, at: Any, *,
+                        prompt_preview: str | None = None, paths_read: Iterable[str] = (),
+                        paths_changed: Iterable[str] = (), tokens: int = 0, cost_usd: float = 0.0,
+                        lineage_id: str | None = None) -> None:
+        """Record (or replace) one turn; its lineage is the session's when not given.
+
+        With `store_prompts=False` no prompt text is stored at all.
+        """
+        try:
+            payload = {
+                "session_id": str(session_id), "segment": int(segment), "turn_index": int(turn),
+                "at": utc_iso(at) if at is not None else None,
+                "prompt_preview": _cut(prompt_preview, PROMPT_PREVIEW_MAX) if self.store_prompts else None,
+                "paths_read": _path_list(paths_read), "paths_changed": _path_list(paths_changed),
+                "tokens": int(tokens or 0), "cost_usd": float(cost_usd or 0.0), "lineage_id": lineage_id,
+            }
+        except Exception as exc:
+            log.error("add_turn_record ignored bad input: %s", exc)
+            return
+        key = (payload["session_id"], payload["segment"], payload["turn_index"])
+        self._submit([_Op("turn", payload, key)])
+
+    def _write_lineage(self, m, session_id: str | None) -> str | None:
+        """The lineage a session's turns belong to: the one it loaded, else the one its own handoff started."""
+        if not session_id:
+            return None
+        row = m.Session.get_or_none(m.Session.session_id == session_id)
+        if row is not None and row.lineage_id:
+            return row.lineage_id
+        h = (m.Handoff.select(m.Handoff.lineage_id).where(m.Handoff.from_session == session_id)
+             .order_by(m.Handoff.created_at.desc(), m.Handoff.id.desc()).first())
+        return h.lineage_id if h is not None else None
+
+    def _w_turn(self, m, session_id, segment, turn_index, at, prompt_preview, paths_read, paths_changed,
+                tokens, cost_usd, lineage_id):
+        T = m.TurnRecord
+        lineage_id = lineage_id or self._write_lineage(m, session_id)
+        (T.insert(session_id=session_id, segment=segment, turn_index=turn_index, at=at,
+                  prompt_preview=prompt_preview, paths_read=paths_read, paths_changed=paths_changed,
+                  tokens=tokens, cost_usd=cost_usd, lineage_id=lineage_id)
+         .on_conflict(conflict_target=[T.session_id, T.segment, T.turn_index],
+                      preserve=[T.at, T.prompt_preview, T.paths_read, T.paths_changed, T.tokens, T.cost_usd],
+                      update={T.lineage_id: pw.fn.COALESCE(pw.EXCLUDED.lineage_id, T.lineage_id)})
+         .execute())
+
+    def forget_prompts(self) -> None:
+        """Erase every stored prompt preview (for when the user turns `history.store_prompts` off)."""
+        self._submit([_Op("forget_prompts", {})])
+
+    def _w_forget_prompts(self, m):
+        m.TurnRecord.update(prompt_preview=None).where(m.TurnRecord.prompt_preview.is_null(False)).execute()
+
+    # ------------------------------------------------------------------ history (the MCP tools' data)
+
+    @staticmethod
+    def _turn_dict(t) -> dict:
+        return {"session_id": t.session_id, "segment": t.segment, "turn": t.turn_index, "at": t.at,
+                "prompt_preview": t.prompt_preview, "paths_read": t.paths_read or [],
+                "paths_changed": t.paths_changed or [], "tokens": t.tokens, "cost_usd": t.cost_usd,
+                "lineage_id": t.lineage_id}
+
+    @staticmethod
+    def _lineage_order(T):
+        return (pw.fn.COALESCE(T.at, ""), T.session_id, T.segment, T.turn_index)
+
+    def _positions(self, m, lineage_id: str) -> dict[int, int]:
+        """Row id -> 1-based position in the lineage's deterministic order."""
+        T = m.TurnRecord
+        ids = T.select(T.id).where(T.lineage_id == lineage_id).order_by(*self._lineage_order(T)).tuples()
+        return {row_id: i for i, (row_id,) in enumerate(ids, start=1)}
+
+    @staticmethod
+    def _page_size(page_size: Any) -> int:
+        return min(MAX_PAGE_SIZE, max(1, int(page_size)))
+
+    def history_page(self, lineage_id: str, page: int, page_size: int = 10) -> dict:
+        """Page `page` (1-based, oldest turns first) of the lineage's turn records.
+
+        Oldest first keeps every full page stable as the lineage grows.
+        """
+        size = self._page_size(page_size)
+        page = max(1, int(page or 1))
+        empty = {"lineage_id": lineage_id, "page": page, "page_size": size, "pages": 0, "total": 0, "turns": []}
+
+        def q(m):
+            T = m.TurnRecord
+            where = T.lineage_id == str(lineage_id)
+            total = T.select().where(where).count()
+            rows = (T.select().where(where).order_by(*self._lineage_order(T))
+                    .offset((page - 1) * size).limit(size))
+            turns = []
+            for i, t in enumerate(rows, start=(page - 1) * size + 1):
+                turns.append(dict(self._turn_dict(t), position=i, page=page))
+            return dict(empty, total=total, pages=math.ceil(total / size), turns=turns)
+
+        return self._read(q, empty) if lineage_id else empty
+
+    def history_search(self, lineage_id: str, query: str, limit: int = 10, *,
+                       page_size: int = 10) -> tuple[list[dict], int]:
+        """Turns of the lineage matching every word of `query` (prefix match), best first.
+
+        Returns (hits, total matches); each hit names its `page` for history_page.
+        The caller's words are quoted one by one, so no input is read as FTS syntax.
+        On PostgreSQL (or SQLite without FTS5) each word is matched with (I)LIKE.
+        """
+        words = _search_words(query)
+        if not lineage_id or not words:
+            return [], 0
+        size, limit = self._page_size(page_size), max(1, int(limit))
+
+        def q(m):
+            T = m.TurnRecord
+            order: list[tuple[int, str | None]]
+            order = None
+            if self._fts:
+                sql = (f"SELECT t.id, snippet({models.TURN_FTS_TABLE}, -1, '[', ']', '…', 12) "
+                       f"FROM {models.TURN_FTS_TABLE} JOIN turn_record t ON t.id = {models.TURN_FTS_TABLE}.rowid "
+                       f"WHERE {models.TURN_FTS_TABLE} MATCH ? AND t.lineage_id = ? "
+                       f"ORDER BY bm25({models.TURN_FTS_TABLE}), t.at, t.id")
+                try:
+                    order = [(r[0], r[1]) for r in self.db.execute_sql(sql, (_fts_query(words), str(lineage_id)))]
+                except (pw.OperationalError, sqlite3.OperationalError) as exc:
+                    if _fault_kind(exc) != "other":
+                        raise  # the database itself is failing
+                    log.warning("full-text query %r was refused (%s); searching without the index", words, exc)
+            if order is None:
+                # No FTS5 (PostgreSQL, or an SQLite built without it): every word as a substring.
+                cond = T.lineage_id == str(lineage_id)
+                ilike = not models.is_sqlite(self.db)
+                for w in words:
+                    pattern = "%" + _like_escape(w) + "%"
+                    cond &= (_like(T.prompt_preview, pattern, ilike=ilike) | _like(T.paths_read, pattern, ilike=ilike)
+                             | _like(T.paths_changed, pattern, ilike=ilike))
+                order = [(t.id, None) for t in T.select(T.id).where(cond).order_by(*self._lineage_order(T))]
+            total = len(order)
+            chosen = order[:limit]
+            rows = {t.id: t for t in T.select().where(T.id.in_([i for i, _ in chosen]))} if chosen else {}
+            positions = self._positions(m, str(lineage_id)) if chosen else {}
+            hits = []
+            for row_id, snippet in chosen:
+                pos = positions.get(row_id, 1)
+                hits.append(dict(self._turn_dict(rows[row_id]), snippet=snippet, position=pos,
+                                 page=(pos - 1) // size + 1))
+            return hits, total
+
+        return self._read(q, ([], 0))
+
+    def history_locate(self, lineage_id: str, path: str, limit: int = 10, *,
+                       page_size: int = 10) -> tuple[list[dict], int]:
+        """Turns of the lineage that read or changed `path`, oldest first: (hits, total).
+
+        `path` may be absolute (that file, or anything under that folder) or a
+        remembered tail such as `store.py` or `service/store.py`.
+        """
+        wanted = _slash(str(path or "").strip().strip("'\"")).rstrip("/")
+        while wanted.startswith("./"):
+            wanted = wanted[2:]
+        if not lineage_id or not wanted:
+            return [], 0
+        size, limit = self._page_size(page_size), max(1, int(limit))
+        tail = wanted.rsplit("/", 1)[-1]
+        needle = json.dumps(tail, ensure_ascii=False)[1:-1]  # how the tail appears inside the stored JSON
+
+        def q(m):
+            T = m.TurnRecord
+            pattern = "%" + _like_escape(needle) + "%"
+            cond = (T.lineage_id == str(lineage_id)) & (_like(T.paths_read, pattern) | _like(T.paths_changed, pattern))
+            matches = []
+            for t in T.select().where(cond).order_by(*self._lineage_order(T)):
+                read = [p for p in (t.paths_read or []) if _path_matches(p, wanted)]
+                changed = [p for p in (t.paths_changed or []) if _path_matches(p, wanted)]
+                if read or changed:
+                    matches.append((t, read, changed))
+            positions = self._positions(m, str(lineage_id)) if matches else {}
+            hits = []
+            for t, read, changed in matches[:limit]:
+                pos = positions.get(t.id, 1)
+                hits.append(dict(self._turn_dict(t), matched_read=read, matched_changed=changed,
+                                 position=pos, page=(pos - 1) // size + 1))
+            return hits, len(matches)
+
+        return self._read(q, ([], 0))

@@ -1,0 +1,191 @@
+"""Sessions, the profiles of finished segments, and the reminders raised (each once)."""
+from __future__ import annotations
+
+from typing import Any
+
+import peewee as pw
+
+from service.store.common import _Op, _norm_project, log, newest, utc_iso
+
+
+def _merge_session(old: dict, new: dict) -> dict:
+    out = dict(old)
+    for k, v in new.items():
+        if v is None:
+            continue
+        if k == "first_seen" and out.get(k):
+            out[k] = min(out[k], v)
+        elif k == "last_seen" and out.get(k):
+            out[k] = max(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+class SessionParts:
+    """Store methods: sessions, segment profiles, reminders."""
+
+    MERGERS = {"session": _merge_session, "profile": newest}
+
+    # ------------------------------------------------------------------ sessions
+
+    def upsert_session(self, session_id: str, *, transcript: str | None = None, project: str | None = None,
+                       model: str | None = None, is_subagent: bool | None = None, seen_at: Any = None) -> None:
+        """Create or update a session; fields given as None keep their stored value."""
+        try:
+            seen = utc_iso(seen_at)
+            payload = {
+                "session_id": str(session_id), "transcript": None if transcript is None else str(transcript),
+                "project": _norm_project(project), "model": model,
+                "is_subagent": None if is_subagent is None else bool(is_subagent),
+                "first_seen": seen, "last_seen": seen,
+            }
+        except Exception as exc:
+            log.error("upsert_session ignored bad input: %s", exc)
+            return
+        self._submit([_Op("session", payload, (payload["session_id"],))])
+
+    def _w_session(self, m, session_id, transcript, project, model, is_subagent, first_seen, last_seen):
+        row = m.Session.get_or_none(m.Session.session_id == session_id)
+        if row is None:
+            m.Session.insert(session_id=session_id, transcript=transcript, project=project, model=model,
+                             is_subagent=bool(is_subagent), first_seen=first_seen, last_seen=last_seen).execute()
+            return None
+        changes: dict = {}
+        for name, value in (("transcript", transcript), ("project", project), ("model", model),
+                            ("is_subagent", is_subagent)):
+            if value is not None:
+                changes[name] = value
+        if first_seen and (not row.first_seen or first_seen < row.first_seen):
+            changes["first_seen"] = first_seen
+        if last_seen and (not row.last_seen or last_seen > row.last_seen):
+            changes["last_seen"] = last_seen
+        if changes:
+            m.Session.update(**changes).where(m.Session.session_id == session_id).execute()
+        return None
+
+    def session(self, session_id: str) -> dict | None:
+        def q(m):
+            row = m.Session.get_or_none(m.Session.session_id == str(session_id))
+            return None if row is None else {
+                "session_id": row.session_id, "transcript": row.transcript, "project": row.project,
+                "first_seen": row.first_seen, "last_seen": row.last_seen, "model": row.model,
+                "lineage_id": row.lineage_id, "is_subagent": bool(row.is_subagent)}
+        return self._read(q, None)
+
+    # ------------------------------------------------------------------ segment profiles
+
+    _PROFILE_FIELDS = ("session_id", "segment", "started_at", "ended_at", "end_reason", "model", "calls",
+                       "turns", "B", "L_peak", "g", "br", "mf", "bill_in_usd", "bill_out_usd", "rent_usd",
+                       "laps", "duration_s", "path_totals")
+
+    def archive_profile(self, profile: dict) -> None:
+        """Store a segment profile (docs/measurement.md section 10); the same (session, segment) is replaced."""
+        try:
+            row = {k: profile.get(k) for k in self._PROFILE_FIELDS if k in profile}
+            row["session_id"] = str(profile["session_id"])
+            row["segment"] = int(profile["segment"])
+            for k in ("started_at", "ended_at"):
+                if row.get(k) is not None:
+                    row[k] = utc_iso(row[k])
+            for k in ("calls", "turns", "laps"):
+                row[k] = int(row.get(k) or 0)
+            for k in ("B", "L_peak"):
+                if row.get(k) is not None:
+                    row[k] = int(row[k])
+            for k in ("g", "br", "mf", "bill_in_usd", "bill_out_usd", "rent_usd", "duration_s"):
+                if row.get(k) is not None:
+                    row[k] = float(row[k])
+            for k in ("end_reason", "model"):
+                if row.get(k) is not None:
+                    row[k] = str(row[k])
+            row["path_totals"] = {str(k): (v if isinstance(v, (int, float)) else float(v))
+                                  for k, v in dict(row.get("path_totals") or {}).items()}
+        except Exception as exc:
+            log.error("archive_profile ignored a malformed profile: %s", exc)
+            return
+        self._submit([_Op("profile", {"row": row}, (row["session_id"], row["segment"]))])
+
+    def _w_profile(self, m, row):
+        row = dict(row, archived_at=utc_iso())
+        fields = [getattr(m.SegmentProfile, k) for k in row if k not in ("session_id", "segment")]
+        (m.SegmentProfile.insert(**row)
+         .on_conflict(conflict_target=[m.SegmentProfile.session_id, m.SegmentProfile.segment], preserve=fields)
+         .execute())
+
+    def segments(self, session_id: str | None = None, limit: int = 100) -> list[dict]:
+        """Archived profiles, newest first."""
+        def q(m):
+            P = m.SegmentProfile
+            query = P.select()
+            if session_id is not None:
+                query = query.where(P.session_id == str(session_id))
+            query = query.order_by(pw.fn.COALESCE(P.ended_at, P.archived_at).desc(), P.id.desc())
+            out = []
+            for r in query.limit(max(1, int(limit))):
+                d = {k: getattr(r, k) for k in self._PROFILE_FIELDS}
+                d["path_totals"] = d["path_totals"] or {}
+                d["archived_at"] = r.archived_at
+                out.append(d)
+            return out
+        return self._read(q, [])
+
+    # ------------------------------------------------------------------ reminders
+
+    def _known_reminder_set(self, session_id: str) -> set[tuple[int, int]]:
+        seen = self._reminders_seen.setdefault(session_id, set())
+        if session_id not in self._reminders_loaded:
+            rows = self._read(lambda m: [(r.segment, r.lap) for r in
+                                         m.Reminder.select(m.Reminder.segment, m.Reminder.lap)
+                                         .where(m.Reminder.session_id == session_id)], None)
+            if rows is not None:
+                seen.update(rows)
+                self._reminders_loaded.add(session_id)
+        return seen
+
+    def record_reminder(self, session_id: str, segment: int, lap: int, call: int, at: Any) -> bool:
+        """Record a raised reminder; True only if this (session, segment, lap) is new.
+
+        While the database cannot be read or written, a lap this process has not
+        seen counts as new (the write is queued; the unique key makes it land once).
+        """
+        try:
+            sid, key = str(session_id), (int(segment), int(lap))
+            payload = {"session_id": sid, "segment": key[0], "lap": key[1], "call": int(call), "at": utc_iso(at)}
+        except Exception as exc:
+            log.error("record_reminder ignored bad input: %s", exc)
+            return False
+        with self._lock:
+            seen = self._known_reminder_set(sid)
+            if key in seen:
+                return False
+            seen.add(key)
+            result = self._submit([_Op("reminder", payload)])
+        return True if result is None else bool(result[0])
+
+    def _w_reminder(self, m, session_id, segment, lap, call, at):
+        R = m.Reminder
+        exists = R.select().where((R.session_id == session_id) & (R.segment == segment) & (R.lap == lap)).exists()
+        if exists:
+            return False
+        R.insert(session_id=session_id, segment=segment, lap=lap, call=call, at=at).on_conflict_ignore().execute()
+        return True
+
+    def known_reminders(self, session_id: str) -> set[tuple[int, int]]:
+        """(segment, lap) of every reminder recorded for the session (queued ones included)."""
+        with self._lock:
+            self._reminders_loaded.discard(str(session_id))  # re-read: another writer may have added
+            return set(self._known_reminder_set(str(session_id)))
+
+    def reminders(self, session_id: str | None = None, since: Any = None) -> list[dict]:
+        """Recorded reminders, oldest first; `since` compares their `at` time."""
+        def q(m):
+            R = m.Reminder
+            query = R.select()
+            if session_id is not None:
+                query = query.where(R.session_id == str(session_id))
+            if since is not None:
+                query = query.where(R.at >= utc_iso(since))
+            return [{"session_id": r.session_id, "segment": r.segment, "lap": r.lap, "call": r.call, "at": r.at}
+                    for r in query.order_by(R.at, R.id)]
+        return self._read(q, [])
