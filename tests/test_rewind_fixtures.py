@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from service.engine import LineSplitter
-from service.measure import load_prices, new_engine
+from service.measure.engines import load_prices, new_engine
 from tests.conftest import ROOT
 from tests.reliability.harness import Service, append_lines, meaningful, replay, service_env, wait_for
 
