@@ -200,10 +200,7 @@ def test_the_stock_chart_marks_a_rewind_between_the_calls_around_it(qtbot, tmp_p
     from tests import transcripts as T
 
     b = T.Branching()
-    b.prompt("read it")
-    b.read(f"{T.CWD}/src/big.py", 800)
-    b.prompt("more")
-    b.call()
+    b.read_turn(f"{T.CWD}/src/big.py", 800)
     b.rewind(0)  # back to before "read it": the Read leaves B
     b.call()
     eng = new_engine("/tmp/rewound.jsonl", load_prices(), full_events=False)

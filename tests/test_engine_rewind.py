@@ -187,10 +187,7 @@ def test_live_tail_in_chunks_equals_replay_with_rewinds(steps, cuts):
 
 def test_a_rewind_drops_the_read_and_a_reentry_brings_it_back_whole():
     b = Branching()
-    b.prompt("read it")
-    b.read(PATHS[0], 500)
-    b.prompt("more")
-    b.call()
+    b.read_turn(PATHS[0], 500)
     base = feed(b.entries).b_default()
     b.rewind(0)  # before "read it"
     b.call()
@@ -231,10 +228,7 @@ def _link(kind: str, t: float) -> dict:
 
 def test_an_attachment_can_open_a_rewind_but_a_progress_entry_cannot():
     b = Branching()
-    b.prompt("read it")
-    b.read(PATHS[0], 300)
-    b.prompt("more")
-    b.call()
+    b.read_turn(PATHS[0], 300)
     start = b.prompts[0]["parentUuid"]
     progress = b.entries + [b._add(_link("progress", 500), parent=start)]
     eng = feed(progress)

@@ -188,6 +188,13 @@ class Branching:
         self.call([tool(tid, "Read", file_path=path)], uuid=uuid)
         self._add(result(tid, f"v = {self.keys}\n" * size, self._tick()), uuid=uuid)
 
+    def read_turn(self, path: str, size: int) -> None:
+        """A turn that reads `path`, then a short turn after it."""
+        self.prompt("read it")
+        self.read(path, size)
+        self.prompt("more")
+        self.call()
+
     def parallel(self, a: str, b: str, size: int) -> None:
         """Two Reads in one response: each result hangs off its own tool_use entry."""
         key, t1, t2 = self._key(), f"pa{self.keys}", f"pb{self.keys}"
