@@ -271,7 +271,6 @@ class SessionEngine:
             raise Malformed("assistant message is not an object")
         if isinstance(e.get("requestSessionId"), str) and e["requestSessionId"] != e.get("sessionId"):
             return  # a copy of a call billed in another session (a fork's history): the floor holds it
-        usage = msg.get("usage")
         content = msg.get("content")
         if isinstance(content, list):
             cwd = e.get("cwd") if isinstance(e.get("cwd"), str) else self.cwd
@@ -279,6 +278,7 @@ class SessionEngine:
                 if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                     inp = block.get("input")
                     self._tool_uses[block["id"]] = (str(block.get("name", "")), inp if isinstance(inp, dict) else {}, cwd)
+        usage = msg.get("usage")
         model = msg.get("model")
         if usage is None or model == "<synthetic>":
             return
