@@ -1,4 +1,5 @@
-"""A deterministic benchmark corpus built from the real fixtures in ../shared/fixtures.
+"""A deterministic benchmark corpus built from the project's fixtures in tests/fixtures (transcripts the
+real Claude Code CLI wrote through tests/fakeapi).
 
 Each copy of a fixture gets fresh ids (session, message, request, tool-use and
 entry uuids, consistently renamed so folding and sidechains behave as in the
@@ -19,7 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = (ROOT / ".." / "shared" / "fixtures").resolve()
+FIXTURES = ROOT / "tests" / "fixtures"
 
 _ID = re.compile(rb'"(msg_[A-Za-z0-9_]+|req_[A-Za-z0-9_]+|toolu_[A-Za-z0-9_]+|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}'
                  rb'-[0-9a-f]{4}-[0-9a-f]{12}|agent-[0-9a-f]+|a[0-9a-f]{16})"')
@@ -31,6 +32,12 @@ _NEWLINE = re.compile(rb'\\n(?=[^"\\])')  # an escaped newline inside a JSON str
 def sources() -> list[Path]:
     """Fixture transcripts (main and subagent files), not the fake API's own logs."""
     return sorted(p for p in FIXTURES.rglob("*.jsonl") if p.name not in ("api.jsonl", "results.jsonl"))
+
+
+def long_session() -> Path:
+    """The long-session fixture's transcript (the latency benches append it line by line)."""
+    (path,) = (FIXTURES / "claude-code-2.1.328" / "long-session" / "projects").glob("*/*.jsonl")
+    return path
 
 
 def _renamer(copy: int):

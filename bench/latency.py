@@ -24,8 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-DEFAULT = (ROOT / ".." / "shared" / "fixtures" / "claude-code-2.1.328" / "long-session" / "projects"
-           / "-home-user-demo-project" / "1cc6a7d3-f584-4511-8ff4-16733b67a4a0.jsonl").resolve()
+from bench.corpus import long_session  # noqa: E402
+
+DEFAULT = long_session()
 
 
 def pct(values: list[float], p: float) -> float:

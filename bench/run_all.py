@@ -103,7 +103,7 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
          f"- {m['nproc']} cores ({m['cpu']}), {m['ram_gb']:.1f} GB RAM, Linux {m['kernel']}, Python {m['python']}",
          f"- peers: ccusage {peers.CCUSAGE_VERSION} (npm `{peers.CCUSAGE_PKG}`, static Rust binary), "
          f"claude-monitor {peers.MONITOR_VERSION} (PyPI, own venv)",
-         "- corpus: `python bench/corpus.py --mb SIZE --out DIR` (copies of ../shared/fixtures with fresh ids "
+         "- corpus: `python bench/corpus.py --mb SIZE --out DIR` (copies of tests/fixtures with fresh ids "
          "and times shifted by whole days; half of the copies get varied texts)",
          f"- {args.runs} interleaved runs per tool (the order rotates each round), after one untimed run of each "
          "(every tool reads from a warm page cache); figures are medians. CPU = user+sys of the process and the "

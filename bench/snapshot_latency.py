@@ -34,11 +34,9 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.corpus import FIXTURES, rewrite  # noqa: E402
+from bench.corpus import long_session, rewrite  # noqa: E402
 from bench.service_proc import ServiceProcess, read_proc_stat  # noqa: E402
 
-DEFAULT_FIXTURE = ("claude-code-2.1.328/long-session/projects/-home-user-demo-project/"
-                   "1cc6a7d3-f584-4511-8ff4-16733b67a4a0.jsonl")
 
 
 def ms_key(ts: str | None) -> int | None:
@@ -152,7 +150,7 @@ def percentile(xs: list[float], q: float) -> float:
 
 def measure(lines: int = 400, rate: float = 20.0, poll: bool = False, fixture: Path | None = None,
             settle_s: float = 2.0) -> dict:
-    entries = fixture_lines(fixture or FIXTURES / DEFAULT_FIXTURE, lines)
+    entries = fixture_lines(fixture or long_session(), lines)
     with tempfile.TemporaryDirectory(prefix="ctxlamp-latency-") as tmp:
         home, claude = Path(tmp) / "home", Path(tmp) / "claude"
         session = entries[0].get("sessionId") or "bench-latency"

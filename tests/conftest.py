@@ -1,6 +1,8 @@
-"""Shared test fixtures: where ../shared is, a private ctxlamp home per test, a service's folders."""
+"""Shared test fixtures: the project's own transcripts, where third-party ones may be, a private
+ctxlamp home per test, a service's folders."""
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -8,13 +10,34 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = (ROOT / ".." / "shared").resolve()
-FIXTURES = SHARED / "fixtures"
+# Transcripts the real Claude Code CLI wrote through tests/fakeapi (tests/fakeapi/make_fixtures.py).
+FIXTURES = ROOT / "tests" / "fixtures"
+CC = FIXTURES / "claude-code-2.1.328"
+# Transcripts of other projects (1.0.x to 2.1.x), kept outside this repository; used when present.
+REAL_FIXTURES = (ROOT / ".." / "shared" / "fixtures" / "real").resolve()
+REAL_ABSENT = "third-party transcripts ../shared/fixtures/real are not beside this checkout"
+needs_real_fixtures = pytest.mark.skipif(not REAL_FIXTURES.is_dir(), reason=REAL_ABSENT)
 
 
-@pytest.fixture
-def shared_dir() -> Path:
-    return SHARED
+def scenario_sessions(name: str) -> list[Path]:
+    """The main session files one scenario's run left, oldest first (by their first line's timestamp)."""
+
+    files = [p for p in (CC / name / "projects").glob("*/*.jsonl")]
+
+    def started(path: Path) -> str:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            stamp = json.loads(line).get("timestamp")
+            if stamp:
+                return stamp
+        return ""
+
+    return sorted(files, key=started)
+
+
+def scenario_session(name: str) -> Path:
+    """The one main session file of a scenario that leaves one."""
+    (path,) = scenario_sessions(name)
+    return path
 
 
 @pytest.fixture
@@ -39,18 +62,28 @@ def ctx_home(tmp_path, monkeypatch) -> Path:
 
 
 def all_transcripts() -> list[Path]:
-    """Every .jsonl under shared/fixtures (main files and subagent files)."""
-    return sorted(FIXTURES.rglob("*.jsonl"))
+    """Every transcript under tests/fixtures (main files and subagent files), not the fake API's logs."""
+    return sorted(p for p in FIXTURES.rglob("*.jsonl") if p.name not in ("api.jsonl", "results.jsonl"))
 
 
 def main_transcripts() -> list[Path]:
     """Session files only: not subagents, not the fake API's own logs."""
     out = []
     for p in all_transcripts():
-        if p.name in ("api.jsonl", "results.jsonl") or "subagents" in p.parts or p.name.startswith("agent-"):
+        if "subagents" in p.parts or p.name.startswith("agent-"):
             continue
         out.append(p)
     return out
+
+
+def real_transcripts(main_only: bool = False) -> list:
+    """Parameters for the third-party transcripts: each file when they are present, else one that skips."""
+    if not REAL_FIXTURES.is_dir():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=REAL_ABSENT), id="real-absent")]
+    paths = sorted(REAL_FIXTURES.rglob("*.jsonl"))
+    if main_only:
+        paths = [p for p in paths if "subagents" not in p.parts and not p.name.startswith("agent-")]
+    return [pytest.param(p, id="real/" + p.parent.name[:16] + "/" + p.name[:8]) for p in paths]
 
 
 def children_of(pid: int) -> set[int]:

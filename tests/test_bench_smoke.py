@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import all_transcripts
+
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 
@@ -50,8 +52,7 @@ def test_corpus_is_deterministic_sized_and_renamed(corpus, tmp_path):
     total = sum((corpus / rel).stat().st_size for rel in files)
     assert total >= 2 * (1 << 20)
     # fresh ids: no session id of a fixture survives into the corpus
-    fixtures = (ROOT / ".." / "shared" / "fixtures").resolve()
-    originals = {p.stem for p in fixtures.rglob("*.jsonl")} - {"api", "results"}
+    originals = {p.stem for p in all_transcripts()}
     body = b"".join((corpus / rel).read_bytes() for rel in files)
     assert not any(sid.encode() in body for sid in originals)
     # ids renamed consistently: a session file still holds its own session's entries

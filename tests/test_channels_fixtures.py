@@ -1,34 +1,48 @@
-"""Channel counts on the shared real and 2.1.328 fixtures, asserted exactly.
+"""Channel counts on the project's own 2.1.328 fixtures (and the third-party ones when present), exactly.
 
-The expected numbers were counted with an independent script (plain `json`,
-no ctxlamp code): pair every tool_use id with its tool_result block; an
-Edit/MultiEdit result without is_error is a success; an error whose text has
-"to replace not found" is not_found, "matches of the string" ambiguous, any
-other error "other"; Grep/Glob calls are tool_use blocks that got a result;
-compactions are system entries with subtype compact_boundary; calls are the
-distinct message.id (fallback requestId) of non-<synthetic> assistant lines
-with usage; placeholder calls fold lines by key keeping the largest total and
-count output_tokens <= 1 with a non-empty text/thinking/tool_use block.
-The edit error columns agree with fixtures/real/SOURCES.md ("Edit errors";
-Write errors are not edits).
+Expected numbers for our fixtures come from the scenarios that made them (tests/fakeapi/scenarios/*.json),
+counted by hand from their steps, not from ctxlamp's output:
+- tools-and-edits: step 3 edits util.py (ok), step 4 quotes `def median(xs):` (not found), step 6 quotes
+  `    x = 0`, which dup.py holds twice (ambiguous), step 7 is the same with replace_all (ok), step 8 edits
+  core.py, never read (refused: other); Grep at steps 1 and 2, Glob at step 1; 12 steps = 12 calls.
+- subagent-and-compact: one Edit in TASK-A and one in TASK-B (ok), one /compact; TASK-A's 5 steps plus one
+  answer to the subagent's completion notice, and TASK-B's 3 steps: 9 calls; the subagent: Glob, 3 calls.
+- long-session: one Edit of config.py and six Grep calls in each of three turns of 21 steps, /compact, then
+  a fourth turn of 4 steps with one Grep and one Edit: 4 edits, 19 Grep, 1 compaction, 67 calls.
+- model-switch: one Edit, 3 + 3 + 2 steps; clear: 2 steps on each side of /clear.
+The calls also agree with the fake API's own log (test_calls_agree_with_the_fake_apis_log).
+Placeholder calls fold lines by key keeping the largest total, output_tokens <= 1 with a non-empty block:
+the fake API never answers with fewer than 2 output tokens, so there are none.
+
+The third-party rows were counted with an independent script (plain `json`): pair every tool_use id with
+its tool_result; an Edit/MultiEdit result without is_error is a success; an error whose text has "to
+replace not found" is not_found, "matches of the string" ambiguous, any other error "other"; calls are
+the distinct message.id (fallback requestId) of non-<synthetic> assistant lines with usage.
 """
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
+
 import pytest
 
 from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
 from service.channels.spend import is_placeholder_output
 from service.measure.tokenizer import encode_len
-from tests.conftest import FIXTURES
+from tests.conftest import CC, FIXTURES, REAL_FIXTURES, needs_real_fixtures, scenario_session, scenario_sessions
 
-# file -> (edits ok, not_found, ambiguous, other errors, compactions, Grep, Glob, calls, placeholder calls)
+# fixture -> (edits ok, not_found, ambiguous, other errors, compactions, Grep, Glob, calls, placeholder calls)
 EXPECTED = {
-    "claude-code-2.1.328/clear-then-continue/projects/-home-user-demo-project/0799481d-2f4a-40f9-a837-d4cf1008277d.jsonl": (0, 0, 0, 0, 0, 0, 0, 2, 0),
-    "claude-code-2.1.328/clear-then-continue/projects/-home-user-demo-project/a5420407-aa5d-48b8-989d-91cdaadddc96.jsonl": (0, 0, 0, 0, 0, 0, 0, 2, 0),
-    "claude-code-2.1.328/long-session/projects/-home-user-demo-project/1cc6a7d3-f584-4511-8ff4-16733b67a4a0.jsonl": (6, 0, 0, 5, 1, 7, 4, 65, 0),
-    "claude-code-2.1.328/refactor-with-compact/projects/-home-user-demo-project/f3439bd2-d8ed-4517-8f6c-f5ba1893a2b2.jsonl": (2, 1, 1, 0, 1, 1, 1, 15, 0),
-    "claude-code-2.1.328/refactor-with-compact/projects/-home-user-demo-project/f3439bd2-d8ed-4517-8f6c-f5ba1893a2b2/subagents/agent-a0c8021545334895e.jsonl": (0, 0, 0, 0, 0, 0, 1, 3, 0),
+    "clear:1": (0, 0, 0, 0, 0, 0, 0, 2, 0),
+    "clear:2": (0, 0, 0, 0, 0, 0, 0, 2, 0),
+    "long-session": (4, 0, 0, 0, 1, 19, 0, 67, 0),
+    "model-switch": (1, 0, 0, 0, 0, 0, 0, 8, 0),
+    "subagent-and-compact": (2, 0, 0, 0, 1, 0, 0, 9, 0),
+    "subagent-and-compact:subagent": (0, 0, 0, 0, 0, 0, 1, 3, 0),
+    "tools-and-edits": (2, 1, 1, 1, 0, 2, 1, 12, 0),
+}
+REAL_EXPECTED = {
     "real/chiphuyen-sniffly/d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl": (16, 1, 0, 0, 0, 0, 0, 62, 6),
     "real/d-kimuson-claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl": (3, 0, 0, 8, 0, 0, 2, 170, 2),
     "real/iansherr-claude-code-log/-Users-dain-workspace-JSSoundRecorder/7acd37a8-2745-4b58-a8a9-46164b22ad9e.jsonl": (16, 1, 0, 1, 0, 3, 2, 36, 0),
@@ -39,22 +53,31 @@ EXPECTED = {
 }
 
 
-def scan_fixture(rel: str) -> dict:
-    p = FIXTURES / rel
+def fixture_path(key: str) -> Path:
+    """A fixture transcript by its name in EXPECTED / REAL_EXPECTED."""
+    if key.startswith("real/"):
+        return REAL_FIXTURES / key.removeprefix("real/")
+    name, _, part = key.partition(":")
+    if part == "subagent":
+        (path,) = (CC / name / "projects").glob("*/*/subagents/agent-*.jsonl")
+        return path
+    return scenario_sessions(name)[int(part) - 1] if part else scenario_session(name)
+
+
+def scan_fixture(key: str) -> dict:
+    p = fixture_path(key)
     sub = "subagents" in p.parts or p.name.startswith("agent-")
     return scan_bytes(p.read_bytes(), TranscriptFile(str(p), "p", sub, p.stem), SizeMemo(), encode_len)
 
 
 def test_every_fixture_transcript_is_listed():
-    found = {str(p.relative_to(FIXTURES)) for p in FIXTURES.rglob("*.jsonl")
-             if p.name not in ("api.jsonl", "results.jsonl")}
-    assert found == set(EXPECTED)
+    found = {p for p in FIXTURES.rglob("*.jsonl") if p.name not in ("api.jsonl", "results.jsonl")}
+    assert found == {fixture_path(key) for key in EXPECTED}
 
 
-@pytest.mark.parametrize("rel", sorted(EXPECTED))
-def test_fixture_counts(rel):
-    r = scan_fixture(rel)
-    ok, nf, amb, other, comp, grep, glob, calls, placeholder = EXPECTED[rel]
+def assert_counts(key: str, expected: tuple) -> None:
+    r = scan_fixture(key)
+    ok, nf, amb, other, comp, grep, glob, calls, placeholder = expected
     kinds = Counter((e["kind"], e["data"].get("miss") or e["data"].get("tool")) for e in r["events"])
     assert sum(v for (k, _), v in kinds.items() if k == "str_replace") == ok
     assert kinds[("str_replace_miss", "not_found")] == nf
@@ -67,25 +90,63 @@ def test_fixture_counts(rel):
     assert r["malformed"] == 0
 
 
-def test_refactor_fixture_compaction_and_old_string_tokens():
-    r = scan_fixture("claude-code-2.1.328/refactor-with-compact/projects/-home-user-demo-project/"
-                     "f3439bd2-d8ed-4517-8f6c-f5ba1893a2b2.jsonl")
+@pytest.mark.parametrize("key", sorted(EXPECTED))
+def test_fixture_counts(key):
+    assert_counts(key, EXPECTED[key])
+
+
+@needs_real_fixtures
+@pytest.mark.parametrize("key", sorted(REAL_EXPECTED))
+def test_third_party_fixture_counts(key):
+    assert_counts(key, REAL_EXPECTED[key])
+
+
+def read_api_log(name: str) -> list[dict]:
+    return [json.loads(line) for line in (CC / name / "api.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("name", sorted({key.partition(":")[0] for key in EXPECTED}))
+def test_calls_agree_with_the_fake_apis_log(name):
+    """Every answer the fake API gave is a call in a transcript, but the compaction summary (Claude Code
+    keeps that as the next user entry, not as an assistant message)."""
+    log = read_api_log(name)
+    answered = {line["id"] for line in log if line["kind"] != "compaction"}
+    calls = {c[0] for key in EXPECTED if key.partition(":")[0] == name  # c[0]: the message id
+             for c in scan_fixture(key)["calls"]}
+    assert calls == answered
+    assert sum(EXPECTED[key][7] for key in EXPECTED if key.partition(":")[0] == name) == len(answered)
+
+
+def test_compaction_and_old_string_tokens_follow_the_scenario():
+    r = scan_fixture("subagent-and-compact")
+    path = scenario_session("subagent-and-compact")
+    (meta,) = [e["compactMetadata"] for e in map(json.loads, path.read_text().splitlines())
+               if e.get("type") == "system" and e.get("subtype") == "compact_boundary"]
     comp = [e["data"] for e in r["events"] if e["kind"] == "compaction"]
-    # compactMetadata: preTokens 60634, postTokens 2872 -> 57762 saved (equals its cumulativeDroppedTokens)
-    assert [(c["original_tokens"], c["final_tokens"], c["tokens_saved"]) for c in comp] == [(60634, 2872, 57762)]
-    # the two successful edits quote these old_strings (read from the fixture by hand)
-    olds = ["def clamp(v, lo, hi):\n    return max(lo, min(hi, v))", "    return {'size': size}"]
+    assert [(c["original_tokens"], c["final_tokens"], c["tokens_saved"]) for c in comp] == \
+        [(meta["preTokens"], meta["postTokens"], meta["preTokens"] - meta["postTokens"])]
+    scenario = json.loads((FIXTURES.parent / "fakeapi" / "scenarios" / "subagent-and-compact.json").read_text())
+    olds = [step["input"]["old_string"] for conv in scenario["script"]["conversations"] for step in conv["steps"]
+            if step.get("tool") == "Edit"]
     edits = [e["data"]["old_string_tokens"] for e in r["events"] if e["kind"] == "str_replace"]
-    assert edits == [encode_len(s) for s in olds]
+    assert edits == [encode_len(s) for s in olds] and len(olds) == 2
 
 
-def test_misses_total_matches_sources_md_edit_errors():
-    # SOURCES.md: not found 1 (JSSoundRecorder) + 1 (sniffly); ambiguous 3 (claude-code-log-sample);
-    # 2.1.328 refactor-with-compact adds one of each.
+def test_misses_total_matches_the_scenarios_edit_misses():
     totals = Counter()
-    for rel in EXPECTED:
-        for e in scan_fixture(rel)["events"]:
+    for key in EXPECTED:
+        for e in scan_fixture(key)["events"]:
             if e["kind"] == "str_replace_miss":
                 totals[e["data"]["miss"]] += 1
-    assert totals == {"not_found": 3, "ambiguous": 4}
+    assert totals == {"not_found": 1, "ambiguous": 1}  # tools-and-edits, steps 4 and 6
 
+
+@needs_real_fixtures
+def test_third_party_misses_match_sources_md_edit_errors():
+    # SOURCES.md: not found 1 (JSSoundRecorder) + 1 (sniffly); ambiguous 3 (claude-code-log-sample)
+    totals = Counter()
+    for key in REAL_EXPECTED:
+        for e in scan_fixture(key)["events"]:
+            if e["kind"] == "str_replace_miss":
+                totals[e["data"]["miss"]] += 1
+    assert totals == {"not_found": 2, "ambiguous": 3}

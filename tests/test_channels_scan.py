@@ -13,9 +13,11 @@ from service.report.scan import (ProgressPrinter, ScanCache, SizeMemo, Transcrip
                                    scan_bytes)
 from service.channels.spend import SpendCollector
 from service.measure.tokenizer import encode_len
-from tests.conftest import FIXTURES
+from tests.conftest import CC, REAL_FIXTURES, all_transcripts, needs_real_fixtures, scenario_session
+from tests.test_channels_fixtures import EXPECTED, REAL_EXPECTED, fixture_path
 
-from tests.test_channels_fixtures import EXPECTED
+# Every fixture transcript; the third-party ones run when they are beside the checkout.
+KEYS = sorted(EXPECTED) + [pytest.param(k, marks=needs_real_fixtures) for k in sorted(REAL_EXPECTED)]
 
 
 def fixture_file(p) -> TranscriptFile:
@@ -39,9 +41,9 @@ def every_line_reference(data: bytes, tf):
     return events, list(spend.calls.values()), spend.cost_state
 
 
-@pytest.mark.parametrize("rel", sorted(EXPECTED))
-def test_skipping_lines_before_parsing_changes_nothing(rel):
-    p = FIXTURES / rel
+@pytest.mark.parametrize("key", KEYS)
+def test_skipping_lines_before_parsing_changes_nothing(key):
+    p = fixture_path(key)
     tf = fixture_file(p)
     got = scan_bytes(p.read_bytes(), tf, SizeMemo(), encode_len)
     events, calls, cost_state = every_line_reference(p.read_bytes(), tf)
@@ -69,11 +71,11 @@ def _shuffled_keys(entry: dict, rnd) -> dict:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rel=st.sampled_from(sorted(EXPECTED)), rnd=st.randoms(use_true_random=False),
+@given(key=st.sampled_from(sorted(EXPECTED) + (sorted(REAL_EXPECTED) if REAL_FIXTURES.is_dir() else [])), rnd=st.randoms(use_true_random=False),
        spaced_share=st.sampled_from([0.0, 0.1, 1.0]), decoys=st.integers(0, 6))
-def test_the_line_filter_keeps_every_line_a_meter_needs(rel, rnd, spaced_share, decoys):
+def test_the_line_filter_keeps_every_line_a_meter_needs(key, rnd, spaced_share, decoys):
     """Any key order, spaced or compact JSON, decoys and junk: scanning equals parsing every line."""
-    p = FIXTURES / rel
+    p = fixture_path(key)
     tf = fixture_file(p)
     lines = []
     for raw in p.read_bytes().splitlines():
@@ -111,9 +113,8 @@ def test_discover_knows_the_three_subagent_layouts(tmp_path):
 
 def fixture_tree(tmp_path):
     projects = tmp_path / "projects"
-    for run in (FIXTURES / "claude-code-2.1.328").iterdir():
+    for run in CC.iterdir():
         shutil.copytree(run / "projects", projects, dirs_exist_ok=True)
-    shutil.copytree(FIXTURES / "real" / "iansherr-claude-code-log", projects, dirs_exist_ok=True)
     return projects
 
 
@@ -121,7 +122,7 @@ def test_process_pool_gives_the_same_results_as_one_process(tmp_path):
     files = discover(fixture_tree(tmp_path))
     serial = scan(files, ScanCache(None), workers=1)
     pooled = scan(files, ScanCache(None), workers=2, pool_min_bytes=0)
-    assert pooled == serial and len(serial) == len(files) == 10
+    assert pooled == serial and len(serial) == len(files) == len(all_transcripts())
 
 
 def test_cache_hits_unchanged_files_and_rescans_changed_ones(tmp_path):
@@ -136,7 +137,7 @@ def test_cache_hits_unchanged_files_and_rescans_changed_ones(tmp_path):
     calls = []
     second = scan(files, c, workers=1, progress=lambda *a: calls.append(a))
     assert second == first and calls == [] and not c.dirty       # nothing read again
-    target = next(f for f in files if f.path.endswith("0799481d-2f4a-40f9-a837-d4cf1008277d.jsonl"))
+    target = next(f for f in files if f.path.endswith(scenario_session("model-switch").name))
     with open(target.path, "ab") as fh:
         fh.write(b'{"type":"assistant","message":{"id":"msg_x","model":"claude-sonnet-4-5","content":[],'
                  b'"usage":{"input_tokens":1,"output_tokens":2}},"timestamp":"2026-11-29T21:00:00Z"}\n')
@@ -177,8 +178,7 @@ def test_progress_only_on_a_terminal_or_a_long_scan():
 
 def test_reading_in_pieces_gives_the_same_result_as_reading_whole():
     from service.report.scan import complete_buffers, scan_chunks
-    rel = "claude-code-2.1.328/refactor-with-compact/projects/-home-user-demo-project/f3439bd2-d8ed-4517-8f6c-f5ba1893a2b2.jsonl"
-    p = FIXTURES / rel
+    p = scenario_session("subagent-and-compact")
     data = p.read_bytes()
     tf = TranscriptFile(str(p), "p", False, p.stem)
     whole = scan_bytes(data, tf, SizeMemo(), encode_len)

@@ -29,10 +29,10 @@ except Exception as exc:  # noqa: BLE001 - any import failure means "not built y
 
 pytestmark = pytest.mark.skipif(not HAVE_SERVICE, reason=WHY)
 
-from tests.conftest import FIXTURES  # noqa: E402
+from tests.conftest import CC  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SESSION_FIXTURE = FIXTURES / "claude-code-2.1.328" / "long-session" / "projects"
+SESSION_FIXTURE = CC / "long-session" / "projects"
 
 
 def _wait(pred, timeout, what, log: Path | None = None):

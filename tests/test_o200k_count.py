@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 from service.measure import tokenizer as ts
 from service.measure.o200k_count import MAX_MERGED_PIECE, O200K_PATTERN, SmallTextCounter, SortedRanks
-from tests.conftest import ROOT, all_transcripts
+from tests.conftest import REAL_FIXTURES, ROOT, all_transcripts, needs_real_fixtures
 from tests.transcripts import read_jsonl
 
 
@@ -125,11 +125,13 @@ def test_the_sorted_table_answers_as_the_dict_before_and_after_it_becomes_one(en
     assert early_get(b"hello") == table[b"hello"]
 
 
+@pytest.mark.parametrize("source", ["fixtures", pytest.param("third-party", marks=needs_real_fixtures)])
 @pytest.mark.parametrize("lookup", ["dict", "sorted"])
-def test_every_text_of_the_real_transcripts_counts_as_tiktoken_counts_it(encoding, lookup):
+def test_every_text_of_the_real_transcripts_counts_as_tiktoken_counts_it(encoding, lookup, source):
     small = SmallTextCounter(encoding._mergeable_ranks if lookup == "dict" else _sorted_ranks(encoding),
                              encoding._pat_str)
-    texts = {t for path in all_transcripts() for entry in read_jsonl(path) for t in _texts_in(entry)}
+    paths = all_transcripts() if source == "fixtures" else sorted(REAL_FIXTURES.rglob("*.jsonl"))
+    texts = {t for path in paths for entry in read_jsonl(path) for t in _texts_in(entry)}
     assert len(texts) > 1000
     declined = [t for t in texts if small.count(t) is None]
     wrong = [t[:80] for t in texts if (n := small.count(t)) is not None and n != tiktoken_len(encoding, t)]

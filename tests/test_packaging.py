@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, SHARED
+from tests.conftest import ROOT, scenario_session
 
 PACKAGING = ROOT / "packaging"
 
@@ -75,7 +75,7 @@ def test_frozen_build_reports_its_version(frozen):
 
 
 def test_frozen_replay_matches_the_source_tree(frozen, tmp_path):
-    fixture = SHARED / "fixtures/real/chiphuyen-sniffly/d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
+    fixture = scenario_session("long-session")
     env = {"CTXLAMP_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     frozen_out = subprocess.run([str(frozen), "replay", str(fixture), "--jsonl"], capture_output=True,
                                 timeout=120, env=env)

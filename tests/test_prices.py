@@ -11,10 +11,11 @@ from hypothesis import given, settings, strategies as st
 
 from resources import resource_path
 from service.engine.prices import Price, PriceTable, family_of
-from tests.conftest import FIXTURES, SHARED
+from tests.conftest import FIXTURES, REAL_FIXTURES, needs_real_fixtures
 
 RATES = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
-TSV = SHARED / "reference" / "claude-code-2.1.328-prices.tsv"
+# Claude Code's own prices, measured with the real CLI by tests/fakeapi/measure_prices.py.
+TSV = FIXTURES / "claude-code-2.1.328-prices.tsv"
 
 
 def bundled_json() -> dict:
@@ -206,10 +207,10 @@ def test_malformed_document_is_a_value_error(doc):
 
 # --- real fixtures ----------------------------------------------------------------
 
-def fixture_models() -> set[str]:
-    """Every model id the shared transcripts mention (assistant messages and cost-state)."""
+def fixture_models(root) -> set[str]:
+    """Every model id the transcripts under `root` mention (assistant messages and cost-state)."""
     seen: set[str] = set()
-    for path in FIXTURES.rglob("*.jsonl"):
+    for path in root.rglob("*.jsonl"):
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 obj = json.loads(line)
@@ -227,16 +228,26 @@ def fixture_models() -> set[str]:
     return seen
 
 
-def test_every_model_in_the_shared_fixtures_is_priced(table):
-    models = fixture_models()
-    assert {"claude-sonnet-4-20250514", "claude-sonnet-4-5", "claude-sonnet-4-5-20250929",
-            "claude-opus-4-7"} <= models
+def assert_all_priced(table, models: set[str]) -> None:
     for model in models - {"<synthetic>"}:
         price, how = table.lookup(model)
         assert how == "table", (model, how)
         assert price is not None
     if "<synthetic>" in models:
         assert table.lookup("<synthetic>") == (None, "unknown")
+
+
+def test_every_model_in_the_fixtures_is_priced(table):
+    models = fixture_models(FIXTURES / "claude-code-2.1.328")
+    assert {"claude-sonnet-4-5", "claude-opus-4-5"} <= models  # the model-switch scenario runs both
+    assert_all_priced(table, models)
+
+
+@needs_real_fixtures
+def test_every_model_in_the_third_party_transcripts_is_priced(table):
+    models = fixture_models(REAL_FIXTURES)
+    assert {"claude-sonnet-4-20250514", "claude-sonnet-4-5-20250929", "claude-opus-4-7"} <= models
+    assert_all_priced(table, models)
 
 
 # --- cross-check against Claude Code 2.1.328 --------------------------------------
@@ -293,7 +304,8 @@ def test_per_token_prices_equal_claude_codes_or_the_difference_is_explained(tabl
 
 
 def cost_state_usages():
-    for path in sorted(FIXTURES.rglob("*.jsonl")):
+    roots = [FIXTURES] + ([REAL_FIXTURES] if REAL_FIXTURES.is_dir() else [])
+    for path in sorted(p for root in roots for p in root.rglob("*.jsonl")):
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             if '"cost-state"' not in line:
                 continue

@@ -13,7 +13,7 @@ import pytest
 from service.engine import LineSplitter
 from service.measure.engines import load_prices, new_engine, replay_file
 from tests import transcripts as T
-from tests.conftest import ROOT, main_transcripts
+from tests.conftest import ROOT, main_transcripts, real_transcripts, scenario_session
 
 PRICES = load_prices()
 CTXLAMP = [sys.executable, "-m", "service.cli"]
@@ -52,7 +52,22 @@ def independent_calls(path: Path) -> list[dict]:
     return sorted(calls.values(), key=lambda c: c["order"])
 
 
-@pytest.mark.parametrize("path", main_transcripts(), ids=lambda p: p.parent.name[:24] + "/" + p.name[:8])
+# The engine prices a whole segment at the rates of the model it started with; a session resumed with
+# another model (--model on resume) is billed at the wrong rates until that is fixed.
+MODEL_SWITCH = pytest.mark.xfail(strict=True, reason="a model switch inside a segment is priced at the "
+                                 "segment's first model (opus calls at sonnet rates)")
+
+
+def golden_params() -> list:
+    out = []
+    for p in main_transcripts():
+        scenario = p.parts[-4]
+        out.append(pytest.param(p, id=scenario + "/" + p.name[:8],
+                                marks=[MODEL_SWITCH] if scenario == "model-switch" else []))
+    return out + real_transcripts(main_only=True)
+
+
+@pytest.mark.parametrize("path", golden_params())
 def test_golden_fixture_calls_resets_and_spend(path):
     events = list(replay_file(path, PRICES))
     calls = [e for e in events if e["event"] == "call"]
@@ -82,8 +97,8 @@ def test_golden_fixture_calls_resets_and_spend(path):
     assert sum(s["calls"] for s in end["segments"]) == len(expected)
 
 
-def test_replay_jsonl_contract_on_a_compaction_fixture(shared_dir):
-    path = next((shared_dir / "fixtures/claude-code-2.1.328/refactor-with-compact/projects").rglob("f3439bd2*.jsonl"))
+def test_replay_jsonl_contract_on_a_compaction_fixture():
+    path = scenario_session("subagent-and-compact")
     proc = replay_cli(path, "--jsonl")
     assert proc.returncode == 0, proc.stderr
     events = jsonl(proc)
@@ -96,13 +111,13 @@ def test_replay_jsonl_contract_on_a_compaction_fixture(shared_dir):
         if e["event"] == "call":
             assert all(k in e for k in required), set(required) - set(e)
             assert isinstance(e["totalStock"], int) and isinstance(e["B"], int)
-            assert e["session_id"] == "f3439bd2-d8ed-4517-8f6c-f5ba1893a2b2"
+            assert e["session_id"] == path.stem
     after_reset = kinds.index("reset")
     assert events[after_reset + 1]["segment"] == 1
 
 
-def test_byte_chunks_give_the_same_output_as_the_whole_file(shared_dir):
-    path = next((shared_dir / "fixtures/claude-code-2.1.328/long-session/projects").rglob("*.jsonl"))
+def test_byte_chunks_give_the_same_output_as_the_whole_file():
+    path = scenario_session("long-session")
     data = path.read_bytes()
     whole = list(replay_file(path, PRICES))
     for seed in range(3):
@@ -188,10 +203,10 @@ def test_missing_file_is_a_clear_error(tmp_path):
     assert proc.returncode == 2 and b"cannot read" in proc.stderr
 
 
-def test_readable_table_shows_lamp_rent_and_segments(shared_dir):
-    path = shared_dir / "fixtures/real/chiphuyen-sniffly/d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
+def test_readable_table_shows_lamp_rent_and_segments():
+    path = scenario_session("long-session")  # shell output it carries brings reminders; one /compact
     proc = replay_cli(path)
     assert proc.returncode == 0
     text = proc.stdout.decode()
-    assert "lamp" in text and "reminder: lap 1" in text and "segments (1)" in text
+    assert "lamp" in text and "reminder: lap 1" in text and "segments (2)" in text
     assert text.count("\n") > 60

@@ -1,39 +1,99 @@
-"""`ctxlamp report` end to end: the real CLI over temp copies of the shared fixtures."""
+"""`ctxlamp report` end to end: the real CLI over temp copies of the project's fixtures.
+
+Expected figures are not the report's own output: counts come from the scenarios that made the fixtures
+(tests/test_channels_fixtures.py EXPECTED, counted from their steps), spend from the fake API's own
+request log (api.jsonl) priced by hand at the published per-million rates below, compaction savings
+from the compact_boundary entries' compactMetadata.
+"""
 from __future__ import annotations
 
 import csv
 import io
 import json
+import math
 import os
 import shutil
 import sqlite3
 import subprocess
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT, children_of, no_children_left
+from tests.conftest import (CC, REAL_FIXTURES, ROOT, children_of, needs_real_fixtures, no_children_left,
+                            scenario_sessions)
+from tests.test_channels_fixtures import EXPECTED, REAL_EXPECTED
 
 CTXLAMP = ROOT / ".venv" / "bin" / "ctxlamp"
-# Counted independently (see tests/test_channels_fixtures.py): over all fixture transcripts
-ALL_CALLS = 425          # distinct message ids, 12 files
-ALL_EDITS_OK = 57
-ALL_GREP, ALL_GLOB = 13, 17
-DAY_2_1_328 = "2026-11-29"  # the 2.1.328 fixtures were written that day: 2+2+65+15+3 calls, 8 edits, 2 compactions
+# USD per million tokens (input, output, cache read, 5-minute write, 1-hour write), Anthropic's price page.
+RATES = {"claude-sonnet-4-5": (3, 15, 0.3, 3.75, 6), "claude-opus-4-5": (5, 25, 0.5, 6.25, 10)}
+# Column sums of EXPECTED (edits ok, not found, ambiguous, Grep, Glob, calls)
+ALL_EDITS_OK = sum(v[0] for v in EXPECTED.values())                    # 9
+ALL_GREP, ALL_GLOB = (sum(v[5] for v in EXPECTED.values()), sum(v[6] for v in EXPECTED.values()))  # 21, 2
+ALL_CALLS = sum(v[7] for v in EXPECTED.values())                       # 103
+SHIFTED = "clear"  # its copy is moved three days back, so the date filters have two days to tell apart
 
 
-def copy_fixtures(dest: Path) -> Path:
-    """A CLAUDE_CONFIG_DIR holding every fixture transcript in Claude Code's layout."""
+def fixture_day() -> str:
+    """The day the fixtures were written (make_fixtures runs them all at once), in UTC as the report counts."""
+    for line in scenario_sessions("long-session")[0].read_text().splitlines():
+        stamp = json.loads(line).get("timestamp")
+        if stamp:
+            return stamp[:10]
+    raise AssertionError("no timestamp in the long session")
+
+
+DAY = fixture_day()
+EARLIER = (date.fromisoformat(DAY) - timedelta(days=3)).isoformat()
+
+
+def api_log(name: str) -> list[dict]:
+    return [json.loads(line) for line in (CC / name / "api.jsonl").read_text().splitlines()]
+
+
+def priced_by_hand(line: dict) -> float:
+    i, o, r, w5, w1h = RATES[line["model"]]
+    u = line["usage"]
+    return (i * u["input_tokens"] + o * u["output_tokens"] + r * u["cache_read_input_tokens"]
+            + w5 * u["cache_creation"]["ephemeral_5m_input_tokens"]
+            + w1h * u["cache_creation"]["ephemeral_1h_input_tokens"]) / 1e6
+
+
+def answered(name: str) -> list[dict]:
+    """The fake API's answers that became calls (not the compaction summary: see test_channels_fixtures)."""
+    return [line for line in api_log(name) if line["kind"] != "compaction"]
+
+
+def compactions() -> list[dict]:
+    out = []
+    for run in sorted(CC.iterdir()):
+        for path in (run / "projects").glob("*/*.jsonl"):
+            for line in path.read_text().splitlines():
+                entry = json.loads(line)
+                if entry.get("type") == "system" and entry.get("subtype") == "compact_boundary":
+                    out.append(entry["compactMetadata"])
+    return out
+
+
+def copy_fixtures(dest: Path, real: bool = False) -> Path:
+    """A CLAUDE_CONFIG_DIR holding every fixture transcript in Claude Code's layout (the third-party ones too
+    when `real`); the SHIFTED scenario's copy dated three days earlier."""
     projects = dest / "projects"
     projects.mkdir(parents=True)
-    for run in (FIXTURES / "claude-code-2.1.328").iterdir():
+    for run in sorted(CC.iterdir()):
+        if run.name == SHIFTED:
+            continue
         shutil.copytree(run / "projects", projects, dirs_exist_ok=True)
-    shutil.copytree(FIXTURES / "real" / "iansherr-claude-code-log", projects, dirs_exist_ok=True)
-    for folder, project in (("d-kimuson-claude-code-viewer", "sample-project"),
-                            ("chiphuyen-sniffly", "-Users-chip-dev-ai-music")):
-        (projects / project).mkdir()
-        for f in (FIXTURES / "real" / folder).glob("*.jsonl"):
-            shutil.copy(f, projects / project / f.name)
+    for path in scenario_sessions(SHIFTED):
+        target = projects / path.parent.name / path.name
+        target.write_text(path.read_text().replace(f'"{DAY}T', f'"{EARLIER}T'))
+    if real:
+        shutil.copytree(REAL_FIXTURES / "iansherr-claude-code-log", projects, dirs_exist_ok=True)
+        for folder, project in (("d-kimuson-claude-code-viewer", "sample-project"),
+                                ("chiphuyen-sniffly", "-Users-chip-dev-ai-music")):
+            (projects / project).mkdir()
+            for f in (REAL_FIXTURES / folder).glob("*.jsonl"):
+                shutil.copy(f, projects / project / f.name)
     return dest
 
 
@@ -91,31 +151,65 @@ def test_totals_over_all_fixtures(env):
     s = report_json(env)
     assert s["spend"]["calls"] == ALL_CALLS
     assert s["edit"]["str_replace_calls"] == ALL_EDITS_OK
-    assert s["edit"]["str_replace_misses"] == {"not_found": 3, "ambiguous": 4, "total": 7}
+    assert s["edit"]["str_replace_misses"] == {"not_found": 1, "ambiguous": 1, "total": 2}
     assert s["retrieval"]["tools"]["Grep"]["calls"] == ALL_GREP
     assert s["retrieval"]["tools"]["Glob"]["calls"] == ALL_GLOB
-    # two compactions: 170399 -> 2883 and 60634 -> 2872
+    metas = compactions()
+    assert len(metas) == 2  # subagent-and-compact and long-session each run /compact once
     assert s["pinch"]["events"] == 2
-    assert s["pinch"]["tokens_saved_total"] == (170399 - 2883) + (60634 - 2872)
-    assert s["spend"]["subagents_usd"] > 0
+    assert s["pinch"]["tokens_saved_total"] == sum(m["preTokens"] - m["postTokens"] for m in metas)
     assert s["data_quality"]["unpriced_models"] == []
-    by_session = {r["session_id"]: r for r in s["data_quality"]["cost_state_sessions"]}
+
+
+def test_spend_is_the_fake_apis_usage_priced_by_hand(env):
+    s = report_json(env)
+    lines = [line for run in sorted(CC.iterdir()) for line in answered(run.name)]
+    assert len(lines) == ALL_CALLS
+    assert s["spend"]["total_usd"] == pytest.approx(math.fsum(map(priced_by_hand, lines)), abs=1e-4)
+    sub = [line for line in lines if line["match"] == "SUBTASK-SURVEY"]  # the subagent's own conversation
+    assert len(sub) == EXPECTED["subagent-and-compact:subagent"][7]
+    assert s["spend"]["subagents_usd"] == pytest.approx(math.fsum(map(priced_by_hand, sub)), abs=1e-4)
+    by_model = {m: math.fsum(priced_by_hand(x) for x in lines if x["model"] == m) for m in RATES}
+    assert s["spend"]["by_model"] == pytest.approx(by_model, abs=1e-4)
+
+
+def test_our_cost_equals_claude_codes_own_where_it_prices_the_same(env):
+    by_session = {r["session_id"]: r for r in report_json(env)["data_quality"]["cost_state_sessions"]}
     # the /clear sessions have no compaction and no subagent: our price equals Claude Code's own to the cent
-    for sid in ("a5420407-aa5d-48b8-989d-91cdaadddc96", "0799481d-2f4a-40f9-a837-d4cf1008277d"):
-        assert by_session[sid]["ours_usd"] == pytest.approx(by_session[sid]["claude_code_usd"], abs=1e-6)
+    for path in scenario_sessions("clear"):
+        row = by_session[path.stem]
+        assert row["ours_usd"] == pytest.approx(row["claude_code_usd"], abs=1e-6)
 
 
 def test_since_until_filter(env):
-    day = report_json(env, "--since", DAY_2_1_328, "--until", DAY_2_1_328)
-    assert day["spend"]["calls"] == 2 + 2 + 65 + 15 + 3
-    assert list(day["spend"]["by_day"]) == [DAY_2_1_328]
-    assert day["edit"]["str_replace_calls"] == 6 + 2 and day["pinch"]["events"] == 2
-    before = report_json(env, "--until", "2026-11-28")
-    assert before["spend"]["calls"] == ALL_CALLS - day["spend"]["calls"]
+    day = report_json(env, "--since", DAY, "--until", DAY)
+    shifted_calls = sum(v[7] for k, v in EXPECTED.items() if k.startswith(SHIFTED + ":"))
+    assert day["spend"]["calls"] == ALL_CALLS - shifted_calls
+    assert list(day["spend"]["by_day"]) == [DAY]
+    assert day["pinch"]["events"] == 2 and day["edit"]["str_replace_calls"] == ALL_EDITS_OK
+    before = report_json(env, "--until", (date.fromisoformat(DAY) - timedelta(days=1)).isoformat())
+    assert before["spend"]["calls"] == shifted_calls == 4
+    assert list(before["spend"]["by_day"]) == [EARLIER]
     assert before["pinch"]["events"] == 0
-    assert report_json(env, "--since", "2030-01-01")["spend"]["total_usd"] == 0.0
+    assert report_json(env, "--since", "2099-01-01")["spend"]["total_usd"] == 0.0
     bad = report(env, "--since", "2026-11-30", "--until", "2026-11-01", check=False)
     assert bad.returncode == 2
+
+
+@needs_real_fixtures
+def test_totals_with_the_third_party_transcripts_added(tmp_path):
+    """Old shapes (1.0.17 to 2.1.114) beside ours: each count is ours plus what REAL_EXPECTED lists."""
+    e = {**os.environ, "CLAUDE_CONFIG_DIR": str(copy_fixtures(tmp_path / "claude", real=True)),
+         "CTXLAMP_HOME": str(tmp_path / "home"), "HOME": str(tmp_path / "user")}
+    for k in ("LEAN_CTX_DATA_DIR", "CTXLAMP_USAGE_DB", "CTXLAMP_ROUTER_DB"):
+        e.pop(k, None)
+    s = report_json(e)
+    assert s["spend"]["calls"] == ALL_CALLS + sum(v[7] for v in REAL_EXPECTED.values())
+    assert s["edit"]["str_replace_calls"] == ALL_EDITS_OK + sum(v[0] for v in REAL_EXPECTED.values())
+    assert s["edit"]["str_replace_misses"] == {"not_found": 3, "ambiguous": 4, "total": 7}
+    assert s["retrieval"]["tools"]["Grep"]["calls"] == ALL_GREP + sum(v[5] for v in REAL_EXPECTED.values())
+    assert s["retrieval"]["tools"]["Glob"]["calls"] == ALL_GLOB + sum(v[6] for v in REAL_EXPECTED.values())
+    assert s["pinch"]["events"] == 2 and s["data_quality"]["unpriced_models"] == []
 
 
 def test_csv_parses_and_matches_json(env):
@@ -142,13 +236,14 @@ def test_warm_run_reuses_the_cache_and_sees_appended_lines(env, tmp_path, claude
     shutil.copytree(claude_dir, live)
     env2 = {**env, "CLAUDE_CONFIG_DIR": str(live)}
     base = report_json(env2)
-    target = next((live / "projects" / "-home-user-demo-project").glob("0799481d*.jsonl"))
+    sid = scenario_sessions("model-switch")[0].stem
+    target = next((live / "projects").glob(f"*/{sid}.jsonl"))
     extra = [
-        {"type": "assistant", "sessionId": "0799481d-2f4a-40f9-a837-d4cf1008277d", "cwd": "/x", "timestamp": "2026-11-29T20:00:00Z",
+        {"type": "assistant", "sessionId": sid, "cwd": "/x", "timestamp": f"{DAY}T23:00:00Z",
          "message": {"id": "msg_new", "model": "claude-sonnet-4-5", "content": [
              {"type": "tool_use", "id": "tu_new", "name": "Glob", "input": {"pattern": "*"}}],
              "usage": {"input_tokens": 1, "output_tokens": 5, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}},
-        {"type": "user", "sessionId": "0799481d-2f4a-40f9-a837-d4cf1008277d", "cwd": "/x", "timestamp": "2026-11-29T20:00:01Z",
+        {"type": "user", "sessionId": sid, "cwd": "/x", "timestamp": f"{DAY}T23:00:01Z",
          "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu_new", "content": "a.py"}]},
          "toolUseResult": {"filenames": ["a.py"], "numFiles": 1}},
     ]

@@ -21,16 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import ROOT, scenario_session, scenario_sessions
 from tests.reliability.harness import replay, wait_for
 
 CTXLAMP = [sys.executable, "-m", "service.cli"]
-CC = FIXTURES / "claude-code-2.1.328"
-COMPACT = next((CC / "refactor-with-compact" / "projects" / "-home-user-demo-project").glob("*.jsonl"))
-CLEAR_DIR = CC / "clear-then-continue" / "projects" / "-home-user-demo-project"
-CLEAR_FIRST = CLEAR_DIR / "0799481d-2f4a-40f9-a837-d4cf1008277d.jsonl"
-CLEAR_SECOND = CLEAR_DIR / "a5420407-aa5d-48b8-989d-91cdaadddc96.jsonl"
-REMINDERS = FIXTURES / "real" / "chiphuyen-sniffly" / "d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
+COMPACT = scenario_session("subagent-and-compact")  # 9 calls, a subagent, one /compact
+CLEAR_FIRST, CLEAR_SECOND = scenario_sessions("clear")
+REMINDERS = scenario_session("long-session")  # its shell output brings restart reminders
 
 
 class Svc:
@@ -466,13 +463,13 @@ def _kill_9_loop(svc, dirs, kills: int, seed: int) -> None:
     got = s.get(f"/api/v1/reminders?session={end['session_id']}")["reminders"]
     assert [(r["segment"], r["lap"], r["call"]) for r in got] == \
         [(r["segment"], r["lap"], r["call"]) for r in reminders]
-    assert len(reminders) == 9
+    assert len(reminders) >= 2  # the fixture must bring several for the loop to mean something
     assert s.stop() == 0
     con = sqlite3.connect(home / "ctxlamp.db")
     try:
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         n = con.execute("SELECT COUNT(*) FROM reminder WHERE session_id = ?", (end["session_id"],)).fetchone()[0]
-        assert n == 9
+        assert n == len(reminders)
     finally:
         con.close()
 
@@ -596,7 +593,7 @@ def test_an_engine_defect_stops_measurement_archives_nothing_and_exits_non_zero(
         proj.mkdir()
         dst = proj / COMPACT.name
         append_lines(COMPACT, dst)
-        wait_for(lambda: (s.session(COMPACT.stem) or {}).get("calls") == 15, what="ingest")
+        wait_for(lambda: (s.session(COMPACT.stem) or {}).get("calls") == 9, what="ingest")  # the scenario's 9 main calls
         with open(dst, "ab") as out:
             out.write(b'{"type":"user","message":{"content":"DEFECT-TRIGGER"}}\n')
         rc = s.proc.wait(timeout=20)

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from service.history.turns import TurnBuilder, build_turns, prompt_text
-from tests.conftest import FIXTURES
+from tests.conftest import scenario_session, scenario_sessions
+from tests.fakeapi.make_fixtures import WORKSPACE
 from tests.transcripts import read_jsonl
 
 
@@ -109,24 +110,22 @@ def test_store_prompts_false_keeps_every_text_out():
 
 
 def test_real_clear_then_continue_transcripts():
-    folder = FIXTURES / "claude-code-2.1.328" / "clear-then-continue" / "projects" / "-home-user-demo-project"
     by_prompt = {}
-    for path in sorted(folder.glob("*.jsonl")):
+    for path in scenario_sessions("clear"):
         for turn in build_turns(read_jsonl(path)):
             by_prompt[turn.preview] = turn
             assert turn.session_id == path.stem
-    assert set(by_prompt) == {"T1 read a", "T2 read a again"}  # the /clear echo is not a turn
+    assert set(by_prompt) == {"CLEAR-FIRST read a.py", "CLEAR-SECOND read a.py again"}  # /clear is not a turn
     for turn in by_prompt.values():
-        assert turn.paths_read == ["/home/user/demo-project/a.py"]
+        assert turn.paths_read == [f"{WORKSPACE}/a.py"]
         assert turn.calls >= 1 and turn.output_tokens > 0
 
 
 def test_real_compaction_and_subagent_notification_do_not_start_turns():
-    path = next((FIXTURES / "claude-code-2.1.328" / "refactor-with-compact" / "projects" / "-home-user-demo-project").glob("*.jsonl"))
-    turns = build_turns(read_jsonl(path))
-    assert [t.preview.split()[0] for t in turns] == ["TASK-1", "TASK-2"]
-    assert "/home/user/demo-project/src/util.py" in turns[0].paths_changed
-    assert "/home/user/demo-project/src/api.py" in turns[1].paths_changed
+    turns = build_turns(read_jsonl(scenario_session("subagent-and-compact")))
+    assert [t.preview.split()[0] for t in turns] == ["TASK-A", "TASK-B"]
+    assert f"{WORKSPACE}/src/util.py" in turns[0].paths_changed
+    assert f"{WORKSPACE}/src/api.py" in turns[1].paths_changed
 
 
 ENTRY = st.one_of(
@@ -165,8 +164,7 @@ def test_repeating_a_response_line_changes_nothing(entries, data):
 
 
 def _fixture_entries(name):
-    folder = FIXTURES / "claude-code-2.1.328" / name / "projects" / "-home-user-demo-project"
-    return [(path, read_jsonl(path)) for path in sorted(folder.glob("*.jsonl"))]
+    return [(path, read_jsonl(path)) for path in scenario_sessions(name)]
 
 
 class _Session:
@@ -183,12 +181,12 @@ def test_turn_sink_writes_searchable_records_into_the_real_store(tmp_path, store
 
     store = Store(tmp_path / "ctxlamp.db")
     sink = TurnSink(store.add_turn_record, store_prompts=store_prompts)
-    (path, entries), = [(p, e) for p, e in _fixture_entries("refactor-with-compact")]
+    (path, entries), = [(p, e) for p, e in _fixture_entries("subagent-and-compact")]
     session = _Session(path)
     for entry in entries:
         sink(session, entry)
     sink.finish(session)
-    saved = store.save_handoff("t", "b", [], "/home/user/demo-project", from_session=session.session_id)
+    saved = store.save_handoff("t", "b", [], str(WORKSPACE), from_session=session.session_id)
     lineage = saved["lineage_id"]
     page = store.history_page(lineage, 1)
     assert page["total"] == 2
@@ -196,12 +194,12 @@ def test_turn_sink_writes_searchable_records_into_the_real_store(tmp_path, store
     hits, total = store.history_locate(lineage, "src/api.py")
     assert total == 1 and hits[0]["turn"] == 1
     if store_prompts:
-        assert previews[0].startswith("TASK-1") and previews[1].startswith("TASK-2")
-        assert store.history_search(lineage, "review api")[1] == 1
-        assert store.history_search(lineage, "reviewed")[1] == 1  # a word only the model's answer had
+        assert previews[0].startswith("TASK-A") and previews[1].startswith("TASK-B")
+        assert store.history_search(lineage, "check api")[1] == 1
+        assert store.history_search(lineage, "checked")[1] == 1  # a word only the model's answer had
     else:
         assert previews == [None, None]
         raw = b"".join(p.read_bytes() for p in tmp_path.glob("ctxlamp.db*"))
-        assert b"TASK-2 review" not in raw
+        assert b"TASK-B check" not in raw
     assert all(t["tokens"] > 0 for t in page["turns"])
     store.close()

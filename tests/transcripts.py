@@ -1,7 +1,8 @@
 """Build synthetic Claude Code transcript entries for engine tests.
 
-Shapes follow ../shared/spec/TRANSCRIPTS.md (2.1.x style). Each helper returns
-plain dicts; `to_bytes` writes them as JSONL.
+The small helpers write 2.1.x-style entries; `versioned_story` writes one session in the shape of an
+older or newer Claude Code (1.0.x, 2.0.x, 2.1.x: see docs/claude-code.md). Each helper returns plain
+dicts; `to_bytes` writes them as JSONL.
 """
 from __future__ import annotations
 
@@ -239,3 +240,180 @@ class Branching:
         self._add(summary_user(self._tick()))
         self.stock, self.prev, self.prompts, self.leaves = 20_000, 0, [], []
         self.call()
+
+
+# ---- one session as each Claude Code generation wrote it ---------------------------------------
+VERSIONS = {  # what changed between the generations (facts read from real transcripts of each)
+    "1.0": {"version": "1.0.17", "model": "claude-sonnet-4-20250514", "breakdown": False, "wrap_errors": False,
+            "subagents": "inline", "agent_tool": "Task", "extra_usage": {}},
+    "2.0": {"version": "2.0.42", "model": "claude-sonnet-4-5-20250929", "breakdown": True, "wrap_errors": False,
+            "subagents": "flat", "agent_tool": "Task", "extra_usage": {}},
+    "2.1": {"version": "2.1.114", "model": "claude-opus-4-7", "breakdown": True, "wrap_errors": True,
+            "subagents": "folder", "agent_tool": "Agent",
+            "extra_usage": {"service_tier": "standard", "inference_geo": "", "iterations": [], "speed": "standard",
+                            "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0}}},
+}
+
+
+class _Story:
+    """Writes entries in one generation's shape and keeps the facts a test expects, by construction."""
+
+    def __init__(self, gen: str, sid: str, cwd: str):
+        self.gen, self.shape, self.sid, self.cwd = gen, VERSIONS[gen], sid, cwd
+        self.t = 0.0
+        self.main: list[dict] = []
+        self.agent: list[dict] = []
+        self.facts = {"edits_ok": 0, "not_found": 0, "ambiguous": 0, "other": 0, "grep": 0, "glob": 0,
+                      "main_calls": [], "sub_calls": [], "placeholders": 0}
+        self.stock = 12_000
+        self.n = 0
+
+    def _base(self, kind: str, side: bool) -> dict:
+        self.t += 5
+        e = {"type": kind, "sessionId": self.sid, "cwd": self.cwd, "isSidechain": side, "timestamp": ts(self.t),
+             "uuid": f"{self.gen}-{kind[0]}{self.n}-{int(self.t)}", "version": self.shape["version"],
+             "userType": "external"}
+        if self.gen != "1.0":
+            e["gitBranch"] = "main"
+        if side and self.shape["subagents"] != "inline":
+            e["agentId"] = "ab12cd34" if self.gen == "2.0" else "a0123456789abcdef"
+        return e
+
+    def _put(self, entry: dict, side: bool) -> None:
+        (self.agent if side and self.shape["subagents"] != "inline" else self.main).append(entry)
+
+    def usage(self, out: int) -> dict:
+        cr, cw = self.stock - 900, 900
+        u = {"input_tokens": 4, "cache_creation_input_tokens": cw, "cache_read_input_tokens": cr, "output_tokens": out}
+        if self.shape["breakdown"]:
+            u["cache_creation"] = {"ephemeral_5m_input_tokens": cw, "ephemeral_1h_input_tokens": 0}
+        u.update(self.shape["extra_usage"])
+        self.stock += 900
+        return u
+
+    def respond(self, blocks: list[dict], side: bool = False, out: int = 40, placeholder: bool = False) -> str:
+        """One API response: 1.0 writes lines whose output_tokens grow, 2.x lines with the same usage."""
+        self.n += 1
+        mid, rid = f"msg_{self.sid[:8]}_{self.n:03d}", f"req_{self.sid[:8]}_{self.n:03d}"
+        usage = self.usage(1 if placeholder else out)
+        (self.facts["sub_calls"] if side else self.facts["main_calls"]).append({"id": mid, "usage": usage})
+        self.facts["placeholders"] += placeholder
+        lines = blocks if self.gen != "1.0" or placeholder else [blocks[0]] + blocks  # 1.0: a first line again
+        if self.gen == "2.0":  # a thinking line first, then one line per block, the usage repeated
+            lines = [{"type": "thinking", "thinking": "Let me look.", "signature": "sig"}] + blocks
+        for k, block in enumerate(lines):
+            u = dict(usage)
+            if self.gen == "1.0" and not placeholder and k < len(lines) - 1:
+                u["output_tokens"] = 3  # the streaming placeholder of an early line
+            entry = self._base("assistant", side)
+            entry.update(requestId=rid, message={"id": mid, "type": "message", "role": "assistant",
+                                                 "model": self.shape["model"], "content": [block], "usage": u,
+                                                 "stop_reason": None})
+            self._put(entry, side)
+        return mid
+
+    def result(self, tool_id: str, text: str, result, side: bool = False, error: bool = False) -> None:
+        if error and self.shape["wrap_errors"]:
+            text = f"<tool_use_error>{text}</tool_use_error>"
+        block = {"type": "tool_result", "tool_use_id": tool_id, "content": text}
+        if error:
+            block["is_error"] = True
+        entry = self._base("user", side)
+        entry.update(message={"role": "user", "content": [block]}, toolUseResult=f"Error: {text}" if error else result)
+        self._put(entry, side)
+
+    def tool_id(self, short: str) -> str:
+        """Tool-use ids are unique across sessions, as the API makes them."""
+        return f"toolu_{self.sid[:8]}_{short}"
+
+    def prompt(self, text: str, side: bool = False) -> None:
+        entry = self._base("user", side)
+        entry["message"] = {"role": "user", "content": text}
+        self._put(entry, side)
+
+    def call(self, tool_id: str, name: str, inp: dict, outcome: str, result=None, side: bool = False,
+             placeholder: bool = False) -> None:
+        """A tool call and its result; `outcome` is ok, not_found, ambiguous, not_read or rejected."""
+        tool_id = self.tool_id(tool_id)
+        self.respond([{"type": "tool_use", "id": tool_id, "name": name, "input": inp}], side, placeholder=placeholder)
+        texts = {"not_found": f"String to replace not found in file.\nString: {inp.get('old_string', '')}",
+                 "ambiguous": "Found 2 matches of the string to replace, but replace_all is false. To replace all "
+                              "occurrences, set replace_all to true.",
+                 "not_read": "File has not been read yet. Read it first before writing to it.",
+                 "rejected": "The user doesn't want to proceed with this tool use. The tool use was rejected."}
+        if outcome == "ok":
+            self.result(tool_id, "ok", result if result is not None else {"type": "text"}, side)
+        else:
+            self.result(tool_id, texts[outcome], None, side, error=True)
+        edit = name in ("Edit", "MultiEdit")
+        if edit:
+            self.facts[{"ok": "edits_ok", "not_found": "not_found", "ambiguous": "ambiguous"}.get(outcome, "other")] += 1
+        if name in ("Grep", "Glob") and outcome == "ok":
+            self.facts[name.lower()] += 1
+
+
+def versioned_story(gen: str, sid: str = "22222222-3333-4444-5555-666666666666", cwd: str = "/home/u/old") -> dict:
+    """One session in the shape Claude Code `gen` ("1.0", "2.0", "2.1") wrote: a Read, a good Edit, a miss of
+    each kind, a Write refused (not an edit), a rejected Edit, Grep, Glob, a subagent (inline sidechain,
+    flat agent file or subagents/ folder) that reads and edits, and a last answer.
+
+    Returns {"main": entries, "agent": entries (empty for inline), "meta": the 2.1 meta.json or None,
+    "facts": what a reader must find, by construction}."""
+    st = _Story(gen, sid, cwd)
+    f = f"{cwd}/app.py"
+    if gen == "2.0":
+        st.main.append({"type": "queue-operation", "operation": "enqueue", "sessionId": sid, "timestamp": ts(1)})
+    if gen == "2.1":
+        st.main.append({"type": "permission-mode", "permissionMode": "default", "sessionId": sid})
+    st.prompt("fix the app")
+    st.call("t1", "Read", {"file_path": f}, "ok", {"type": "text", "file": {"filePath": f, "content": "x = 1\n",
+                                                                          "numLines": 1, "startLine": 1, "totalLines": 1}})
+    st.call("t2", "Edit", {"file_path": f, "old_string": "x = 1", "new_string": "x = 2"}, "ok",
+            {"filePath": f, "oldString": "x = 1", "newString": "x = 2", "originalFile": "x = 1\n",
+             "structuredPatch": [], "userModified": False, "replaceAll": False})
+    st.call("t3", "Edit", {"file_path": f, "old_string": "y = 9", "new_string": "y = 8"}, "not_found")
+    if gen == "1.0":  # MultiEdit existed then
+        st.call("t4", "MultiEdit", {"file_path": f, "edits": [{"old_string": "x", "new_string": "z"}]}, "ambiguous")
+        st.main.append({**st._base("system", False), "content": "Running PostToolUse:MultiEdit...", "level": "info"})
+    else:
+        st.call("t4", "Edit", {"file_path": f, "old_string": "x", "new_string": "z"}, "ambiguous")
+    st.call("t5", "Write", {"file_path": f"{cwd}/new.py", "content": "pass\n"}, "not_read")
+    st.call("t6", "Edit", {"file_path": f, "old_string": "x = 2", "new_string": "x = 3"}, "rejected")
+    st.call("t7", "Grep", {"pattern": "x", "path": cwd}, "ok", {"mode": "files_with_matches", "numFiles": 1,
+                                                                "filenames": [f]}, placeholder=gen == "1.0")
+    st.call("t8", "Glob", {"pattern": "*.py", "path": cwd}, "ok", {"filenames": [f], "durationMs": 3, "numFiles": 1,
+                                                                   "truncated": False})
+    st.respond([{"type": "tool_use", "id": st.tool_id("t9"), "name": st.shape["agent_tool"],
+                 "input": {"description": "look around", "prompt": "SUB: read the app", "subagent_type": "general-purpose"}}])
+    st.prompt("SUB: read the app", side=True)
+    st.call("s1", "Read", {"file_path": f}, "ok", side=True)
+    st.call("s2", "Edit", {"file_path": f, "old_string": "x = 2", "new_string": "x = 4"}, "ok", side=True)
+    st.respond([{"type": "text", "text": "The app sets x."}], side=True)
+    st.result(st.tool_id("t9"), "The app sets x.", {"status": "completed", "agentId": "ab12cd34", "totalTokens": 900})
+    st.respond([{"type": "text", "text": "Done."}])
+    if gen == "1.0":
+        st.main.append({"type": "summary", "summary": "Fixing the app", "leafUuid": st.main[-1]["uuid"]})
+    if gen == "2.1":
+        st.main += [{"type": "last-prompt", "lastPrompt": "fix the app", "sessionId": sid},
+                    {**st._base("system", False), "subtype": "turn_duration", "durationMs": 5000}]
+    meta = {"agentType": "general-purpose", "description": "look around"} if gen == "2.1" else None
+    return {"main": st.main, "agent": st.agent, "meta": meta, "facts": st.facts}
+
+
+def write_story(projects, gen: str, story: dict, project: str = "-home-u-old") -> dict:
+    """Lay a versioned story out as that generation did under `projects`; returns {"main": path, "agent": path}."""
+    folder = projects / project
+    folder.mkdir(parents=True, exist_ok=True)
+    sid = story["main"][-1].get("sessionId") or "s"
+    main = folder / f"{sid}.jsonl"
+    main.write_bytes(to_bytes(story["main"]))
+    agent = None
+    if VERSIONS[gen]["subagents"] == "flat":
+        agent = folder / "agent-ab12cd34.jsonl"
+    elif VERSIONS[gen]["subagents"] == "folder":
+        agent = folder / sid / "subagents" / "agent-a0123456789abcdef.jsonl"
+        agent.parent.mkdir(parents=True)
+        agent.with_suffix(".meta.json").write_text(json.dumps(story["meta"]))
+    if agent is not None:
+        agent.write_bytes(to_bytes(story["agent"]))
+    return {"main": main, "agent": agent}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install the real Claude Code CLI (a single native binary from npm) into the cache
-# folder that the shared run_scenario.py looks in, only when it is not there yet.
+# Install the real Claude Code CLI (a single native binary from npm, version pinned)
+# into a cache folder, only when it is not there yet. tests/fakeapi/scenario.py runs it.
 #   CLAUDE_CACHE   cache folder (default ~/.cache/fake-claude-api)
 #   CLAUDE_VERSION version (default 2.1.328)
 # Prints the binary's path on success.

@@ -1,12 +1,13 @@
-"""End to end with the REAL Claude Code CLI (2.1.328) against the shared fake API.
+"""End to end with the REAL Claude Code CLI (2.1.328) against the project's fake API (tests/fakeapi).
 
 `ctxlamp install` is applied to a temporary HOME, a real `ctxlamp serve` watches
 HOME/.claude/projects, and the scenario tests/e2e/scenarios/handoff-clear-history.json
 runs three `claude -p` runs: session 1 edits parser.py and saves a handoff through
 MCP; `/clear`; session 2 (resumed after the clear) loads the handoff with the token
 the SessionStart hook injected, then finds session 1 with history_search and
-history_locate. The CLI is installed once from npm by install_claude.sh; when that
-is impossible the test is skipped loudly (never passed).
+history_locate. The runner is `python -m tests.fakeapi.scenario`. The CLI is installed
+once from npm by install_claude.sh; when that is impossible the test is skipped loudly
+(never passed).
 """
 from __future__ import annotations
 
@@ -22,12 +23,12 @@ import pytest
 
 from service.claude import settings as claude_settings
 from service.api.client import ApiClient
-from tests.conftest import SHARED
+from tests.conftest import ROOT
+from tests.fakeapi.scenario import ClaudeUnavailable, claude_binary as installed_claude
 from tests.servicectl import running_service
 from tests.transcripts import read_jsonl
 
 HERE = Path(__file__).resolve().parent
-RUN_SCENARIO = SHARED / "tools" / "fake-claude-api" / "run_scenario.py"
 TOKEN = re.compile(r"load token: ([A-Za-z0-9_-]+)")
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -35,17 +36,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 def claude_binary() -> str:
     """The CLI from the npm cache (installed now if missing), or a loud skip."""
-    if os.environ.get("CLAUDE_BIN") and os.access(os.environ["CLAUDE_BIN"], os.X_OK):
-        return os.environ["CLAUDE_BIN"]
     try:
-        out = subprocess.run(["bash", str(HERE / "install_claude.sh")], capture_output=True, text=True, timeout=900)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        out, why = None, str(exc)
-    else:
-        why = out.stderr.strip()[-800:]
-    if out is not None and out.returncode == 0 and out.stdout.strip():
-        return out.stdout.strip().splitlines()[-1]
-    reason = f"E2E SKIPPED: the Claude Code CLI could not be installed from npm ({why or 'no output'})"
+        return installed_claude()
+    except ClaudeUnavailable as exc:
+        reason = f"E2E SKIPPED: the Claude Code CLI could not be installed from npm ({exc or 'no output'})"
     print("\n" + "!" * 78 + f"\n{reason}\n" + "!" * 78, file=sys.stderr)
     warnings.warn(reason)
     pytest.skip(reason)
@@ -88,8 +82,9 @@ def test_handoff_survives_clear_and_history_finds_session_one(tmp_path):
     (tmp_path / "scenario.json").write_text(scenario)
 
     with running_service(env, ctx) as (_, info):
-        run = subprocess.run([sys.executable, str(RUN_SCENARIO), str(tmp_path / "scenario.json"), "--out", str(out),
-                              "--home", str(home)], env=env, capture_output=True, text=True, timeout=540)
+        run = subprocess.run([sys.executable, "-m", "tests.fakeapi.scenario", str(tmp_path / "scenario.json"),
+                              "--out", str(out), "--home", str(home)], env=env, cwd=ROOT, capture_output=True,
+                             text=True, timeout=540)
         assert run.returncode == 0, run.stderr[-3000:]
         api = ApiClient(info)
         status = api.get("/api/v1/status")

@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from service.api.client import sse_pairs
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import REAL_FIXTURES, ROOT, scenario_session
 from tests.servicectl import running_service
 
 CTXLAMP = [sys.executable, "-m", "service.cli"]
-LONG_SESSION = next((FIXTURES / "claude-code-2.1.328" / "long-session" / "projects").glob("*/*.jsonl"))
-REMINDERS = FIXTURES / "real" / "chiphuyen-sniffly" / "d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
+# 67 calls; three restart reminders, then a /compact and a short turn (tests/fakeapi/scenarios/long-session.json).
+LONG_SESSION = scenario_session("long-session")
+# A third-party 1.0.17 session with nine reminders, used when ../shared/fixtures/real is present.
+REAL_REMINDERS = REAL_FIXTURES / "chiphuyen-sniffly" / "d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
 
 # What the user sees and what a restart must not change (docs/measurement.md section 10).
 MEANINGFUL = ("session_id", "segment", "calls", "totalStock", "L", "B", "B_default", "laps", "bill_cycle_usd")

@@ -1,6 +1,6 @@
 """kill -9 at random points while a transcript grows: nothing lost, nothing doubled.
 
-A real `ctxlamp serve` watches a CLAUDE_CONFIG_DIR into which a shared fixture
+A real `ctxlamp serve` watches a CLAUDE_CONFIG_DIR into which a fixture transcript
 is copied line by line (sometimes ending on half a line, as a writer caught
 mid-write leaves it). At random moments -- during the appends or just after --
 the service gets SIGKILL (every fifth stop is a graceful SIGTERM). Checkpoints
@@ -31,7 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.harness import (LONG_SESSION, REMINDERS, Events, Service, append_lines, integrity,
+from tests.conftest import needs_real_fixtures
+from tests.reliability.harness import (LONG_SESSION, REAL_REMINDERS, Events, Service, append_lines, integrity,
                                        meaningful, replay, service_env, wait_for)
 
 KILL_POINTS = int(os.environ.get("CTXLAMP_KILL_POINTS") or 50)
@@ -208,8 +209,9 @@ def test_kill_loop_loses_and_doubles_nothing(tmp_path):
     kill_loop(tmp_path, points=KILL_POINTS, seed=2026)
 
 
+@needs_real_fixtures
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_kill_loop_over_a_session_with_nine_reminders(tmp_path):
-    """A real session that raises nine reminders: each recorded once, none published twice."""
-    kill_loop(tmp_path, points=max(5, KILL_POINTS // 3), seed=9, fixture=REMINDERS)
+def test_kill_loop_over_a_third_party_session_with_nine_reminders(tmp_path):
+    """A third-party 1.0.17 session that raises nine reminders: each recorded once, none published twice."""
+    kill_loop(tmp_path, points=max(5, KILL_POINTS // 3), seed=9, fixture=REAL_REMINDERS)

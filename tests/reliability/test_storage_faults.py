@@ -28,9 +28,12 @@ from tests.reliability.harness import (LONG_SESSION, Service, append_lines, inte
                                        service_env, wait_for)
 
 LOCK_HOLD_S = float(os.environ.get("CTXLAMP_LOCK_HOLD_S") or 6)
-BEFORE, DURING = 150, 400  # lines present at start / written while the fault lasts (reminder + compact inside)
 STATUS_LAG_S = 2.0         # how far GET /status may trail the transcript while the database misbehaves
 LINES = LONG_SESSION.read_bytes().splitlines(keepends=True)
+# Lines present at start / the line the transcript reaches while the fault lasts: the long session's /compact
+# (near line 50) and its first reminder (call 42, near line 325) fall inside.
+BEFORE = next(i for i, line in enumerate(LINES) if b'"compact_boundary"' in line) - 9
+DURING = 400
 
 
 def _mount(*args: str) -> None:
