@@ -1,4 +1,4 @@
-"""Golden: sessions the real Claude Code 2.1.328 wrote while a user rewound them (tests/fixtures/rewind/).
+"""Golden: sessions the real Claude Code 2.1.328 wrote while a user rewound them (fixtures' rewind/).
 
 Recorded interactively under tmux against the project's fake API (tests/fakeapi/make_rewind_fixtures.py):
 two "Restore conversation" rewinds past a Read of a large file, "Summarize from here", "Summarize up to
@@ -15,11 +15,11 @@ import pytest
 
 from service.engine import LineSplitter
 from service.measure.engines import load_prices, new_engine
-from tests.conftest import ROOT
+from tests.conftest import CC
 from tests.reliability.harness import Service, append_lines, meaningful, replay, service_env, wait_for
 
-FIXTURE = ROOT / "tests" / "fixtures" / "rewind"
-STEPS = [json.loads(line) for line in (FIXTURE / "steps.jsonl").read_text().splitlines()]
+FIXTURE = CC / "rewind"
+STEPS = json.loads((FIXTURE / "steps.json").read_text())
 FORK_STEP = next(s for s in STEPS if "fork_of" in s)
 SESSIONS = next((FIXTURE / "projects").iterdir())
 MAIN = SESSIONS / f"{FORK_STEP['fork_of']}.jsonl"

@@ -1,4 +1,4 @@
-"""Regenerate tests/fixtures/rewind/: the real CLI, interactive under tmux, rewinding a conversation.
+"""Regenerate tests/fixtures/claude-code-<version>/rewind/: the real CLI, interactive under tmux, rewinding.
 
     python -m tests.fakeapi.make_rewind_fixtures
 
@@ -9,7 +9,7 @@ rewound with "Restore conversation" again (in the segment after the compactions)
 mode, `--resume ID --fork-session --resume-session-at UUID` forks the session at an earlier answer.
 
 The fixture folder gets projects/ (what the CLI wrote), api.jsonl (the fake API's record of every
-request it answered: the usage it reported, so the prompt size it received) and steps.jsonl (what
+request it answered: the usage it reported, so the prompt size it received) and steps.json (what
 was typed, in order, with the answers waited for). Fixed folders (as make_fixtures uses) keep the
 paths the same on every machine; ids and timestamps differ from run to run.
 """
@@ -22,10 +22,9 @@ import sys
 import time
 from pathlib import Path
 
-from tests.fakeapi.make_fixtures import FIXTURE_BASE, WORKSPACE
+from tests.fakeapi.make_fixtures import FIXTURE_BASE, FIXTURES, PINNED, WORKSPACE, cli_version
 from tests.fakeapi.tmux import InteractiveClaude
 
-DEST = Path(__file__).resolve().parents[1] / "fixtures" / "rewind"
 SHORT = [f"RW-S{i:02d}" for i in range(1, 12)]
 READS = {"RW-READ1": "big.py", "RW-READ2": "big.py", "RW-READ3": "small.py", "RW-READ4": "big.py"}
 
@@ -141,14 +140,18 @@ def main() -> int:
         (session_file,) = claude.transcripts()
         steps.append(fork(claude, session_file))
         projects = session_file.parent.parent
-    shutil.rmtree(DEST, ignore_errors=True)
-    DEST.mkdir(parents=True)
-    shutil.copytree(projects, DEST / "projects")
-    shutil.copyfile(log, DEST / "api.jsonl")
-    (DEST / "steps.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
+        version = cli_version(claude.binary)
+    if version != PINNED:
+        print(f"warning: the CLI is {version}, the fixtures are pinned to {PINNED}", file=sys.stderr)
+    dest = FIXTURES / f"claude-code-{version}" / "rewind"
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    shutil.copytree(projects, dest / "projects")
+    shutil.copyfile(log, dest / "api.jsonl")
+    (dest / "steps.json").write_text(json.dumps(steps, indent=1) + "\n")
     shutil.rmtree(FIXTURE_BASE, ignore_errors=True)
-    size = sum(p.stat().st_size for p in DEST.rglob("*") if p.is_file())
-    print(f"{DEST}: {size // 1024} KB", file=sys.stderr)
+    size = sum(p.stat().st_size for p in dest.rglob("*") if p.is_file())
+    print(f"{dest}: {size // 1024} KB", file=sys.stderr)
     return 0
 
 
