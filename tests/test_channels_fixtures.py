@@ -10,10 +10,6 @@ counted by hand from their steps, not from ctxlamp's output:
 - long-session: one Edit of config.py and six Grep calls in each of three turns of 21 steps, /compact, then
   a fourth turn of 4 steps with one Grep and one Edit: 4 edits, 19 Grep, 1 compaction, 67 calls.
 - model-switch: one Edit, 3 + 3 + 2 steps; clear: 2 steps on each side of /clear.
-- rewind (tests/fakeapi/make_rewind_fixtures.py, its steps.json): 11 short prompts of one step and 4 Reads
-  of two steps: 19 calls (the abandoned branches included), two summaries (compactions); the fork copies
-  the chain from the second summary to the answer to RW-S10 (two answers, the compaction) and adds one;
-  the copy of the answer the summary kept has zeroed usage: a placeholder to the report's fold.
 The calls also agree with the fake API's own log (test_calls_agree_with_the_fake_apis_log).
 Placeholder calls fold lines by key keeping the largest total, output_tokens <= 1 with a non-empty block:
 the fake API never answers with fewer than 2 output tokens, so there are none.
@@ -34,7 +30,8 @@ import pytest
 from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
 from service.channels.spend import is_placeholder_output
 from service.measure.tokenizer import encode_len
-from tests.conftest import CC, FIXTURES, REAL_FIXTURES, needs_real_fixtures, scenario_session, scenario_sessions
+from tests.conftest import (CC, FIXTURES, REAL_FIXTURES, all_transcripts, needs_real_fixtures, scenario_session,
+                            scenario_sessions)
 
 # fixture -> (edits ok, not_found, ambiguous, other errors, compactions, Grep, Glob, calls, placeholder calls)
 EXPECTED = {
@@ -42,8 +39,6 @@ EXPECTED = {
     "clear:2": (0, 0, 0, 0, 0, 0, 0, 2, 0),
     "long-session": (4, 0, 0, 0, 1, 19, 0, 67, 0),
     "model-switch": (1, 0, 0, 0, 0, 0, 0, 8, 0),
-    "rewind:1": (0, 0, 0, 0, 2, 0, 0, 19, 0),
-    "rewind:2": (0, 0, 0, 0, 1, 0, 0, 3, 1),
     "subagent-and-compact": (2, 0, 0, 0, 1, 0, 0, 9, 0),
     "subagent-and-compact:subagent": (0, 0, 0, 0, 0, 0, 1, 3, 0),
     "tools-and-edits": (2, 1, 1, 1, 0, 2, 1, 12, 0),
@@ -77,7 +72,7 @@ def scan_fixture(key: str) -> dict:
 
 
 def test_every_fixture_transcript_is_listed():
-    found = {p for p in FIXTURES.rglob("*.jsonl") if p.name not in ("api.jsonl", "results.jsonl")}
+    found = set(all_transcripts())
     assert found == {fixture_path(key) for key in EXPECTED}
 
 
@@ -117,12 +112,10 @@ def test_calls_agree_with_the_fake_apis_log(name):
     keeps that as the next user entry, not as an assistant message)."""
     log = read_api_log(name)
     answered = {line["id"] for line in log if line["kind"] != "compaction"}
-    per_file = [{c[0] for c in scan_fixture(key)["calls"]}  # c[0]: the message id
-                for key in EXPECTED if key.partition(":")[0] == name]
-    calls = set().union(*per_file)
+    calls = {c[0] for key in EXPECTED if key.partition(":")[0] == name  # c[0]: the message id
+             for c in scan_fixture(key)["calls"]}
     assert calls == answered
-    copied = sum(len(ids) for ids in per_file) - len(calls)  # a forked session repeats the calls it copied
-    assert sum(EXPECTED[key][7] for key in EXPECTED if key.partition(":")[0] == name) == len(answered) + copied
+    assert sum(EXPECTED[key][7] for key in EXPECTED if key.partition(":")[0] == name) == len(answered)
 
 
 def test_compaction_and_old_string_tokens_follow_the_scenario():

@@ -1,4 +1,4 @@
-"""Golden: sessions the real Claude Code 2.1.328 wrote while a user rewound them (fixtures' rewind/).
+"""Golden: sessions the real Claude Code 2.1.328 wrote while a user rewound them (tests/fixtures/rewind/).
 
 Recorded interactively under tmux against the project's fake API (tests/fakeapi/make_rewind_fixtures.py):
 two "Restore conversation" rewinds past a Read of a large file, "Summarize from here", "Summarize up to
@@ -15,10 +15,10 @@ import pytest
 
 from service.engine import LineSplitter
 from service.measure.engines import load_prices, new_engine
-from tests.conftest import CC
+from tests.conftest import REWIND
 from tests.reliability.harness import Service, append_lines, meaningful, replay, service_env, wait_for
 
-FIXTURE = CC / "rewind"
+FIXTURE = REWIND
 STEPS = json.loads((FIXTURE / "steps.json").read_text())
 FORK_STEP = next(s for s in STEPS if "fork_of" in s)
 SESSIONS = next((FIXTURE / "projects").iterdir())

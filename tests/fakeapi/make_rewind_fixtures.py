@@ -1,4 +1,4 @@
-"""Regenerate tests/fixtures/claude-code-<version>/rewind/: the real CLI, interactive under tmux, rewinding.
+"""Regenerate tests/fixtures/rewind/: the real CLI 2.1.328, interactive under tmux, rewinding a conversation.
 
     python -m tests.fakeapi.make_rewind_fixtures
 
@@ -143,7 +143,7 @@ def main() -> int:
         version = cli_version(claude.binary)
     if version != PINNED:
         print(f"warning: the CLI is {version}, the fixtures are pinned to {PINNED}", file=sys.stderr)
-    dest = FIXTURES / f"claude-code-{version}" / "rewind"
+    dest = FIXTURES / "rewind"
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     shutil.copytree(projects, dest / "projects")
