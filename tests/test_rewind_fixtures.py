@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from service.engine import LineSplitter
 from service.measure.engines import load_prices, new_engine
-from tests.conftest import REWIND
+from tests.conftest import REWIND, ROOT
 from tests.reliability.harness import Service, append_lines, meaningful, replay, service_env, wait_for
 
 FIXTURE = REWIND
@@ -166,3 +168,13 @@ def test_the_service_tailing_the_rewind_file_ends_where_replay_ends(tmp_path):
     _, eng = events_of(MAIN.read_bytes(), full=False)
     assert series["rewinds"] == eng.rewinds
     assert [c["B_default"] for c in series["calls"]] == [c["B_default"] for c in eng.series]
+
+
+def test_the_replay_table_shows_each_rewind():
+    out = subprocess.run([sys.executable, "-m", "service.cli", "replay", str(MAIN)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    marks = [line for line in out.stdout.splitlines() if "<<< rewind after call" in line]
+    events, _ = events_of(MAIN.read_bytes())
+    assert marks == [f"      <<< rewind after call {e['call']}: B_default {e['B_default_before']} -> {e['B_default']} "
+                     "(the conversation went back to an earlier message)" for e in events if e["event"] == "rewind"]
