@@ -14,7 +14,8 @@ only when it leaves behind a human prompt or a model response other than the one
 continues from. Otherwise the entry is read as a continuation of the latest one, so the tree
 stays one chain in ingestion order. Entries with no uuid, or whose parent is unknown (older
 versions, lines no reader parses, an entry before the last compaction), continue the latest
-entry: they never trigger a rewind.
+entry: they never trigger a rewind; nor do `progress` entries, written for running tools while
+the conversation goes on.
 
 Memory: one dict entry per uuid plus three integers per entry, and the changes themselves
 (one tuple per tool event); all of it is dropped at each reset.
