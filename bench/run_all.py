@@ -154,6 +154,14 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
               f"p50 **{lat['p50_ms']:.1f} ms**, p95 **{lat['p95_ms']:.1f} ms**, p99 **{lat['p99_ms']:.1f} ms** "
               f"(max {lat['max_ms']:.1f} ms); service CPU {lat['service_cpu_s']:.2f} s over the {lat['writing_s']:.0f} s of writing; "
               f"load average after: {lat['loadavg_after']}"]
+    sl = extra.get("statusline") or {}
+    if sl.get("error"):
+        L += [f"- `ctxlamp statusline`: TODO, `python bench/statusline.py` failed: {sl['error']}"]
+    elif sl:
+        L += [f"- `ctxlamp statusline` (bench/statusline.py: {sl['runs']} runs of `{sl['command']}` one after "
+              f"another, service up): wall p50 **{sl['wall_p50_ms']:.1f} ms**, p95 **{sl['wall_p95_ms']:.1f} ms** "
+              f"(max {sl['wall_max_ms']:.1f} ms); CPU per run p50 {sl['cpu_p50_ms']:.1f} ms, mean "
+              f"{sl['cpu_mean_ms']:.1f} ms; load average after: {' '.join(f'{x:.2f}' for x in sl['loadavg_after'])}"]
     idle = extra.get("idle") or {}
     if idle.get("error"):
         L += [f"- idle CPU: TODO, `python bench/idle.py` failed: {idle['error']}"]
@@ -175,7 +183,7 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
               f"load average after: {st['loadavg_after']}",
               f"- service RSS after {st['corpus_mb']:.0f} MB of history: **{st['rss_mb']:.0f} MB** "
               f"(peak {st['hwm_mb']:.0f} MB; with live children {st['tree_rss_mb']:.0f} MB)"]
-    if not any((rep, lat, idle, st)):
+    if not any((rep, lat, idle, st, sl)):
         L += ["- not run (--skip-service)"]
     if st and not st.get("error"):
         L += ["- note: the API opens before the recent sessions are read; meanwhile `service.scan.state` is "
@@ -253,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
             from bench import idle, snapshot_latency
             extra["latency"] = attempt("latency", snapshot_latency.measure, args.latency_lines)
             extra["idle"] = attempt("idle", idle.measure, args.idle_seconds)
+            from bench import statusline
+            extra["statusline"] = attempt("statusline", statusline.measure, 100)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     write_doc(args.out, m, sizes, extra, args)

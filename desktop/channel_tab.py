@@ -9,11 +9,14 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget,
 )
 
-from desktop import charts
+from desktop import charts, theme
+from desktop.channel_words import TITLES, counter_unit, counter_words
 from desktop.datasource import DataError
 from desktop.viewmodel import channel_csv, channel_view
 
-TITLES = {"edit": "Edits", "pinch": "Pinch", "retrieval": "Retrieval"}
+BUCKETS = (("day", "per day"), ("hour", "per hour"))
+LABEL_TIPS = {"measured": "Measured: counted from what the transcripts and ledgers recorded.",
+              "estimated": "Estimated: a comparison with what would have happened otherwise."}
 
 
 class ChannelTab(QWidget):
@@ -26,20 +29,22 @@ class ChannelTab(QWidget):
         self.badge.setTextFormat(Qt.RichText)
         self.counter = QComboBox()
         self.bucket = QComboBox()
-        self.bucket.addItems(["day", "hour"])
+        for key, words in BUCKETS:
+            self.bucket.addItem(words, key)
         self.csv_button = QPushButton("Export CSV…")
         self.png_button = QPushButton("Export PNG…")
         top = QHBoxLayout()
         top.addWidget(self.badge, 1)
-        top.addWidget(QLabel("show"))
+        show = QLabel("&Show")
+        show.setBuddy(self.counter)
+        top.addWidget(show)
         top.addWidget(self.counter)
-        top.addWidget(QLabel("per"))
         top.addWidget(self.bucket)
         top.addWidget(self.csv_button)
         top.addWidget(self.png_button)
         self.plot = charts.new_plot(TITLES.get(name, name), "", "", date_axis=True)
         self.totals = QTableWidget(0, 2)
-        self.totals.setHorizontalHeaderLabels(["total", "value"])
+        self.totals.setHorizontalHeaderLabels(["Over the shown period", "Total"])
         self.totals.verticalHeader().setVisible(False)
         self.totals.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeToContents)
         self.totals.horizontalHeader().setStretchLastSection(True)
@@ -52,44 +57,48 @@ class ChannelTab(QWidget):
         lay.addWidget(self.plot, 1)
         lay.addWidget(self.totals)
         lay.addWidget(self.sources)
-        self.counter.currentTextChanged.connect(lambda _=None: self.redraw())
-        self.bucket.currentTextChanged.connect(lambda _=None: self.reload())
+        self.counter.currentIndexChanged.connect(lambda _=None: self.redraw())
+        self.bucket.currentIndexChanged.connect(lambda _=None: self.reload())
         self.csv_button.clicked.connect(self._ask_csv)
         self.png_button.clicked.connect(self._ask_png)
         self.show_channel(None)
 
     def reload(self) -> None:
         try:
-            self.show_channel(self.source.channel(self.name, self.bucket.currentText()))
+            self.show_channel(self.source.channel(self.name, self.bucket.currentData()))
         except DataError as exc:
             self.show_channel(None)
-            self.sources.setText(f"Could not load the {self.name} channel: {exc}")
+            self.sources.setText(f"Could not load {TITLES.get(self.name, self.name).lower()}: {exc}")
 
     def show_channel(self, channel: dict | None) -> None:
         self.channel = channel
         view = channel_view(channel)
         self.counter.blockSignals(True)
-        current = self.counter.currentText()
+        current = self.counter.currentData()
         self.counter.clear()
-        self.counter.addItems(view.counters)
+        for key in view.counters:
+            self.counter.addItem(counter_words(key), key)
         if current in view.counters:
-            self.counter.setCurrentText(current)
+            self.counter.setCurrentIndex(view.counters.index(current))
         self.counter.blockSignals(False)
-        colour = {"measured": "#1d6b2f", "estimated": "#8a5a00"}.get(view.label, "#555")
+        colour = theme.colours().get(view.label, theme.colours()["muted"])
         self.badge.setText(f"<span style='color:{colour}; font-weight:bold'>{view.label.upper()}</span>"
-                           f" &nbsp;{TITLES.get(self.name, self.name)} per {self.bucket.currentText()}")
+                           f" &nbsp;{TITLES.get(self.name, self.name)} {self.bucket.currentText()}")
+        self.badge.setToolTip(LABEL_TIPS.get(view.label, ""))
         self.totals.setRowCount(len(view.totals))
         for r, (k, v) in enumerate(view.totals):
             self.totals.setItem(r, 0, QTableWidgetItem(k))
             item = QTableWidgetItem(v)
             item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
             self.totals.setItem(r, 1, item)
-        self.sources.setText(f"Sources: {view.sources}" if view.sources else "")
+        self.sources.setText(view.sources)
         self.redraw()
 
     def redraw(self) -> None:
-        view = channel_view(self.channel, self.counter.currentText() or None)
-        self.plot.setLabel("left", self.counter.currentText() or "")
+        key = self.counter.currentData()
+        view = channel_view(self.channel, key)
+        self.plot.getAxis("left").unit = counter_unit(key) if key else "count"
+        self.plot.setLabel("left", self.counter.currentText() or "", color=theme.colours()["fg"])
         charts.draw_bars(self.plot, view)
 
     # ---- export ----

@@ -1,7 +1,9 @@
 """pyqtgraph plots for the window (Qt Charts is deprecated since Qt 6.10).
 
-Each function takes a view from desktop.viewmodel and redraws one plot; empty
-views give an empty plot with a note, never an exception.
+Each function takes a view from desktop.viewmodel / desktop.overview_model and
+redraws one plot; empty views give an empty plot with a note, never an
+exception. Colours come from the system palette (desktop.theme); axes say
+their unit through their tick labels ($, tokens, whole counts, days).
 """
 from __future__ import annotations
 
@@ -10,37 +12,77 @@ import math
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
+from desktop import fmt, theme
 from desktop.viewmodel import BAND_RGBA, LAMP_FILL, ChannelView, CurveView, SeriesView
 
-pg.setConfigOptions(antialias=True, background="w", foreground="#222")
+pg.setConfigOptions(antialias=True)
 
-PEN_STOCK = pg.mkPen("#1f5fbf", width=2)
-PEN_L = pg.mkPen("#7a7a7a", width=1.5, style=Qt.DashLine)
-PEN_B = pg.mkPen("#2fa34a", width=2)
-PEN_RENT = pg.mkPen("#c0392b", width=2)
-PEN_REMINDER = pg.mkPen("#e69500", width=1, style=Qt.DashLine)
-PEN_RESET = pg.mkPen("#444", width=1.5)
-PEN_REWIND = pg.mkPen("#7b3fa0", width=1.5, style=Qt.DashDotLine)
+BAND_WORDS = {"white": "fresh", "green": "good", "amber": "past the sweet spot", "red": "restart pays"}
 
 
-def new_plot(title: str, left: str, bottom: str, date_axis: bool = False, legend: bool = False) -> pg.PlotWidget:
-    axis = {"bottom": pg.DateAxisItem(orientation="bottom")} if date_axis else None
-    w = pg.PlotWidget(axisItems=axis)
-    w.setTitle(title, size="10pt")
-    w.setLabel("left", left)
-    if left in ("USD", "tokens"):
-        w.getAxis("left").enableAutoSIPrefix(False)
-    w.setLabel("bottom", bottom)
+class UnitAxis(pg.AxisItem):
+    """An axis whose ticks are whole numbers (counts) and/or read through a formatter."""
+
+    def __init__(self, orientation: str, unit: str = "", **kw):
+        super().__init__(orientation, **kw)
+        self.unit = unit  # "usd", "tokens", "bytes", "count", "day" or ""
+        self.day_labels: list[str] = []
+        self.enableAutoSIPrefix(False)
+
+    def tickValues(self, minVal, maxVal, size):
+        levels = super().tickValues(minVal, maxVal, size)
+        if self.unit not in ("count", "day"):
+            return levels
+        out = []
+        for spacing, values in levels:
+            if spacing < 1:
+                continue
+            out.append((spacing, [v for v in values if abs(v - round(v)) < 1e-9]))
+        if not out:  # a small range: one tick per whole number
+            lo, hi = math.ceil(minVal), math.floor(maxVal)
+            out = [(1.0, [float(v) for v in range(lo, hi + 1)])]
+        return out
+
+    def tickStrings(self, values, scale, spacing):
+        if self.unit == "usd":
+            return [fmt.usd(v) for v in values]
+        if self.unit == "tokens":
+            return [fmt.tokens(v) for v in values]
+        if self.unit == "bytes":
+            return [fmt.size(v) for v in values]
+        if self.unit == "count":
+            return [fmt.count(v) for v in values]
+        if self.unit == "day":
+            return [self.day_labels[int(round(v))] if 0 <= int(round(v)) < len(self.day_labels) else ""
+                    for v in values]
+        return super().tickStrings(values, scale, spacing)
+
+
+def new_plot(title: str, left: str, bottom: str, *, left_unit: str = "", bottom_unit: str = "",
+             date_axis: bool = False, legend: bool = False) -> pg.PlotWidget:
+    c = theme.colours()
+    axes = {"left": UnitAxis("left", left_unit)}
+    axes["bottom"] = pg.DateAxisItem(orientation="bottom") if date_axis else UnitAxis("bottom", bottom_unit)
+    w = pg.PlotWidget(axisItems=axes, background=c["bg"])
+    w.setTitle(title, size="10pt", color=c["fg"])
+    for name in ("left", "bottom"):
+        axis = w.getAxis(name)
+        axis.setPen(pg.mkPen(c["muted"]))
+        axis.setTextPen(pg.mkPen(c["fg"]))
+    w.setLabel("left", left, color=c["fg"])
+    w.setLabel("bottom", bottom, color=c["fg"])
     w.showGrid(x=True, y=True, alpha=0.15)
     w.setMenuEnabled(False)
     w.getPlotItem().getViewBox().setMouseEnabled(x=True, y=False)
     if legend:
-        w.addLegend(offset=(8, 8), labelTextSize="8pt", brush=pg.mkBrush(255, 255, 255, 200))
+        fill = pg.mkColor(c["fill"])
+        fill.setAlpha(210)
+        w.addLegend(offset=(8, 8), labelTextSize="8pt", brush=pg.mkBrush(fill), labelTextColor=c["fg"])
     return w
 
 
 def _note(plot: pg.PlotWidget, text: str) -> None:
-    item = pg.TextItem(text, color="#555", anchor=(0.5, 0.5))
+    item = pg.TextItem(text, color=theme.colours()["muted"], anchor=(0.5, 0.5))
     plot.addItem(item)
     item.setPos(0.5, 0.5)
     plot.setXRange(0, 1)
@@ -48,7 +90,10 @@ def _note(plot: pg.PlotWidget, text: str) -> None:
 
 
 def draw_curve(plot: pg.PlotWidget, view: CurveView) -> None:
+    """The curve, its lamp bands, reminder diamonds and the current point (kept as plot.now_point)."""
+    c = theme.colours()
     plot.clear()
+    plot.now_point = None
     if not view.us:
         _note(plot, view.note or "No cost curve yet.")
         return
@@ -60,22 +105,32 @@ def draw_curve(plot: pg.PlotWidget, view: CurveView) -> None:
                                      pen=pg.mkPen(None))
         region.setZValue(-10)
         plot.addItem(region)
-        label = pg.TextItem({"white": "fresh", "green": "good", "amber": "amber", "red": "restart"}[colour],
-                            color="#444", anchor=(0.5, 0.5))
+        label = pg.TextItem(BAND_WORDS[colour], color=c["fg"], anchor=(0.5, 0.5))
         plot.addItem(label)
         label.setPos((u0 + u1) / 2, y_top * 1.07)  # a strip above the curve, clear of the point
-    plot.plot(view.us, view.ys, pen=pg.mkPen("#222", width=2), name="A(u)/A*")
-    plot.addItem(pg.InfiniteLine(pos=1.0, angle=90, pen=pg.mkPen("#2fa34a", width=1, style=Qt.DotLine),
-                                 label="sweet spot", labelOpts={"position": 0.12, "color": "#2a7a3a"}))
+    plot.plot(view.us, view.ys, pen=pg.mkPen(c["fg"], width=2))
+    plot.addItem(pg.InfiniteLine(pos=1.0, angle=90, pen=pg.mkPen(c["good"], width=1, style=Qt.DotLine),
+                                 label="sweet spot", labelOpts={"position": 0.6, "color": c["good"]}))
+    last_u = -1.0
+    for u, a, lap in view.reminders:
+        shown = min(a, y_top * 0.99)
+        plot.plot([u], [shown], pen=None, symbol="d", symbolSize=10, symbolBrush=c["warn"],
+                  symbolPen=pg.mkPen(c["fg"], width=1))
+        if u - last_u >= view.u_max / 25:  # a number over each diamond that has room for one
+            txt = pg.TextItem(f"reminder {lap}" if lap == 1 else str(lap), color=c["warn"], anchor=(0.5, 1))
+            plot.addItem(txt)
+            txt.setPos(u, shown + 0.01)
+            last_u = u
     if view.point is not None and math.isfinite(view.point[1]):
         u, a = view.point
-        colour = next((c for u0, u1, c in view.bands if u0 <= u < u1), "red" if view.bands else "white")
+        colour = next((col for u0, u1, col in view.bands if u0 <= u < u1), "red" if view.bands else "white")
         shown_a = min(a, y_top * 0.99)  # a fresh session sits far up the left arm: pin it to the top edge
-        plot.plot([u], [shown_a], pen=None, symbol="o" if shown_a == a else "t1", symbolSize=14,
-                  symbolBrush=LAMP_FILL[colour], symbolPen=pg.mkPen("#111", width=2))
-        text = f"now: u = {u:.2f}" + ("" if shown_a == a else f", A/A* = {a:.1f}")
-        txt = pg.TextItem(text, color="#111", anchor=(0, 1) if shown_a == a else (0, 0.5),
-                          fill=pg.mkBrush(255, 255, 255, 210))
+        plot.now_point = plot.plot([u], [shown_a], pen=None, symbol="o" if shown_a == a else "t1", symbolSize=14,
+                                   symbolBrush=LAMP_FILL[colour], symbolPen=pg.mkPen(c["fg"], width=2))
+        text = "you are here" + ("" if shown_a == a else f" ({a:.1f}x the best cost per call)")
+        fill = pg.mkColor(c["fill"])
+        fill.setAlpha(210)
+        txt = pg.TextItem(text, color=c["fg"], anchor=(0, 1) if shown_a == a else (0, 0.5), fill=pg.mkBrush(fill))
         plot.addItem(txt)
         txt.setPos(u + 0.03, shown_a)
     plot.setXRange(0, max(view.u_max, (view.point or (0,))[0] * 1.05), padding=0.02)
@@ -83,16 +138,20 @@ def draw_curve(plot: pg.PlotWidget, view: CurveView) -> None:
 
 
 def _marks(plot: pg.PlotWidget, view: SeriesView, labels: bool) -> None:
+    c = theme.colours()
     for call in view.reset_calls:
-        plot.addItem(pg.InfiniteLine(pos=call, angle=90, pen=PEN_RESET,
-                                     label="reset" if labels else None,
-                                     labelOpts={"position": 0.97, "color": "#333"}))
-    many = len(view.reminder_calls) > 12
+        plot.addItem(pg.InfiniteLine(pos=call, angle=90, pen=pg.mkPen(c["muted"], width=1.5),
+                                     label="compacted" if labels else None,
+                                     labelOpts={"position": 0.97, "color": c["fg"]}))
+    span = (view.calls[-1] - view.calls[0]) if len(view.calls) > 1 else 1.0
+    last = -math.inf
     for call, lap in view.reminder_calls:
-        show = labels and (not many or lap % 5 == 0 or lap == 1)
-        plot.addItem(pg.InfiniteLine(pos=call, angle=90, pen=PEN_REMINDER,
-                                     label=f"lap {lap}" if show else None,
-                                     labelOpts={"position": 0.78, "color": "#b36b00"}))
+        show = labels and call - last >= span / 9  # labels that do not run into each other
+        if show:
+            last = call
+        plot.addItem(pg.InfiniteLine(pos=call, angle=90, pen=pg.mkPen(c["warn"], width=1, style=Qt.DashLine),
+                                     label=(f"reminder {lap}" if lap == 1 else str(lap)) if show else None,
+                                     labelOpts={"position": 0.9, "color": c["warn"]}))
 
 
 def draw_stock(plot: pg.PlotWidget, view: SeriesView) -> None:
@@ -100,13 +159,15 @@ def draw_stock(plot: pg.PlotWidget, view: SeriesView) -> None:
     if not view.calls:
         _note(plot, "No calls yet.")
         return
-    plot.plot(view.calls, view.total_stock, pen=PEN_STOCK, name="totalStock")
-    plot.plot(view.calls, view.L, pen=PEN_L, name="L (cached)")
-    plot.plot(view.calls, view.B, pen=PEN_B, name="B (useful)")
+    plot.plot(view.calls, view.total_stock, pen=pg.mkPen(theme.SERIES[0], width=2), name="context carried")
+    plot.plot(view.calls, view.L, pen=pg.mkPen(theme.SERIES[6], width=1.5, style=Qt.DashLine),
+              name="read back from cache")
+    plot.plot(view.calls, view.B, pen=pg.mkPen(theme.SERIES[2], width=2), name="useful part")
     _marks(plot, view, labels=True)
     for call in view.rewind_calls:  # the conversation went back: what it left behind left B
-        plot.addItem(pg.InfiniteLine(pos=call, angle=90, pen=PEN_REWIND, label="rewind",
-                                     labelOpts={"position": 0.88, "color": "#7b3fa0"}))
+        plot.addItem(pg.InfiniteLine(pos=call, angle=90, pen=pg.mkPen(theme.SERIES[3], width=1.5,
+                                                                      style=Qt.DashDotLine), label="rewind",
+                                     labelOpts={"position": 0.88, "color": theme.SERIES[3]}))
     plot.enableAutoRange()
 
 
@@ -115,7 +176,7 @@ def draw_rent(plot: pg.PlotWidget, view: SeriesView) -> None:
     if not view.calls:
         _note(plot, "No rent yet.")
         return
-    plot.plot(view.calls, view.rent, pen=PEN_RENT, name="rent (bill cycle, USD)")
+    plot.plot(view.calls, view.rent, pen=pg.mkPen(theme.SERIES[5], width=2), name="rent paid so far")
     _marks(plot, view, labels=False)
     plot.enableAutoRange()
 
@@ -125,10 +186,36 @@ def draw_bars(plot: pg.PlotWidget, view: ChannelView) -> None:
     if not view.xs:
         _note(plot, "No data for this channel yet.")
         return
-    brush = "#3b7dd8" if view.label == "measured" else "#9aa7b8"
+    brush = theme.SERIES[0] if view.label == "measured" else theme.SERIES[6]
     bars = pg.BarGraphItem(x=view.xs, height=view.heights, width=view.width_s * 0.8, brush=brush,
-                           pen=pg.mkPen("#234"))
+                           pen=pg.mkPen(theme.colours()["muted"]))
     plot.addItem(bars)
     plot.setXRange(min(view.xs) - view.width_s, max(view.xs) + view.width_s, padding=0)
     top = max(view.heights) if view.heights else 0
     plot.setYRange(0, top * 1.1 if top > 0 else 1, padding=0)
+
+
+def draw_stacks(plot: pg.PlotWidget, days: list[str], layers: list[tuple[str, list[float]]]) -> None:
+    """Stacked daily bars (x = day index, labelled by the bottom axis), a legend entry per layer."""
+    plot.clear()
+    legend = plot.getPlotItem().legend
+    if legend is not None:
+        legend.clear()
+        legend.setColumnCount(max(1, len(layers)))  # one row across the top, clear of the bars
+    axis = plot.getAxis("bottom")
+    if isinstance(axis, UnitAxis):
+        axis.day_labels = [fmt.day(d) for d in days]
+    if not days or not layers or not any(any(v for v in vals) for _, vals in layers):
+        _note(plot, "Nothing spent in this period.")
+        return
+    base = [0.0] * len(days)
+    xs = list(range(len(days)))
+    for i, (name, values) in enumerate(layers):
+        colour = theme.SERIES[i % len(theme.SERIES)]
+        bars = pg.BarGraphItem(x=xs, y0=list(base), height=values, width=0.7, brush=colour, pen=pg.mkPen(None),
+                               name=name)
+        plot.addItem(bars)  # a named item joins the legend by itself
+        base = [b + v for b, v in zip(base, values)]
+    plot.setXRange(-0.6, len(days) - 0.4, padding=0)
+    top = max(base) if base else 0
+    plot.setYRange(0, top * 1.3 if top > 0 else 1, padding=0)  # headroom for the legend's row

@@ -37,7 +37,8 @@ class ApiClient:
         """Drop the cached port/token (the service restarted)."""
         self._info = None
 
-    def request(self, method: str, path: str, body: Any = None, query: dict | None = None) -> Any:
+    def request(self, method: str, path: str, body: Any = None, query: dict | None = None,
+                timeout: float | None = None) -> Any:
         info = self.info
         if info is None:
             raise ApiError("the service is not running (no api.json)")
@@ -53,7 +54,7 @@ class ApiClient:
         if data is not None:
             req.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
                 raw = resp.read()
         except urllib.error.HTTPError as exc:
             try:
@@ -95,8 +96,25 @@ class ApiClient:
     def channel(self, name: str, bucket: str = "day", since: str | None = None, until: str | None = None) -> dict:
         return self.request("GET", f"/channels/{name}", query={"bucket": bucket, "since": since, "until": until})
 
+    def limits(self, session: str | None = None) -> dict:
+        return self.request("GET", "/limits", query={"session": session})
+
     def config(self) -> dict:
         return self.request("GET", "/config")
 
     def save_config(self, changes: dict) -> dict:
         return self.request("POST", "/config", changes)
+
+    def check_config(self, changes: dict) -> dict:
+        """The service's own validation, nothing saved (400 -> ApiError with the reason)."""
+        return self.request("POST", "/config", changes, query={"check": 1})
+
+    def config_defaults(self) -> dict:
+        return self.request("GET", "/config/defaults")
+
+    def overview(self, days: int) -> dict:
+        """Sums the report over the period: a first (cold) report over a big history takes seconds."""
+        return self.request("GET", "/overview", query={"days": days}, timeout=max(self.timeout, 60.0))
+
+    def team(self, since: str | None = None, until: str | None = None) -> dict:
+        return self.request("GET", "/team", query={"since": since, "until": until})

@@ -47,11 +47,26 @@ class ApiSource:
     def select(self, session_id: str, exclude=(), include=()) -> dict:
         return self._call(self.client.select, session_id, list(exclude), list(include))
 
+    def limits(self, session_id: str | None = None) -> dict:
+        return self._call(self.client.limits, session_id)
+
     def config(self) -> dict:
         return self._call(self.client.config)
 
     def save_config(self, changes: dict) -> dict:
         return self._call(self.client.save_config, changes)
+
+    def check_config(self, changes: dict) -> dict:
+        return self._call(self.client.check_config, changes)
+
+    def config_defaults(self) -> dict:
+        return self._call(self.client.config_defaults)
+
+    def overview(self, days: int) -> dict:
+        return self._call(self.client.overview, days)
+
+    def team(self) -> dict:
+        return self._call(self.client.team)
 
 
 def demo_dir() -> Path:
@@ -74,6 +89,7 @@ class DemoSource:
             self._segments = load("segments.json")
             self._channels = load("channels.json")
             self._config = load("config.json")
+            self._overview = load("overview.json") if (folder / "overview.json").exists() else {}
         except (OSError, ValueError) as exc:
             raise DataError(f"demo data unreadable in {folder}: {exc}") from None
 
@@ -108,3 +124,18 @@ class DemoSource:
 
     def save_config(self, changes: dict) -> dict:
         raise DataError("the demo does not save settings")
+
+    def check_config(self, changes: dict) -> dict:
+        """The demo has no service to ask: every typed value is accepted (nothing is saved anyway)."""
+        return copy.deepcopy(self._config)
+
+    def config_defaults(self) -> dict:
+        return copy.deepcopy(self._config)
+
+    def overview(self, days: int) -> dict:
+        if str(days) not in self._overview:
+            raise DataError(f"the demo has no {days}-day overview")
+        return copy.deepcopy(self._overview[str(days)])
+
+    def team(self) -> dict:
+        raise DataError("the demo has no team")

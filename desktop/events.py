@@ -24,6 +24,7 @@ class EventStream(QThread):
     snapshot = Signal(dict)
     reminder = Signal(dict)
     service = Signal(dict)
+    limits = Signal(dict)
     connected = Signal()
     disconnected = Signal(str)
 
@@ -129,3 +130,5 @@ class EventStream(QThread):
             self.reminder.emit(obj)
         elif name == "service":
             self.service.emit(obj)
+        elif name == "limits":
+            self.limits.emit(obj)

@@ -1,14 +1,16 @@
 """The lamp icon, drawn with QPainter at each tray size so it stays crisp.
 
 A filled disc in the lamp colour with a soft highlight, a dark outline (reads
-on light panels) and a thin light halo outside it (reads on dark panels). The
-grey "service down" lamp carries a dark bar so it differs from white in shape
-too, not only in shade.
+on light panels) and a thin light halo outside it (reads on dark panels). Each
+state also carries its own mark, so it reads without colour (colour-blind
+users, monochrome panels): white a small ring (fresh), green a tick (good),
+amber an exclamation mark (past the sweet spot), red a cross (restart pays),
+grey a bar (service down).
 """
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QIcon, QPainter, QPen, QPixmap, QRadialGradient
+from PySide6.QtGui import QColor, QIcon, QPainter, QPainterPath, QPen, QPixmap, QRadialGradient
 
 from desktop.viewmodel import LAMP_FILL
 
@@ -40,14 +42,48 @@ def lamp_pixmap(colour: str, size: int) -> QPixmap:
     p.setPen(QPen(QColor(30, 30, 30, 230), line_w))
     p.drawEllipse(r)
 
-    if colour == "grey":
-        bar_h = max(2.0, size / 8.0)
-        bar = QRectF(r.left() + r.width() * 0.22, r.center().y() - bar_h / 2, r.width() * 0.56, bar_h)
-        p.setPen(Qt.NoPen)
-        p.setBrush(QColor(40, 40, 40, 230))
-        p.drawRoundedRect(bar, bar_h / 2, bar_h / 2)
+    draw_mark(p, colour, r)
     p.end()
     return pm
+
+
+MARK_INK = {"red": QColor(255, 255, 255, 240)}  # a light mark on the dark red, dark marks elsewhere
+
+
+def draw_mark(p: QPainter, colour: str, r: QRectF) -> None:
+    """The state's shape inside the disc `r`."""
+    ink = MARK_INK.get(colour, QColor(30, 30, 30, 235))
+    w = r.width()
+    c = r.center()
+    stroke = max(1.4, w / 7.0)
+    pen = QPen(ink, stroke, Qt.SolidLine, Qt.RoundCap, Qt.RoundJoin)
+    p.setBrush(Qt.NoBrush)
+    if colour == "grey":
+        bar_h = max(2.0, w / 7.0)
+        bar = QRectF(r.left() + w * 0.22, c.y() - bar_h / 2, w * 0.56, bar_h)
+        p.setPen(Qt.NoPen)
+        p.setBrush(ink)
+        p.drawRoundedRect(bar, bar_h / 2, bar_h / 2)
+    elif colour == "white":
+        p.setPen(QPen(ink, max(1.0, w / 10.0)))
+        p.drawEllipse(c, w * 0.18, w * 0.18)
+    elif colour == "green":
+        path = QPainterPath(QPointF(c.x() - w * 0.22, c.y() + w * 0.01))
+        path.lineTo(QPointF(c.x() - w * 0.05, c.y() + w * 0.18))
+        path.lineTo(QPointF(c.x() + w * 0.24, c.y() - w * 0.17))
+        p.setPen(pen)
+        p.drawPath(path)
+    elif colour == "amber":
+        p.setPen(pen)
+        p.drawLine(QPointF(c.x(), c.y() - w * 0.24), QPointF(c.x(), c.y() + w * 0.04))
+        p.setPen(Qt.NoPen)
+        p.setBrush(ink)
+        p.drawEllipse(QPointF(c.x(), c.y() + w * 0.21), stroke * 0.6, stroke * 0.6)
+    elif colour == "red":
+        d = w * 0.19
+        p.setPen(pen)
+        p.drawLine(QPointF(c.x() - d, c.y() - d), QPointF(c.x() + d, c.y() + d))
+        p.drawLine(QPointF(c.x() - d, c.y() + d), QPointF(c.x() + d, c.y() - d))
 
 
 _cache: dict[str, QIcon] = {}

@@ -54,7 +54,8 @@ class ReminderPopup(QWidget):
     def show_message(self, title: str, body: str) -> None:
         self.title.setText(title)
         self.body.setText(body)
-        self.adjustSize()
+        self.layout().activate()  # word-wrapped labels: size for the fixed width, not adjustSize's guess
+        self.resize(self.width(), self.layout().totalHeightForWidth(self.width()))
         screen = QGuiApplication.primaryScreen()
         if screen is not None:
             geo = screen.availableGeometry()

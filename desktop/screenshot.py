@@ -66,37 +66,52 @@ def render_icons(out: Path) -> list[Path]:
     return files
 
 
-def render_window(out: Path, source, width: int, height: int) -> list[Path]:
+MODES = ("light", "dark")
+
+
+def render_window(out: Path, source, width: int, height: int, mode: str = "light") -> list[Path]:
+    """Every tab as window-<tab>.png (light) or window-<tab>-dark.png."""
     from PySide6.QtWidgets import QApplication
 
+    from desktop import theme
     from desktop.window import TAB_NAMES, MainWindow
 
+    theme.use(QApplication.instance(), mode)
     win = MainWindow(source)
     win.resize(width, height)
     win.show()
     win.load_all()
     files = []
+    suffix = "" if mode == "light" else f"-{mode}"
     for i, name in enumerate(TAB_NAMES):
         win.tabs.setCurrentIndex(i)
         for _ in range(3):
             QApplication.processEvents()
-        path = out / f"window-{name}.png"
+        path = out / f"window-{name}{suffix}.png"
+        win.grab().save(str(path), "PNG")
+        files.append(path)
+    if mode == "light":  # a refused value, as the user sees it: the message at the field, Save off
+        win.tabs.setCurrentWidget(win.settings_tab)
+        win.settings_tab.rows["engine.eps_amber"].set_value(0.3)
+        win.settings_tab.validate()
+        QApplication.processEvents()
+        path = out / "window-settings-check.png"
         win.grab().save(str(path), "PNG")
         files.append(path)
     win.close()
     return files
 
 
-def render_popup(out: Path, reminder: dict) -> Path:
+def render_popup(out: Path, reminder: dict, snapshot: dict | None = None, name: str = "reminder-popup") -> Path:
     from PySide6.QtWidgets import QApplication
 
     from desktop.popup import ReminderPopup
     from desktop.viewmodel import reminder_message
 
     popup = ReminderPopup()
-    popup.show_message(*reminder_message(reminder))
+    popup.show_message(*reminder_message(reminder, snapshot))
     QApplication.processEvents()
-    path = out / "reminder-popup.png"
+    path = out / f"{name}.png"
     popup.grab().save(str(path), "PNG")
     popup.close()
     return path
@@ -108,6 +123,14 @@ def _restart_usd(snap: dict) -> float | None:
     if cold is None or not snap.get("totalStock"):
         return None
     return cold * (snap.get("B_default") or 0) / snap["totalStock"]
+
+
+def _reminder_of(snap: dict | None) -> dict:
+    rem = {"session_id": "demo", "lap": 7, "restart_usd": 0.21, "payback_calls": 6.4, "rent_usd": 1.52}
+    if snap and snap.get("reminder"):
+        rem = {**rem, **snap["reminder"], "rent_usd": snap.get("bill_cycle_usd"), "payback_calls": snap.get("pp"),
+               "restart_usd": _restart_usd(snap)}
+    return rem
 
 
 def run(args: argparse.Namespace) -> int:
@@ -126,15 +149,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"ctxlamp screenshot: {exc}. Start `ctxlamp serve`, or use --demo.", file=sys.stderr)
         return 2
     files = render_icons(out)
-    files += render_window(out, source, args.width, args.height)
-    followed = next((s for s in status.get("sessions") or [] if s.get("session_id") == status.get("followed")),
-                    None)
-    rem = {"session_id": "demo", "lap": 7, "restart_usd": 0.21, "payback_calls": 6.4, "rent_usd": 1.52}
-    if followed and followed.get("reminder"):
-        rem = {**rem, **followed["reminder"], "rent_usd": followed.get("bill_cycle_usd"),
-               "payback_calls": followed.get("pp"),
-               "restart_usd": _restart_usd(followed)}
-    files.append(render_popup(out, rem))
+    for mode in MODES:
+        files += render_window(out, source, args.width, args.height, mode)
+    from desktop import theme
+
+    theme.use(app, "light")
+    sessions = status.get("sessions") or []
+    followed = next((s for s in sessions if s.get("session_id") == status.get("followed")), None)
+    files.append(render_popup(out, _reminder_of(followed), followed))
+    # a reminder while the lamp is still green or white says why both are right
+    early = next((s for s in sessions if s.get("reminder") and (s.get("lamp") or {}).get("colour") in
+                  ("white", "green")), None)
+    if early is not None:
+        files.append(render_popup(out, _reminder_of(early), early, "reminder-popup-before-amber"))
     for f in files:
         print(f)
     app.processEvents()

@@ -17,6 +17,7 @@ from desktop.coalesce import DEFAULT_SNOOZE_S, ReminderCoalescer
 from desktop.datasource import ApiSource, DataError
 from desktop.handoff_prompt import handoff_prompt
 from desktop.icons import lamp_icon
+from desktop.limits_view import IdleCacheNotice, LimitNotices, limits_text
 from desktop.popup import ReminderPopup
 from desktop.viewmodel import (
     fmt_duration, fmt_usd, lamp_colour, menu_sessions, min_gap_seconds, parse_time, pick_followed,
@@ -65,12 +66,18 @@ class TrayController(QObject):
         self._tray_timer = QTimer(self)
         self._tray_timer.setSingleShot(True)
         self._tray_timer.timeout.connect(self._try_show_tray)
+        self.limits: dict | None = None  # plan limits last seen by Claude Code's status line
+        self.limit_notices, self.idle_notice = LimitNotices(), IdleCacheNotice()
+        self._idle_timer = QTimer(self)
+        self._idle_timer.setSingleShot(True)
+        self._idle_timer.timeout.connect(self._idle_cache_notices)
 
         if stream is not None:
             stream.snapshot.connect(self.on_snapshot)
             stream.reminder.connect(self.on_reminder)
             stream.connected.connect(self.on_connected)
             stream.service.connect(self.on_service)
+            stream.limits.connect(self.on_limits)
             stream.disconnected.connect(self.on_disconnected)
         if supervisor is not None:
             supervisor.gave_up.connect(self.on_service_gave_up)
@@ -124,7 +131,9 @@ class TrayController(QObject):
             if self.catching_up:
                 return "ctxlamp — reading your recent Claude Code sessions…\nThe lamp lights up when they are read."
             return "ctxlamp — no live Claude Code session yet\nThe lamp lights up when a transcript grows."
-        return tooltip_text(snap, now)
+        text = tooltip_text(snap, now)
+        limits = limits_text(self.limits, now)
+        return f"{text}\n{limits}" if limits else text
 
     def refresh(self) -> None:
         """Redraw icon (only when its colour changed) and tooltip; arm the cache-expiry single shot."""
@@ -141,11 +150,13 @@ class TrayController(QObject):
         exp = parse_time(((snap or {}).get("cache") or {}).get("expires_at"))
         if exp is not None and exp > now:
             self._expiry_timer.start(int(min(exp - now + 1, 86400) * 1000))
+        self._arm_idle_notice(now)
 
     def set_status(self, status: dict) -> None:
         self.sessions = {s["session_id"]: s for s in status.get("sessions") or [] if s.get("session_id")}
         self.service_followed = status.get("followed")
         self.down_reason = None
+        self.on_limits(status.get("limits"))
         self.on_service(status.get("service") or {})
 
     def on_service(self, block: dict) -> None:
@@ -164,7 +175,10 @@ class TrayController(QObject):
             self.refresh()
             return
         try:
-            self.coalescer.min_gap_s = min_gap_seconds(self.source.config(), self.coalescer.min_gap_s)
+            cfg = self.source.config()
+            self.coalescer.min_gap_s = min_gap_seconds(cfg, self.coalescer.min_gap_s)
+            self.limit_notices.configure(cfg)
+            self.idle_notice.configure(cfg)
         except DataError:
             pass
         if self.window is not None and self.window.isVisible():
@@ -193,6 +207,28 @@ class TrayController(QObject):
         if self.window is not None:
             self.window.on_live_snapshot(snap)
 
+    def on_limits(self, limits: dict | None) -> None:
+        """The plan limits (status, or a `limits` event): tooltip and menu, and a notice per threshold passed."""
+        if not isinstance(limits, dict):
+            return
+        self.limits = limits
+        for title, body in self.limit_notices.offer(limits):
+            self._notify(title, body)
+        self.tray.setToolTip(self.tooltip())
+
+    def _arm_idle_notice(self, now: float) -> None:
+        self._idle_timer.stop()
+        due = self.idle_notice.next_due(self.sessions, now)
+        if due is not None:
+            self._idle_timer.start(int(max(0.0, min(due - now, 86400)) * 1000))
+
+    def _idle_cache_notices(self) -> None:
+        """An idle session's cache is about to expire: say what the next message will re-write."""
+        now = time.time()
+        for title, body in self.idle_notice.due(self.sessions, self.limits, now):
+            self._notify(title, body)
+        self._arm_idle_notice(now)
+
     def on_reminder(self, reminder: dict, now: float | None = None) -> None:
         now = time.time() if now is None else now
         show = self.coalescer.offer(reminder, now)
@@ -214,8 +250,8 @@ class TrayController(QObject):
 
     # ---------- reminders ----------
     def show_reminder(self, reminder: dict) -> str:
-        title, body = reminder_message(reminder)
         snap = self.sessions.get(str(reminder.get("session_id")))
+        title, body = reminder_message(reminder, snap)
         if snap is not None and len(self.sessions) > 1:
             body = f"{session_name(snap)}: {body}"  # several live sessions: say which one
         self.last_reminder = reminder
@@ -279,6 +315,9 @@ class TrayController(QObject):
         self.header_action.setEnabled(False)
         self.cache_action = m.addAction("")
         self.cache_action.setEnabled(False)
+        self.limits_action = m.addAction("")
+        self.limits_action.setEnabled(False)
+        self.limits_action.setVisible(False)
         m.addSeparator()
         self.sessions_anchor = m.addSeparator()
         self.session_group = QActionGroup(m)
@@ -311,6 +350,9 @@ class TrayController(QObject):
             self.cache_action.setText(
                 f"Cache expires in {fmt_duration(left)} (then a turn re-writes {fmt_usd(cache.get('cold_rewrite_usd'))})"
                 if left > 0 else f"Cache expired: the next turn re-writes {fmt_usd(cache.get('cold_rewrite_usd'))}")
+        limits = limits_text(self.limits, now)
+        self.limits_action.setVisible(limits is not None)
+        self.limits_action.setText(f"Plan: {limits}" if limits else "")
         for a in self.session_actions:
             self.menu.removeAction(a)
             self.session_group.removeAction(a)
@@ -369,6 +411,7 @@ class TrayController(QObject):
         self._due_timer.stop()
         self._expiry_timer.stop()
         self._tray_timer.stop()
+        self._idle_timer.stop()
         self.tray.hide()
         if self.popup is not None:
             self.popup.close()

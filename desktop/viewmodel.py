@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import PurePath
+
+from desktop import channel_words, fmt
+from desktop.overview_model import model_name
 
 # Lamp colours: fill colours chosen to read on light and dark panels (the icon adds an outline).
 LAMP_FILL = {
@@ -39,59 +42,13 @@ STATE_WORDS = {
 }
 
 
-# ---------- small formatters ----------
+# ---------- formatters (desktop.fmt; the old names stay for the tray) ----------
 
-def fmt_usd(v) -> str:
-    if v is None:
-        return "–"
-    v = float(v)
-    if abs(v) >= 100:
-        return f"${v:,.0f}"
-    if abs(v) >= 1:
-        return f"${v:,.2f}"
-    if v == 0:
-        return "$0"
-    return f"${v:.3f}" if abs(v) >= 0.01 else f"${v:.4f}"
-
-
-def fmt_tokens(n) -> str:
-    if n is None:
-        return "–"
-    n = float(n)
-    if abs(n) >= 1e6:
-        return f"{n / 1e6:.2f}M"
-    if abs(n) >= 1e3:
-        return f"{n / 1e3:.1f}k"
-    return f"{n:.0f}"
-
-
-def fmt_num(v, digits: int = 2) -> str:
-    if v is None:
-        return "–"
-    return f"{float(v):.{digits}f}"
-
-
-def fmt_duration(seconds: float) -> str:
-    s = int(max(0, round(seconds)))
-    if s >= 3600:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    return f"{s // 60}:{s % 60:02d}"
-
-
-def parse_time(value) -> float | None:
-    """ISO-8601 (with Z or offset) or epoch seconds -> epoch seconds; None if unreadable."""
-    if value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    try:
-        text = str(value).strip().replace("Z", "+00:00")
-        dt = datetime.fromisoformat(text)
-        if dt.tzinfo is None:
-            dt = dt.replace(tzinfo=timezone.utc)
-        return dt.timestamp()
-    except ValueError:
-        return None
+fmt_usd = fmt.usd
+fmt_tokens = fmt.tokens
+fmt_num = fmt.number
+fmt_duration = fmt.duration
+parse_time = fmt.parse_time
 
 
 # ---------- lamp and tooltip ----------
@@ -128,11 +85,11 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
     state = lamp_state(snapshot)
     lines = [f"ctxlamp — {STATE_WORDS.get(state, state)} ({lamp_colour(snapshot)})",
              session_name(snapshot)]
-    if lamp.get("reason"):
-        lines.append(str(lamp["reason"]))
     x, xs = snapshot.get("x"), snapshot.get("xSweet")
+    if lamp.get("reason") and xs is None:  # the engine's words only where the figures below are missing
+        lines.append(str(lamp["reason"]))
     if xs is not None:
-        lines.append(f"x {fmt_num(x)} of sweet spot {fmt_num(xs)}")
+        lines.append(f"context {fmt_num(x)}x its useful part; sweet spot at {fmt_num(xs)}x")
         dhat = snapshot.get("dhat")
         if dhat is not None:
             d = float(dhat)
@@ -141,7 +98,7 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
             else:
                 lines.append(f"{math.ceil(-d)} calls past the sweet spot")
     elif x is not None:
-        lines.append(f"x {fmt_num(x)}")
+        lines.append(f"context {fmt_num(x)}x its useful part")
     rent, br = snapshot.get("bill_cycle_usd"), snapshot.get("br")
     lines.append(f"rent so far {fmt_usd(rent)} · burn {fmt_usd(br)}/h")
     cache = snapshot.get("cache") or {}
@@ -181,8 +138,12 @@ def menu_sessions(sessions: dict[str, dict], followed: str | None) -> list[tuple
 
 # ---------- reminder ----------
 
-def reminder_message(reminder: dict) -> tuple[str, str]:
-    """Title and body of the restart reminder, stamped with its lap."""
+def reminder_message(reminder: dict, snapshot: dict | None = None) -> tuple[str, str]:
+    """Title and body of the restart reminder, stamped with its lap.
+
+    A reminder counts rent already paid; the lamp shows the position against the
+    sweet spot. When the lamp is not amber or red yet, the body says why both hold.
+    """
     lap = int(reminder.get("lap") or 1)
     worth = "a restart's" if lap == 1 else f"{lap} restarts'"
     title = f"ctxlamp: you have paid {worth} worth of rent"
@@ -198,8 +159,22 @@ def reminder_message(reminder: dict) -> tuple[str, str]:
             parts[-1] += f" and pays for itself after {max(1, math.ceil(float(pp)))} calls."
         else:
             parts[-1] += "."
+    colour = lamp_colour(snapshot) if snapshot else None
+    if colour in ("white", "green"):
+        parts.append(early_reminder_note(snapshot))
     parts.append("Prepare a handoff, then start a fresh session.")
     return title, " ".join(parts)
+
+
+def early_reminder_note(snapshot: dict | None) -> str:
+    """Why a reminder can come while the lamp is still white or green."""
+    dhat = (snapshot or {}).get("dhat")
+    when = ""
+    if dhat is not None and float(dhat) > 0:
+        when = f" in about {math.ceil(float(dhat))} calls"
+    return (f"The lamp is still {lamp_colour(snapshot)}: it judges the cost of the next calls against the sweet "
+            f"spot (amber{when or ' later'}); this reminder counts the rent already paid on dead weight, which has "
+            "reached a restart's price.")
 
 
 # ---------- cost curve (Session tab) ----------
@@ -212,10 +187,27 @@ class CurveView:
     point: tuple[float, float] | None = None
     u_max: float = 3.0
     note: str = ""
+    reminders: list[tuple[float, float, int]] = field(default_factory=list)  # (u, A/A*, lap) on the curve
 
 
-def curve_view(snapshot: dict | None) -> CurveView:
-    """A(u)/A* with lamp bands and the current point, from snapshot.skeleton."""
+def reminder_points(series: dict | None, us: list[float], ys: list[float], segment) -> list[tuple[float, float, int]]:
+    """Where the current segment's reminders fired, as points on the cost curve (u at their call)."""
+    if not series or not us:
+        return []
+    u_at = {c.get("call"): c.get("u") for c in series.get("calls") or []
+            if c.get("segment") == segment and c.get("u") is not None}
+    out = []
+    for r in series.get("reminders") or []:
+        if r.get("segment", segment) != segment:
+            continue
+        u = u_at.get(r.get("call"))
+        if u is not None:
+            out.append((float(u), interpolate(us, ys, float(u)), int(r.get("lap") or 0)))
+    return out
+
+
+def curve_view(snapshot: dict | None, series: dict | None = None) -> CurveView:
+    """A(u)/A* with lamp bands, the current point and the reminders, from snapshot.skeleton."""
     if not snapshot:
         return CurveView(note="No session.")
     sk = snapshot.get("skeleton")
@@ -234,7 +226,8 @@ def curve_view(snapshot: dict | None) -> CurveView:
     point = None
     if u is not None:
         point = (float(u), interpolate(us, ys, float(u)))
-    return CurveView(us=us, ys=ys, bands=[b for b in bands if b[1] > b[0]], point=point, u_max=u_max)
+    return CurveView(us=us, ys=ys, bands=[b for b in bands if b[1] > b[0]], point=point, u_max=u_max,
+                     reminders=reminder_points(series, us, ys, snapshot.get("segment")))
 
 
 def interpolate(xs: list[float], ys: list[float], x: float) -> float:
@@ -299,7 +292,7 @@ class FileRow:
     @property
     def label(self) -> str:
         extra = f" — {self.why}" if self.why else ""
-        return f"{self.path}  ({fmt_tokens(self.tokens)} tok){extra}"
+        return f"{self.path}  ({fmt_tokens(self.tokens)} tokens){extra}"
 
 
 def file_rows(series: dict | None) -> list[FileRow]:
@@ -352,16 +345,9 @@ def channel_view(channel: dict | None, counter: str | None = None) -> ChannelVie
             continue
         xs.append(t + width / 2)
         hs.append(float(b.get(counter) or 0.0) if counter else 0.0)
-    totals = []
-    for k, v in (channel.get("totals") or {}).items():
-        if isinstance(v, float):
-            totals.append((k, fmt_usd(v) if "usd" in k.split("_") else f"{v:,.2f}"))
-        elif isinstance(v, int) and not isinstance(v, bool):
-            totals.append((k, f"{v:,}"))
-        else:
-            totals.append((k, str(v)))
-    sources = channel.get("sources") or []
-    src = ", ".join(s if isinstance(s, str) else str(s.get("name") or s.get("source") or s) for s in sources)
+    name = str(channel.get("channel") or "")
+    totals = channel_words.totals_rows(name, channel.get("totals"))
+    src = channel_words.METHOD.get(name, "")
     return ChannelView(label=str(channel.get("label") or "estimated"), counters=counters, xs=xs, heights=hs,
                        width_s=width, totals=totals, sources=src)
 
@@ -384,11 +370,21 @@ def channel_csv(channel: dict | None) -> str:
 # ---------- History tab ----------
 
 SEGMENT_COLUMNS = [
-    ("started_at", "started"), ("session_id", "session"), ("segment", "seg"), ("end_reason", "ended by"),
-    ("model", "model"), ("calls", "calls"), ("turns", "turns"), ("B", "B"), ("L_peak", "L peak"),
-    ("g", "g"), ("rent_usd", "rent"), ("laps", "laps"), ("bill_in_usd", "bill in"),
-    ("bill_out_usd", "bill out"), ("duration_s", "duration"),
+    ("started_at", "Started"), ("session_id", "Session"), ("segment", "Part"), ("end_reason", "Ended by"),
+    ("model", "Model"), ("calls", "Calls"), ("turns", "Prompts"), ("B", "Useful context"),
+    ("L_peak", "Largest context"), ("g", "Growth per call"), ("rent_usd", "Rent"), ("laps", "Reminders"),
+    ("bill_in_usd", "Paid for input"), ("bill_out_usd", "Paid for output"), ("duration_s", "Duration"),
 ]
+SEGMENT_TIPS = {
+    "segment": "A session is cut into parts at each compaction; the first part is 1.",
+    "B": "Tokens of context a fresh session would need to rebuild (the useful part).",
+    "L_peak": "The most context any call of this part re-read from the cache (tokens).",
+    "g": "How much the context grew per call on average (tokens).",
+    "rent_usd": "What calls paid to re-read context a fresh session would not need (dead weight).",
+    "laps": "Reminders raised: each time the rent paid added up to about one restart's cost.",
+}
+END_WORDS = {"compact": "compaction", "rotation": "new session", "end": "end of transcript",
+             "shutdown": "service stopped", "checkpoint": "service stopped"}
 
 
 def segment_rows(segments: dict | list | None) -> list[list[str]]:
@@ -403,14 +399,21 @@ def segment_rows(segments: dict | list | None) -> list[list[str]]:
             elif key.endswith("usd"):
                 row.append(fmt_usd(v))
             elif key in ("B", "L_peak", "g"):
-                row.append(fmt_tokens(v))
+                row.append(f"{fmt_tokens(v)} tokens")
             elif key == "duration_s":
                 row.append(fmt_duration(float(v)))
             elif key == "session_id":
                 row.append(str(v)[:8])
+            elif key == "model":
+                row.append(model_name(v))
+            elif key == "segment":
+                row.append(str(int(v) + 1))
+            elif key == "end_reason":
+                row.append(END_WORDS.get(str(v), str(v).replace("_", " ")))
+            elif key in ("calls", "turns", "laps"):
+                row.append(fmt.count(v))
             elif key == "started_at":
-                t = parse_time(v)
-                row.append(datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M") if t else str(v))
+                row.append(fmt.when(v))
             else:
                 row.append(str(v))
         rows.append(row)
@@ -440,27 +443,6 @@ def unflatten(flat: dict[str, object]) -> dict:
             node = node.setdefault(p, {})
         node[parts[-1]] = v
     return out
-
-
-def parse_setting(text: str, old):
-    """Turn what the user typed back into the type the setting had."""
-    import json
-
-    text = text.strip()
-    if isinstance(old, bool):
-        return text.lower() in ("1", "true", "yes", "on")
-    if isinstance(old, int):
-        return int(float(text))
-    if isinstance(old, float):
-        return float(text)
-    if isinstance(old, (list, dict)) or old is None:
-        if text == "":
-            return old
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
-    return text
 
 
 def min_gap_seconds(config: dict | None, default: float = 600.0) -> float:

@@ -1,4 +1,5 @@
-"""The window: Session, Edits, Pinch, Retrieval, History, Files and Settings tabs.
+"""The window: Overview, Session, Edits, Trimming, Search, History, Files and Settings tabs,
+and Team when a team is configured.
 
 Thin widgets over desktop.viewmodel; data comes from a DataSource (the live API
 or the demo). A failed request shows its message in the tab, never a crash.
@@ -6,33 +7,30 @@ or the demo). A failed request shows its message in the tab, never a crash.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QHeaderView, QLabel, QListWidget, QListWidgetItem, QMainWindow, QSplitter, QTableWidget,
+    QGridLayout, QHeaderView, QLabel, QListWidget, QListWidgetItem, QMainWindow, QSplitter, QTableWidget,
     QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget,
 )
 
-from desktop import charts
+from desktop import charts, fmt
 from desktop.channel_tab import ChannelTab
 from desktop.datasource import DataError
+from desktop.limits_panel import LimitsPanel
+from desktop.overview_model import project_name
+from desktop.overview_tab import OverviewTab
+from desktop.session_words import header_facts, header_title
 from desktop.settings_tab import SettingsTab
+from desktop.team_tab import TeamTab, team_configured
 from desktop.viewmodel import (
-    SEGMENT_COLUMNS, STATE_WORDS, curve_view, file_rows, fmt_num, fmt_tokens, fmt_usd, lamp_colour,
-    lamp_state, segment_rows, selection_change, series_view, session_name,
+    SEGMENT_COLUMNS, SEGMENT_TIPS, curve_view, file_rows, fmt_tokens, segment_rows, selection_change,
+    series_view,
 )
 
-TAB_NAMES = ("session", "edits", "pinch", "retrieval", "history", "files", "settings")
-
-
-def headline(snapshot: dict | None) -> str:
-    if not snapshot:
-        return "No live session."
-    state = lamp_state(snapshot)
-    parts = [f"<b>{session_name(snapshot)}</b> — {STATE_WORDS.get(state, state)} ({lamp_colour(snapshot)})",
-             f"x {fmt_num(snapshot.get('x'))} / sweet {fmt_num(snapshot.get('xSweet'))}",
-             f"stock {fmt_tokens(snapshot.get('totalStock'))}, useful {fmt_tokens(snapshot.get('B'))}",
-             f"rent {fmt_usd(snapshot.get('bill_cycle_usd'))} (laps {snapshot.get('laps', 0)})",
-             f"burn {fmt_usd(snapshot.get('br'))}/h"]
-    return " · ".join(parts)
+# (file name of the tab's screenshot, tab label); the order of the tabs
+TABS = (("overview", "&Overview"), ("session", "&Session"), ("edits", "&Edits"), ("pinch", "&Trimming"),
+        ("retrieval", "Sea&rch"), ("history", "&History"), ("files", "&Files"), ("settings", "Se&ttings"))
+TAB_NAMES = tuple(name for name, _ in TABS)
 
 
 class SessionTab(QWidget):
@@ -41,27 +39,69 @@ class SessionTab(QWidget):
         self.title = QLabel()
         self.title.setTextFormat(Qt.RichText)
         self.title.setWordWrap(True)
-        self.curve_plot = charts.new_plot("Cost curve: average cost per call if you restarted now, A(u)/A*",
-                                          "A / A*", "u (1 = sweet spot)")
-        self.stock_plot = charts.new_plot("Stock over calls", "tokens", "call", legend=True)
-        self.rent_plot = charts.new_plot("Rent on dead weight (bill cycle)", "USD", "call", legend=True)
+        self.facts = QGridLayout()
+        self.facts.setHorizontalSpacing(20)
+        self.series: dict | None = None
+        self.snapshot: dict | None = None
+        self.curve_plot = charts.new_plot("Cost curve: average cost per call if you restarted now, against the best",
+                                          "times the best", "position (1 = the sweet spot)")
+        self.curve_plot.setToolTip("Diamonds mark where the reminders fired; the dot is where the session is now.")
+        self.stock_plot = charts.new_plot("Context over calls", "tokens", "call", left_unit="tokens",
+                                          bottom_unit="count", legend=True)
+        self.rent_plot = charts.new_plot("Rent paid on dead weight", "", "call", left_unit="usd",
+                                         bottom_unit="count", legend=True)
         self.rent_plot.setXLink(self.stock_plot)
         split = QSplitter(Qt.Vertical)
         split.addWidget(self.curve_plot)
         split.addWidget(self.stock_plot)
         split.addWidget(self.rent_plot)
-        split.setSizes([300, 200, 150])
+        self.limits_panel = LimitsPanel()
+        split.addWidget(self.limits_panel)
+        split.setSizes([300, 200, 150, 180])
         lay = QVBoxLayout(self)
         lay.addWidget(self.title)
+        lay.addLayout(self.facts)
         lay.addWidget(split, 1)
         self.show_snapshot(None)
         self.show_series(None)
 
     def show_snapshot(self, snapshot: dict | None) -> None:
-        self.title.setText(headline(snapshot))
-        charts.draw_curve(self.curve_plot, curve_view(snapshot))
+        self.snapshot = snapshot
+        self.title.setText(header_title(snapshot))
+        self._facts(header_facts(snapshot))
+        charts.draw_curve(self.curve_plot, curve_view(snapshot, self.series))
+
+    def _facts(self, facts: list[tuple[str, str, str]]) -> None:
+        while self.facts.count():
+            self.facts.takeAt(0).widget().deleteLater()
+        for i, (caption, value, tip) in enumerate(facts):
+            cap, val = QLabel(caption), QLabel(f"<b>{value}</b>")
+            for w in (cap, val):
+                w.setToolTip(tip)
+                w.setWordWrap(True)  # a narrow window wraps the figures instead of growing
+            self.facts.addWidget(cap, 0, i)
+            self.facts.addWidget(val, 1, i)
+
+    def show_ended(self, row: dict, segments: list[dict]) -> None:
+        """A session that is not live any more: what the overview and its archived parts say."""
+        self.snapshot = self.series = None
+        sid = str(row.get("session_id") or "")
+        self.title.setText(f"<b>{project_name(row.get('project'))} · {sid[:8]}</b> — not live any more")
+        rent = sum(float(p.get("rent_usd") or 0) for p in segments)
+        laps = sum(int(p.get("laps") or 0) for p in segments)
+        self._facts([("Spent", fmt.usd(row.get("usd")), "What its calls cost in the overview's period."),
+                     ("Calls", fmt.count(row.get("calls")), "API calls in the overview's period."),
+                     ("Last call", fmt.when(row.get("last_at")), "When it last called the API."),
+                     ("Rent on dead weight", fmt.usd(rent) if segments else fmt.DASH,
+                      "Over its archived parts (History tab)."),
+                     ("Reminders", fmt.count(laps) if segments else fmt.DASH, "Over its archived parts.")])
+        charts.draw_curve(self.curve_plot, curve_view(None))
+        self.show_series(None)
 
     def show_series(self, series: dict | None) -> None:
+        self.series = series
+        if self.snapshot is not None:
+            charts.draw_curve(self.curve_plot, curve_view(self.snapshot, series))
         view = series_view(series)
         charts.draw_stock(self.stock_plot, view)
         charts.draw_rent(self.rent_plot, view)
@@ -70,9 +110,13 @@ class SessionTab(QWidget):
 class HistoryTab(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.note = QLabel("Segment profiles, newest first (archived at each reset, rotation and shutdown).")
+        self.note = QLabel("Finished parts of sessions, newest first (a part ends at a compaction, a new session "
+                           "or when the service stops).")
         self.table = QTableWidget(0, len(SEGMENT_COLUMNS))
         self.table.setHorizontalHeaderLabels([c[1] for c in SEGMENT_COLUMNS])
+        for i, (key, _) in enumerate(SEGMENT_COLUMNS):
+            if key in SEGMENT_TIPS:
+                self.table.horizontalHeaderItem(i).setToolTip(SEGMENT_TIPS[key])
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
@@ -101,8 +145,8 @@ class FilesTab(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.note = QLabel("Files the useful stock B is made of. Untick a file a successor would not need; "
-                           "the curve and the lamp are revalued.")
+        self.note = QLabel("Files the useful part of the context is made of. Untick a file a fresh session would "
+                           "not need; the cost curve and the lamp are worked out again.")
         self.note.setWordWrap(True)
         self.list = QListWidget()
         self.status = QLabel()
@@ -127,7 +171,7 @@ class FilesTab(QWidget):
             self.status.setText("No files in this segment yet.")
         else:
             sel = sum(r.tokens for r in rows if r.selected)
-            self.status.setText(f"{sum(r.selected for r in rows)} of {len(rows)} files selected, "
+            self.status.setText(f"{sum(r.selected for r in rows)} of {fmt.plural(len(rows), 'file')} selected, "
                                 f"{fmt_tokens(sel)} tokens")
 
     def _changed(self, item: QListWidgetItem) -> None:
@@ -148,19 +192,23 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("ctxlamp")
         self.resize(1100, 760)
         self.tabs = QTabWidget()
+        self._shortcuts: list[QShortcut] = []
+        self.overview_tab = OverviewTab(source)
         self.session_tab = SessionTab()
         self.channel_tabs = {name: ChannelTab(name, source) for name in ("edit", "pinch", "retrieval")}
         self.history_tab = HistoryTab()
         self.files_tab = FilesTab()
         self.settings_tab = SettingsTab(source)
-        self.tabs.addTab(self.session_tab, "Session")
-        self.tabs.addTab(self.channel_tabs["edit"], "Edits")
-        self.tabs.addTab(self.channel_tabs["pinch"], "Pinch")
-        self.tabs.addTab(self.channel_tabs["retrieval"], "Retrieval")
-        self.tabs.addTab(self.history_tab, "History")
-        self.tabs.addTab(self.files_tab, "Files")
-        self.tabs.addTab(self.settings_tab, "Settings")
+        self.team_tab = TeamTab(source) if team_configured(source) else None
+        widgets = {"overview": self.overview_tab, "session": self.session_tab, "edits": self.channel_tabs["edit"],
+                   "pinch": self.channel_tabs["pinch"], "retrieval": self.channel_tabs["retrieval"],
+                   "history": self.history_tab, "files": self.files_tab, "settings": self.settings_tab}
+        for name, label in TABS:
+            self.add_tab(widgets[name], label)
+        if self.team_tab is not None:  # last, so the other tabs keep their places (TAB_NAMES)
+            self.add_tab(self.team_tab, "Team")
         self.setCentralWidget(self.tabs)
+        self.overview_tab.open_session.connect(self.open_session)
         self.status_label = QLabel()
         self.statusBar().addWidget(self.status_label, 1)
         self.files_tab.selection_changed.connect(self._on_selection)
@@ -184,8 +232,40 @@ class MainWindow(QMainWindow):
             snapshot = sessions.get(self.session_id)
         self.set_snapshot(snapshot)
         self.reload_series()
-        self._loaded = {0, self.tabs.indexOf(self.files_tab)}
+        overview = {self.tabs.indexOf(self.overview_tab)} & self._loaded  # its own Refresh button reloads it
+        self._loaded = {self.tabs.indexOf(self.session_tab), self.tabs.indexOf(self.files_tab)} | overview
         self._on_tab(self.tabs.currentIndex())
+
+    def add_tab(self, widget: QWidget, label: str) -> int:
+        """Add a tab (an & in the label gives it an Alt shortcut); Ctrl+1..9 switch to the first nine."""
+        index = self.tabs.addTab(widget, label)
+        if index < 9:
+            shortcut = QShortcut(QKeySequence(f"Ctrl+{index + 1}"), self)
+            shortcut.activated.connect(lambda i=index: self.tabs.setCurrentIndex(i))
+            self._shortcuts.append(shortcut)
+        return index
+
+    def open_session(self, session_id: str) -> None:
+        """Show a session in the Session tab: live ones with their curve, ended ones with their archived parts."""
+        try:
+            live = {s["session_id"]: s for s in (self.source.status().get("sessions") or [])}
+        except DataError as exc:
+            self._error(str(exc))
+            live = {}
+        if session_id in live:
+            self.load(session_id, live[session_id])
+        else:
+            row = next((s for s in (self.overview_tab.doc or {}).get("sessions") or []
+                        if s.get("session_id") == session_id), {"session_id": session_id})
+            try:
+                segments = [p for p in (self.source.segments() or {}).get("segments") or []
+                            if p.get("session_id") == session_id]
+            except DataError:
+                segments = []
+            self.session_id = None
+            self.session_tab.show_ended(row, segments)
+            self.files_tab.show_series(None)
+        self.tabs.setCurrentWidget(self.session_tab)
 
     def set_snapshot(self, snapshot: dict | None) -> None:
         self.snapshot = snapshot
@@ -203,6 +283,7 @@ class MainWindow(QMainWindow):
                 self._error(str(exc))
                 self.series = None
         self.session_tab.show_series(self.series)
+        self.session_tab.limits_panel.load(self.source, self.session_id)
         self.files_tab.show_series(self.series)
 
     def load_all(self) -> None:
@@ -223,9 +304,9 @@ class MainWindow(QMainWindow):
                 self.history_tab.show_segments(self.source.segments())
             except DataError as exc:
                 self.history_tab.show_error(str(exc))
-        elif isinstance(w, ChannelTab):
+        elif isinstance(w, (ChannelTab, TeamTab)):
             w.reload()
-        elif w is self.settings_tab:
+        elif w is self.settings_tab or w is self.overview_tab:
             w.reload()
 
     # ---- live updates ----
@@ -250,7 +331,8 @@ class MainWindow(QMainWindow):
         self.set_snapshot(snap)
         self.reload_series()
         self.snapshot_changed.emit(snap)
-        self.status_label.setText(f"{'Included' if ticked else 'Excluded'} {path}: revalued.")
+        self.status_label.setText(f"{'Included' if ticked else 'Excluded'} {path}: the lamp and the curve are "
+                                  "worked out again.")
 
     def _error(self, text: str) -> None:
         self.status_label.setText(text)

@@ -22,7 +22,7 @@ from models.database import BUSY_TIMEOUT_MS, is_sqlite, open_database, open_read
 from models.migrations import SchemaTooNew, latest_version, migrate, schema_version
 from models.tables import (
     ALL_MODELS, TURN_FTS_TABLE, BaseModel, ChannelEvent, DailySpend, Handoff, JSONField,
-    LedgerSnapshot, Lineage, Reminder, ScanState, SegmentProfile, Session, TurnRecord,
+    LedgerSnapshot, Lineage, Reminder, ScanState, SegmentProfile, Session, TeamOutbox, TurnRecord,
     database_proxy,
 )
 
@@ -31,7 +31,7 @@ SCHEMA_VERSION = latest_version()
 __all__ = [
     "ALL_MODELS", "BUSY_TIMEOUT_MS", "BaseModel", "ChannelEvent", "DailySpend", "Handoff",
     "JSONField", "LedgerSnapshot", "Lineage", "Reminder", "SCHEMA_VERSION", "ScanState",
-    "SchemaTooNew", "SegmentProfile", "Session", "TURN_FTS_TABLE", "TurnRecord",
+    "SchemaTooNew", "SegmentProfile", "Session", "TURN_FTS_TABLE", "TeamOutbox", "TurnRecord",
     "bind_models", "database_proxy", "has_fts", "is_sqlite", "migrate", "open_database",
     "open_readonly", "open_url", "schema_version",
 ]

@@ -80,10 +80,10 @@ def open_readonly(path: str | os.PathLike, *, busy_timeout_ms: int = 2000) -> pw
 def open_url(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> pw.Database:
     """`sqlite:///abs/path.db` or `postgresql://user:pass@host:port/dbname` (team scale).
 
-    PostgreSQL needs a driver (psycopg2) that ctxlamp does not install; peewee
-    imports it only when the first connection is made, so this returns without
-    touching the network. The PostgreSQL path is written to be honest but is
-    not exercised by the test suite.
+    PostgreSQL uses psycopg2 (installed with ctxlamp for the team view), which
+    peewee imports only when the first connection is made, so this returns
+    without touching the network. tests/test_team.py runs the store on a real
+    server this way.
     """
     parts = urlsplit(url)
     scheme = parts.scheme.lower()

@@ -192,9 +192,27 @@ class ScanState(BaseModel):
     offset = pw.BigIntegerField(column_name="offset_bytes", default=0)
 
 
+class TeamOutbox(BaseModel):
+    """A team row (figures of one member) and the digest of it the team server last confirmed.
+
+    `digest` differs from `confirmed` while the server has not taken this version;
+    `payload` None is a deletion still to send.
+    """
+
+    member = pw.TextField()
+    kind = pw.TextField()  # day | channel | segment
+    key = pw.TextField()   # the row's natural key, as JSON
+    payload = JSONField(null=True)
+    digest = pw.TextField()
+    confirmed = pw.TextField(null=True)
+
+    class Meta:
+        indexes = ((("member", "kind", "key"), True),)
+
+
 ALL_MODELS = (
     Session, Lineage, SegmentProfile, Reminder, DailySpend, Handoff,
-    TurnRecord, ChannelEvent, LedgerSnapshot, ScanState,
+    TurnRecord, ChannelEvent, LedgerSnapshot, ScanState, TeamOutbox,
 )
 
 # The FTS5 table over turn records (SQLite only); kept in sync by triggers (see 0001).

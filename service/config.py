@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from service.paths import write_private
+from service.statusline.line import DEFAULT_FORMAT
 
 # section -> key -> default. `tokenizer.ratio` is a table family -> ratio.
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -25,7 +26,13 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "sessions": {"live_hours": 24},
     "database": {"url": ""},
     "tokenizer": {"ratio": {}},
+    "statusline": {"format": DEFAULT_FORMAT},
+    "limits": {"notice_pct": 80.0, "alert_pct": 95.0, "idle_rewrite_usd": 0.5, "idle_notice_s": 60},
+    "transcripts": {"max_line_mb": 128},
+
+    "team": {"url": "", "member": "", "projects": "hash", "push_every": "10m", "key": ""},
 }
+TEAM_PROJECTS = ("hash", "name", "none")
 
 COMMENTS = {
     "engine": "g_floor: least growth per call (tokens); eps_*: how far above the best average cost amber/red start",
@@ -33,8 +40,16 @@ COMMENTS = {
     "reminders": "min_gap: at most one reminder popup per session this often (e.g. 10m, 1h)",
     "history": "store_prompts: keep prompt previews in turn records (false stores no prompt text)",
     "sessions": "live_hours: transcripts modified this recently are live sessions at start",
-    "database": "url: empty for the local SQLite file; postgresql://... for a team database",
+    "database": "url: empty for the local SQLite file; postgresql://... keeps it on a server (a team: [team])",
     "tokenizer": "ratio.<family>: Claude-to-o200k token ratio per model family (ctxlamp calibrate fits it)",
+    "statusline": "format: parts of `ctxlamp statusline` (lamp position rent limits turn cache context); "
+                  "| separates pieces, a piece whose parts are all empty is left out",
+    "limits": "notice_pct/alert_pct: plan-limit notices (once each per window); idle_rewrite_usd/idle_notice_s: "
+              "warn this long before an idle session's cache expires when re-writing it costs at least this",
+    "transcripts": "max_line_mb: a transcript line longer than this (MB) is skipped and counted, never held whole",
+
+    "team": "url: postgresql://... of the team database (empty: no team); member: default user@host; "
+            "projects: hash | name | none; push_every: e.g. 10m; key: the project-hash key (docs/team.md)",
 }
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
@@ -42,6 +57,23 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 
 class ConfigError(ValueError):
     """A value of the wrong type or an unknown key: the caller says which."""
+
+
+def max_line_bytes(cfg: dict | None) -> int:
+    """[transcripts] max_line_mb in bytes (the default when absent; at least 1 KB)."""
+    mb = ((cfg or {}).get("transcripts") or {}).get("max_line_mb", DEFAULTS["transcripts"]["max_line_mb"])
+    return max(1024, int(float(mb) * (1 << 20)))
+
+
+def configured_max_line() -> int:
+    """max_line_bytes of the user's config.toml, for commands that do not otherwise read it (never writes it)."""
+    from service.paths import app_paths
+
+    path = app_paths().config_file
+    try:
+        return max_line_bytes(load(path) if path.is_file() else None)
+    except (ConfigError, OSError):
+        return max_line_bytes(None)
 
 
 def parse_duration(text: str | int | float) -> float:
@@ -79,8 +111,17 @@ def _check(section: str, key: str, value: Any) -> Any:
     elif isinstance(default, str):
         if not isinstance(value, str) or not _utf8(value):
             raise ConfigError(f"{where} must be a string")
-        if section == "reminders":
+        if (section, key) in (("reminders", "min_gap"), ("team", "push_every")):
             parse_duration(value)
+        if section == "statusline":
+            from service.statusline.line import check_format
+
+            try:
+                check_format(value)
+            except ValueError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+        if (section, key) == ("team", "projects") and value not in TEAM_PROJECTS:
+            raise ConfigError(f"{where} must be one of {', '.join(TEAM_PROJECTS)}")
     elif isinstance(default, list):
         if not isinstance(value, list) or not all(isinstance(v, str) and _utf8(v) for v in value):
             raise ConfigError(f"{where} must be a list of strings")

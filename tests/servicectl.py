@@ -14,10 +14,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @contextlib.contextmanager
-def running_service(env: dict, ctx_home: Path, timeout: float = 30.0):
-    """Yields (process, api info). `env` must carry CTXLAMP_HOME (and where Claude Code's projects are)."""
+def running_service(env: dict, ctx_home: Path, timeout: float = 30.0, prefix: tuple[str, ...] = ()):
+    """Yields (process, api info). `env` must carry CTXLAMP_HOME (and where Claude Code's projects are).
+
+    `prefix` runs the service through another command (e.g. setpriv, as another user).
+    """
     log = open(ctx_home.parent / f"serve-{os.getpid()}-{time.monotonic_ns()}.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "service.cli", "serve"], env=env, cwd=ROOT,
+    proc = subprocess.Popen([*prefix, sys.executable, "-m", "service.cli", "serve"], env=env, cwd=ROOT,
                             stdout=log, stderr=subprocess.STDOUT)
     try:
         api = ctx_home / "api.json"

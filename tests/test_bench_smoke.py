@@ -142,3 +142,12 @@ def test_pooled_scan_of_a_corpus_equals_the_serial_scan(tmp_path, monkeypatch):
     pooled = scan.scan(files, scan.ScanCache(None), workers=2, pool_min_bytes=0)
     assert pooled == serial
     assert sum(len(r["calls"]) for r in serial.values()) > 0
+
+
+def test_statusline_bench_runs_and_reports_figures():
+    out = subprocess.run([sys.executable, "bench/statusline.py", "--runs", "5"], cwd=Path(__file__).resolve().parents[1],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    p50 = float(re.search(r"wall  p50 ([\d.]+) ms", out.stdout).group(1))
+    cpu = float(re.search(r"cpu   p50 ([\d.]+) ms", out.stdout).group(1))
+    assert 0 < cpu <= p50 * 3 and "5h 30%" in out.stdout

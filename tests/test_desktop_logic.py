@@ -151,8 +151,8 @@ def test_tooltip_carries_state_position_rent_and_cache():
     text = vm.tooltip_text(SNAP, now)
     assert "amber" in text and "2.50" in text and "2.00" in text
     assert "8 calls past the sweet spot" in text
-    assert "$1.23" in text and "$0.900/h" in text
-    assert "cache warm until" in text and "$0.450" in text
+    assert "$1.23" in text and "$0.90/h" in text
+    assert "cache warm until" in text and "$0.45" in text
     assert "cache expired" in vm.tooltip_text(SNAP, now + 600)
 
 
@@ -174,7 +174,7 @@ def test_followed_session_prefers_user_choice_then_service_then_newest():
 def test_reminder_message_is_stamped_with_its_lap_and_payback():
     title, body = vm.reminder_message(rem(7, restart_usd=0.5, payback_calls=4.2, rent_usd=3.5))
     assert "7 restarts' worth" in title
-    assert "$0.500" in body and "5 calls" in body and "$3.50" in body
+    assert "$0.50" in body and "5 calls" in body and "$3.50" in body
     assert "a restart's worth" in vm.reminder_message(rem(1))[0]
 
 
@@ -227,17 +227,12 @@ def test_channel_view_and_csv():
     assert vm.channel_view(None).xs == []
 
 
-def test_settings_flatten_round_trip_and_typed_parsing():
+def test_settings_flatten_round_trip():
     cfg = {"engine": {"g_floor": 500, "eps_amber": 0.05}, "selection": {"exclude": []},
            "history": {"store_prompts": True}, "tokenizer": {"ratio": {}}}
     flat = vm.flatten(cfg)
     assert flat["engine.g_floor"] == 500 and flat["tokenizer.ratio"] == {}
     assert vm.unflatten(flat) == cfg
-    assert vm.parse_setting("600", 500) == 600
-    assert vm.parse_setting("0.1", 0.05) == 0.1
-    assert vm.parse_setting('["**/x/**"]', []) == ["**/x/**"]
-    with pytest.raises(ValueError):
-        vm.parse_setting("lots", 500)
 
 
 @pytest.mark.parametrize("value,seconds", [(None, 600), (300, 300), ("10m", 600), ("90s", 90), ("1h", 3600),
@@ -305,7 +300,7 @@ def test_desktop_never_imports_service_or_models():
 
 
 def test_fmt_helpers():
-    assert vm.fmt_usd(None) == "–" and vm.fmt_usd(1234.5) == "$1,234" and vm.fmt_usd(0.0042) == "$0.0042"
+    assert vm.fmt_usd(None) == "–" and vm.fmt_usd(1234.5) == "$1,234" and vm.fmt_usd(0.0042) == "$0.004"
     assert vm.fmt_tokens(1500) == "1.5k" and vm.fmt_tokens(2_500_000) == "2.50M"
-    assert vm.fmt_duration(65) == "1:05" and vm.fmt_duration(3720) == "1h02m"
+    assert vm.fmt_duration(65) == "1 min 05 s" and vm.fmt_duration(3720) == "1 h 02 min"
     assert math.isclose(vm.parse_time("1970-01-01T00:01:00Z"), 60)

@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 STATES = ("white", "green", "amber", "red", "grey")
-TABS = ("session", "edits", "pinch", "retrieval", "history", "files", "settings")
+TABS = ("overview", "session", "edits", "pinch", "retrieval", "history", "files", "settings")
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -53,7 +53,7 @@ def test_icons_at_every_tray_size(shots, state):
 
 
 def test_window_tabs_are_rendered_at_the_asked_size(shots, qapp):
-    for tab in TABS:
+    for tab in [*TABS, *(f"{t}-dark" for t in TABS)]:
         path = shots / f"window-{tab}.png"
         assert png_size(path) == (1000, 700), tab
         assert png_pixels_vary(path), tab

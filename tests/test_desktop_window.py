@@ -114,8 +114,11 @@ def test_demo_window_point_sits_in_its_lamp_band(qtbot):
     band = {"white": (0, sk["u_mirror"]), "green": (sk["u_mirror"], sk["u_amber"]),
             "amber": (sk["u_amber"], sk["u_crit"]), "red": (sk["u_crit"], 99)}[snap["lamp"]["colour"]]
     assert band[0] <= snap["u"] < band[1]
-    points = [c for c in curve_items(win.session_tab.curve_plot) if len(c.xData) == 1]
-    assert points and points[0].xData[0] == pytest.approx(snap["u"])
+    assert win.session_tab.curve_plot.now_point.xData[0] == pytest.approx(snap["u"])
+    # the reminders of the segment sit on the curve as diamonds
+    diamonds = [c for c in curve_items(win.session_tab.curve_plot) if c.opts.get("symbol") == "d"]
+    segment_reminders = [r for r in src.series(snap["session_id"])["reminders"] if r["segment"] == snap["segment"]]
+    assert len(diamonds) == len(segment_reminders) > 0
 
 
 def test_channel_export_writes_csv_and_png(qtbot, tmp_path):
@@ -133,7 +136,8 @@ def test_channel_export_writes_csv_and_png(qtbot, tmp_path):
     png = tab.export_png(tmp_path / "r.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # choosing another counter redraws the bars from that counter
-    tab.counter.setCurrentText("bytes_saved")
+    tab.counter.setCurrentIndex(tab.counter.findData("bytes_saved"))
+    assert tab.counter.currentText() == "bytes spared (estimate)"
     (bars,) = [i for i in tab.plot.getPlotItem().items if type(i).__name__ == "BarGraphItem"]
     heights = list(bars.opts["height"])
     assert heights == [b.get("bytes_saved", 0) for b in src.channel("retrieval")["buckets"]]  # empty days: 0
@@ -163,11 +167,17 @@ def test_settings_send_only_what_changed(qtbot, tmp_path):
     win.load_all()
     tab = win.settings_tab
     assert tab.save() and saved == []
-    tab.editors["engine.eps_amber"].setText("0.08")
+    tab.rows["engine.eps_amber"].set_value(0.08)
     assert tab.save()
     assert saved == [{"engine": {"eps_amber": 0.08}}]
-    tab.editors["engine.g_floor"].setText("many")
-    assert not tab.save() and "engine.g_floor" in tab.status.text()
+    # amber above red is refused at the field, and Save stays off
+    tab.rows["engine.eps_amber"].set_value(0.5)
+    assert not tab.validate() and not tab.save_button.isEnabled()
+    assert "above amber" in tab.rows["engine.eps_crit"].error.text() and not tab.rows["engine.eps_crit"].error.isHidden()
+    assert not tab.save() and len(saved) == 1
+    # reset puts the default back
+    tab.rows["engine.eps_amber"].reset.click()
+    assert tab.rows["engine.eps_amber"].value() == 0.05
 
 
 def test_demo_source_refuses_to_save():
@@ -184,13 +194,20 @@ def test_price_overrides_are_validated_and_written_to_the_config_dir(qtbot, ctx_
     tab = SettingsTab(Live())
     qtbot.addWidget(tab)
     tab.reload()
-    tab.prices_edit.setPlainText('{"claude-sonnet-4-5": 3}')
-    assert not tab.save_prices() and "models" in tab.status.text()
-    assert not (ctx_home / "prices.json").exists()
-    tab.prices_edit.setPlainText('{"models": {"claude-sonnet-4-5": {"cache_read": 0.3}}}')
-    assert tab.save_prices()
+    tab._add_price_row("claude-new-model-9", {"input": "3"})  # a model the table lacks needs all five prices
+    assert not tab.check_prices() and not tab.prices_button.isEnabled()
+    assert "all five" in tab.prices_error.text()
+    assert not tab.save_prices() and not (ctx_home / "prices.json").exists()
+    tab.prices.setRowCount(0)
+    tab._add_price_row("claude-sonnet-4-5", {"cache_read": "0.3"})  # a known model: one price is enough
+    assert tab.check_prices() and tab.save_prices()
     assert json.loads((ctx_home / "prices.json").read_text()) == {"models": {"claude-sonnet-4-5": {"cache_read": 0.3}}}
-    tab.prices_edit.setPlainText("")
+    tab.reload()  # read back into the table
+    assert tab.price_rows() == [("claude-sonnet-4-5", {"input": "", "output": "", "cache_read": "0.3",
+                                                       "cache_write_5m": "", "cache_write_1h": ""})]
+    tab.prices.item(0, 3).setText("-1")
+    assert "0 or more" in tab.prices_error.text()
+    tab.prices.setRowCount(0)
     assert tab.save_prices() and not (ctx_home / "prices.json").exists()
 
 
@@ -221,3 +238,29 @@ def test_the_stock_chart_marks_a_rewind_between_the_calls_around_it(qtbot, tmp_p
     assert [line.value() for line in lines] == [3.5]  # after the third call, before the fourth
     b_values = [c["B"] for c in series["calls"]]
     assert b_values[-1] < b_values[-2]  # and B fell there
+
+
+def test_the_settings_list_the_transcripts_the_service_skipped(qtbot, ctx_home):
+    from desktop.settings_tab import SettingsTab
+
+    skipped = [{"path": "/p/-home-u/x.jsonl", "reason": "not a regular file (a FIFO)"},
+               {"path": "/p/-home-u/w.jsonl", "reason": "permission denied"}]
+
+    class Skipping(DemoSource):
+        def status(self) -> dict:
+            doc = super().status()
+            doc["service"] = {**(doc.get("service") or {}), "skipped_files": skipped}
+            return doc
+
+    tab = SettingsTab(Skipping())
+    qtbot.addWidget(tab)
+    tab.reload()
+    assert not tab.skipped_box.isHidden()
+    form = tab.skipped_form
+    shown = [(form.itemAt(i, form.ItemRole.LabelRole).widget().text(),
+              form.itemAt(i, form.ItemRole.FieldRole).widget().text()) for i in range(form.rowCount())]
+    assert shown == [(r["reason"], r["path"]) for r in skipped]
+    plain = SettingsTab(DemoSource())
+    qtbot.addWidget(plain)
+    plain.reload()
+    assert plain.skipped_box.isHidden()

@@ -64,7 +64,7 @@ def test_install_adds_hook_and_server_keeps_everything_else_and_backs_up(claude_
     settings_now = json.loads((config / "settings.json").read_text())
     claude_now = json.loads((config / ".claude.json").read_text())
     # every other key kept, in its order
-    assert list(settings_now) == list(USER_SETTINGS)
+    assert [k for k in settings_now if k != "statusLine"] == list(USER_SETTINGS)  # ours is added (issue 16)
     assert settings_now["permissions"] == USER_SETTINGS["permissions"] and settings_now["env"] == {"FOO": "1"}
     assert settings_now["hooks"]["PreToolUse"] == USER_SETTINGS["hooks"]["PreToolUse"]
     groups = settings_now["hooks"]["SessionStart"]

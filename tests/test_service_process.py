@@ -250,7 +250,8 @@ def test_appends_line_by_line_and_in_random_chunks_match_replay(svc, dirs):
     profiles = {(p["session_id"], p["segment"]): p["end_reason"]
                 for p in svc().start().get("/api/v1/segments")["segments"]}
     assert profiles[(end1["session_id"], 1)] == "shutdown"
-    assert profiles[(end2["session_id"], 0)] == "shutdown"
+    assert profiles[(end2["session_id"], 0)] == "compact"  # the long session's early /compact
+    assert profiles[(end2["session_id"], end2["segment"])] == "shutdown" and end2["segment"] == 1
 
 
 def test_a_partial_last_line_is_held_back_until_it_completes(svc, dirs):

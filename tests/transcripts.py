@@ -242,6 +242,17 @@ class Branching:
         self.call()
 
 
+def write_big_tool_session(path, mb: int) -> None:
+    """A valid transcript of about `mb` MB: calls each answered by a 256 KB tool result (slow to ingest)."""
+    text = "line of code\n" * 20_000
+    with open(path, "wb") as fh:
+        i = 0
+        while fh.tell() < mb << 20:
+            fh.write(to_bytes([call(f"h{i}", i, cw5=3000, out=20, tools=[tool(f"ht{i}", "Read", file_path="/x")]),
+                               result(f"ht{i}", text + str(i), i + 1)]))
+            i += 1
+
+
 # ---- one session as each Claude Code generation wrote it ---------------------------------------
 VERSIONS = {  # what changed between the generations (facts read from real transcripts of each)
     "1.0": {"version": "1.0.17", "model": "claude-sonnet-4-20250514", "breakdown": False, "wrap_errors": False,

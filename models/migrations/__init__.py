@@ -17,6 +17,7 @@ import peewee as pw
 
 MIGRATIONS: tuple[str, ...] = (
     "0001_initial",
+    "0002_team_outbox",
 )
 
 

@@ -5,7 +5,8 @@
 Every figure is measured, not simulated: demo sessions of our own making
 (service/cli/demo_session.py) are written into a temporary Claude folder over two weeks,
 then the real engine replays them (status, series, segment profiles) and the
-real channel code buckets them (edits, pinch, retrieval). The JSON shapes are
+real channel code buckets them (edits, pinch, retrieval), the service's overview
+sums them (spend per day, model and project; rent). The JSON shapes are
 those of docs/api.md.
 """
 from __future__ import annotations
@@ -29,6 +30,10 @@ SESSIONS = [("/home/dev/ctxlamp", 11, 150, 72, 0), ("/home/dev/webshop", 5, 40, 
      14 - 2 * i) for i in range(7)]
 
 
+# older sessions used other models: one the price table lacks (priced by its family: an estimate)
+MODELS = {4: "claude-opus-4-8", 6: "claude-haiku-4-5", 7: "claude-opus-4-8", 9: "claude-haiku-5-6"}
+
+
 def session_id(i: int) -> str:
     return f"{i:08x}-demo-4000-8000-{i:012x}"
 
@@ -39,7 +44,8 @@ def write_sessions(claude: Path) -> list[Path]:
     paths = []
     for i, (project, seed, calls, compact_at, days) in enumerate(SESSIONS):
         start = T_END - timedelta(days=days, hours=3 if i < 3 else 0, minutes=40 * i)
-        entries = generate(project, seed=seed, calls=calls, start=start, session=session_id(i), compact_at=compact_at)
+        entries = generate(project, seed=seed, calls=calls, start=start, session=session_id(i), compact_at=compact_at,
+                           **({"model": MODELS[i]} if i in MODELS else {}))
         path = claude / "projects" / project.replace("/", "-") / f"{session_id(i)}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(json.dumps(e) + "\n" for e in entries))
@@ -72,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
         os.environ["CLAUDE_CONFIG_DIR"] = str(claude)
         os.environ["CTXLAMP_HOME"] = str(Path(tmp) / "home")
         paths = write_sessions(claude)
-        snaps, series, profiles = [], {}, []
+        snaps, series, profiles, archived = [], {}, [], []
         for i, path in enumerate(paths):
             # the demo user unticked the test logs of the first session (the Files tab shows it)
             excluded = {f"{SESSIONS[0][0]}/tests/test_report.py"} if i == 0 else set()
@@ -81,6 +87,8 @@ def main(argv: list[str] | None = None) -> None:
                 snaps.append(status)
                 series[status["session_id"]] = ser
             profiles += prof
+            # what the service's database holds: a live session's open segment is not archived yet
+            archived += [p for p in prof if i >= 3 or p["end_reason"] != "end"]
         from service.report import answers as reports
 
         until = (T_END + timedelta(days=1)).isoformat()
@@ -88,6 +96,9 @@ def main(argv: list[str] | None = None) -> None:
         channels = {name: reports.channel(name, since=since, until=until, bucket="day")
                     for name in ("edit", "pinch", "retrieval")}
         from service.config import DEFAULTS
+        from service.report.overview import overview
+
+        overviews = {str(days): overview(days, archived, snaps, today=T_END.date()) for days in (1, 7, 30)}
 
     profiles.sort(key=lambda p: p["started_at"], reverse=True)
     status = {"sessions": snaps, "followed": snaps[0]["session_id"],
@@ -95,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
                           "scan": {"state": "idle", "done": len(paths), "total": len(paths)},
                           "db": {"ok": True, "error": None}, "observer": "inotify", "observer_reason": None}}
     out = {"status.json": status, "series.json": series, "segments.json": {"segments": profiles},
-           "channels.json": channels, "config.json": DEFAULTS}
+           "channels.json": channels, "config.json": DEFAULTS, "overview.json": overviews}
     for name, obj in out.items():
         (out_dir / name).write_text(json.dumps(obj, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {out_dir / name}")

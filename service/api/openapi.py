@@ -43,10 +43,22 @@ SCHEMAS = {
         "db": _obj({"ok": {"type": "boolean"}, "error": NSTR}),
         "observer": {"enum": ["inotify", "polling", None]}, "observer_reason": NSTR,
         "checkpoint": _obj({"loaded": {"type": ["integer", "null"]}, "rejected": {"type": "array"}}),
+        "skipped_files": {"type": "array", "items": _obj({"path": STR, "reason": STR}, ["path", "reason"])},
     }),
+    "LimitWindow": {"type": ["object", "null"], "properties": {
+        "used_percentage": {"type": "number"}, "resets_at": NSTR, "seen_at": NSTR, "pct_per_usd": NUM},
+        "additionalProperties": True},
+    "Limits": _obj({w: {"$ref": "#/components/schemas/LimitWindow"} for w in ("five_hour", "seven_day", "spend_limit")},
+                   ["five_hour", "seven_day", "spend_limit"]),
     "Status": _obj({"sessions": {"type": "array", "items": {"$ref": "#/components/schemas/Snapshot"}},
-                    "followed": NSTR, "service": {"$ref": "#/components/schemas/Service"}},
-                   ["sessions", "followed", "service"]),
+                    "followed": NSTR, "service": {"$ref": "#/components/schemas/Service"},
+                    "limits": {"$ref": "#/components/schemas/Limits"}},
+                   ["sessions", "followed", "service", "limits"]),
+    "StatuslineInput": _obj({"session_id": STR, "transcript_path": STR, "cwd": STR, "version": STR, "model": _obj(),
+                             "cost": _obj(), "context_window": _obj(), "prompt_cache": _obj(), "rate_limits": _obj()}),
+    "StatuslineAnswer": _obj({"known": {"type": "boolean"}, "session": {"type": ["object", "null"]},
+                              "limits": _obj(), "turn": {"type": ["object", "null"]}, "cache_expires_at": NUM,
+                              "format": NSTR}, ["known", "session", "limits", "turn"]),
     "Series": _obj({"session_id": STR, "calls": {"type": "array", "items": _obj()},
                     "resets": {"type": "array", "items": _obj()}, "reminders": {"type": "array", "items": _obj()},
                     "rewinds": {"type": "array", "items": _obj()},
@@ -61,7 +73,7 @@ SCHEMAS = {
                      "buckets": {"type": "array"}, "totals": _obj(), "sources": {"type": "array"}}),
     "Handoff": _obj({"token": STR, "task": STR, "body": STR, "paths": {"type": "array"}, "project": NSTR}),
     "Config": _obj({s: _obj() for s in ("engine", "selection", "reminders", "history", "sessions",
-                                         "database", "tokenizer")}),
+                                         "database", "tokenizer", "team", "statusline", "limits")}),
 }
 
 
@@ -125,6 +137,16 @@ PATHS = {
     "/api/v1/spend": {"get": _op("spend and data quality", {**_ok(_obj()), **E503}, [_q("since"), _q("until")])},
     "/api/v1/report": {"get": _op("the whole `ctxlamp report --json` for the period (days, UTC)", _ok(_obj()),
                                   [_q("since"), _q("until")])},
+    "/api/v1/overview": {"get": _op("the window's overview: spend per day by model and project, dearest sessions, "
+                                    "rent and what restarting at the reminders would have saved (UTC days)",
+                                    {**_ok(_obj()), **E503}, [_q("days", INT)])},
+
+    "/api/v1/team": {"get": _op("the team report (`ctxlamp team report --json`), this member, the last push",
+                                {**_ok(_obj()), **E404, **E503}, [_q("since"), _q("until")])},
+    "/api/v1/team/push": {"post": _op(
+        "push this member's figures now (what `ctxlamp team push` asks a running service)",
+        {**_ok(_obj({"ok": {"type": "boolean"}, "exit_code": INT, "sent": INT, "message": STR})), **E404}, None,
+        _body(_obj({"url": STR, "member": STR})))},
     "/api/v1/rotate": {"post": _op(
         "follow another session of a project (SessionStart hook)",
         _ok(_obj({"ok": {"type": "boolean"}, "following": STR, "pending": {"type": "boolean"}})), None,
@@ -147,11 +169,22 @@ PATHS = {
                                           [_q("session_id", required=True), _q("path", required=True)])},
     "/api/v1/config": {
         "get": _op("the effective configuration", _ok(_ref("Config"))),
-        "post": _op("merge settings and persist them to config.toml", _ok(_ref("Config")), None, _body(_ref("Config"))),
+        "post": _op("merge settings and persist them to config.toml (check=1: validate only, save nothing)",
+                    _ok(_ref("Config")), [_q("check", {"enum": ["0", "1"]})], _body(_ref("Config"))),
     },
-    "/api/v1/events": {"get": _op("SSE stream: service, snapshot, reminder, rotated events", {
+    "/api/v1/config/defaults": {"get": _op("the default of every setting", _ok(_ref("Config")))},
+    "/api/v1/events": {"get": _op("SSE stream: service, snapshot, limits, reminder, rotated events", {
         "200": {"description": "text/event-stream", "content": {"text/event-stream": {"schema": STR}}}})},
     "/api/v1/openapi.json": {"get": _op("this document", _ok(_obj()))},
+    "/api/v1/statusline": {"post": _op(
+        "what Claude Code's status line reported (kept per session and account); the line's facts back",
+        _ok(_ref("StatuslineAnswer")), None, _body(_ref("StatuslineInput")))},
+    "/api/v1/limits": {"get": _op(
+        "plan limits last seen, the account's readings, and with ?session= its readings and per-turn window cost",
+        _ok(_obj({"limits": _ref("Limits"), "account": {"type": "array", "items": _obj()},
+                  "session": _obj({"session_id": STR, "readings": {"type": "array", "items": _obj()},
+                                   "turns": {"type": "array", "items": _obj()}})}, ["limits", "account"])),
+        [_q("session")])},
 }
 
 

@@ -138,6 +138,10 @@ class ApiServer:
             ("GET", r"/api/v1/channels/(?P<channel>edit|pinch|retrieval)", self.get_channel),
             ("GET", r"/api/v1/spend", self.get_spend),
             ("GET", r"/api/v1/report", self.get_report),
+            ("GET", r"/api/v1/overview", self.get_overview),
+
+            ("GET", r"/api/v1/team", self.get_team),
+            ("POST", r"/api/v1/team/push", self.post_team_push),
             ("POST", r"/api/v1/rotate", self.post_rotate),
             ("POST", r"/api/v1/handoffs", self.post_handoff),
             ("GET", r"/api/v1/handoffs", self.get_handoffs),
@@ -147,7 +151,10 @@ class ApiServer:
             ("GET", r"/api/v1/history/locate", self.get_history_locate),
             ("GET", r"/api/v1/config", self.get_config),
             ("POST", r"/api/v1/config", self.post_config),
+            ("GET", r"/api/v1/config/defaults", self.get_config_defaults),
             ("GET", r"/api/v1/openapi.json", self.get_openapi),
+            ("POST", r"/api/v1/statusline", self.post_statusline),
+            ("GET", r"/api/v1/limits", self.get_limits),
         ]
         return [(m, re.compile(p + "$"), fn) for m, p, fn in r]
 
@@ -211,8 +218,42 @@ class ApiServer:
 
     def get_report(self, q, body):
         from service.report import answers as reports
+        from service.statusline.serve import book_unwritten
 
-        return reports.report(q.get("since") or None, q.get("until") or None)
+        since, until = q.get("since") or None, q.get("until") or None
+        return book_unwritten(reports.report(since, until), self.service.readings, not since and not until)
+
+    def get_overview(self, q, body):
+        from service.report import overview
+
+        try:
+            segments = list(self.service.persist.query("segments", limit=100_000))
+        except Unavailable:
+            segments = []
+        return overview.overview(_int(q, "days", 7), segments, self.service.status()["sessions"])
+
+    def get_team(self, q, body):
+        from service.team.job import team_view
+        from service.team.server import TeamError
+
+        try:
+            return team_view(self.service.cfg, getattr(self.service, "team", None), q.get("since") or None,
+                             q.get("until") or None)
+        except LookupError as exc:
+            raise HttpError(404, str(exc)) from None
+        except TeamError as exc:
+            raise HttpError(503, str(exc)) from None
+
+    def post_team_push(self, q, body):
+        from service.team.job import push_for
+
+        url, member = body.get("url"), body.get("member")
+        if not all(v is None or isinstance(v, str) for v in (url, member)):
+            raise HttpError(400, "url and member must be strings")
+        try:
+            return push_for(self.service, url, member)
+        except LookupError as exc:
+            raise HttpError(404, str(exc)) from None
 
     def post_rotate(self, q, body):
         sid = body.get("session_id")
@@ -281,14 +322,33 @@ class ApiServer:
 
     def post_config(self, q, body):
         try:
+            if q.get("check") in ("1", "true"):  # validate only: the settings tab checks as the user types
+                from service.config import merge
+
+                return merge(self.service.cfg, body)
             return self.service.call_in_loop(lambda: self.service.update_config(body))
         except ConfigError as exc:
             raise HttpError(400, str(exc)) from None
+
+    def get_config_defaults(self, q, body):
+        from service.config import DEFAULTS
+
+        return DEFAULTS
 
     def get_openapi(self, q, body):
         from service.api.openapi import document
 
         return document(self.port)
+
+    def post_statusline(self, q, body):
+        from service.statusline.serve import answer
+
+        return answer(self.service, body)
+
+    def get_limits(self, q, body):
+        from service.statusline.serve import limits_view
+
+        return limits_view(self.service, q.get("session") or None)
 
     def dispatch(self, method: str, path: str, query: dict, body: dict) -> Any:
         allowed = False
@@ -405,6 +465,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(encode("service", status["service"]))
             for snap in status["sessions"]:
                 self.wfile.write(encode("snapshot", snap))
+            self.wfile.write(encode("limits", status["limits"]))
             self.wfile.write(b": following " + str(status["followed"]).encode() + b"\n\n")
             self.wfile.flush()
             while True:

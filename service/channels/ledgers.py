@@ -101,8 +101,10 @@ def lean_ctx_path(env: dict | None = None) -> Path:
 
 def read_lean_ctx(path: Path) -> dict[str, int] | None:
     """The seven counters (missing or partial fields are 0); None when the file is absent or not JSON."""
+    from service.ingest.transcript_file import read_small
+
     try:
-        doc = orjson.loads(Path(path).read_bytes())
+        doc = orjson.loads(read_small(path))  # a FIFO or device there is skipped, never waited on
     except (OSError, orjson.JSONDecodeError):
         return None
     if not isinstance(doc, dict):
@@ -306,21 +308,35 @@ def parse_ledger_line(line: bytes, source: str) -> ChannelEvent | None:
     return None
 
 
-def read_native_ledger(path: Path) -> dict:
-    """{"events": [event dicts], "malformed": n, "lines": n} of one ledger file."""
+def read_native_ledger(path: Path, max_line: int | None = None) -> dict:
+    """{"events": [event dicts], "malformed": n, "lines": n} of one ledger file.
+
+    Read as transcripts are (service/ingest/transcript_file.py): regular files only,
+    lines over `max_line` bytes skipped and counted as malformed.
+    """
+    from service.engine.lines import LineSplitter
+    from service.ingest.transcript_file import chunks
+
     events, malformed, lines = [], 0, 0
-    try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return {"events": [], "malformed": 0, "lines": 0, "error": "unreadable"}
     source = f"ledger:{Path(path).name}"
-    for line in data.split(b"\n"):
+    splitter = LineSplitter() if max_line is None else LineSplitter(max_line)
+
+    def take(line: bytes) -> None:
+        nonlocal malformed, lines
         if not line.strip():
-            continue
+            return
         lines += 1
         ev = parse_ledger_line(line, source)
         if ev is None:
             malformed += 1
         else:
             events.append(ev.to_dict())
-    return {"events": events, "malformed": malformed, "lines": lines}
+    try:
+        for chunk in chunks(path):
+            for line in splitter.feed(chunk):
+                take(line)
+    except OSError:
+        return {"events": [], "malformed": 0, "lines": 0, "error": "unreadable"}
+    take(splitter.tail)  # a last line without its newline counts as before
+    long = splitter.long_lines + (splitter.skipping > 0)
+    return {"events": events, "malformed": malformed + long, "lines": lines + long}

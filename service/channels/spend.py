@@ -82,7 +82,28 @@ class SpendCollector:
                 mu = entry.get("modelUsage")
                 self.cost_state = {"total_usd": float(total),
                                    "models": sorted(mu) if isinstance(mu, dict) else [],
-                                   "calls_before": len(self.calls)}
+                                   "calls_before": len(self.calls), "usage": model_usage(mu)}
+
+
+# modelUsage fields, in the order of a call record's tokens (in, cache write 5m, 1h, cache read, out)
+_USAGE_FIELDS = ("inputTokens", "cacheCreationEphemeral5mInputTokens", "cacheCreationEphemeral1hInputTokens",
+                 "cacheReadInputTokens", "outputTokens")
+
+
+def model_usage(mu: Any) -> dict[str, list[int]]:
+    """cost-state `modelUsage` -> model -> [in, cw5, cw1h, cr, out] (bad entries left out)."""
+    out: dict[str, list[int]] = {}
+    if not isinstance(mu, dict):
+        return out
+    for model, u in mu.items():
+        if not isinstance(model, str) or not isinstance(u, dict):
+            continue
+        vals = [u.get(f) for f in _USAGE_FIELDS]
+        if vals[1] is None and vals[2] is None:  # no 5m/1h split: all creation at the 5-minute rate
+            vals[1], vals[2] = u.get("cacheCreationInputTokens"), 0
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
+            out[model] = [int(v) for v in vals]
+    return out
 
 
 def is_placeholder_output(rec: list) -> bool:

@@ -402,16 +402,27 @@ class Plan:
 
 def plan_install(launcher: Launcher | None = None) -> Plan:
     """Read both files and compute the change; raises SettingsError before anything is written."""
+    from service.statusline import settings as status_line
+
     launcher = launcher or find_launcher()
     settings, mcp = Document.read(settings_file()), Document.read(mcp_config_file())
-    return Plan(settings, mcp, add_hook(settings, hook_entry(launcher)), add_server(mcp, mcp_entry(launcher)))
+    settings_changed = add_hook(settings, hook_entry(launcher))
+    settings_changed = status_line.add(settings) or settings_changed
+    return Plan(settings, mcp, settings_changed, add_server(mcp, mcp_entry(launcher)))
+
+
+def _remove_ours_from_settings(doc: Document, keep: frozenset[str] = frozenset()) -> bool:
+    from service.statusline import settings as status_line
+
+    removed_hook = remove_hook(doc, keep)
+    return status_line.remove(doc) or removed_hook
 
 
 def plan_uninstall() -> Plan:
     settings, mcp = Document.read(settings_file()), Document.read(mcp_config_file())
-    plan = Plan(settings, mcp, remove_hook(settings, containers_before(settings)),
+    plan = Plan(settings, mcp, _remove_ours_from_settings(settings, containers_before(settings)),
                 remove_server(mcp, containers_before(mcp)))
-    plan.delete = tuple(doc for doc, strip in ((settings, remove_hook), (mcp, remove_server))
+    plan.delete = tuple(doc for doc, strip in ((settings, _remove_ours_from_settings), (mcp, remove_server))
                         if doc in plan.changed() and not doc.data and _created_by_us(doc, strip))
     return plan
 

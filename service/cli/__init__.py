@@ -6,8 +6,6 @@ Modules are imported only when their command runs, so `ctxlamp hook` and
 """
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
 
 from service import __version__
@@ -24,13 +22,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mcp": ("service.cli.mcp", "stdio MCP server for Claude Code"),
     "install": ("service.cli.install", "register the hook and MCP server with Claude Code"),
     "uninstall": ("service.cli.uninstall", "remove what `ctxlamp install` added"),
+    "statusline": ("service.cli.statusline", "the line Claude Code shows under its prompt (reads its JSON)"),
     "calibrate": ("service.cli.calibrate", "fit the Claude-to-o200k token ratio"),
     "screenshot": ("desktop.screenshot", "render tray icons and window tabs to PNG"),
     "demo": ("service.cli.demo", "replay bundled transcripts live into a demo home"),
+    "team": ("service.cli.team", "the team view on a PostgreSQL server: init, member add, push, report"),
 }
 
 
-def build_parser(argv: list[str]) -> argparse.ArgumentParser:
+def build_parser(argv: list[str]):
+    import argparse
+    import importlib
+
     parser = argparse.ArgumentParser(prog="ctxlamp", description="Know when restarting a Claude Code session pays.")
     parser.add_argument("--version", action="version", version=f"ctxlamp {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -52,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_module", None):
         parser.print_help()
         return 2
+    import importlib
+
     try:
         return int(importlib.import_module(args._module).run(args) or 0)
     except KeyboardInterrupt:
@@ -69,6 +74,11 @@ def entry() -> None:
     other resources by then).
     """
     argv = sys.argv[1:]
+    if argv[:1] == ["statusline"] and not {"-h", "--help"} & set(argv):
+        # Claude Code runs this after each update: no argparse, no dispatcher, straight to the fast path
+        from service.statusline.run import main as statusline
+
+        sys.exit(statusline(argv[1:]))
     one_shot = argv[:1] == ["report"]
     if one_shot:
         import gc

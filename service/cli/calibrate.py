@@ -15,10 +15,14 @@ def configure(p) -> None:
 
 
 def run(args) -> int:
-    from service.measure.calibrate import fit, pairs
+    from service.config import configured_max_line
     from service.engine import LineSplitter, Malformed, parse_line
-    from service.paths import claude_projects
+    from service.ingest.transcript_file import Skipped, chunks
+    from service.measure.calibrate import fit, pairs
     from service.measure.tokenizer import encode_len
+    from service.paths import claude_projects
+
+    max_line = configured_max_line()
 
     roots = args.paths or [claude_projects()]
     files = []
@@ -28,14 +32,19 @@ def run(args) -> int:
     points = []
     for i, path in enumerate(files, 1):
         entries = []
-        splitter = LineSplitter()
-        for line in splitter.feed(path.read_bytes()):
-            try:
-                entry = parse_line(line)
-            except Malformed:
-                continue
-            if entry is not None:
-                entries.append(entry)
+        splitter = LineSplitter(max_line)
+        try:
+            for chunk in chunks(path):
+                for line in splitter.feed(chunk):
+                    try:
+                        entry = parse_line(line)
+                    except Malformed:
+                        continue
+                    if entry is not None:
+                        entries.append(entry)
+        except Skipped as exc:
+            if not exc.gone:
+                print(f"calibrate: skipped {path}: {exc.reason}", file=sys.stderr)
         points += pairs(entries, encode_len)
         if sys.stderr.isatty() and len(files) > 20:
             print(f"\rcalibrate: {i}/{len(files)} transcripts", end="", file=sys.stderr)

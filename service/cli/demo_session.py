@@ -50,12 +50,13 @@ def project_files(seed: int = 3) -> dict[str, str]:
 
 
 def generate(cwd: str, seed: int = 3, calls: int = 120, start: datetime | None = None,
-             session: str = SESSION, compact_at: int | None = None) -> list[dict]:
+             session: str = SESSION, compact_at: int | None = None, model: str = MODEL) -> list[dict]:
     """The demo session's entries, in file order (optionally with an auto-compaction)."""
     rnd = random.Random(seed)
     files = project_files(seed)
     t = start or datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
     uid = iter(uuid.UUID(int=rnd.getrandbits(128)) for _ in range(100_000))
+    tag = "demo" + "".join(ch for ch in session if ch.isalnum())[:8]
     entries: list[dict] = []
     parent = None
 
@@ -105,16 +106,16 @@ def generate(cwd: str, seed: int = 3, calls: int = 120, start: datetime | None =
                 inp = {"command": rnd.choice(["pytest -q", "python -m src.cli report --json", "git diff"])}
             out_tokens = rnd.randint(60, 400)
             cw = max(0, stock - cached - 3)
-            msg_id = f"msg_demo{n:04d}"
+            msg_id = f"msg_{tag}{n:04d}"  # unique across demo sessions: the report folds calls by message id
             usage = {"input_tokens": 3, "cache_creation_input_tokens": cw, "cache_read_input_tokens": cached,
                      "output_tokens": out_tokens, "cache_creation": {"ephemeral_5m_input_tokens": cw,
                                                                      "ephemeral_1h_input_tokens": 0}}
-            text_line = {**base("assistant"), "requestId": f"req_demo{n:04d}",
-                         "message": {"id": msg_id, "type": "message", "role": "assistant", "model": MODEL,
+            text_line = {**base("assistant"), "requestId": f"req_{tag}{n:04d}",
+                         "message": {"id": msg_id, "type": "message", "role": "assistant", "model": model,
                                      "content": [{"type": "text", "text": f"Step {step + 1}: {kind} {path}."}],
                                      "usage": {**usage, "output_tokens": 1}}}
-            tool_line = {**base("assistant"), "requestId": f"req_demo{n:04d}",
-                         "message": {"id": msg_id, "type": "message", "role": "assistant", "model": MODEL,
+            tool_line = {**base("assistant"), "requestId": f"req_{tag}{n:04d}",
+                         "message": {"id": msg_id, "type": "message", "role": "assistant", "model": model,
                                      "content": [{"type": "tool_use", "id": tool_id, "name": kind, "input": inp}],
                                      "usage": usage}}
             entries += [text_line, tool_line]

@@ -28,6 +28,7 @@ def apply(args: argparse.Namespace, command: str, make_plan, nothing: str, verbs
         plan = make_plan()
         if args.dry_run:
             sys.stdout.write(plan.diff() or f"nothing to change: {nothing}\n")
+            _say_status_line(plan, command)
             return plan
         plan = cs.apply_fresh(make_plan)  # re-plans if Claude Code writes a file meanwhile
     except cs.SettingsError as exc:
@@ -36,4 +37,13 @@ def apply(args: argparse.Namespace, command: str, make_plan, nothing: str, verbs
     for doc, changed, what in ((plan.settings, plan.settings_changed, "SessionStart hook"),
                                (plan.mcp, plan.mcp_changed, "MCP server `ctxlamp`")):
         print(f"{what}: {verbs[0] if changed else verbs[1]} {doc.path}")
+    _say_status_line(plan, command)
     return plan
+
+
+def _say_status_line(plan, command: str) -> None:
+    """Install tells what became of the user's own status line (kept and run beside ours)."""
+    from service.statusline import settings as status_line
+
+    if command == "install" and (text := status_line.describe(plan.settings)):
+        print(text)

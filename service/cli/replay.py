@@ -6,6 +6,7 @@ compact table a person can read. Bad input never fails the command; a defect
 """
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 
@@ -26,17 +27,20 @@ def _fmt(v, spec=".2f") -> str:
 
 
 def run(args) -> int:
+    from service.config import configured_max_line
+    from service.ingest.transcript_file import Skipped, open_fd
     from service.measure.engines import load_prices, replay_file, shared_counter
 
     try:
-        open(args.file, "rb").close()
-    except OSError as exc:
-        print(f"ctxlamp replay: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        os.close(open_fd(args.file)[0])
+    except Skipped as exc:
+        print(f"ctxlamp replay: cannot read {args.file}: {exc.reason}", file=sys.stderr)
         return 2
     out = sys.stdout.buffer
     colour = sys.stdout.isatty()
     try:
-        events = replay_file(args.file, load_prices(), counter=shared_counter(not args.no_cache))
+        events = replay_file(args.file, load_prices(), counter=shared_counter(not args.no_cache),
+                             max_line=configured_max_line())
         if args.jsonl:
             for ev in events:
                 out.write(orjson.dumps(ev) + b"\n")
@@ -46,6 +50,9 @@ def run(args) -> int:
         return 0
     except BrokenPipeError:
         return 0
+    except Skipped as exc:  # the file went away or its mount failed mid-read
+        print(f"ctxlamp replay: reading {args.file} failed: {exc.reason}", file=sys.stderr)
+        return 2
     except Exception:  # a defect, not bad input: say so, archive nothing
         print("ctxlamp replay: internal error (this is a bug, not bad input):", file=sys.stderr)
         traceback.print_exc(file=sys.stderr)

@@ -134,6 +134,12 @@ def render_text(s: dict) -> str:
     lines.append(f"Spend (measured): ${sp['total_usd']:.2f} over {sp['calls']} calls; subagents ${sp['subagents_usd']:.2f}")
     for model, usd in sorted(sp["by_model"].items(), key=lambda kv: -kv[1]):
         lines.append(f"  {model:<40} ${usd:.2f}")
+    unwritten = sp.get("unwritten") or {}
+    if unwritten:
+        m, est = unwritten["measured"], unwritten["estimated"]
+        lines.append(f"  + {m['what']} (measured, from its cost-state): ${m['usd']:.2f}")
+        lines.append(f"  + compactions without a cost-state (estimated, {est['compactions']}): "
+                     f"${est['low_usd']:.2f} .. ${est['high_usd']:.2f}")
     lines += ["", f"Edits (measured): {e['str_replace_calls']} str_replace calls, "
                   f"{e['str_replace_old_string_tokens']} old_string tokens (${e['str_replace_old_string_usd']:.4f}), "
                   f"misses {e['str_replace_misses']['not_found']} not found / {e['str_replace_misses']['ambiguous']} ambiguous",
@@ -151,6 +157,13 @@ def render_text(s: dict) -> str:
     lines.append(f"  placeholder-output calls: {dq['placeholder_output_calls']}")
     diff = dq["cost_state_diff_pct"]
     lines.append(f"  vs Claude Code's cost-state: {'n/a' if diff is None else f'{diff:+.2f}%'}")
+    left = dq.get("cost_state_remaining_usd")
+    if left is not None:
+        lines.append(f"  left after booking what it did not write: ${left:+.4f} (its prices vs ours)")
     lines.append(f"  malformed lines: {dq['malformed_lines']['transcripts']} in transcripts, "
                  f"{dq['malformed_lines']['ledgers']} in ledgers")
+    if dq.get("long_lines"):
+        lines.append(f"  lines longer than the bound ([transcripts] max_line_mb), skipped: {dq['long_lines']}")
+    for row in dq.get("skipped_files") or []:
+        lines.append(f"  skipped {row['path']}: {row['reason']}")
     return "\n".join(lines) + "\n"

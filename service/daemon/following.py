@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Callable
 
 from service.ingest.live import Ingest, LiveSession, classify
+from service.ingest.transcript_file import Skipped, open_fd
 
 log = logging.getLogger("ctxlamp.service")
 
 PUMP_BUDGET = 8 << 20  # bytes read per turn of the loop before other work gets a go
+PUMP_SLICE_S = 0.1     # and time: a file slow to ingest (big tool results to tokenize) yields as often
 
 
 class Defect(RuntimeError):
@@ -38,6 +41,7 @@ class Following:
             try:
                 mtime = path.stat().st_mtime
             except OSError:
+                self._readable(path)  # names it (a symlink loop, say) unless it is simply gone
                 continue
             (live if mtime >= horizon else old).append((mtime, path))
         return [p for _, p in sorted(live)], [p for _, p in sorted(old)]
@@ -55,6 +59,8 @@ class Following:
             self.scan["done"] += 1
             if str(path) in self.registry.sessions or str(path) in self.registry.retired:
                 continue
+            if not self._readable(path):
+                continue
             try:
                 mtime = path.stat().st_mtime
             except OSError:
@@ -65,13 +71,20 @@ class Following:
             finally:
                 self._quiet_reminders = False
             self._publish_snapshot(sess)
-        if paths and not self._catch_up:
-            log.info("caught up: %d live sessions", len(self.registry.sessions))
-            self._ckpt_states = {}
-            self.scan = {"state": "scanning", "done": 0, "total": len(self._history_todo)} if self._history_todo \
-                else {"state": "idle", "done": 0, "total": 0}
-            self.hub.publish("service", self.service_block())
-            self._start_scan(self._history_todo)
+        if paths:
+            self._caught_up_if_done()
+
+    def _caught_up_if_done(self) -> None:
+        """The startup reading is over once every recent session was started and read to its end
+        (a big one goes on in slices): then SERVICE.scan leaves catching_up and the history scan starts."""
+        if self._catch_up or any(self._reading_on.values()) or self.scan.get("state") != "catching_up":
+            return
+        log.info("caught up: %d live sessions", len(self.registry.sessions))
+        self._ckpt_states = {}
+        self.scan = {"state": "scanning", "done": 0, "total": len(self._history_todo)} if self._history_todo \
+            else {"state": "idle", "done": 0, "total": 0}
+        self.hub.publish("service", self.service_block())
+        self._start_scan(self._history_todo)
 
     def _start_session(self, path: Path, *, rotate: bool, mtime: float | None = None) -> LiveSession:
         sess, old = self.registry.add(path, rotate=rotate)
@@ -81,7 +94,11 @@ class Following:
             sess.engine.set_excluded(set(excluded))
         if old is not None:
             self._retire(old, "rotation", successor=sess)
-        self._pump(sess)
+        if self._pump(sess, budget=PUMP_BUDGET, until=time.monotonic() + PUMP_SLICE_S).more:
+            # a big file: read on in slices between other work (a startup read stays quiet)
+            self._reading_on[str(path)] = self._quiet_reminders
+            self._sliced = True
+            self.on_file_event(path, False)
         if mtime is not None:
             sess.last_active = mtime
         if sess.snapshot is None:
@@ -109,7 +126,10 @@ class Following:
             return
         sess = self.registry.sessions.get(key)
         if sess is None:
-            if not path.exists():
+            if self._reading_on.pop(key, None) is not None:  # rotated away while read in slices: not a resume
+                self._caught_up_if_done()
+                return
+            if not self._readable(path):
                 return
             wanted = self._pending_follow.pop(path.stem, None)
             rotate = (created and key not in self.registry.retired) or wanted is not None
@@ -118,19 +138,45 @@ class Following:
             self._arm_checkpoint()
             self._publish_snapshot(sess)
             return
-        ing = self._pump(sess, budget=PUMP_BUDGET)
+        quiet = self._reading_on.pop(key, False)  # the rest of a startup read: laps recorded, not announced
+        self._quiet_reminders = quiet
+        try:
+            ing = self._pump(sess, budget=PUMP_BUDGET, until=time.monotonic() + PUMP_SLICE_S)
+        finally:
+            self._quiet_reminders = False
+        if ing.skip_reason:
+            self.skipped.note(path, ing.skip_reason)
+        elif ing.bytes_read or ing.restarted or sess.missing:  # readable again, or simply gone
+            self.skipped.forget(path)
         if ing.bytes_read or ing.restarted:
             self.registry.touch(sess)
             self._arm_checkpoint()
         if ing.more:  # a big append: let API calls in between, then read on
+            self._reading_on[key] = quiet
+            self._sliced = True
             self.on_file_event(path, False)
             return
+        if quiet:
+            self._caught_up_if_done()
         if ing.bytes_read or ing.restarted or ing.went_missing:
             self._publish_snapshot(sess)
 
-    def _pump(self, sess: LiveSession, budget: int | None = None) -> Ingest:
+    def _readable(self, path: Path) -> bool:
+        """Whether `path` is a regular file we may read; a path that is there but is not is named once."""
         try:
-            ing = sess.pump(budget)
+            os.close(open_fd(path)[0])
+        except Skipped as exc:
+            if exc.gone:  # deleted: it leaves the list
+                self.skipped.forget(path)
+            else:
+                self.skipped.note(path, exc.reason)
+            return False
+        self.skipped.forget(path)
+        return True
+
+    def _pump(self, sess: LiveSession, budget: int | None = None, until: float | None = None) -> Ingest:
+        try:
+            ing = sess.pump(budget, until)
         except Exception as exc:  # Malformed never escapes feed_line: this is a defect
             raise Defect(f"{type(exc).__name__}: {exc} (transcript {sess.path})") from exc
         self._handle_events(sess, ing.events)
@@ -197,7 +243,7 @@ class Following:
         if path is None:
             found = sorted(self.projects.glob(f"*/{session_id}.jsonl"))
             path = found[0] if found else None
-        if path is None or not path.exists():
+        if path is None or not self._readable(path):
             # the hook can run before Claude Code writes the file: rotate when it appears
             self._pending_follow[session_id] = (path.parent.name if path else project_folder(cwd)) or ""
             return {"ok": True, "following": session_id, "pending": True}

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from service.daemon import checkpoint
 from service.ingest.live import classify
+from service.ingest.transcript_file import Skipped
 
 log = logging.getLogger("ctxlamp.service")
 
@@ -44,6 +45,9 @@ class Jobs:
         every = float(os.environ.get("CTXLAMP_CHECKPOINT_EVERY_S") or CHECKPOINT_EVERY_S)  # tests shorten it
         self.scheduler.add_job(self.checkpoint_now, "interval", seconds=every, id="checkpoint",
                                max_instances=1, coalesce=True)
+        from service.team.job import TeamPusher  # the team push, when a team is configured (docs/team.md)
+
+        self.team = TeamPusher.schedule(self.scheduler, lambda: self.cfg, self.persist.store if self.persist else None)
         self.scheduler.start(paused=False)
         self.scheduler.pause_job("checkpoint")  # armed by the first change: no idle wakeups
         self._arm_checkpoint()
@@ -112,7 +116,11 @@ class Jobs:
                 return
             try:
                 self.persist.scan_file(path, classify(path, self.projects), self.prices, self.engine_cfg,
-                                       store_prompts=bool(self.cfg["history"]["store_prompts"]))
+                                       store_prompts=bool(self.cfg["history"]["store_prompts"]),
+                                       max_line=self.registry.max_line, should_stop=self.stopping.is_set)
+            except Skipped as exc:
+                if not exc.gone:
+                    self.skipped.note(path, exc.reason)
             except Exception:
                 log.exception("history scan of %s failed (skipped)", path)
             self.scan["done"] += 1

@@ -87,14 +87,18 @@ class Persistence:
     def wants_scan(self) -> bool:
         return self.store is not None
 
-    def scan_file(self, path: Path, kind: str | None, prices, engine_cfg, store_prompts: bool = True) -> bool:
-        """Profiles and turn records of one old transcript; skipped when unchanged since the last scan."""
+    def scan_file(self, path: Path, kind: str | None, prices, engine_cfg, store_prompts: bool = True,
+                  max_line: int | None = None, should_stop=lambda: False) -> bool:
+        """Profiles and turn records of one old transcript; skipped when unchanged since the last scan.
+
+        Raises transcript_file.Skipped for a path that is not a readable regular
+        file; gives up (False, nothing written) when `should_stop()` turns true.
+        """
         if kind != "session":
             return False  # subagent files are spend: the report's scan reads them
-        try:
-            st = path.stat()
-        except OSError:
-            return False
+        from service.ingest.transcript_file import check, chunks
+
+        st = check(path)
         known = self._call("get_scan_state", str(path))
         if known and known.get("size") == st.st_size and known.get("inode") == st.st_ino \
                 and known.get("mtime") == st.st_mtime:
@@ -109,14 +113,15 @@ class Persistence:
         turns = TurnSink(self.store.add_turn_record, store_prompts=store_prompts, prices=prices,
                          clock=lambda: 0.0)  # one write per closed turn: no time-based rewrites
         who = SimpleNamespace(path=path, engine=engine, session_id=path.stem)
-        splitter = LineSplitter()
-        with open(path, "rb") as fh:
-            while chunk := fh.read(1 << 20):
-                for line in splitter.feed(chunk):
-                    entry = engine.feed_line(line)
-                    if entry is not None:
-                        turns(who, entry)
-                engine.drain_events()
+        splitter = LineSplitter() if max_line is None else LineSplitter(max_line)
+        for chunk in chunks(path):
+            if should_stop():
+                return False
+            for line in splitter.feed(chunk):
+                entry = engine.feed_line(line)
+                if entry is not None:
+                    turns(who, entry)
+            engine.drain_events()
         engine.finish("end")
         engine.drain_events()
         turns.finish(who)

@@ -23,6 +23,7 @@ import queue
 import signal
 import sys
 import threading
+import time
 import traceback
 from concurrent.futures import Future
 from datetime import datetime, timezone
@@ -36,11 +37,13 @@ from service.daemon.following import Defect, Following
 from service.daemon.jobs import Jobs
 from service.daemon.persist import Persistence
 from service.ingest.live import LiveSession, Registry
+from service.ingest.transcript_file import SkipNotes
 from service.paths import Paths, claude_projects
 
 log = logging.getLogger("ctxlamp.service")
 
 MAIN_CALL_TIMEOUT_S = 15
+SLICE_PAUSE_S = 0.002  # between two slices of a big read, so a waiting API thread gets the registry lock
 
 
 def iso_now() -> str:
@@ -106,16 +109,24 @@ class Service(Following, Jobs):
         self.reminder_log: list[dict] = []             # published reminders (when the store is down)
         self._outbox: list[dict] = []                  # reminders waiting for their session's snapshot
         self.stopping = threading.Event()
+        self._stop_asked = False                        # set by request_stop: the loop ends before other work
+        self.skipped = SkipNotes(log)                   # transcripts left unread and why (SERVICE.skipped_files)
+        self._reading_on: dict[str, bool] = {}          # path -> quiet: sessions still being read, in slices
+        self._sliced = False                           # a read stopped at its slice: let API threads in first
         self.ready = threading.Event()
         self.defect: str | None = None
         self.watcher = None
         self.api = None
         self.scheduler = None
+        self.team = None  # service.team.job.TeamPusher when a team is configured
         self.persist: Persistence | None = None
         self.engine_cfg = None
         self.prices = None
         self.registry: Registry | None = None
         self.turn_sink = None
+        from service.statusline.book import Book
+
+        self.readings = Book(paths.data / "statusline.json")  # what Claude Code's status line reported
 
     # ---- setup --------------------------------------------------------------------
     def _make_engine(self, path: Path):
@@ -130,6 +141,7 @@ class Service(Following, Jobs):
         self.prices = load_prices(self.paths.prices_override)
         self.engine_cfg = engine_config(self.cfg)
         self.registry = Registry(self.projects, self._make_engine)
+        self.registry.max_line = config_mod.max_line_bytes(self.cfg)
         self.persist = Persistence.open(self.paths, self.cfg)
         self.registry.entry_sink = self._with_turn_records(self.persist.entry_sink)
         from service.measure.engines import shared_counter
@@ -170,6 +182,7 @@ class Service(Following, Jobs):
         return fut.result(timeout=timeout)
 
     def request_stop(self, reason: str = "shutdown") -> None:
+        self._stop_asked = True  # ahead of any reading still queued: a stop never waits behind a big file
         self.queue.put(("stop", reason, None))
 
     def _stop_on_signals(self) -> None:
@@ -241,6 +254,8 @@ class Service(Following, Jobs):
 
     def _loop(self) -> None:
         while True:
+            if self._stop_asked:
+                return
             if self._catch_up:  # requests and live changes first; the startup reading fills the gaps
                 try:
                     kind, a, b = self.queue.get(timeout=self._catch_up_pause) if self._catch_up_pause \
@@ -248,6 +263,7 @@ class Service(Following, Jobs):
                 except queue.Empty:
                     with self.registry.lock:
                         self._catch_up_where(None, limit=1)
+                    self._pause_after_slice()
                     continue
             else:
                 kind, a, b = self.queue.get()
@@ -258,6 +274,7 @@ class Service(Following, Jobs):
                     self._pending.discard(str(a))
                 with self.registry.lock:
                     self._on_change(a, b)
+                self._pause_after_slice()
             elif kind == "task":
                 fut: Future = b
                 if not fut.set_running_or_notify_cancel():
@@ -274,6 +291,13 @@ class Service(Following, Jobs):
                     raise Defect(f"{type(exc).__name__}: {exc}") from exc
             elif kind == "defect":
                 raise Defect(a)
+
+    def _pause_after_slice(self) -> None:
+        """The registry lock is not fair: after a slice of a big read, without a pause this thread takes it
+        again at once and a waiting /status waits for the whole file."""
+        if self._sliced:
+            self._sliced = False
+            time.sleep(SLICE_PAUSE_S)
 
     def update_config(self, changes: dict) -> dict:
         new = config_mod.merge(self.cfg, changes)
@@ -307,7 +331,7 @@ class Service(Following, Jobs):
         return {"version": __version__, "started_at": self.started_at, "pid": os.getpid(),
                 "scan": dict(self.scan), "db": self.persist.health() if self.persist else {"ok": False},
                 "observer": w.kind if w else None, "observer_reason": w.reason if w else None,
-                "checkpoint": dict(self.checkpoint_info)}
+                "checkpoint": dict(self.checkpoint_info), "skipped_files": self.skipped.rows()}
 
     def status(self) -> dict:
         with self.registry.lock:
@@ -319,7 +343,8 @@ class Service(Following, Jobs):
                 if sess is not None and sess.snapshot is not None:
                     by_project[sess.snapshot.get("project") or sess.project_dir] = sess.session_id
             return {"sessions": snaps, "followed": followed.session_id if followed else None,
-                    "followed_by_project": by_project, "service": self.service_block()}
+                    "followed_by_project": by_project, "service": self.service_block(),
+                    "limits": self.readings.limits()}
 
     # ---- endings -------------------------------------------------------------------------------
     def _close_io(self) -> None:
@@ -338,6 +363,8 @@ class Service(Following, Jobs):
     def _shutdown(self) -> None:
         """Graceful: archive open segments ("shutdown"), final checkpoint, api.json gone."""
         log.info("shutting down")
+        self.stopping.set()  # the history scan stops at its next slice
+        self.readings.save()
         if self.api:
             self.api.remove_discovery()
         # checkpoint_now takes the checkpoint lock, then the registry's, as the scheduler's job does;

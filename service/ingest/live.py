@@ -49,12 +49,15 @@ class Ingest:
     restarted: bool = False
     went_missing: bool = False
     more: bool = False          # stopped at the byte budget: call pump again
+    skip_reason: str | None = None  # the path is there but not a file we can read (service/ingest/transcript_file.py)
 
 
 class LiveSession:
     def __init__(self, path: Path, make_engine: EngineFactory,
-                 entry_sink: Callable[["LiveSession", dict], None] | None = None) -> None:
+                 entry_sink: Callable[["LiveSession", dict], None] | None = None,
+                 max_line: int | None = None) -> None:
         self.path = Path(path)
+        self.max_line = max_line       # longest line read (None: LineSplitter's default)
         self.entry_sink = entry_sink   # other readers of the parsed entries (channels, turn records)
         self.project_dir = self.path.parent.name
         self._make_engine = make_engine
@@ -70,7 +73,7 @@ class LiveSession:
         from service.engine import LineSplitter
 
         self.engine = self._make_engine(self.path)
-        self.splitter = LineSplitter()
+        self.splitter = LineSplitter() if self.max_line is None else LineSplitter(self.max_line)
         self.profiles_archived = 0   # engine.profiles already handed to the store
 
     @property
@@ -83,15 +86,18 @@ class LiveSession:
         """Bytes fully ingested (an unfinished last line does not count)."""
         return self.tail.offset - self.splitter.pending
 
-    def pump(self, budget: int | None = None) -> Ingest:
+    def pump(self, budget: int | None = None, until: float | None = None) -> Ingest:
         """Read what was appended and ingest it. Engine defects propagate.
 
-        `budget` bounds the bytes read this call (None: to the end of the file).
+        `budget` bounds the bytes read this call, `until` (time.monotonic) its
+        time: a slow file to read (big tool results to tokenize) stops there
+        too. None: to the end of the file.
         """
         out = Ingest(self)
         while True:
             chunk = self.tail.read()
             if chunk.missing:
+                out.skip_reason = chunk.reason
                 if not self.missing:
                     self.missing = out.went_missing = True
                     self.engine.transcript_missing = True
@@ -113,7 +119,7 @@ class LiveSession:
                 out.events.extend(self.engine.drain_events())
             if not chunk.more:
                 break
-            if budget is not None and out.bytes_read >= budget:
+            if (budget is not None and out.bytes_read >= budget) or (until is not None and time.monotonic() >= until):
                 out.more = True
                 break
         if out.bytes_read or out.restarted:
@@ -179,6 +185,7 @@ class Registry:
         self.retired: set[str] = set()                     # rotated away from (a resume brings them back)
         self.changes = 0                                   # bumps on every ingest (checkpoint dirtiness)
         self.entry_sink = None
+        self.max_line: int | None = None                   # config's [transcripts] max_line_mb, in bytes
 
     # -- lookups -----------------------------------------------------------
     def by_id(self, session_id: str) -> LiveSession | None:
@@ -201,7 +208,7 @@ class Registry:
         """Start measuring `path`; with `rotate`, the project's followed session is
         returned for the caller to finish and archive (it leaves the live set)."""
         key = str(path)
-        sess = LiveSession(path, self.make_engine, self.entry_sink)
+        sess = LiveSession(path, self.make_engine, self.entry_sink, self.max_line)
         self.sessions[key] = sess
         self.retired.discard(key)
         old = None

@@ -11,7 +11,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-READ_CHUNK = 1 << 20  # at most this much per read, so a huge replay can interleave with other work
+from service.ingest.transcript_file import Skipped, open_fd
+
+READ_CHUNK = 256 << 10  # at most this much per read, so a huge replay can interleave with other work
 
 
 @dataclass
@@ -20,6 +22,7 @@ class Chunk:
     restart: bool = False   # the bytes before `offset` are stale: start over
     missing: bool = False   # the file is gone
     more: bool = False      # there is more to read right now
+    reason: str | None = None  # why it reads as missing when it is still there (a folder, a FIFO, no permission)
 
 
 class FileTail:
@@ -31,11 +34,10 @@ class FileTail:
     def read(self, limit: int = READ_CHUNK) -> Chunk:
         """The bytes appended since the last read (at most `limit`)."""
         try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except OSError:  # gone, or no longer readable: the lamp says no_transcript
-            return Chunk(b"", missing=True)
+            fd, st = open_fd(self.path)
+        except Skipped as exc:  # gone, or no longer a readable file: the lamp says no_transcript
+            return Chunk(b"", missing=True, reason=None if exc.gone else exc.reason)
         try:
-            st = os.fstat(fd)
             restart = False
             if (self.inode is not None and st.st_ino != self.inode) or st.st_size < self.offset:
                 restart = self.offset > 0 or (self.inode is not None and st.st_ino != self.inode)
@@ -44,7 +46,10 @@ class FileTail:
             want = min(limit, st.st_size - self.offset)
             if want <= 0:
                 return Chunk(b"", restart=restart)
-            data = os.pread(fd, want, self.offset)
+            try:
+                data = os.pread(fd, want, self.offset)
+            except OSError as exc:  # EIO, ESTALE: the file's mount went away
+                return Chunk(b"", missing=True, reason=f"read failed ({exc.strerror or exc})")
             self.offset += len(data)
             return Chunk(data, restart=restart, more=self.offset < st.st_size)
         finally:

@@ -33,20 +33,17 @@ class _Handler(FileSystemEventHandler):
             self.on_change(Path(path), created)
 
     def on_created(self, event: FileSystemEvent) -> None:
-        if not event.is_directory:
-            self._emit(event.src_path, True)
+        self._emit(event.src_path, True)  # a folder named like a transcript too: the service names it as skipped
 
     def on_modified(self, event: FileSystemEvent) -> None:
         if not event.is_directory:
             self._emit(event.src_path, False)
 
     def on_moved(self, event: FileSystemEvent) -> None:
-        if not event.is_directory:
-            self._emit(event.dest_path, True)
+        self._emit(event.dest_path, True)
 
     def on_deleted(self, event: FileSystemEvent) -> None:
-        if not event.is_directory:
-            self._emit(event.src_path, False)
+        self._emit(event.src_path, False)
 
 
 class Watcher:

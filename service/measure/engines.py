@@ -57,17 +57,22 @@ def new_engine(transcript: str, prices: PriceTable, config: EngineConfig | None 
 
 
 def replay_file(path: str | Path, prices: PriceTable, config: EngineConfig | None = None,
-                counter: TokenCounter | None = None, chunk_size: int = 1 << 20, full_events: bool = True):
-    """Replay a transcript from byte zero; yields replay events as they become final."""
+                counter: TokenCounter | None = None, chunk_size: int = 1 << 20, full_events: bool = True,
+                max_line: int | None = None):
+    """Replay a transcript from byte zero; yields replay events as they become final.
+
+    Read as the live service reads it (service/ingest/transcript_file.py, lines of at
+    most `max_line` bytes): transcript_file.Skipped for what is not a regular file.
+    """
     from service.engine import LineSplitter
+    from service.ingest.transcript_file import chunks
 
     engine = new_engine(str(path), prices, config, counter, full_events)
-    splitter = LineSplitter()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(chunk_size):
-            for line in splitter.feed(chunk):
-                engine.feed_line(line)
-            yield from engine.drain_events()
+    splitter = LineSplitter() if max_line is None else LineSplitter(max_line)
+    for chunk in chunks(path, chunk_size):
+        for line in splitter.feed(chunk):
+            engine.feed_line(line)
+        yield from engine.drain_events()
     # An unfinished last line is held back, as the live service holds it: replay and live agree
     # on the same bytes. The end event says how much was held.
     engine.held_back_bytes = splitter.pending

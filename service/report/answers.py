@@ -56,16 +56,24 @@ def _floor(dt: datetime, bucket: str) -> datetime:
     return dt.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def _events(channel: str) -> list[dict]:
-    """The channel's transcript events from the report's scan cache."""
+def scan_results() -> dict[str, dict]:
+    """Every transcript's scan result, from (and refreshing) the report's scan cache."""
+    from service.config import configured_max_line
     from service.report import scan
     from service.paths import app_paths, claude_projects
 
     files = scan.discover(claude_projects())
+    max_line = configured_max_line()
     with _lock:
-        cache = scan.ScanCache(app_paths().data / "cache" / "report-scan.json")
-        results = scan.scan(files, cache, workers=1)
+        cache = scan.ScanCache(app_paths().data / "cache" / "report-scan.json", max_line)
+        results = scan.scan(files, cache, workers=1, max_line=max_line)
         cache.save()
+    return results
+
+
+def _events(channel: str) -> list[dict]:
+    """The channel's transcript events from the report's scan cache."""
+    results = scan_results()
     out = []
     seen = set()
     for res in results.values():

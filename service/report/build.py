@@ -30,30 +30,35 @@ def load_prices():
 
 def compute(since: str | None = None, until: str | None = None, *, projects: str | None = None,
             lean_ctx: str | None = None, router_db: str | None = None, usage_db: str | None = None,
-            use_cache: bool = True, workers: int | None = None, progress: bool = False) -> dict:
-    """The report as a dict, for callers other than the CLI (the service's /api/v1/report).
+            use_cache: bool = True, workers: int | None = None, progress: bool = False,
+            keep: list | None = None) -> dict:
+    """The report as a dict, for callers other than the CLI (the service's /api/v1/report, the team push).
 
     A process with threads (the service) should pass workers=1: the scan's pool forks.
+    `keep` receives what the summary was built from (see build_report).
     """
     ns = argparse.Namespace(since=since, until=until, projects=projects, lean_ctx=lean_ctx, router_db=router_db,
                             usage_db=usage_db, no_cache=not use_cache)
-    return build_report(ns, workers=workers, progress=progress)
+    return build_report(ns, workers=workers, progress=progress, keep=keep, reuse_last=keep is None)
 
 
-def build_report(args, *, workers: int | None = None, progress: bool = True, keep: list | None = None) -> dict:
+def build_report(args, *, workers: int | None = None, progress: bool = True, keep: list | None = None,
+                 reuse_last: bool = True) -> dict:
     """Scan transcripts and ledgers (cached) and sum them over the period.
 
     Two caches under the data dir: per-file scan results (so only changed
     files are read again) and the last summary with the fingerprints of
     everything it was built from (so an unchanged history costs one walk).
+    `keep` receives (results, cache, tally, the summary's other inputs); a
+    caller that needs them passes reuse_last=False (the last summary has none).
     """
     from service.report.scan import collector_paused
 
     with collector_paused():  # the summary's small objects would make the collector walk every result again
-        return _build_report(args, workers, progress, keep)
+        return _build_report(args, workers, progress, keep, reuse_last)
 
 
-def _build_report(args, workers: int | None, progress: bool, keep: list | None) -> dict:
+def _build_report(args, workers: int | None, progress: bool, keep: list | None, reuse_last: bool = True) -> dict:
     import hashlib
     import os
     import threading
@@ -62,10 +67,12 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
     import orjson
 
     from service.channels import ledgers
+    from service.config import configured_max_line
     from service.paths import app_paths, claude_projects
     from service.report import scan
 
     paths = app_paths()
+    max_line = configured_max_line()
     cache_dir = paths.data / "cache"
     use_cache = not args.no_cache
     projects = Path(args.projects).expanduser() if args.projects else claude_projects()
@@ -78,11 +85,11 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
     dbs = [usage_path, *([Path(router_path).expanduser()] if router_path else [])]
     # a SQLite file in WAL mode changes its -wal file first: both are part of the fingerprint
     extra = [lean_path, *dbs, *(Path(f"{d}-wal") for d in dbs), *ledger_files, paths.prices_override]
-    key_doc = [scan.CACHE_VERSION, args.since, args.until, str(projects), sorted(fps.items()),
+    key_doc = [scan.CACHE_VERSION, max_line, args.since, args.until, str(projects), sorted(fps.items()),
                [(str(p), scan.fingerprint(str(p))) for p in extra], _prices_fingerprint()]
     key = hashlib.sha256(orjson.dumps(key_doc)).hexdigest()
     last_path = cache_dir / "report-last.json"
-    if use_cache:
+    if use_cache and reuse_last:
         try:
             last = orjson.loads(last_path.read_bytes())
             if last.get("key") == key:
@@ -90,7 +97,7 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
         except (OSError, ValueError, AttributeError):
             pass
 
-    cache = scan.ScanCache(cache_dir / "report-scan.json" if use_cache else None)
+    cache = scan.ScanCache(cache_dir / "report-scan.json" if use_cache else None, max_line)
     printer = scan.ProgressPrinter(sys.stderr) if progress else None
     from service.report.summary import build_summary, spend_tally
 
@@ -101,8 +108,10 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
         loaded[:] = [table, spend_tally(table.lookup, args.since, args.until)]
 
     # each file's calls are summed as it comes in, while the others are still being scanned
+    skipped: dict[str, str] = {}  # files that are not readable regular files: named in the data quality
     results = scan.scan(files, cache, progress=printer, fingerprints=fps, workers=workers, meanwhile=prepare,
-                        on_result=lambda path, result: loaded[1].add(path, result))
+                        on_result=lambda path, result: loaded[1].add(path, result), max_line=max_line,
+                        skipped=skipped)
     if printer:
         printer.finish()
 
@@ -136,7 +145,7 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
         ckey = "ledger:" + str(lf)
         res = cache.get(ckey, fp)
         if res is None:
-            res = ledgers.read_native_ledger(lf)
+            res = ledgers.read_native_ledger(lf, max_line)
             cache.put(ckey, fp, res)
         ledger_stats["files"] += 1
         ledger_stats["malformed"] += res["malformed"]
@@ -155,11 +164,14 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None) 
     if saver:
         saver.start()
     table, tally = loaded
+    inputs = {"external": external, "router": router, "lean_ctx_present": lean is not None,
+              "usage_db_tools": usage_tools, "notes": notes}
     if keep is not None:  # the caller frees the scan's results when it likes (a one-shot command: never)
-        keep.append((results, cache, tally))
+        keep.append((results, cache, tally, inputs))
     summary = build_summary(results, table.lookup, since=args.since, until=args.until, external=external,
                             router=router, lean_ctx_present=lean is not None, usage_db_tools=usage_tools,
                             ledger_stats=ledger_stats, source_notes=notes, tally=tally)
+    summary["data_quality"]["skipped_files"] = [{"path": p, "reason": r} for p, r in sorted(skipped.items())]
     summary["sources"] = {
         "transcripts": str(projects),
         "lean_ctx": str(lean_path) if lean is not None else None,

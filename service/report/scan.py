@@ -17,6 +17,7 @@ workers' result format change together.
 """
 from __future__ import annotations
 
+import errno
 import gc
 import os
 import time
@@ -34,8 +35,10 @@ from service.channels.meters import ChannelMeters
 from service.channels.spend import SpendCollector
 
 from service import __version__
+from service.engine.lines import DEFAULT_MAX_LINE, LineSplitter
+from service.ingest.transcript_file import Skipped
 
-CACHE_VERSION = f"5/{__version__}"  # bump the number when a meter's output changes
+CACHE_VERSION = f"6/{__version__}"  # bump the number when a meter's output changes
 # Below this much unscanned history one process is as fast: workers cost forks and pickled results,
 # and hide the tokenizer load (cold reports: 8 MB took 0.11 s either way, 16 MB 0.13 s alone, 0.12 s in two).
 POOL_MIN_BYTES = 8 * 1024 * 1024
@@ -62,6 +65,8 @@ def discover(projects_root: Path) -> list[TranscriptFile]:
         rel = dirpath[cut:].split(os.sep)
         project = rel[0]
         sub_at = rel.index("subagents") if "subagents" in rel else -1
+        if len(rel) == 1:  # a folder named like a session file: listed, so the reader names it as skipped
+            filenames = filenames + [d for d in dirnames if d.endswith(".jsonl")]
         for name in filenames:
             if not name.endswith(".jsonl"):
                 continue
@@ -106,35 +111,31 @@ class SizeMemo:
 CHUNK = 16 * 1024 * 1024
 
 
-def complete_buffers(chunks: Iterable[bytes]) -> Iterator[tuple[bytes, int, bool]]:
+def complete_buffers(chunks: Iterable[bytes], splitter: LineSplitter | None = None
+                     ) -> Iterator[tuple[bytes, int, bool]]:
     """(buffer, stop, complete): whole lines are buffer[:stop], each ending in a newline.
 
     The last piece may be an unfinished line (complete False, stop = its length).
-    A file read in one piece is never copied.
+    A file read in one piece is never copied. Lines longer than the splitter's
+    bound are left out (counted in `splitter.long_lines`).
     """
-    tail = b""
+    splitter = splitter or LineSplitter()
     for chunk in chunks:
         if not chunk:
             continue
-        data = tail + chunk if tail else chunk
-        end = data.rfind(b"\n")
-        if end < 0:
-            tail = data
-            continue
-        yield data, end + 1, True
-        tail = data[end + 1:]
+        data, stop = splitter.feed_buffer(chunk)
+        if stop:
+            yield data, stop, True
+    tail = splitter.tail
     if tail:
         yield tail, len(tail), False
 
 
 def file_chunks(path: str) -> Iterator[bytes]:
-    """A file in 16 MB pieces, so a huge transcript never sits in memory whole."""
-    with open(path, "rb") as fh:
-        while True:
-            chunk = fh.read(CHUNK)
-            if not chunk:
-                return
-            yield chunk
+    """A file in 16 MB pieces, so a huge transcript never sits in memory whole (transcript_file's rules)."""
+    from service.ingest.transcript_file import chunks
+
+    return chunks(path, CHUNK)
 
 
 # -- which lines to parse ---------------------------------------------------------------------
@@ -264,7 +265,8 @@ def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
     pending = (meters.edit.calls.pending, meters.retrieval.calls.pending)
 
     loads = orjson.loads
-    for data, stop, complete in complete_buffers(chunks):
+    splitter = LineSplitter(_max_line)
+    for data, stop, complete in complete_buffers(chunks, splitter):
         size += stop
         for start, end in wanted_lines(data, stop, complete, pending):
             try:
@@ -288,6 +290,7 @@ def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
         "session_id": session_id or tf.session_hint, "project": tf.project, "cwd": cwd, "subagent": tf.subagent,
         "events": events, "calls": list(spend.calls.values()), "cost_state": spend.cost_state,
         "malformed": malformed, "parsed": parsed, "bytes": size,
+        "long_lines": splitter.long_lines + (splitter.skipping > 0),  # an unfinished one counts: it is too long
     }
 
 
@@ -310,18 +313,23 @@ def _lazy_counter(text: str) -> int:
 
 
 _remembered: dict[str, int] = {}
+_max_line = DEFAULT_MAX_LINE
 
 
-def _init_worker(remembered: dict[str, int]) -> None:
-    global _remembered
+def _init_worker(remembered: dict[str, int], max_line: int = DEFAULT_MAX_LINE) -> None:
+    global _remembered, _max_line
     _remembered = remembered
+    _max_line = max_line
 
 
-def _scan_one(tf: TranscriptFile) -> tuple[str, dict | None, dict[str, int]]:
+def _scan_one(tf: TranscriptFile) -> tuple[str, dict | str | None, dict[str, int]]:
+    """(path, result, new sizes); the result is the reason instead when the file was skipped."""
     sizes = SizeMemo(_remembered)
     try:
         # old_strings are counted by `scan`'s collect, once per distinct text, never in a pool worker
         return tf.path, scan_chunks(file_chunks(tf.path), tf, sizes, defer_tokens=True), sizes.new
+    except Skipped as exc:
+        return tf.path, None if exc.gone else exc.reason, {}
     except OSError:
         return tf.path, None, {}
 
@@ -329,7 +337,9 @@ def _scan_one(tf: TranscriptFile) -> tuple[str, dict | None, dict[str, int]]:
 def fingerprint(path: str) -> list[int] | None:
     try:
         st = os.stat(path)
-    except OSError:
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # there, but endless: read, so that it is named as skipped
+            return [-1, 0, 0]
         return None
     return [st.st_ino, st.st_size, st.st_mtime_ns]
 
@@ -341,8 +351,10 @@ class ScanCache:
     saving is little more than a join and a write.
     """
 
-    def __init__(self, path: Path | None):
+    def __init__(self, path: Path | None, max_line: int = DEFAULT_MAX_LINE):
         self.path = Path(path) if path else None
+        # results depend on the line bound: another bound is another cache
+        self.version = CACHE_VERSION if max_line == DEFAULT_MAX_LINE else f"{CACHE_VERSION}/{max_line}"
         self.files: dict[str, dict] = {}
         self.sizes: dict[str, int] = {}
         self.dirty = False
@@ -352,7 +364,7 @@ class ScanCache:
                 doc = orjson.loads(self.path.read_bytes())
                 if isinstance(doc, dict):
                     self.sizes = doc.get("sizes") or {}   # remembered sizes outlive a format change
-                    if doc.get("version") == CACHE_VERSION:
+                    if doc.get("version") == self.version:
                         self.files = doc.get("files") or {}
             except (OSError, orjson.JSONDecodeError):
                 pass
@@ -382,7 +394,7 @@ class ScanCache:
             return
         from service.paths import write_private
         dumps = orjson.dumps
-        pieces = [b'{"version":' + dumps(CACHE_VERSION) + b',"files":{']
+        pieces = [b'{"version":' + dumps(self.version) + b',"files":{']
         for p, entry in self.files.items():
             pieces += (self._json.get(p) or dumps(p) + b":" + dumps(entry), b",")
         if self.files:
@@ -398,12 +410,15 @@ Progress = Callable[[int, int, int, int], None]  # (files done, files total, byt
 def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None = None,
          progress: Progress | None = None, fingerprints: dict[str, list[int] | None] | None = None,
          pool_min_bytes: int | None = None, meanwhile: Callable[[], None] | None = None,
-         on_result: Callable[[str, dict], None] | None = None) -> dict[str, dict]:
+         on_result: Callable[[str, dict], None] | None = None, max_line: int = DEFAULT_MAX_LINE,
+         skipped: dict[str, str] | None = None) -> dict[str, dict]:
     """Results for every file: cached where unchanged, scanned (in parallel when worth it) otherwise.
 
     `meanwhile` is work the caller needs next (loading prices, say): the parent
     does it while its workers scan, before the first result. `on_result(path,
     result)` sees each scanned file's result as it comes in (not cached ones).
+    Files that are not readable regular files (service/ingest/transcript_file.py) have
+    no result; `skipped` gets path -> why. Lines over `max_line` bytes are skipped.
     """
     results: dict[str, dict] = {}
     todo: list[tuple[TranscriptFile, list[int] | None]] = []
@@ -431,6 +446,10 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
         path, result, new_sizes = item
         done_files += 1
         done_bytes += fps[path][1]
+        if isinstance(result, str):
+            if skipped is not None:
+                skipped[path] = result
+            result = None
         if result is not None:
             settle_tokens(result["events"], _lazy_counter)
             results[path] = result
@@ -448,7 +467,7 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
     if workers > 1 and len(todo) > 1 and total_bytes >= pool_min_bytes and forked.available():
         # workers never load the tokenizer: the parent loads it once, while they scan, and counts in collect
         with collector_paused(), forked.ForkedMap(_scan_one, jobs, workers,
-                                                  init=lambda: _init_worker(cache.sizes)) as scanned:
+                                                  init=lambda: _init_worker(cache.sizes, max_line)) as scanned:
             _lazy_counter("")
             if meanwhile:
                 meanwhile()
@@ -457,7 +476,7 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
     else:
         if meanwhile:
             meanwhile()
-        _init_worker(cache.sizes)
+        _init_worker(cache.sizes, max_line)
         with collector_paused():
             for job in jobs:
                 collect(_scan_one(job))

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 from service.channels.events import LABELS
 from service.channels.ledgers import iso_ts
 from service.channels.pinch import blended_rate, cache_rate
-from service.channels.spend import KEY
+from service.report import unwritten
 from service.report.tally import SpendTally
 
 PLACEHOLDER_DEFINITION = ("a call (folded by message.id) whose kept revision reports output_tokens <= 1 "
@@ -107,26 +107,16 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
     session_tokens = tally.session_tokens
 
     # -- Claude Code's own cost-state, compared with ours for the same calls --------------------
-    sub_by_session: dict[str, list[str]] = defaultdict(list)
-    for fr in files:
-        if fr["subagent"]:
-            sub_by_session[fr["session_id"]].extend(rec[KEY] for rec in fr["calls"])
+    covered = unwritten.cost_state_rows(files, tally, period.__contains__)
     cs_rows = []
-    for fr in files:
-        cs = fr.get("cost_state")
-        if fr["subagent"] or not cs:
+    for found in covered:
+        if any(prices(m)[0] is None for m in found["models"]):
             continue
-        keys = [rec[KEY] for rec in fr["calls"][:cs["calls_before"]]]
-        if not any(tally.ts_of(k) in period for k in keys if k in tally.best):
-            continue
-        keys += sub_by_session.get(fr["session_id"], [])
-        if any(prices(m)[0] is None for m in cs.get("models") or []):
-            continue
-        ours = [tally.usd_of(k) for k in dict.fromkeys(keys)]
+        ours = [tally.usd_of(k) for k in found["keys"]]
         if any(u is None for u in ours):
             continue
-        theirs = cs["total_usd"]
-        row = {"session_id": fr["session_id"], "ours_usd": _r(sum(ours)), "claude_code_usd": _r(theirs)}
+        theirs = found["total_usd"]
+        row = {"session_id": found["session_id"], "ours_usd": _r(sum(ours)), "claude_code_usd": _r(theirs)}
         row["diff_pct"] = (round((sum(ours) - theirs) / theirs * 100, 3) or 0.0) if theirs else None
         cs_rows.append(row)
     cs_rows.sort(key=lambda r: r["session_id"])  # files arrive in pool order: the report must not depend on it
@@ -134,14 +124,19 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
     theirs_sum = sum(r["claude_code_usd"] for r in cs_rows)
     cost_state_diff = (round((ours_sum - theirs_sum) / theirs_sum * 100, 3) or 0.0) if theirs_sum else None
 
-    # -- events in the period, by channel and source ---------------------------------------------
-    events = [e for e in _distinct_events(files) if e.get("ts") in period]
-    events += [e for e in external if e.get("ts") in period]
+    events = period_events(files, external, period)
+    edit, pinch, retrieval = channel_totals(events, tally, tally.main_requests, period, router=router,
+                                            lean_ctx_present=lean_ctx_present, usage_db_tools=usage_db_tools,
+                                            notes=notes)
 
-    edit = _edit_totals(events, prices, lean_ctx_present, notes)
-    pinch = _pinch_totals(events, prices, session_tokens, tally.session_models(), tally.main_requests,
-                          router, period, notes)
-    retrieval = _retrieval_totals(events, usage_db_tools, notes)
+    # -- requests Claude Code made but did not write: measured from cost-state, else estimated --------
+    booked = unwritten.measured(covered, tally, prices, day_of)
+    with_cost_state = {fr["session_id"] for fr in files if fr.get("cost_state")}
+    guessed = unwritten.estimated([e for e in events if e["channel"] == "pinch" and e["kind"] == "compaction"
+                                   and e["source"] == "transcript" and e.get("session_id") not in with_cost_state],
+                                  prices, day_of)
+    remaining = [r["claude_code_usd"] - r["ours_usd"] - booked["by_session"].get(r["session_id"], {}).get("usd", 0.0)
+                 for r in cs_rows]
 
     malformed_transcript = sum(fr.get("malformed", 0) for fr in files)
     ledger_stats = ledger_stats or {}
@@ -161,6 +156,7 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
             "by_project": {k: _r(v) for k, v in spend["by_project"].items()},
             "by_session": {k: {**v, "usd": _r(v["usd"]), "subagents_usd": _r(v["subagents_usd"])}
                            for k, v in spend["by_session"].items()},
+            "unwritten": {"measured": booked, "estimated": guessed},
         },
         "data_quality": {
             "unpriced_models": sorted(spend["unpriced"]),
@@ -173,12 +169,35 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
             "cost_state_note": "ours = the session's calls before its last cost-state entry plus its subagents' calls; "
                                "Claude Code's totalCostUSD also includes requests it does not write as assistant "
                                "entries (compaction summaries), so ours can be lower",
+            "cost_state_remaining_usd": _r(sum(remaining)) if remaining else None,
+            "cost_state_remaining_note": "Claude Code's totalCostUSD minus ours minus the requests it did not write "
+                                         "(measured): what is left comes from its prices differing from ours",
+            "long_lines": sum(fr.get("long_lines", 0) for fr in files),
             "malformed_lines": {"transcripts": malformed_transcript,
                                 "ledgers": int(ledger_stats.get("malformed", 0))},
             "files": len(files),
             "ledger_files": int(ledger_stats.get("files", 0)),
         },
     }
+
+
+def period_events(files: list[dict], external: list[dict], period: Period) -> list[dict]:
+    """The transcript events (once each) and ledger events in the period."""
+    events = [e for e in _distinct_events(files) if e.get("ts") in period]
+    events += [e for e in external if e.get("ts") in period]
+    return events
+
+
+def channel_totals(events: list[dict], tally: SpendTally, main_requests: int, period: Period, *,
+                   router: dict | None = None, lean_ctx_present: bool = False, usage_db_tools: set[str] | None = None,
+                   notes: dict | None = None) -> tuple[dict, dict, dict]:
+    """The edit, pinch and retrieval blocks of the report for these events (the team push calls it per day)."""
+    notes = notes or {}
+    edit = _edit_totals(events, tally.prices, lean_ctx_present, notes)
+    pinch = _pinch_totals(events, tally.prices, tally.session_tokens, tally.session_models(), main_requests,
+                          router, period, notes)
+    retrieval = _retrieval_totals(events, usage_db_tools or set(), notes)
+    return edit, pinch, retrieval
 
 
 def _edit_totals(events: list[dict], prices: _Prices, lean_ctx_present: bool, notes: dict) -> dict:

@@ -144,12 +144,46 @@ class SpendTally:
         """The model of each session's latest main-chain call (by time)."""
         return {sid: latest[2] for sid, latest in self._latest_main.items()}
 
-    def spend(self) -> dict:
-        """Totals by model, day, project and session; money rounded by the caller."""
+    def _session_projects(self) -> dict[str, str]:
         # a subagent works for its parent session's project (its own cwd may be a worktree)
         # (files by path: of two main files of one session, the later one names the project)
-        session_project = {fr["session_id"]: fr.get("cwd") or fr["project"]
-                           for _, fr in sorted(self.files.items()) if not fr["subagent"]}
+        return {fr["session_id"]: fr.get("cwd") or fr["project"]
+                for _, fr in sorted(self.files.items()) if not fr["subagent"]}
+
+    def breakdown(self) -> dict[tuple[str, str, str], dict]:
+        """The spend cut by (day, model, project): calls (main-chain apart), USD of the main chain and of
+        subagents, USD priced by model family (estimated) and unpriced calls; the team push sends these.
+
+        The same kept revisions, period and project rules as `spend`, so the groups add up to its totals.
+        """
+        session_project = self._session_projects()
+        groups: dict[tuple[str, str, str], list] = {}
+        for _, path, rec, fr, usd, family in self.best.values():
+            ts = rec[TS]
+            if self.in_period is not None and not self.in_period(ts):
+                continue
+            sid = fr["session_id"]
+            side = rec[SIDE] or fr["subagent"]
+            key = (self.day_of(ts) or "unknown", rec[MODEL] or "(none)",
+                   session_project.get(sid) or fr.get("cwd") or fr["project"])
+            g = groups.get(key)
+            if g is None:  # calls, main-chain calls, unpriced calls, main USD, subagent USD, family-priced USD
+                g = groups[key] = [0, 0, 0, [], [], []]
+            g[0] += 1
+            if not side:
+                g[1] += 1
+            if usd is None:
+                g[2] += 1
+                continue
+            (g[4] if side else g[3]).append(usd)
+            if family is not None:
+                g[5].append(usd)
+        return {k: {"calls": g[0], "main_calls": g[1], "unpriced_calls": g[2], "main_usd": fsum(g[3]),
+                    "subagents_usd": fsum(g[4]), "estimated_usd": fsum(g[5])} for k, g in sorted(groups.items())}
+
+    def spend(self) -> dict:
+        """Totals by model, day, project and session; money rounded by the caller."""
+        session_project = self._session_projects()
         by_day: dict[str, list[float]] = {}
         by_model: dict[str, list[float]] = {}
         for (day, model), g in self.by_day_model.items():

@@ -1,0 +1,143 @@
+"""How every number reads on screen: money, tokens, bytes, counts, durations, dates (local time).
+
+One module so the tray, every tab and the screenshots say "$1.24", "12.3k tokens"
+or "2 h 05 min" the same way. Every function takes None (a field the service did
+not send) and answers "–". Plain Python, no Qt.
+"""
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+DASH = "–"
+
+
+def usd(v) -> str:
+    """$1,234 / $12.34 / $0.42 / $0.004: enough digits to tell small sums apart."""
+    if v is None:
+        return DASH
+    v = float(v)
+    if v == 0:
+        return "$0"
+    sign = "-" if v < 0 else ""
+    a = abs(v)
+    if a >= 100:
+        return f"{sign}${a:,.0f}"
+    if a >= 0.995:
+        return f"{sign}${a:,.2f}"
+    if a >= 0.01:
+        return f"{sign}${a:.2f}"
+    if a >= 0.0005:
+        return f"{sign}${a:.3f}"
+    return f"{sign}${a:.4f}" if a >= 0.00005 else f"{sign}<$0.0001"
+
+
+def tokens(n) -> str:
+    """850 / 12.3k / 1.24M (the word "tokens" is the caller's: labels say it once)."""
+    if n is None:
+        return DASH
+    n = float(n)
+    a = abs(n)
+    if a >= 1e6:
+        return f"{n / 1e6:.2f}M"
+    if a >= 1e4:
+        return f"{n / 1e3:.0f}k"
+    if a >= 1e3:
+        return f"{n / 1e3:.1f}k"
+    return f"{n:.0f}"
+
+
+def size(n) -> str:
+    """Bytes in decimal units: 512 B, 12.3 kB, 4.5 MB, 1.2 GB."""
+    if n is None:
+        return DASH
+    n = float(n)
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def count(n) -> str:
+    """A whole number with thousands separators."""
+    if n is None:
+        return DASH
+    return f"{int(round(float(n))):,}"
+
+
+def number(v, digits: int = 2) -> str:
+    if v is None:
+        return DASH
+    return f"{float(v):.{digits}f}"
+
+
+def percent(share, digits: int | None = None) -> str:
+    """0.37 -> "37 %", 0.004 -> "0.4 %" (a small share keeps one decimal)."""
+    if share is None:
+        return DASH
+    pct = float(share) * 100
+    if digits is None:
+        digits = 1 if 0 < abs(pct) < 10 else 0
+    return f"{pct:.{digits}f} %"
+
+
+def duration(seconds) -> str:
+    """45 s / 12 min / 2 h 05 min / 3 d 4 h."""
+    if seconds is None:
+        return DASH
+    s = int(max(0, round(float(seconds))))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        m, r = divmod(s, 60)
+        return f"{m} min" if m >= 10 or r == 0 else f"{m} min {r:02d} s"
+    if s < 86400:
+        h, r = divmod(s, 3600)
+        return f"{h} h {r // 60:02d} min"
+    d, r = divmod(s, 86400)
+    return f"{d} d {r // 3600} h"
+
+
+def parse_time(value) -> float | None:
+    """ISO-8601 (with Z or offset) or epoch seconds -> epoch seconds; None if unreadable."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        text = str(value).strip().replace("Z", "+00:00")
+        dt = datetime.fromisoformat(text)
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=timezone.utc)
+        return dt.timestamp()
+    except ValueError:
+        return None
+
+
+def when(value, now: float | None = None) -> str:
+    """A moment in local time: "14:05" today, "Mon 30 Nov 14:05" this year, else with the year."""
+    t = parse_time(value)
+    if t is None:
+        return DASH
+    local = datetime.fromtimestamp(t)
+    today = datetime.fromtimestamp(now) if now is not None else datetime.now()
+    if local.date() == today.date():
+        return f"today {local:%H:%M}"
+    if local.year == today.year:
+        return f"{local:%a} {local.day} {local:%b %H:%M}"
+    return f"{local.day} {local:%b %Y %H:%M}"
+
+
+def day(iso_day: str | None) -> str:
+    """A calendar day "2026-11-29" -> "Sun 29 Nov" (a day has no time zone to convert)."""
+    if not iso_day:
+        return DASH
+    try:
+        d = date.fromisoformat(str(iso_day)[:10])
+    except ValueError:
+        return str(iso_day)
+    return f"{d:%a} {d.day} {d:%b}"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 session', '3 sessions' (the count formatted with separators)."""
+    return f"{count(n)} {word if int(n) == 1 else (many or word + 's')}"

@@ -1,0 +1,160 @@
+"""The window's Overview: spend per day by model and by project, the dearest sessions, rent and reminders.
+
+Built from the very figures `ctxlamp report` computes: the report itself for the
+period's totals, and the report's spend tally (same scan cache, same kept call
+revisions, same prices) for the per-day splits it does not print. Days are UTC
+days, as in the report, so every sum here equals the report's.
+
+Rent comes from segment profiles (archived) and the live sessions' open
+segments. What restarting at the reminders would have saved is an estimate:
+each reminder marks a restart's worth of rent paid; restarting there would
+have cost one rebuild (R = cache-write price x the useful stock B) per
+reminder instead of the rent that accrued (docs/decisions.md, issue 17).
+"""
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+from math import fsum
+from typing import Callable, Iterable
+
+TOP_SESSIONS = 10
+
+
+def period_days(days: int, today: date | None = None) -> tuple[str, str]:
+    """(since, until) as UTC days: the last `days` days including today."""
+    if days < 1 or days > 366:
+        raise ValueError("days must be between 1 and 366")
+    today = today or datetime.now(timezone.utc).date()
+    return (today - timedelta(days=days - 1)).isoformat(), today.isoformat()
+
+
+def daily_splits(tally, since: str, until: str) -> dict:
+    """USD per (day, model) and (day, project), and each session's last call, from a fed SpendTally."""
+    from service.channels.spend import MODEL, SIDE, TS
+    from service.report.summary import Period, day_of
+
+    period = Period(since, until)
+    session_project = {fr["session_id"]: fr.get("cwd") or fr["project"]
+                       for _, fr in sorted(tally.files.items()) if not fr["subagent"]}
+    by_model: dict[str, dict[str, list[float]]] = {}
+    by_project: dict[str, dict[str, list[float]]] = {}
+    last_at: dict[str, str] = {}
+    for _total, _path, rec, fr, usd, _family in tally.best.values():
+        ts = rec[TS]
+        if usd is None or ts not in period:
+            continue
+        day = day_of(ts) or "unknown"
+        sid = fr["session_id"]
+        project = session_project.get(sid) or fr.get("cwd") or fr["project"]
+        by_model.setdefault(day, {}).setdefault(rec[MODEL] or "(none)", []).append(usd)
+        by_project.setdefault(day, {}).setdefault(project, []).append(usd)
+        if isinstance(ts, str) and not (rec[SIDE] or fr["subagent"]) and ts > last_at.get(sid, ""):
+            last_at[sid] = ts
+
+    def summed(groups: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, float]]:
+        return {d: {k: round(fsum(v), 9) for k, v in sorted(row.items())} for d, row in sorted(groups.items())}
+
+    return {"by_day_model": summed(by_model), "by_day_project": summed(by_project), "last_at": last_at}
+
+
+def _scan_tally(since: str, until: str):
+    """The report's spend tally over the period, fed from the report's scan cache."""
+    from service.report.answers import scan_results
+    from service.report.build import load_prices
+    from service.report.summary import spend_tally
+
+    results = scan_results()
+    tally = spend_tally(load_prices().lookup, since, until)
+    for path in sorted(results):
+        tally.add(path, results[path])
+    return tally
+
+
+def rent_block(segments: Iterable[dict], live: Iterable[dict], since: str, until: str,
+               restart_usd: Callable[[dict], float | None]) -> dict:
+    """Rent on dead weight over the period and the estimated saving of restarting at each reminder.
+
+    `segments` are archived profiles (counted by the day they ended), `live` the live
+    snapshots (their open segment, counted by the day of their latest entry).
+    """
+    from service.report.summary import day_of
+
+    rows = []
+    for p in segments:
+        rows.append((day_of(p.get("ended_at") or p.get("started_at")), p, p.get("rent_usd"), p.get("B")))
+    for s in live:
+        rows.append((day_of(s.get("updated_at")), s, s.get("bill_cycle_usd"), s.get("B_default")))
+    rent, rebuild, saved = [], [], []
+    laps = segs = reminded = 0
+    for day, row, usd, b in rows:
+        if day is None or not (since <= day <= until) or usd is None:
+            continue
+        segs += 1
+        rent.append(float(usd))
+        n = int(row.get("laps") or 0)
+        laps += n
+        if n <= 0:
+            continue
+        reminded += 1
+        r = restart_usd({"model": row.get("model"), "B": b})
+        if r is None:
+            continue
+        rebuild.append(n * r)
+        saved.append(max(0.0, float(usd) - n * r))
+    return {"rent_usd": round(fsum(rent), 9), "segments": segs, "reminders": laps,
+            "segments_with_reminders": reminded, "rebuild_usd": round(fsum(rebuild), 9),
+            "saved_usd": round(fsum(saved), 9)}
+
+
+def restart_pricer(lookup) -> Callable[[dict], float | None]:
+    """R = the 5-minute cache-write price of the model x B (what rebuilding the useful stock costs)."""
+    def price(row: dict) -> float | None:
+        model, b = row.get("model"), row.get("B")
+        if not model or b is None:
+            return None
+        p, _how = lookup(model)
+        return None if p is None else p.p_w5 * float(b)
+    return price
+
+
+def build(days: int, report: dict, splits: dict, rent: dict, live_ids: set[str], since: str, until: str) -> dict:
+    """The OVERVIEW document (docs/api.md) from the report, the daily splits and the rent block."""
+    spend = report.get("spend") or {}
+    quality = report.get("data_quality") or {}
+    family = quality.get("family_priced_models") or {}
+    by_model = spend.get("by_model") or {}
+    estimated = round(fsum(v for m, v in by_model.items() if m in family), 9)
+    sessions = sorted((spend.get("by_session") or {}).items(), key=lambda kv: (-kv[1]["usd"], kv[0]))
+    top = [{"session_id": sid, "project": s.get("project"), "usd": s.get("usd"),
+            "subagents_usd": s.get("subagents_usd"), "calls": s.get("calls"),
+            "last_at": splits["last_at"].get(sid), "live": sid in live_ids}
+           for sid, s in sessions[:TOP_SESSIONS]]
+    d0 = date.fromisoformat(since)
+    day_list = [(d0 + timedelta(days=i)).isoformat() for i in range(days)]
+    return {
+        "period": {"days": days, "since": since, "until": until, "timezone": "UTC"},
+        "spend": {
+            "total_usd": spend.get("total_usd", 0.0), "subagents_usd": spend.get("subagents_usd", 0.0),
+            "estimated_usd": estimated, "measured_usd": round((spend.get("total_usd") or 0.0) - estimated, 9),
+            "estimated_models": dict(family), "calls": spend.get("calls", 0),
+            "unpriced_models": quality.get("unpriced_models") or [],
+            "placeholder_output_calls": quality.get("placeholder_output_calls", 0),
+            "days": day_list, "by_model": by_model, "by_project": spend.get("by_project") or {},
+            "by_day_model": splits["by_day_model"], "by_day_project": splits["by_day_project"],
+        },
+        "sessions": top,
+        "rent": rent,
+        "channels": {name: report.get(name) or {} for name in ("edit", "pinch", "retrieval")},
+    }
+
+
+def overview(days: int, segments: list[dict], live: list[dict], today: date | None = None) -> dict:
+    """OVERVIEW for the last `days` UTC days (the service's route and the demo call this)."""
+    from service.report.answers import report
+    from service.report.build import load_prices
+
+    since, until = period_days(days, today)
+    doc = report(since, until)
+    tally = _scan_tally(since, until)
+    rent = rent_block(segments, live, since, until, restart_pricer(load_prices().lookup))
+    return build(days, doc, daily_splits(tally, since, until), rent, {s.get("session_id") for s in live}, since, until)

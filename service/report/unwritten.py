@@ -1,0 +1,130 @@
+"""Requests Claude Code made but did not write as assistant entries (compaction summaries above all).
+
+Claude Code bills them in its own totals, so ctxlamp's spend, summed from the assistant entries,
+falls short of them. Two ways to book them, always shown apart from the measured calls:
+- measured, where Claude Code's own count is known: the `modelUsage` of the session's last
+  `cost-state` entry (tokens per model, cumulative) minus the tokens of the calls the transcript
+  holds before it (its subagents' included), priced with ctxlamp's prices (Claude Code's own differ
+  for some models). Booked per session and per day (the day of the session's last call before the
+  cost-state). Never negative: a model whose difference would be negative books 0 and says so.
+- estimated, where no cost-state is written: each compaction (a `compact_boundary`) read the
+  prompt before it and wrote the summary after it; its cost lies between that prompt read
+  entirely from the cache and written entirely to it (5-minute rate), the summary
+  (`postTokens`) paid as output either way.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Callable
+
+from service.channels.spend import CR, CW1H, CW5, IN, KEY, MODEL, OUT, TS, call_cost
+
+
+MEASURED_LABEL = "requests Claude Code made but did not write"
+
+
+def base_cost(price: Any, inp: int, cw5: int, cw1h: int, cr: int, out: int) -> float:
+    """USD at the base rates: summed over many requests, the tokens say nothing of any one prompt's
+    length, so the long-context rates (per request) cannot apply to them."""
+    return inp * price.p_in + out * price.p_out + cr * price.p_r + cw5 * price.p_w5 + cw1h * price.p_w1h
+
+
+def _r(x: float) -> float:
+    return round(x, 6)
+
+
+def measured(rows: list[dict], tally, prices: Callable, day_of: Callable) -> dict:
+    """`rows`: {"session_id", "keys" (the calls the cost-state covers), "usage" (model_usage)} per session."""
+    by_session: dict[str, dict] = {}
+    by_day: dict[str, float] = defaultdict(float)
+    total = 0.0
+    for row in rows:
+        if not row["usage"]:  # a cost-state without modelUsage: nothing to measure
+            continue
+        ours: dict[str, list[int]] = defaultdict(lambda: [0] * 5)
+        last_ts = None
+        for key in row["keys"]:
+            kept = tally.best.get(key)
+            if kept is None:
+                continue
+            rec = kept[2]
+            acc = ours[rec[MODEL]]
+            for i, f in enumerate((IN, CW5, CW1H, CR, OUT)):
+                acc[i] += rec[f]
+            if rec[TS] is not None and (last_ts is None or rec[TS] > last_ts):
+                last_ts = rec[TS]
+        models, usd_sum, negative = {}, 0.0, 0.0
+        for model, theirs in row["usage"].items():
+            price, _ = prices(model)
+            if price is None:
+                continue
+            diff = [t - o for t, o in zip(theirs, ours.get(model, [0] * 5))]
+            usd = base_cost(price, *diff)
+            if usd < 0:
+                negative += usd
+                usd = 0.0
+            models[model] = {"tokens": dict(zip(("input", "cache_write_5m", "cache_write_1h", "cache_read",
+                                                 "output"), diff)), "usd": _r(usd)}
+            usd_sum += usd
+        day = day_of(last_ts) if last_ts is not None else None
+        by_session[row["session_id"]] = {"usd": _r(usd_sum), "day": day, "by_model": models,
+                                         "would_be_negative_usd": _r(negative) if negative else None}
+        if day:
+            by_day[day] += usd_sum
+        total += usd_sum
+    return {"label": "measured", "what": MEASURED_LABEL,
+            "source": "Claude Code's cost-state modelUsage minus the calls it wrote, priced with ctxlamp's prices",
+            "usd": _r(total), "by_day": {k: _r(v) for k, v in sorted(by_day.items())},
+            "by_session": dict(sorted(by_session.items()))}
+
+
+def estimated(compactions: list[dict], prices: Callable, day_of: Callable) -> dict:
+    """Compaction pinch events (sessions without a cost-state) as a range of USD."""
+    low = high = 0.0
+    by_session: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
+    by_day: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    unpriced = 0
+    for ev in compactions:
+        d = ev["data"]
+        price, _ = prices(d.get("model"))
+        if price is None:
+            unpriced += 1
+            continue
+        read, summary = int(d.get("original_tokens") or 0), int(d.get("final_tokens") or 0)
+        lo = call_cost(price, 0, 0, 0, read, summary)
+        hi = call_cost(price, 0, read, 0, 0, summary)
+        low, high = low + lo, high + hi
+        s = by_session[ev.get("session_id") or "?"]
+        s[0], s[1], s[2] = s[0] + lo, s[1] + hi, s[2] + 1
+        day = day_of(ev.get("ts"))
+        if day:
+            by_day[day][0] += lo
+            by_day[day][1] += hi
+    return {"label": "estimated", "what": "compactions in sessions without a cost-state",
+            "source": "compact_boundary: the prompt it read (preTokens) all cache-read .. all cache-write (5m), "
+                      "the summary (postTokens) as output",
+            "low_usd": _r(low), "high_usd": _r(high), "compactions": sum(int(v[2]) for v in by_session.values()),
+            "unpriced_compactions": unpriced,
+            "by_day": {k: {"low_usd": _r(v[0]), "high_usd": _r(v[1])} for k, v in sorted(by_day.items())},
+            "by_session": {k: {"low_usd": _r(v[0]), "high_usd": _r(v[1]), "compactions": int(v[2])}
+                           for k, v in sorted(by_session.items())}}
+
+
+def cost_state_rows(files: list[dict], tally, in_period: Callable) -> list[dict]:
+    """Per main file with a cost-state in the period: its session, the calls the cost-state covers (its
+    subagents' included, once each), Claude Code's usage per model, its models and total."""
+    sub_keys: dict[str, list[str]] = defaultdict(list)
+    for fr in files:
+        if fr["subagent"]:
+            sub_keys[fr["session_id"]].extend(rec[KEY] for rec in fr["calls"])
+    rows = []
+    for fr in files:
+        cs = fr.get("cost_state")
+        if fr["subagent"] or not cs:
+            continue
+        keys = [rec[KEY] for rec in fr["calls"][:cs["calls_before"]]]
+        if not any(in_period(tally.ts_of(k)) for k in keys if k in tally.best):
+            continue
+        rows.append({"session_id": fr["session_id"], "keys": list(dict.fromkeys(keys + sub_keys[fr["session_id"]])),
+                     "usage": cs.get("usage") or {}, "models": cs.get("models") or [], "total_usd": cs["total_usd"]})
+    return rows

@@ -1,0 +1,163 @@
+"""The status line's text, from plain facts (pure: no I/O; the clock is an argument).
+
+Facts: `session` (the service's compact view of the session: lamp, dhat, bill_cycle_usd,
+cache) or None, `service` ("up", "down", "busy"), `limits` (window -> {used_percentage,
+resets_at epoch s}), `turn` (the last turn's share of the 5-hour window) or None,
+`cache_expires_at` (epoch s) and `context_pct`. The template picks and orders the parts:
+pieces separated by `|`, each holding `{part}` placeholders and literal text; a piece whose
+parts are all empty is left out, the rest are joined with " · ".
+"""
+
+import time
+
+PARTS = ("lamp", "position", "rent", "limits", "turn", "cache", "context")
+DEFAULT_FORMAT = "{lamp} {position} | rent {rent} | {limits} | {turn} | {cache}"
+GLYPH = {"green": "●", "amber": "●", "red": "●", "white": "○", "grey": "◌"}
+_SGR = {"green": "32", "amber": "33", "red": "31", "white": "97", "grey": "90"}
+SEP = " · "
+
+
+def placeholders(template: str) -> list[str]:
+    """The `{name}` placeholders of a template, in order; ValueError on an unclosed brace."""
+    names, i = [], 0
+    while True:
+        start = template.find("{", i)
+        if start < 0:
+            break
+        end = template.find("}", start)
+        if end < 0:
+            raise ValueError("unclosed { in the status-line format")
+        names.append(template[start + 1:end])
+        i = end + 1
+    return names
+
+
+def check_format(template: str) -> str:
+    """The template, or ValueError naming what is wrong (the config's validator calls this)."""
+    unknown = [n for n in placeholders(template) if n not in PARTS]
+    if unknown:
+        raise ValueError(f"unknown status-line part(s) {', '.join(map(repr, unknown))}; known: {', '.join(PARTS)}")
+    return template
+
+
+def paint(text: str, colour: str | None, color: bool) -> str:
+    return f"\033[{_SGR[colour]}m{text}\033[0m" if color and colour in _SGR and text else text
+
+
+def _usd(v: float) -> str:
+    if v >= 100:
+        return f"${v:,.0f}"
+    if v >= 1:
+        return f"${v:.2f}"
+    return f"${v:.3f}" if v >= 0.01 else f"${v:.4f}"
+
+
+def _clock(epoch: float, now: float) -> str:
+    """A reset time as the user reads it: 17:00 today, else the weekday too."""
+    t = time.localtime(epoch)
+    if epoch - now < 20 * 3600:
+        return time.strftime("%H:%M", t)
+    return time.strftime("%a %H:%M", t)
+
+
+def _pct_colour(pct: float) -> str | None:
+    return "red" if pct >= 95 else "amber" if pct >= 80 else None
+
+
+def lamp_part(f: dict, color: bool) -> str:
+    s = f.get("session")
+    if s is None:
+        word = {"down": "ctxlamp off", "busy": "ctxlamp busy"}.get(f.get("service"), "ctxlamp: not measured yet")
+        return paint(f"{GLYPH['grey']} {word}", "grey", color)
+    lamp = s.get("lamp") or {}
+    colour = lamp.get("colour") if lamp.get("colour") in GLYPH else "white"
+    return paint(f"{GLYPH[colour]} {colour}", colour, color)
+
+
+def position_part(f: dict, color: bool) -> str:
+    s = f.get("session") or {}
+    state = (s.get("lamp") or {}).get("state")
+    if state == "critical":
+        return paint("restart pays", "red", color)
+    dhat = s.get("dhat")
+    if isinstance(dhat, (int, float)) and state in ("good", "warning"):
+        n = int(-(-abs(dhat) // 1))  # whole calls, rounded up
+        if dhat >= 0:
+            return f"{n} call{'s' if n != 1 else ''} to sweet spot"
+        return f"{n} call{'s' if n != 1 else ''} past sweet spot"
+    return {"warming": "warming up", "insufficient_data": "measuring", "no_transcript": "no transcript"}.get(state, "")
+
+
+def rent_part(f: dict, color: bool) -> str:
+    rent = (f.get("session") or {}).get("bill_cycle_usd")
+    return _usd(rent) if isinstance(rent, (int, float)) and rent > 0 else ""
+
+
+def limits_part(f: dict, color: bool, now: float) -> str:
+    limits = f.get("limits") or {}
+    out = []
+    for name, label in (("five_hour", "5h"), ("seven_day", "week"), ("spend_limit", "spend")):
+        w = limits.get(name)
+        if not isinstance(w, dict) or not isinstance(w.get("used_percentage"), (int, float)):
+            continue
+        pct = float(w["used_percentage"])
+        text = paint(f"{label} {pct:.0f}%", _pct_colour(pct), color)
+        resets = w.get("resets_at")
+        if isinstance(resets, (int, float)) and resets > now:
+            text += f" resets {_clock(resets, now)}"
+        out.append(text)
+    return SEP.join(out)
+
+
+def turn_part(f: dict, color: bool) -> str:
+    turn = f.get("turn")
+    if not isinstance(turn, dict) or not isinstance(turn.get("delta_pct"), (int, float)):
+        return ""
+    bound = "≤" if turn.get("label") == "upper bound" else ""
+    return f"last turn {bound}{turn['delta_pct']:.1f}% of 5h"
+
+
+def cache_part(f: dict, color: bool, now: float) -> str:
+    expires = f.get("cache_expires_at")
+    if not isinstance(expires, (int, float)):
+        return ""
+    left = int(expires - now)
+    if left <= 0:
+        return paint("cache cold", "amber", color)
+    return f"cache {left // 60}:{left % 60:02d}"
+
+
+def context_part(f: dict, color: bool) -> str:
+    pct = f.get("context_pct")
+    return f"ctx {pct:.0f}%" if isinstance(pct, (int, float)) else ""
+
+
+def parts(facts: dict, color: bool, now: float) -> dict[str, str]:
+    return {"lamp": lamp_part(facts, color), "position": position_part(facts, color),
+            "rent": rent_part(facts, color), "limits": limits_part(facts, color, now),
+            "turn": turn_part(facts, color), "cache": cache_part(facts, color, now),
+            "context": context_part(facts, color)}
+
+
+def render(facts: dict, template: str = DEFAULT_FORMAT, color: bool = True, now: float | None = None) -> str:
+    """One line: the template's pieces with their parts filled in; empty pieces left out."""
+    now = time.time() if now is None else now
+    try:
+        names = placeholders(template)
+    except ValueError:
+        template, names = DEFAULT_FORMAT, placeholders(DEFAULT_FORMAT)
+    if any(n not in PARTS for n in names):
+        template = DEFAULT_FORMAT
+    values = parts(facts, color, now)
+    pieces = []
+    for piece in template.split("|"):
+        used = placeholders(piece)
+        if used and not any(values[n] for n in used):
+            continue
+        text = piece
+        for n in used:
+            text = text.replace("{" + n + "}", values[n], 1) if "{" + n + "}" in text else text
+        text = " ".join(text.split())  # an empty part leaves no double space
+        if text:
+            pieces.append(text)
+    return SEP.join(pieces)

@@ -1,0 +1,85 @@
+"""The service's side of the status line: POST /api/v1/statusline and GET /api/v1/limits.
+
+The POST keeps what Claude Code told the command (through the same field filter the command
+used) and answers with what the line needs: the session's lamp, the last turn's share of the
+5-hour window, the limits last seen and the format template. It runs on the API thread and
+only reads the registry under its lock: the main loop is never waited on.
+"""
+from __future__ import annotations
+
+import threading
+
+from service.statusline.reading import parse, to_epoch
+
+SESSION_FIELDS = ("session_id", "lamp", "dhat", "x", "xSweet", "bill_cycle_usd", "laps", "calls", "turns", "segment")
+
+
+def answer(service, body: dict) -> dict:
+    reading = parse(body)
+    sid = reading.get("session_id")
+    snap = None
+    if sid and service.registry is not None:
+        with service.registry.lock:
+            sess = service.registry.by_id(sid)
+            snap = sess.snapshot if sess is not None else None
+    book = service.readings
+    if book.record(sid, reading, (snap or {}).get("turns"), (snap or {}).get("calls")):
+        # the event's pct_per_usd sums every session's turns: not on the status line's clock
+        threading.Thread(target=lambda: service.hub.publish("limits", book.limits()), name="limits-event",
+                         daemon=True).start()
+    turns = book.turn_costs(sid) if sid else []
+    cfg = service.cfg.get("statusline") or {}
+    return {
+        "known": snap is not None,
+        "session": {k: snap.get(k) for k in SESSION_FIELDS} if snap else None,
+        "limits": book.limits(epoch=True),
+        "turn": turns[-1] if turns else None,
+        "cache_expires_at": to_epoch(((snap or {}).get("cache") or {}).get("expires_at")),
+        "format": cfg.get("format"),
+    }
+
+
+def limits_view(service, session_id: str | None) -> dict:
+    """GET /api/v1/limits: the latest limits, the account's readings and, with ?session=, that session's
+    readings and per-turn costs."""
+    from service.statusline.book import iso
+
+    book = service.readings
+
+    def dated(points):
+        return [{**p, "at": iso(p["at"])} for p in points]
+
+    out = {"limits": book.limits(), "account": dated(book.account_readings())}
+    if session_id:
+        out["session"] = {"session_id": session_id, "readings": dated(book.session_readings(session_id)),
+                          "turns": book.turn_costs(session_id)}
+    return out
+
+
+def book_unwritten(doc: dict, book, whole_history: bool) -> dict:
+    """Add to a report what Claude Code's status line says it spent beyond the written calls, for sessions
+    with no cost-state yet (those have the measured booking). Its figure is cumulative for the session and
+    priced with Claude Code's own prices, so it is used only over the whole history, and labelled so."""
+    spend = doc.get("spend") or {}
+    unwritten = spend.get("unwritten")
+    if not isinstance(unwritten, dict):
+        return doc
+    known = set((unwritten.get("measured") or {}).get("by_session") or {})
+    known |= {r.get("session_id") for r in (doc.get("data_quality") or {}).get("cost_state_sessions") or []}
+    rows, total = {}, 0.0
+    for sid, ours in (spend.get("by_session") or {}).items() if whole_history else ():
+        if sid in known:
+            continue
+        costs = [p["cost_usd"] for p in book.session_readings(sid) if "cost_usd" in p]
+        if not costs:
+            continue
+        diff = costs[-1] - float(ours.get("usd") or 0.0)
+        rows[sid] = {"usd": round(max(0.0, diff), 6), "claude_code_usd": costs[-1],
+                     "would_be_negative_usd": round(diff, 6) if diff < 0 else None}
+        total += max(0.0, diff)
+    unwritten["statusline"] = {
+        "label": "measured", "what": "requests Claude Code made but did not write",
+        "source": "the status line's cost.total_cost_usd minus the written calls, for sessions without a cost-state "
+                  "(Claude Code's prices, whole history only)",
+        "usd": round(total, 6), "by_session": rows}
+    return doc

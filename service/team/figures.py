@@ -1,0 +1,162 @@
+"""What a member shares: its local figures as team rows (the same figures `ctxlamp report` computes).
+
+The spend, pinch, edit and retrieval figures come from the report's own scan
+and summing code (commands/report.py, channels/summary.py and tally.py), cut
+by day (and model and project for spend); rent, reminders and segment
+profiles come from the local database the service writes. Rows carry numbers,
+model names, days and project labels (settings.project_label): never prompts,
+paths, transcript text or session ids (those are keyed hashes too).
+
+Rows: (kind, key) -> payload, kind "day" (day, model, project), "channel"
+(day) or "segment" (session hash, segment).
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from math import fsum
+
+from service.team.settings import TeamSettings
+
+UNKNOWN_DAY = "1970-01-01"  # calls or events without a readable time (the team tables key on a date)
+RESTART_REASONS = ("compact", "rotation")  # a segment that ended this way was restarted (not a shutdown)
+DAY_SUMS = ("main_usd", "subagents_usd", "estimated_usd", "calls", "main_calls", "unpriced_calls", "rent_usd",
+            "reminders", "restarts_after_reminder")
+CHANNEL_FIELDS = {  # team column -> (report block, field)
+    "pinch_events": ("pinch", "events"),
+    "pinch_requests": ("pinch", "requests"),
+    "pinch_pinched_requests": ("pinch", "pinched_requests"),
+    "pinch_tokens_saved": ("pinch", "tokens_saved_total"),
+    "pinch_saved_usd": ("pinch", "saved_usd"),
+    "edit_str_replace_calls": ("edit", "str_replace_calls"),
+    "edit_str_replace_old_string_tokens": ("edit", "str_replace_old_string_tokens"),
+    "edit_str_replace_old_string_usd": ("edit", "str_replace_old_string_usd"),
+    "edit_str_replace_misses": ("edit", "str_replace_misses.total"),
+    "edit_anchored_calls": ("edit", "anchored_calls"),
+    "edit_anchored_avoided_output_tokens": ("edit", "anchored_avoided_output_tokens"),
+    "retrieval_calls": ("retrieval", "calls"),
+    "retrieval_bytes_served": ("retrieval", "bytes_served"),
+    "retrieval_bytes_saved": ("retrieval", "bytes_saved"),
+}
+SEGMENT_FIELDS = ("end_reason", "calls", "turns", "B", "L_peak", "g", "br", "mf", "bill_in_usd", "bill_out_usd",
+                  "rent_usd", "laps", "duration_s")
+
+
+def row_key(*parts) -> str:
+    return json.dumps(list(parts), separators=(",", ":"), ensure_ascii=False)
+
+
+def _day(day: str | None) -> str:
+    return day if day and day != "unknown" else UNKNOWN_DAY
+
+
+def _money(x: float) -> float:
+    return round(float(x), 9)
+
+
+def _field(block: dict, dotted: str):
+    for part in dotted.split("."):
+        block = block[part]
+    return block
+
+
+def report_parts(*, workers: int | None = None) -> tuple[dict, dict, object, dict]:
+    """(summary, scan results, spend tally, the summary's other inputs) of a report over all days."""
+    from service.report.build import compute
+
+    kept: list = []
+    summary = compute(workers=workers, progress=False, keep=kept)
+    results, _cache, tally, inputs = kept[-1]
+    return summary, results, tally, inputs
+
+
+def channel_days(results: dict, tally, inputs: dict, breakdown: dict) -> dict[str, dict]:
+    """Day -> the report's edit, pinch and retrieval figures over that day (channel_totals, per day)."""
+    from service.report.summary import Period, channel_totals, day_of, period_events
+
+    files = [results[p] for p in sorted(results)]
+    by_day: dict[str | None, list] = defaultdict(list)
+    for e in period_events(files, inputs["external"], Period()):
+        by_day[day_of(e.get("ts"))].append(e)
+    main_calls: dict[str, int] = defaultdict(int)
+    for (day, _model, _project), g in breakdown.items():
+        main_calls[day] += g["main_calls"]
+    router = inputs.get("router")
+    days = set(by_day) | {d for d in main_calls if d != "unknown"}
+    days |= {day_of(r[0]) for r in (router or {}).get("requests", [])}
+    out = {}
+    for day in sorted(days, key=lambda d: d or ""):
+        known = day is not None
+        edit, pinch, retrieval = channel_totals(
+            by_day.get(day, []), tally, main_calls.get(day if known else "unknown", 0),
+            Period(day, day) if known else Period(), router=router if known else None,
+            lean_ctx_present=inputs.get("lean_ctx_present", False), usage_db_tools=inputs.get("usage_db_tools"),
+            notes=inputs.get("notes"))
+        out[_day(day)] = {"edit": edit, "pinch": pinch, "retrieval": retrieval}
+    return out
+
+
+def local_rows(settings: TeamSettings, store, *, workers: int | None = None) -> dict[tuple[str, str], dict]:
+    """Every row this member shares, computed now from the transcripts, ledgers and the local database."""
+    _summary, results, tally, inputs = report_parts(workers=workers)
+    breakdown = tally.breakdown()
+    rows: dict[tuple[str, str], dict] = {}
+
+    day_acc: dict[tuple[str, str, str], dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for (day, model, project), g in breakdown.items():
+        acc = day_acc[(_day(day), model, settings.project_label(project))]
+        for k in ("main_usd", "subagents_usd", "estimated_usd", "calls", "main_calls", "unpriced_calls"):
+            acc[k].append(g[k])
+    _add_store_figures(settings, store, day_acc, rows)
+    for (day, model, project), acc in day_acc.items():
+        payload = {"day": day, "model": model, "project": project}
+        for k in DAY_SUMS:
+            vals = acc.get(k, [])
+            payload[k] = _money(fsum(vals)) if k.endswith("_usd") else int(sum(vals))
+        rows[("day", row_key(day, model, project))] = payload
+
+    for day, blocks in channel_days(results, tally, inputs, breakdown).items():
+        payload = {col: _field(blocks[block], field) for col, (block, field) in CHANNEL_FIELDS.items()}
+        if not any(payload.values()):
+            continue
+        payload = {k: _money(v) if k.endswith("_usd") else int(v) for k, v in payload.items()}
+        rows[("channel", row_key(day))] = {"day": day, **payload}
+    return rows
+
+
+def _add_store_figures(settings: TeamSettings, store, day_acc: dict, rows: dict) -> None:
+    """Rent, reminders and restarts after a reminder (day rows) and segment profiles, from the local database."""
+    if store is None:
+        return
+    profiles = store.segments(limit=10 ** 9) or []
+    reminders = store.reminders() or []
+    projects: dict[str, str] = {}
+
+    def label(sid: str) -> str:
+        if sid not in projects:
+            projects[sid] = settings.project_label((store.session(sid) or {}).get("project"))
+        return projects[sid]
+
+    reminded: dict[tuple[str, int], int] = defaultdict(int)
+    for r in reminders:
+        reminded[(r["session_id"], int(r["segment"]))] += 1
+    profile_of = {(p["session_id"], int(p["segment"])): p for p in profiles}
+    for r in reminders:
+        p = profile_of.get((r["session_id"], int(r["segment"])))
+        model = (p or {}).get("model") or (store.session(r["session_id"]) or {}).get("model") or "(none)"
+        day_acc[(_day((r.get("at") or "")[:10]), model, label(r["session_id"]))]["reminders"].append(1)
+    for p in profiles:
+        sid, seg = p["session_id"], int(p["segment"])
+        day = _day((p.get("ended_at") or p.get("archived_at") or "")[:10])
+        model = p.get("model") or "(none)"
+        project = label(sid)
+        acc = day_acc[(day, model, project)]
+        acc["rent_usd"].append(float(p.get("rent_usd") or 0.0))
+        restarted = p.get("end_reason") in RESTART_REASONS and reminded.get((sid, seg), 0) > 0
+        acc["restarts_after_reminder"].append(1 if restarted else 0)
+        session = settings.hashed(sid)
+        payload = {"session": session, "segment": seg, "day": day, "model": model, "project": project,
+                   "reminders": reminded.get((sid, seg), 0)}
+        for k in SEGMENT_FIELDS:
+            payload[k.lower()] = p.get(k)
+        rows[("segment", row_key(session, seg))] = payload

@@ -1,0 +1,18 @@
+"""Numbered migrations of the team schema (`ctxlamp_team` on the team's PostgreSQL server).
+
+Applied by the models' runner (service/store/team.py: the same as the local database's:
+one transaction per step with the version bump, re-runs skip what is applied),
+with the schema first on the search path so its version table lives there too.
+"""
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+MIGRATIONS: tuple[str, ...] = (
+    "0001_figures",
+)
+
+
+def steps() -> list[tuple[int, ModuleType]]:
+    return [(int(name[:4]), importlib.import_module(f"{__name__}.{name}")) for name in MIGRATIONS]

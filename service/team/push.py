@@ -1,0 +1,159 @@
+"""`team push`: stage this member's rows in the outbox, then send what the server has not confirmed.
+
+Each chunk of rows is one server transaction of idempotent upserts on the
+natural keys (an unchanged row is not even rewritten); the outbox marks a
+chunk confirmed only after the server committed it. Row-level security
+decides who may write: a role pushing as another member is refused (Refused).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from service.team import figures, outbox
+from service.team.server import SCHEMA, Refused, TeamError, transaction, where
+from service.team.settings import TeamSettings
+
+CHUNK = 2000  # rows per server transaction
+
+# kind -> (table, natural-key columns after `member`, value columns)
+TABLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "day": ("day_figures", ("day", "model", "project"), figures.DAY_SUMS),
+    "channel": ("channel_day", ("day",), tuple(figures.CHANNEL_FIELDS)),
+    "segment": ("segment", ("session", "segment"),
+                ("day", "model", "project", *(f.lower() for f in figures.SEGMENT_FIELDS), "reminders")),
+}
+
+
+@dataclass
+class PushResult:
+    sent: int      # rows the server took in this push
+    waiting: int   # rows still in the outbox (0 when all is pushed)
+    rows: int      # rows this member shares in all
+
+
+def team_key(settings: TeamSettings) -> str:
+    """The project-hash key: the local setting, else the team's (kept on the server by `team init`)."""
+    if settings.key:
+        return settings.key
+    with transaction(settings.url) as cur:
+        cur.execute(f"SELECT value FROM {SCHEMA}.settings WHERE name = 'project_key'")
+        row = cur.fetchone()
+    if not row:
+        raise TeamError("the team database has no project key: run `ctxlamp team init` on it")
+    return row[0]
+
+
+def stage(settings: TeamSettings, store, *, workers: int | None = None) -> int:
+    """Compute this member's rows now and bring the outbox up to date; returns how many rows are shared."""
+    current = figures.local_rows(settings, store, workers=workers)
+    stored = _outbox(settings, store)
+    put = outbox.changes(current, stored)
+    if put and not store.team_outbox_write(settings.member, put=put):
+        raise TeamError("the local database cannot be written; the figures will be staged on the next push")
+    return len(current)
+
+
+def _outbox(settings: TeamSettings, store) -> list[dict]:
+    stored = store.team_outbox(settings.member)
+    if stored is None:
+        raise TeamError("the local database cannot be read (the outbox is there)")
+    return stored
+
+
+def send(settings: TeamSettings, store) -> tuple[int, int]:
+    """Send the pending rows chunk by chunk; returns (sent, still waiting). Raises Unreachable/Refused."""
+    todo = outbox.pending(_outbox(settings, store))
+    if not todo:  # nothing to send: still say whether the server is there
+        with transaction(settings.url) as cur:
+            cur.execute("SELECT 1")
+        return 0, 0
+    sent = 0
+    for i in range(0, len(todo), CHUNK):
+        chunk = todo[i:i + CHUNK]
+        with transaction(settings.url) as cur:
+            for kind, (table, keys, values) in TABLES.items():
+                rows = [r for r in chunk if r["kind"] == kind]
+                _upsert(cur, settings.member, table, keys, values, [r["payload"] for r in rows if r["payload"]])
+                _delete(cur, settings.member, table, keys, [json.loads(r["key"]) for r in rows if not r["payload"]])
+        confirm = [[r["kind"], r["key"], r["digest"]] for r in chunk if r["payload"]]
+        drop = [[r["kind"], r["key"]] for r in chunk if not r["payload"]]
+        if not store.team_outbox_write(settings.member, confirm=confirm, drop=drop):
+            break  # the server has them; the next push sends them again, harmlessly
+        sent += len(chunk)
+    return sent, len(todo) - sent
+
+
+def _upsert(cur, member: str, table: str, keys: tuple, values: tuple, payloads: list[dict]) -> None:
+    if not payloads:
+        return
+    from psycopg2.extras import execute_values
+
+    cols = ("member", *keys, *values)
+    t = f"{SCHEMA}.{table}"
+    sets = ", ".join(f"{c} = EXCLUDED.{c}" for c in values)
+    changed = f"({', '.join(f'{table}.{c}' for c in values)}) IS DISTINCT FROM " \
+              f"({', '.join(f'EXCLUDED.{c}' for c in values)})"
+    execute_values(
+        cur,
+        f"INSERT INTO {t} ({', '.join(cols)}) VALUES %s ON CONFLICT (member, {', '.join(keys)}) "
+        f"DO UPDATE SET {sets}, pushed_at = now() WHERE {changed}",
+        [(member, *(p[c] for c in keys), *(p[c] for c in values)) for p in payloads], page_size=500)
+
+
+def _delete(cur, member: str, table: str, keys: tuple, key_lists: list[list]) -> None:
+    where = " AND ".join(f"{k} = %s" for k in keys)
+    for key in key_lists:
+        cur.execute(f"DELETE FROM {SCHEMA}.{table} WHERE member = %s AND {where}", (member, *key))
+
+
+def failure(exc: TeamError, settings: TeamSettings, store) -> dict:
+    """A failed push as data (see `outcome`), saying what waits and, when refused, who the URL writes as."""
+    left = waiting(settings, store)
+    hint = ""
+    if isinstance(exc, Refused):
+        owner = writes_as(settings.url)
+        if owner and owner != settings.member:
+            hint = f" (this URL writes as {owner!r}, not {settings.member!r})"
+    return {"ok": False, "exit_code": exc.exit_code, "sent": 0, "waiting": left, "rows": None,
+            "message": f"{exc}{hint}; nothing lost: {left} rows wait in the local outbox "
+                       "and the figures are computed again on the next push"}
+
+
+def outcome(settings: TeamSettings, store, *, workers: int | None = None) -> dict:
+    """One push as data: ok, exit_code (0, 1, 3 unreachable, 4 refused), sent, waiting, rows, a one-line message."""
+    try:
+        result = push(settings, store, workers=workers)
+    except TeamError as exc:
+        return failure(exc, settings, store)
+    state = "all pushed" if not result.waiting else f"{result.waiting} rows wait in the local outbox"
+    return {"ok": not result.waiting, "exit_code": 0 if not result.waiting else 1, "sent": result.sent,
+            "waiting": result.waiting, "rows": result.rows,
+            "message": f"team push as {settings.member} to {where(settings.url)}: {result.sent} rows sent, "
+                       f"{result.rows} shared in all; {state}"}
+
+
+def push(settings: TeamSettings, store, *, workers: int | None = None) -> PushResult:
+    """Stage, then send. The outbox keeps whatever did not reach the server (Unreachable/Refused raised)."""
+    if not settings.url:
+        raise TeamError("no team configured: set [team] url in config.toml or pass --url")
+    settings = settings.with_key(team_key(settings))
+    rows = stage(settings, store, workers=workers)
+    sent, waiting = send(settings, store)
+    return PushResult(sent, waiting, rows)
+
+
+def writes_as(url: str) -> str | None:
+    """The member a URL's role may write as (None when it cannot be asked)."""
+    try:
+        with transaction(url) as cur:
+            cur.execute(f"SELECT {SCHEMA}.current_member()")
+            return cur.fetchone()[0]
+    except TeamError:
+        return None
+
+
+def waiting(settings: TeamSettings, store) -> int:
+    """Rows of this member the server has not confirmed (for messages after a failure)."""
+    stored = store.team_outbox(settings.member)
+    return len(outbox.pending(stored)) if stored is not None else 0

@@ -1,0 +1,68 @@
+"""The `[team]` settings as a command or the service uses them: config, then flags.
+
+Project names leave the machine as `projects` says: a keyed hash (default), the
+folder's name, or nothing. The key is the team's (`team init` makes one and
+keeps it on the server, so every member's hash of a project agrees); a local
+`[team] key` overrides it; the first push keeps the server's key in the local
+config so figures can be computed while the server is away.
+"""
+from __future__ import annotations
+
+import getpass
+import hashlib
+import hmac
+import socket
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from service.config import parse_duration
+
+NO_PROJECT = ""
+
+
+def default_member() -> str:
+    try:
+        user = getpass.getuser()
+    except Exception:  # noqa: BLE001 - no user name (containers): still a stable default
+        user = "user"
+    return f"{user}@{socket.gethostname()}"
+
+
+@dataclass(frozen=True)
+class TeamSettings:
+    url: str
+    member: str
+    projects: str = "hash"
+    push_every_s: float = 600.0
+    key: str = ""
+
+    def project_label(self, project: str | None) -> str:
+        """What the team sees of a project (a cwd path): its keyed hash, its folder name, or nothing."""
+        if not project or self.projects == "none":
+            return NO_PROJECT
+        if self.projects == "name":
+            return PurePath(project.rstrip("/\\") or "/").name or NO_PROJECT
+        return self.hashed(project)
+
+    def hashed(self, text: str) -> str:
+        """16 hex digits of HMAC-SHA256 under the team key."""
+        return hmac.new(self.key.encode(), text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:16]
+
+    def with_key(self, key: str) -> "TeamSettings":
+        return TeamSettings(self.url, self.member, self.projects, self.push_every_s, key)
+
+
+def resolve(cfg: dict, url: str | None = None, member: str | None = None) -> TeamSettings:
+    """The team settings from the config's `[team]` with the command's --url/--member applied."""
+    team = (cfg or {}).get("team") or {}
+    return TeamSettings(
+        url=(url or team.get("url") or "").strip(),
+        member=(member or team.get("member") or "").strip() or default_member(),
+        projects=team.get("projects") or "hash",
+        push_every_s=parse_duration(team.get("push_every") or "10m"),
+        key=team.get("key") or "",
+    )
+
+
+def configured(cfg: dict) -> bool:
+    return bool(((cfg or {}).get("team") or {}).get("url"))
