@@ -164,6 +164,10 @@ def draw_stock(plot: pg.PlotWidget, view: SeriesView) -> None:
               name="read back from cache")
     plot.plot(view.calls, view.B, pen=pg.mkPen(theme.SERIES[2], width=2), name="useful part")
     _marks(plot, view, labels=True)
+    for call in view.rewind_calls:  # the conversation went back: what it left behind left B
+        plot.addItem(pg.InfiniteLine(pos=call, angle=90, pen=pg.mkPen(theme.SERIES[3], width=1.5,
+                                                                      style=Qt.DashDotLine), label="rewind",
+                                     labelOpts={"position": 0.88, "color": theme.SERIES[3]}))
     plot.enableAutoRange()
 
 

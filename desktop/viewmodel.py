@@ -253,6 +253,7 @@ class SeriesView:
     rent: list[float] = field(default_factory=list)
     reminder_calls: list[tuple[float, int]] = field(default_factory=list)  # (call, lap)
     reset_calls: list[float] = field(default_factory=list)
+    rewind_calls: list[float] = field(default_factory=list)  # between call n and n+1: drawn at n + 0.5
 
 
 def _num(v) -> float:
@@ -272,6 +273,7 @@ def series_view(series: dict | None) -> SeriesView:
     )
     v.reminder_calls = [(float(r.get("call", 0)), int(r.get("lap") or 0)) for r in series.get("reminders") or []]
     v.reset_calls = [float(r.get("call", 0)) for r in series.get("resets") or []]
+    v.rewind_calls = [float(r.get("call", 0)) + 0.5 for r in series.get("rewinds") or []]
     return v
 
 

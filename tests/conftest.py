@@ -13,6 +13,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # Transcripts the real Claude Code CLI wrote through tests/fakeapi (tests/fakeapi/make_fixtures.py).
 FIXTURES = ROOT / "tests" / "fixtures"
 CC = FIXTURES / "claude-code-2.1.328"
+# Sessions the real CLI wrote while a user rewound them (tests/fakeapi/make_rewind_fixtures.py): their own
+# golden tests (tests/test_rewind_fixtures.py), not part of the scenario corpus the counts above sum over.
+REWIND = FIXTURES / "rewind"
 # Transcripts of other projects (1.0.x to 2.1.x), kept outside this repository; used when present.
 REAL_FIXTURES = (ROOT / ".." / "shared" / "fixtures" / "real").resolve()
 REAL_ABSENT = "third-party transcripts ../shared/fixtures/real are not beside this checkout"
@@ -62,8 +65,10 @@ def ctx_home(tmp_path, monkeypatch) -> Path:
 
 
 def all_transcripts() -> list[Path]:
-    """Every transcript under tests/fixtures (main files and subagent files), not the fake API's logs."""
-    return sorted(p for p in FIXTURES.rglob("*.jsonl") if p.name not in ("api.jsonl", "results.jsonl"))
+    """Every scenario transcript under tests/fixtures (main files and subagent files), not the fake API's
+    logs, not the rewind sessions."""
+    return sorted(p for p in FIXTURES.rglob("*.jsonl")
+                  if p.name not in ("api.jsonl", "results.jsonl") and REWIND not in p.parents)
 
 
 def main_transcripts() -> list[Path]:

@@ -30,7 +30,8 @@ import pytest
 from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
 from service.channels.spend import is_placeholder_output
 from service.measure.tokenizer import encode_len
-from tests.conftest import CC, FIXTURES, REAL_FIXTURES, needs_real_fixtures, scenario_session, scenario_sessions
+from tests.conftest import (CC, FIXTURES, REAL_FIXTURES, all_transcripts, needs_real_fixtures, scenario_session,
+                            scenario_sessions)
 
 # fixture -> (edits ok, not_found, ambiguous, other errors, compactions, Grep, Glob, calls, placeholder calls)
 EXPECTED = {
@@ -71,7 +72,7 @@ def scan_fixture(key: str) -> dict:
 
 
 def test_every_fixture_transcript_is_listed():
-    found = {p for p in FIXTURES.rglob("*.jsonl") if p.name not in ("api.jsonl", "results.jsonl")}
+    found = set(all_transcripts())
     assert found == {fixture_path(key) for key in EXPECTED}
 
 

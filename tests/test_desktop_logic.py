@@ -196,10 +196,12 @@ def test_curve_view_without_skeleton_explains():
 def test_series_view_marks_reminders_and_resets():
     series = {"calls": [{"call": i, "totalStock": 1000 * i, "L": 900 * i, "B": 500, "bill_cycle_usd": 0.01 * i}
                         for i in range(1, 6)],
-              "reminders": [{"lap": 1, "call": 3}], "resets": [{"call": 4, "segment": 1}]}
+              "reminders": [{"lap": 1, "call": 3}], "resets": [{"call": 4, "segment": 1}],
+              "rewinds": [{"call": 2, "segment": 0}]}
     v = vm.series_view(series)
     assert v.calls == [1, 2, 3, 4, 5] and v.total_stock[-1] == 5000
     assert v.reminder_calls == [(3.0, 1)] and v.reset_calls == [4.0]
+    assert v.rewind_calls == [2.5]  # after call 2, before call 3
     assert vm.series_view(None).calls == []
 
 

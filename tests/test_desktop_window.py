@@ -228,6 +228,35 @@ def test_price_overrides_are_validated_and_written_to_the_config_dir(qtbot, ctx_
     assert tab.save_prices() and not (ctx_home / "prices.json").exists()
 
 
+def test_the_stock_chart_marks_a_rewind_between_the_calls_around_it(qtbot, tmp_path):
+    from service.engine import LineSplitter
+    from service.measure.engines import load_prices, new_engine
+    from tests import transcripts as T
+
+    b = T.Branching()
+    b.read_turn(f"{T.CWD}/src/big.py", 800)
+    b.rewind(0)  # back to before "read it": the Read leaves B
+    b.call()
+    eng = new_engine("/tmp/rewound.jsonl", load_prices(), full_events=False)
+    for line in LineSplitter().feed(T.to_bytes(b.entries)):
+        eng.feed_line(line)
+    snap = eng.snapshot()
+    series = {"session_id": snap["session_id"], "calls": eng.live_series(), "resets": eng.resets,
+              "rewinds": eng.rewinds, "reminders": eng.reminders, "skeleton": snap["skeleton"],
+              "paths": eng.path_rows()}
+    src = write_source(tmp_path / "rw", {"sessions": [snap], "followed": snap["session_id"]},
+                       {snap["session_id"]: series}, {"segments": []}, {n: {} for n in ("edit", "pinch", "retrieval")},
+                       {})
+    win = MainWindow(src)
+    qtbot.addWidget(win)
+    win.show()
+    win.load_all()
+    lines = [i for i in win.session_tab.stock_plot.getPlotItem().items if type(i).__name__ == "InfiniteLine"]
+    assert [line.value() for line in lines] == [3.5]  # after the third call, before the fourth
+    b_values = [c["B"] for c in series["calls"]]
+    assert b_values[-1] < b_values[-2]  # and B fell there
+
+
 def test_the_settings_list_the_transcripts_the_service_skipped(qtbot, ctx_home):
     from desktop.settings_tab import SettingsTab
 
@@ -252,4 +281,3 @@ def test_the_settings_list_the_transcripts_the_service_skipped(qtbot, ctx_home):
     qtbot.addWidget(plain)
     plain.reload()
     assert plain.skipped_box.isHidden()
-

@@ -172,14 +172,7 @@ def test_settlement_scales_path_totals_down_to_what_was_confirmed():
 @given(sessions, st.data())
 def test_sidechain_copies_of_any_entries_change_nothing(steps, data):
     entries = build(steps)
-    noisy = list(entries)
-    for _ in range(data.draw(st.integers(1, 8))):
-        src = data.draw(st.sampled_from(entries + [T.compact(1), T.prompt("side", 2)]))
-        pos = data.draw(st.integers(0, len(noisy)))
-        copy = T.sidechain(src)
-        if copy.get("message", {}).get("id"):
-            copy["message"]["id"] = "side-" + copy["message"]["id"]
-        noisy.insert(pos, copy)
+    noisy = T.with_sidechain_copies(entries, data.draw, extra=[T.compact(1), T.prompt("side", 2)])
     _, a = run(entries)
     _, b = run(noisy)
     assert a == b

@@ -7,6 +7,7 @@ dicts; `to_bytes` writes them as JSONL.
 from __future__ import annotations
 
 import json
+import random
 from datetime import datetime, timedelta, timezone
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=timezone.utc)
@@ -70,6 +71,22 @@ def sidechain(entry: dict) -> dict:
     return {**json.loads(json.dumps(entry)), "isSidechain": True}
 
 
+def with_sidechain_copies(entries: list[dict], draw, extra: list[dict] = ()) -> list[dict]:
+    """`entries` with 1 to 8 sidechain copies of drawn entries (or of `extra`) inserted at drawn places
+    (`draw` is hypothesis's data.draw); copied calls get keys of their own."""
+    from hypothesis import strategies as st
+
+    noisy = list(entries)
+    for _ in range(draw(st.integers(1, 8))):
+        src = draw(st.sampled_from(entries + list(extra)))
+        pos = draw(st.integers(0, len(noisy)))
+        copy = sidechain(src)
+        if copy.get("message", {}).get("id"):
+            copy["message"]["id"] = "side-" + copy["message"]["id"]
+        noisy.insert(pos, copy)
+    return noisy
+
+
 def to_bytes(entries: list[dict]) -> bytes:
     return b"".join(json.dumps(e).encode() + b"\n" for e in entries)
 
@@ -121,6 +138,124 @@ def read_jsonl(path) -> list[dict]:
         except ValueError:
             pass
     return out
+
+
+class Branching:
+    """Writes a transcript step by step, keeping Claude Code's parent links."""
+
+    def __init__(self, revisions: bool = False, seed: int = 0) -> None:
+        self.entries: list[dict] = []
+        self.tip: str | None = None
+        self.t = 0.0
+        self.n = 0
+        self.keys = 0  # calls made (keys do not depend on revision lines)
+        self.stock = 20_000
+        self.prev = 0
+        self.revisions, self.rnd = revisions, random.Random(seed)
+        self.prompts: list[dict] = []  # prompts after the open segment's first call, on the live branch
+        self.leaves: list[str] = []    # tips left behind by rewinds
+        self.prompt("start")
+        self.call()
+        self.prompts = []  # the segment's first call (the floor) is never rewound past
+
+    def _add(self, entry: dict, parent: str | None = "tip", uuid: bool = True) -> dict:
+        self.n += 1
+        if uuid:
+            entry["uuid"] = f"e{self.n:05d}"
+            entry["parentUuid"] = self.tip if parent == "tip" else parent
+            self.tip = entry["uuid"]
+        else:
+            entry.pop("uuid", None)
+        self.entries.append(entry)
+        return entry
+
+    def _tick(self) -> float:
+        self.t += 5
+        return self.t
+
+    def _usage(self) -> dict:
+        self.stock += 700
+        cr = min(self.prev, self.stock)
+        self.prev = self.stock
+        return {"inn": 3, "cw5": max(0, self.stock - cr - 3), "cr": cr}
+
+    def prompt(self, text: str, parent: str | None = "tip") -> None:
+        entry = self._add(prompt(f"{text} {self.n}", self._tick()), parent)
+        self.prompts.append(entry)
+
+    def _key(self) -> str:
+        self.keys += 1
+        return f"m{self.keys}"
+
+    def call(self, tools: list[dict] | None = None, uuid: bool = True) -> dict:
+        key = self._key()
+        usage = self._usage()
+        if self.revisions:  # one line per content block, output growing
+            for out in sorted(self.rnd.sample(range(1, 50), k=2)):
+                self._add(call(key, self._tick(), out=out, **usage), uuid=uuid)
+        return self._add(call(key, self._tick(), out=60, tools=tools, **usage), uuid=uuid)
+
+    def tool(self, name: str, uuid: bool = True, **inp) -> None:
+        tid = f"t{self.keys}"
+        self.call([tool(tid, name, **inp)], uuid=uuid)
+        self._add(result(tid, f"done {tid}", self._tick()), uuid=uuid)
+
+    def read(self, path: str, size: int, uuid: bool = True) -> None:
+        tid = f"t{self.keys}"
+        self.call([tool(tid, "Read", file_path=path)], uuid=uuid)
+        self._add(result(tid, f"v = {self.keys}\n" * size, self._tick()), uuid=uuid)
+
+    def read_turn(self, path: str, size: int) -> None:
+        """A turn that reads `path`, then a short turn after it."""
+        self.prompt("read it")
+        self.read(path, size)
+        self.prompt("more")
+        self.call()
+
+    def parallel(self, a: str, b: str, size: int) -> None:
+        """Two Reads in one response: each result hangs off its own tool_use entry."""
+        key, t1, t2 = self._key(), f"pa{self.keys}", f"pb{self.keys}"
+        usage = self._usage()
+        first = self._add(call(key, self._tick(), out=30, tools=[tool(t1, "Read", file_path=a)], **usage))
+        second = self._add(call(key, self._tick(), out=60, tools=[tool(t2, "Read", file_path=b)], **usage))
+        self._add(result(t1, "a = 1\n" * size, self._tick()), parent=first["uuid"])
+        self._add(result(t2, "b = 2\n" * (size + 3), self._tick()), parent=second["uuid"])
+        # Claude Code writes parentUuid first: the line is parsed (only type-first lines are skipped unread)
+        self._add({"parentUuid": None, "isSidechain": False, "attachment": {"type": "hook_success"},
+                   "type": "attachment", "timestamp": ts(self._tick())})
+
+    def rewind(self, k: int) -> None:
+        """A prompt continuing from the entry before an earlier prompt (double-Esc, Restore conversation)."""
+        if not self.prompts:  # nothing to rewind to yet: this turn becomes one
+            self.prompt("next")
+            return
+        target = self.prompts[k % len(self.prompts)]
+        self.leaves.append(self.tip)
+        del self.prompts[self.prompts.index(target):]
+        self.prompt("again", parent=target["parentUuid"])
+
+    def reenter(self, k: int) -> None:
+        """A prompt continuing from a leaf left behind earlier (a resume of the other branch)."""
+        if not self.leaves:
+            return
+        leaf = self.leaves[k % len(self.leaves)]
+        self.leaves.append(self.tip)
+        self.prompts = []  # its earlier prompts are not tracked: no rewind targets them
+        self.prompt("back", parent=leaf)
+
+    def echo(self) -> None:
+        """A command echo that the next prompt leaves aside (no rewind: no prompt, no response left)."""
+        before = self.tip
+        self._add({**prompt("<command-name>/clear</command-name>", self._tick())})
+        self.prompt("after echo", parent=before)
+
+    def compact(self) -> None:
+        boundary = compact(self._tick())
+        boundary["logicalParentUuid"] = self.tip
+        self._add(boundary, parent=None)
+        self._add(summary_user(self._tick()))
+        self.stock, self.prev, self.prompts, self.leaves = 20_000, 0, [], []
+        self.call()
 
 
 def write_big_tool_session(path, mb: int) -> None:

@@ -65,7 +65,8 @@ def measure(path: Path, excluded: set[str]) -> tuple[dict, dict, list[dict]]:
         eng.feed_line(line)
     status = eng.snapshot()
     series = {"session_id": status["session_id"], "calls": eng.live_series(), "resets": eng.resets,
-              "reminders": eng.reminders, "skeleton": status["skeleton"], "paths": eng.path_rows()}
+              "rewinds": eng.rewinds, "reminders": eng.reminders, "skeleton": status["skeleton"],
+              "paths": eng.path_rows()}
     eng.finish("end")
     return status, series, eng.profiles
 

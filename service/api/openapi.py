@@ -35,7 +35,7 @@ SCHEMAS = {
         "mf": NUM, "pp": NUM, "bp": {"type": "number"}, "br": NUM, "bill_cycle_usd": {"type": "number"},
         "wallet_phase": {"type": "number"}, "laps": INT, "lamp": {"$ref": "#/components/schemas/Lamp"},
         "skeleton": {"type": ["object", "null"]}, "reminder": {"type": ["object", "null"]},
-        "spend": _obj(), "window": _obj(), "cache": _obj(), "skipped_lines": INT, "updated_at": NSTR,
+        "rewinds": INT, "spend": _obj(), "window": _obj(), "cache": _obj(), "skipped_lines": INT, "updated_at": NSTR,
     }, ["session_id", "segment", "calls", "lamp"]),
     "Service": _obj({
         "version": STR, "started_at": STR, "pid": INT,
@@ -61,6 +61,7 @@ SCHEMAS = {
                               "format": NSTR}, ["known", "session", "limits", "turn"]),
     "Series": _obj({"session_id": STR, "calls": {"type": "array", "items": _obj()},
                     "resets": {"type": "array", "items": _obj()}, "reminders": {"type": "array", "items": _obj()},
+                    "rewinds": {"type": "array", "items": _obj()},
                     "skeleton": {"type": ["object", "null"]},
                     "paths": {"type": "array", "items": _obj({"path": STR, "tokens": INT,
                                                               "selected": {"type": "boolean"}, "why": NSTR})}}),

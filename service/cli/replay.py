@@ -72,6 +72,9 @@ def _table(events, colour: bool) -> None:
         elif kind == "reset":
             w(f"----- reset: segment {ev['segment']} ({ev.get('trigger') or 'compact'}, "
               f"{ev.get('preTokens')} -> {ev.get('postTokens')} tokens) -----\n")
+        elif kind == "rewind":
+            w(f"      <<< rewind after call {ev['call']}: B_default {ev['B_default_before']} -> {ev['B_default']} "
+              f"(the conversation went back to an earlier message)\n")
         elif kind == "reminder":
             w(f"      >>> reminder: lap {ev['lap']} at call {ev['call']}: the rent paid has reached a restart's price\n")
         elif kind == "end":

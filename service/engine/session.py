@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Callable
 
+from service.engine.branches import PROMPT, Fork, LiveBranch
 from service.engine.curve import Curve
 from service.engine.model_mix import ModelMix, models_listed
 from service.engine.parse import Entry, Malformed, human_prompt, parse_line
@@ -65,6 +66,20 @@ def _tokens(usage: dict, name: str) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or v != v:
         raise Malformed(f"usage.{name} is not a token count")
     return int(v)
+
+
+def _kept_verbatim(meta: dict) -> list[str]:
+    """Uuids of the messages a compaction kept as they were ("Summarize from/up to here")."""
+    kept = meta.get("preservedMessages")
+    uuids = []
+    if isinstance(kept, dict):
+        for name in ("allUuids", "uuids"):
+            if isinstance(kept.get(name), list):
+                uuids.extend(u for u in kept[name] if isinstance(u, str))
+    segment = meta.get("preservedSegment")
+    if isinstance(segment, dict):
+        uuids.extend(segment[k] for k in ("headUuid", "tailUuid") if isinstance(segment.get(k), str))
+    return uuids
 
 
 def _block_text(content) -> str:
@@ -164,6 +179,8 @@ class SessionEngine:
         self.last_reminder: dict | None = None
         self.series: list[dict] = []
         self.resets: list[dict] = []
+        self.rewinds: list[dict] = []  # {call, at, segment} of each continuation from an ancestor
+        self._branch = LiveBranch()
         self.reminders: list[dict] = []
         self.profiles: list[dict] = []
         self._last_t: float | None = None
@@ -190,6 +207,8 @@ class SessionEngine:
         if e.get("isSidechain") is True:
             return  # sub-agent context: no evidence of any kind
         kind = e.get("type")
+        if "uuid" in e:  # attachments and the like are links of the chain too
+            self._follow(e, kind)
         if kind not in ("assistant", "user", "system"):
             return
         self._note_identity(e)
@@ -209,10 +228,49 @@ class SessionEngine:
         if self.cwd is None and isinstance(e.get("cwd"), str):
             self.cwd = e["cwd"]
 
+    # ---- the live branch (rewinds) --------------------------------------------------------
+
+    def _follow(self, e: Entry, kind) -> None:
+        """Place the entry on the conversation's tree; a continuation from an ancestor is a rewind."""
+        if kind == "system" and e.get("subtype") == "compact_boundary":
+            return  # the reset makes it the new root
+        if kind == "progress":  # written for running tools while the conversation goes on: never a rewind
+            self._branch.enter(e["uuid"], e.get("parentUuid"), 0, can_fork=False)
+            return
+        mark = 0
+        if kind == "user":
+            mark = PROMPT if human_prompt(e) is not None else 0
+        elif kind == "assistant":
+            msg = e.get("message")
+            if isinstance(msg, dict) and isinstance(msg.get("usage"), dict) and msg.get("model") != "<synthetic>":
+                key = msg.get("id") if isinstance(msg.get("id"), str) else e.get("requestId")
+                mark = self._branch.response_mark(key if isinstance(key, str) else "")
+        fork = self._branch.enter(e["uuid"], e.get("parentUuid"), mark)
+        if fork is not None:
+            self._rewind(fork, _parse_time(e.get("timestamp")))
+
+    def _rewind(self, fork: Fork, t: float | None) -> None:
+        """Entries past the ancestor leave the context: their contributions leave B whole (and
+        come back whole on a branch re-entered). Not a reset: g, wallet, cycle and turns go on."""
+        self._emit_pending()  # the call before the rewind is reported as it stood
+        seg = self._seg
+        before = self.b_default()
+        self._branch.take(fork, seg.contrib)
+        seg.contrib_version += 1
+        mark = {"call": len(self._calls), "at": _iso(t), "segment": seg.index}
+        self.rewinds.append(mark)
+        self._events.append({"event": "rewind", "session_id": self._session_id(), **mark,
+                             "rewinds": len(self.rewinds), "left": len(fork.left), "taken": len(fork.taken),
+                             "B_default_before": int(before), "B_default": int(self.b_default())})
+
+    # ---- calls ---------------------------------------------------------------------------
+
     def _assistant(self, e: Entry, t: float | None) -> None:
         msg = e.get("message")
         if not isinstance(msg, dict):
             raise Malformed("assistant message is not an object")
+        if isinstance(e.get("requestSessionId"), str) and e["requestSessionId"] != e.get("sessionId"):
+            return  # a copy of a call billed in another session (a fork's history): the floor holds it
         content = msg.get("content")
         if isinstance(content, list):
             cwd = e.get("cwd") if isinstance(e.get("cwd"), str) else self.cwd
@@ -303,13 +361,15 @@ class SessionEngine:
         kind, path, payload = event
         seg = self._seg
         ratio = self.config.ratio(seg.family)  # the ratio in force now; never applied retroactively
+        before = seg.contrib.get(path)
         if kind == "set":
             seg.contrib[path] = self.counter.tok(payload[0], ratio)
         else:
-            c = seg.contrib.get(path, 0)
+            c = before or 0
             for old, new in payload:
                 c = max(0, c + self.counter.tok(new, ratio) - self.counter.tok(old, ratio))
             seg.contrib[path] = c
+        self._branch.record(path, before, seg.contrib[path])  # undone whole if this branch is left
         seg.contrib_version += 1
         if path not in self._exists_cache:
             self._exists_cache[path] = bool(self._path_exists(path))
@@ -454,6 +514,7 @@ class SessionEngine:
         meta = e.get("compactMetadata") if isinstance(e.get("compactMetadata"), dict) else {}
         self._seg = _Segment(index=self._seg.index + 1)
         self._tool_uses.clear()
+        self._branch.restart(e.get("uuid"), _kept_verbatim(meta))
         reset = {"event": "reset", "segment": self._seg.index, "at": _iso(t), "call": len(self._calls),
                  "trigger": meta.get("trigger"), "preTokens": meta.get("preTokens"),
                  "postTokens": meta.get("postTokens")}
@@ -615,6 +676,7 @@ class SessionEngine:
             "lamp": lamp,
             "skeleton": skeleton,
             "reminder": self.last_reminder,
+            "rewinds": len(self.rewinds),
             "spend": {"bill_in_usd": seg.bill_in, "bill_out_usd": seg.bill_out},
             "window": {"tokens": stock, "limit": limit, "pct": 100.0 * stock / limit if limit else None},
             "cache": {"ttl_s": ttl, "expires_at": _iso(seg.last_t + ttl) if seg.last_t is not None else None,

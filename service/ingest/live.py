@@ -148,6 +148,7 @@ class LiveSession:
         calls = eng.live_series() if hasattr(eng, "live_series") else list(eng.series)
         snap = self.snapshot or {}
         return {"session_id": self.session_id, "calls": calls, "resets": list(eng.resets),
+                "rewinds": list(getattr(eng, "rewinds", [])),
                 "reminders": [dict(r) for r in getattr(eng, "reminders", [])],
                 "skeleton": snap.get("skeleton"), "paths": eng.path_rows()}
 
