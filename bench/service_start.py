@@ -44,15 +44,16 @@ def wait_quiet(pid: int, started: float, timeout: float = 600.0, quiet_pct: floa
 
 
 def measure(corpus: Path) -> dict:
-    """A start as after the first run (the tokenizer's table set up, as bench/peers.py does for
-    the cold report), plus the first status of a very first start (which builds that table)."""
+    """A start as after the first run (whatever the first run left in the data folder), plus the
+    first status of a very first start (an empty data folder; the install ships the tokenizer's table)."""
     projects = corpus / ".claude" / "projects"
     size = sum(p.stat().st_size for p in projects.rglob("*.jsonl"))
     files = sum(1 for _ in projects.rglob("*.jsonl"))
     with tempfile.TemporaryDirectory(prefix="ctxlamp-start-") as tmp:
         with ServiceProcess(Path(tmp) / "first", corpus / ".claude") as svc:
             first_run_status = svc.wait_status()  # the table is written before the API opens
-        shutil.copytree(Path(tmp) / "first" / "tiktoken", Path(tmp) / "home" / "tiktoken")
+        if (Path(tmp) / "first" / "tiktoken").is_dir():  # left only where no table was shipped
+            shutil.copytree(Path(tmp) / "first" / "tiktoken", Path(tmp) / "home" / "tiktoken")
         with ServiceProcess(Path(tmp) / "home", corpus / ".claude") as svc:
             first_status = svc.wait_status()
             caught_up = svc.wait_idle(step=0.02, leaving="catching_up")
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             build(args.mb, corpus)
         r = measure(corpus)
     print(f"{r['files']} transcripts, {r['corpus_mb']:.0f} MB: first status after {r['first_status_s']:.2f} s "
-          f"(very first start, building the tokenizer's table: {r['first_run_status_s']:.2f} s), "
+          f"(very first start, an empty data folder: {r['first_run_status_s']:.2f} s), "
           f"recent sessions read after {r['caught_up_s']:.1f} s, scan done after {r['scan_done_s']:.1f} s, CPU quiet after {r['quiet_s']:.1f} s "
           f"({r['cpu_s']:.1f} s CPU); {r['live_sessions']} live sessions")
     print(f"service_rss_mb={r['rss_mb']:.0f} (peak {r['hwm_mb']:.0f}, with children {r['tree_rss_mb']:.0f})")
