@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import time
 
-from desktop.viewmodel import fmt_usd, parse_time, session_name
+from desktop import fmt
+from desktop.viewmodel import session_name
 
 WINDOW_LABELS = {"five_hour": "5h", "seven_day": "week", "spend_limit": "spend"}
 DEFAULTS = {"notice_pct": 80.0, "alert_pct": 95.0, "idle_rewrite_usd": 0.5, "idle_notice_s": 60}
@@ -40,7 +41,7 @@ def limits_text(limits: dict | None, now: float | None = None) -> str | None:
     parts = []
     for name, label, w in _windows(limits):
         text = f"{label} {w['used_percentage']:.0f}%"
-        resets = parse_time(w.get("resets_at"))
+        resets = fmt.parse_time(w.get("resets_at"))
         if resets is not None and resets > now and name == "five_hour":
             text += f" · resets {_clock(resets, now)}"
         parts.append(text)
@@ -74,7 +75,7 @@ class LimitNotices:
                 self.sent.add((name, window, t))
             if not new:
                 continue
-            resets = parse_time(w.get("resets_at"))
+            resets = fmt.parse_time(w.get("resets_at"))
             when = f" It resets at {_clock(resets, now)}." if resets is not None and resets > now else ""
             out.append((f"ctxlamp: {label} limit at {pct:.0f}%",
                         f"Your {'5-hour' if name == 'five_hour' else label} plan window passed {top:.0f}%.{when}"))
@@ -98,7 +99,7 @@ class IdleCacheNotice:
 
     def _candidate(self, snap: dict) -> tuple[float, float] | None:
         cache = snap.get("cache") or {}
-        exp, cold = parse_time(cache.get("expires_at")), cache.get("cold_rewrite_usd")
+        exp, cold = fmt.parse_time(cache.get("expires_at")), cache.get("cold_rewrite_usd")
         if exp is None or not isinstance(cold, (int, float)) or cold < self.min_usd:
             return None
         if (str(snap.get("session_id")), str(cache.get("expires_at"))) in self.sent:
@@ -121,7 +122,7 @@ class IdleCacheNotice:
             tokens = (snap.get("window") or {}).get("tokens")
             what = f"{tokens / 1000:.0f}k tokens" if isinstance(tokens, (int, float)) else "its context"
             body = (f"{session_name(snap)}: the prompt cache expires in {max(0, int(exp - now))} s. "
-                    f"The next message will re-write {what}, about {fmt_usd(cold)}")
+                    f"The next message will re-write {what}, about {fmt.usd(cold)}")
             ratio = ((limits or {}).get("five_hour") or {}).get("pct_per_usd")
             if isinstance(ratio, (int, float)) and ratio > 0:
                 body += f" (likely {cold * ratio:.1f}% of your 5-hour window)"
@@ -133,7 +134,7 @@ def usage_points(readings: list[dict], window: str = "five_hour") -> tuple[list[
     """(epoch seconds, used %) of one window from GET /api/v1/limits readings."""
     xs, ys = [], []
     for r in readings or []:
-        at, pct = parse_time(r.get("at")), r.get(window)
+        at, pct = fmt.parse_time(r.get("at")), r.get(window)
         if at is not None and isinstance(pct, (int, float)):
             xs.append(at)
             ys.append(float(pct))
@@ -151,5 +152,5 @@ def turn_rows(turns: list[dict]) -> list[tuple[str, ...]]:
         share = "–" if delta is None else (f"≤{delta:.2f}%" if t.get("label") == "upper bound" else f"{delta:.2f}%")
         span = str(t.get("turn")) if (t.get("turns") or 1) <= 1 else f"{t['turn'] - t['turns'] + 1}–{t['turn']}"
         rows.append((span, f"{t.get('before_pct', 0):.1f}%", f"{t.get('after_pct', 0):.1f}%", share,
-                     fmt_usd(t.get("cost_usd")) if t.get("cost_usd") is not None else "–", str(t.get("label") or "")))
+                     fmt.usd(t.get("cost_usd")) if t.get("cost_usd") is not None else "–", str(t.get("label") or "")))
     return rows

@@ -12,9 +12,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QPushButton, QHBoxLayout, QTableWidget, QTableWidgetItem, \
     QVBoxLayout, QWidget
 
+from desktop import fmt
 from desktop import charts
 from desktop.datasource import DataError
-from desktop.viewmodel import fmt_usd
 
 MEMBER_COLUMNS = ("member", "spend", "calls", "rent", "reminders", "restarts after one", "pinch saved")
 
@@ -31,9 +31,9 @@ def member_rows(doc: dict) -> list[tuple[str, ...]]:
     """One row per member (highest spend first), as the table shows them."""
     rows = []
     for name, m in sorted((doc.get("members") or {}).items(), key=lambda kv: -kv[1].get("spend_usd", 0)):
-        rows.append((name, fmt_usd(m.get("spend_usd")), str(m.get("calls", 0)), fmt_usd(m.get("rent_usd")),
+        rows.append((name, fmt.usd(m.get("spend_usd")), str(m.get("calls", 0)), fmt.usd(m.get("rent_usd")),
                      str(m.get("reminders", 0)), str(m.get("restarts_after_reminder", 0)),
-                     fmt_usd(m.get("pinch_saved_usd"))))
+                     fmt.usd(m.get("pinch_saved_usd"))))
     return rows
 
 
@@ -58,8 +58,8 @@ def headline(doc: dict) -> str:
         pushed = f"last push {last.get('at')}: {last.get('sent', 0)} rows sent, {last.get('waiting', 0)} waiting"
     else:
         pushed = f"last push {last.get('at')} failed: {last.get('message')}"
-    return (f"<b>Team</b> — {len(doc.get('members') or {})} members, spend {fmt_usd(doc.get('total_usd'))}, "
-            f"rent {fmt_usd(doc.get('rent_usd'))} · you are {doc.get('member', '?')} · {pushed}")
+    return (f"<b>Team</b> — {len(doc.get('members') or {})} members, spend {fmt.usd(doc.get('total_usd'))}, "
+            f"rent {fmt.usd(doc.get('rent_usd'))} · you are {doc.get('member', '?')} · {pushed}")
 
 
 def _table(columns) -> QTableWidget:
@@ -118,7 +118,7 @@ class TeamTab(QWidget):
         self.head.setText(headline(doc) if doc else "")
         _fill(self.members, member_rows(doc))
         by_project = sorted((doc.get("by_project") or {}).items(), key=lambda kv: -kv[1])
-        _fill(self.projects, [(p or "(none)", fmt_usd(usd)) for p, usd in by_project])
+        _fill(self.projects, [(p or "(none)", fmt.usd(usd)) for p, usd in by_project])
         self.plot.clear()
         for block, colour, name in ((doc.get("by_day"), "#3b7dd8", "spend"), (doc.get("rent_by_day"), "#c0392b",
                                                                                "rent")):

@@ -13,6 +13,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QGuiApplication
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
+from desktop import fmt
 from desktop.coalesce import DEFAULT_SNOOZE_S, ReminderCoalescer
 from desktop.datasource import ApiSource, DataError
 from desktop.handoff_prompt import handoff_prompt
@@ -20,8 +21,7 @@ from desktop.icons import lamp_icon
 from desktop.limits_view import IdleCacheNotice, LimitNotices, limits_text
 from desktop.popup import ReminderPopup
 from desktop.viewmodel import (
-    fmt_duration, fmt_usd, lamp_colour, menu_sessions, min_gap_seconds, parse_time, pick_followed,
-    reminder_message, session_name, tooltip_text,
+    lamp_colour, menu_sessions, min_gap_seconds, pick_followed, reminder_message, session_name, tooltip_text,
 )
 
 TRAY_RETRY_S = (2, 5, 15, 30, 60, 120, 300)
@@ -147,7 +147,7 @@ class TrayController(QObject):
         self.tray.setToolTip(self.tooltip(now))
         self._expiry_timer.stop()
         snap = self.current
-        exp = parse_time(((snap or {}).get("cache") or {}).get("expires_at"))
+        exp = fmt.parse_time(((snap or {}).get("cache") or {}).get("expires_at"))
         if exp is not None and exp > now:
             self._expiry_timer.start(int(min(exp - now + 1, 86400) * 1000))
         self._arm_idle_notice(now)
@@ -341,15 +341,15 @@ class TrayController(QObject):
         self.header_action.setText(self.tooltip(now).splitlines()[0])
         snap = self.current
         cache = (snap or {}).get("cache") or {}
-        exp = parse_time(cache.get("expires_at"))
+        exp = fmt.parse_time(cache.get("expires_at"))
         if exp is None:
             self.cache_action.setVisible(False)
         else:
             self.cache_action.setVisible(True)
             left = exp - now
             self.cache_action.setText(
-                f"Cache expires in {fmt_duration(left)} (then a turn re-writes {fmt_usd(cache.get('cold_rewrite_usd'))})"
-                if left > 0 else f"Cache expired: the next turn re-writes {fmt_usd(cache.get('cold_rewrite_usd'))}")
+                f"Cache expires in {fmt.duration(left)} (then a turn re-writes {fmt.usd(cache.get('cold_rewrite_usd'))})"
+                if left > 0 else f"Cache expired: the next turn re-writes {fmt.usd(cache.get('cold_rewrite_usd'))}")
         limits = limits_text(self.limits, now)
         self.limits_action.setVisible(limits is not None)
         self.limits_action.setText(f"Plan: {limits}" if limits else "")

@@ -42,15 +42,6 @@ STATE_WORDS = {
 }
 
 
-# ---------- formatters (desktop.fmt; the old names stay for the tray) ----------
-
-fmt_usd = fmt.usd
-fmt_tokens = fmt.tokens
-fmt_num = fmt.number
-fmt_duration = fmt.duration
-parse_time = fmt.parse_time
-
-
 # ---------- lamp and tooltip ----------
 
 def lamp_colour(snapshot: dict | None) -> str:
@@ -89,7 +80,7 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
     if lamp.get("reason") and xs is None:  # the engine's words only where the figures below are missing
         lines.append(str(lamp["reason"]))
     if xs is not None:
-        lines.append(f"context {fmt_num(x)}x its useful part; sweet spot at {fmt_num(xs)}x")
+        lines.append(f"context {fmt.number(x)}x its useful part; sweet spot at {fmt.number(xs)}x")
         dhat = snapshot.get("dhat")
         if dhat is not None:
             d = float(dhat)
@@ -98,20 +89,20 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
             else:
                 lines.append(f"{math.ceil(-d)} calls past the sweet spot")
     elif x is not None:
-        lines.append(f"context {fmt_num(x)}x its useful part")
+        lines.append(f"context {fmt.number(x)}x its useful part")
     rent, br = snapshot.get("bill_cycle_usd"), snapshot.get("br")
-    lines.append(f"rent so far {fmt_usd(rent)} · burn {fmt_usd(br)}/h")
+    lines.append(f"rent so far {fmt.usd(rent)} · burn {fmt.usd(br)}/h")
     cache = snapshot.get("cache") or {}
-    exp = parse_time(cache.get("expires_at"))
+    exp = fmt.parse_time(cache.get("expires_at"))
     cold = cache.get("cold_rewrite_usd")
     if exp is not None:
         left = exp - now
         if left > 0:
             # a clock time stays true without ticking; the menu shows the live countdown when opened
             clock = datetime.fromtimestamp(exp).strftime("%H:%M:%S")
-            lines.append(f"cache warm until {clock}; after that the next turn re-writes {fmt_usd(cold)}")
+            lines.append(f"cache warm until {clock}; after that the next turn re-writes {fmt.usd(cold)}")
         else:
-            lines.append(f"cache expired: the next turn re-writes {fmt_usd(cold)}")
+            lines.append(f"cache expired: the next turn re-writes {fmt.usd(cold)}")
     return "\n".join(lines)
 
 
@@ -123,12 +114,12 @@ def pick_followed(sessions: dict[str, dict], service_followed: str | None, chose
         return service_followed
     if not sessions:
         return None
-    return max(sessions, key=lambda sid: parse_time(sessions[sid].get("updated_at")) or 0.0)
+    return max(sessions, key=lambda sid: fmt.parse_time(sessions[sid].get("updated_at")) or 0.0)
 
 
 def menu_sessions(sessions: dict[str, dict], followed: str | None) -> list[tuple[str, str, bool]]:
     """(session_id, label, checked) for the tray menu, newest first."""
-    order = sorted(sessions, key=lambda sid: parse_time(sessions[sid].get("updated_at")) or 0.0, reverse=True)
+    order = sorted(sessions, key=lambda sid: fmt.parse_time(sessions[sid].get("updated_at")) or 0.0, reverse=True)
     out = []
     for sid in order:
         snap = sessions[sid]
@@ -152,9 +143,9 @@ def reminder_message(reminder: dict, snapshot: dict | None = None) -> tuple[str,
     rent = reminder.get("rent_usd")
     pp = reminder.get("payback_calls")
     if rent is not None:
-        parts.append(f"Rent on dead weight so far: {fmt_usd(rent)}.")
+        parts.append(f"Rent on dead weight so far: {fmt.usd(rent)}.")
     if restart is not None:
-        parts.append(f"A restart costs {fmt_usd(restart)} to rebuild the useful context")
+        parts.append(f"A restart costs {fmt.usd(restart)} to rebuild the useful context")
         if pp is not None:
             parts[-1] += f" and pays for itself after {max(1, math.ceil(float(pp)))} calls."
         else:
@@ -292,7 +283,7 @@ class FileRow:
     @property
     def label(self) -> str:
         extra = f" — {self.why}" if self.why else ""
-        return f"{self.path}  ({fmt_tokens(self.tokens)} tokens){extra}"
+        return f"{self.path}  ({fmt.tokens(self.tokens)} tokens){extra}"
 
 
 def file_rows(series: dict | None) -> list[FileRow]:
@@ -340,7 +331,7 @@ def channel_view(channel: dict | None, counter: str | None = None) -> ChannelVie
     width = 3600.0 if channel.get("bucket") == "hour" else 86400.0
     xs, hs = [], []
     for b in channel.get("buckets") or []:
-        t = parse_time(b.get("start"))
+        t = fmt.parse_time(b.get("start"))
         if t is None:
             continue
         xs.append(t + width / 2)
@@ -394,7 +385,7 @@ def fmt_models(models) -> str:
     for m in models or []:
         name = model_name(m.get("model"))
         spend = float(m.get("bill_in_usd") or 0) + float(m.get("bill_out_usd") or 0)
-        parts.append(f"{name} ×{m.get('calls', 0)} {fmt_usd(spend)}")
+        parts.append(f"{name} ×{m.get('calls', 0)} {fmt.usd(spend)}")
     return "; ".join(parts) or "–"
 
 
@@ -408,11 +399,11 @@ def segment_rows(segments: dict | list | None) -> list[list[str]]:
             if v is None:
                 row.append("–")
             elif key.endswith("usd"):
-                row.append(fmt_usd(v))
+                row.append(fmt.usd(v))
             elif key in ("B", "L_peak", "g"):
-                row.append(f"{fmt_tokens(v)} tokens")
+                row.append(f"{fmt.tokens(v)} tokens")
             elif key == "duration_s":
-                row.append(fmt_duration(float(v)))
+                row.append(fmt.duration(float(v)))
             elif key == "models":
                 row.append(fmt_models(v))
             elif key == "session_id":

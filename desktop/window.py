@@ -23,8 +23,7 @@ from desktop.session_words import header_facts, header_title
 from desktop.settings_tab import SettingsTab
 from desktop.team_tab import TeamTab, team_configured
 from desktop.viewmodel import (
-    SEGMENT_COLUMNS, SEGMENT_TIPS, curve_view, file_rows, fmt_tokens, segment_rows, selection_change,
-    series_view,
+    SEGMENT_COLUMNS, SEGMENT_TIPS, curve_view, file_rows, segment_rows, selection_change, series_view,
 )
 
 # (file name of the tab's screenshot, tab label); the order of the tabs
@@ -172,7 +171,7 @@ class FilesTab(QWidget):
         else:
             sel = sum(r.tokens for r in rows if r.selected)
             self.status.setText(f"{sum(r.selected for r in rows)} of {fmt.plural(len(rows), 'file')} selected, "
-                                f"{fmt_tokens(sel)} tokens")
+                                f"{fmt.tokens(sel)} tokens")
 
     def _changed(self, item: QListWidgetItem) -> None:
         self.selection_changed.emit(item.data(Qt.UserRole), item.checkState() == Qt.Checked)

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from desktop import fmt
 from desktop import autostart, viewmodel as vm
 from desktop.coalesce import ReminderCoalescer
 from desktop.discovery import read_api_info, runtime_dir
@@ -147,7 +148,7 @@ def test_no_snapshot_is_grey_and_says_service_down():
 
 
 def test_tooltip_carries_state_position_rent_and_cache():
-    now = vm.parse_time("2026-01-01T12:00:00Z")
+    now = fmt.parse_time("2026-01-01T12:00:00Z")
     text = vm.tooltip_text(SNAP, now)
     assert "amber" in text and "2.50" in text and "2.00" in text
     assert "8 calls past the sweet spot" in text
@@ -300,7 +301,7 @@ def test_desktop_never_imports_service_or_models():
 
 
 def test_fmt_helpers():
-    assert vm.fmt_usd(None) == "–" and vm.fmt_usd(1234.5) == "$1,234" and vm.fmt_usd(0.0042) == "$0.004"
-    assert vm.fmt_tokens(1500) == "1.5k" and vm.fmt_tokens(2_500_000) == "2.50M"
-    assert vm.fmt_duration(65) == "1 min 05 s" and vm.fmt_duration(3720) == "1 h 02 min"
-    assert math.isclose(vm.parse_time("1970-01-01T00:01:00Z"), 60)
+    assert fmt.usd(None) == "–" and fmt.usd(1234.5) == "$1,234" and fmt.usd(0.0042) == "$0.004"
+    assert fmt.tokens(1500) == "1.5k" and fmt.tokens(2_500_000) == "2.50M"
+    assert fmt.duration(65) == "1 min 05 s" and fmt.duration(3720) == "1 h 02 min"
+    assert math.isclose(fmt.parse_time("1970-01-01T00:01:00Z"), 60)

@@ -11,8 +11,8 @@ import pytest  # noqa: E402
 
 pytest.importorskip("pytestqt")
 
+from desktop import fmt  # noqa: E402
 from desktop.limits_view import IdleCacheNotice, LimitNotices, limits_text, turn_rows, usage_points  # noqa: E402
-from desktop.viewmodel import fmt_usd  # noqa: E402
 
 NOW = time.mktime((2026, 11, 30, 14, 0, 0, 0, 0, -1))  # 14:00 local time
 
@@ -51,7 +51,7 @@ def test_idle_cache_notice_before_expiry_once_with_window_share():
     sessions = {"s1": cached(), "cheap": cached("cheap", cold=0.1)}
     assert n.next_due(sessions, NOW - 100) == NOW - 10
     (title, body), = n.due(sessions, limits(), NOW)
-    assert "150k tokens" in body and fmt_usd(0.9) in body and "3.6% of your 5-hour window" in body
+    assert "150k tokens" in body and fmt.usd(0.9) in body and "3.6% of your 5-hour window" in body
     assert n.due(sessions, limits(), NOW + 1) == []  # once per expiry
     sessions["s1"] = cached(expires=NOW + 400)  # a new message: a new expiry, a new notice later
     assert n.next_due(sessions, NOW) == NOW + 340
@@ -64,7 +64,7 @@ def test_turn_rows_and_points():
               "label": "upper bound"}]
     rows = turn_rows(turns)
     assert rows[0] == ("3–5", "12.5%", "15.0%", "≤2.50%", "–", "upper bound")
-    assert rows[1][3] == "2.50%" and rows[1][4] == fmt_usd(0.5)
+    assert rows[1][3] == "2.50%" and rows[1][4] == fmt.usd(0.5)
     xs, ys = usage_points([{"at": "2026-11-30T10:00:00Z", "five_hour": 10}, {"at": "bad", "five_hour": 3},
                            {"at": "2026-11-30T10:05:00Z", "seven_day": 2}])
     assert ys == [10.0] and len(xs) == 1
