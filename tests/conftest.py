@@ -13,6 +13,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # Transcripts the real Claude Code CLI wrote through tests/fakeapi (tests/fakeapi/make_fixtures.py).
 FIXTURES = ROOT / "tests" / "fixtures"
 CC = FIXTURES / "claude-code-2.1.328"
+# The same scenarios written by each Claude Code version the project has pinned, oldest first. CC (above) is
+# the corpus the golden counts, replays and benchmarks use; the checks that follow from the scenarios alone
+# (counts, calls against the fake API's log, what Claude Code billed) run on every version.
+CLI_VERSIONS = ("2.1.328", "2.1.332")
+CLI_CORPORA = {version: FIXTURES / f"claude-code-{version}" for version in CLI_VERSIONS}
 # Sessions the real CLI wrote while a user rewound them (tests/fakeapi/make_rewind_fixtures.py): their own
 # golden tests (tests/test_rewind_fixtures.py), not part of the scenario corpus the counts above sum over.
 REWIND = FIXTURES / "rewind"
@@ -22,10 +27,10 @@ REAL_ABSENT = "third-party transcripts ../shared/fixtures/real are not beside th
 needs_real_fixtures = pytest.mark.skipif(not REAL_FIXTURES.is_dir(), reason=REAL_ABSENT)
 
 
-def scenario_sessions(name: str) -> list[Path]:
+def scenario_sessions(name: str, corpus: Path = CC) -> list[Path]:
     """The main session files one scenario's run left, oldest first (by their first line's timestamp)."""
 
-    files = [p for p in (CC / name / "projects").glob("*/*.jsonl")]
+    files = [p for p in (corpus / name / "projects").glob("*/*.jsonl")]
 
     def started(path: Path) -> str:
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -37,9 +42,9 @@ def scenario_sessions(name: str) -> list[Path]:
     return sorted(files, key=started)
 
 
-def scenario_session(name: str) -> Path:
+def scenario_session(name: str, corpus: Path = CC) -> Path:
     """The one main session file of a scenario that leaves one."""
-    (path,) = scenario_sessions(name)
+    (path,) = scenario_sessions(name, corpus)
     return path
 
 
@@ -65,10 +70,8 @@ def ctx_home(tmp_path, monkeypatch) -> Path:
 
 
 def all_transcripts() -> list[Path]:
-    """Every scenario transcript under tests/fixtures (main files and subagent files), not the fake API's
-    logs, not the rewind sessions."""
-    return sorted(p for p in FIXTURES.rglob("*.jsonl")
-                  if p.name not in ("api.jsonl", "results.jsonl") and REWIND not in p.parents)
+    """Every scenario transcript of the CC corpus (main files and subagent files), not the fake API's logs."""
+    return sorted(p for p in CC.rglob("*.jsonl") if p.name not in ("api.jsonl", "results.jsonl"))
 
 
 def main_transcripts() -> list[Path]:

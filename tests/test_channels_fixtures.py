@@ -30,8 +30,8 @@ import pytest
 from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
 from service.channels.spend import is_placeholder_output
 from service.measure.tokenizer import encode_len
-from tests.conftest import (CC, FIXTURES, REAL_FIXTURES, all_transcripts, needs_real_fixtures, scenario_session,
-                            scenario_sessions)
+from tests.conftest import (CC, CLI_CORPORA, FIXTURES, REAL_FIXTURES, all_transcripts, needs_real_fixtures,
+                            scenario_session, scenario_sessions)
 
 # fixture -> (edits ok, not_found, ambiguous, other errors, compactions, Grep, Glob, calls, placeholder calls)
 EXPECTED = {
@@ -54,19 +54,19 @@ REAL_EXPECTED = {
 }
 
 
-def fixture_path(key: str) -> Path:
+def fixture_path(key: str, corpus: Path = CC) -> Path:
     """A fixture transcript by its name in EXPECTED / REAL_EXPECTED."""
     if key.startswith("real/"):
         return REAL_FIXTURES / key.removeprefix("real/")
     name, _, part = key.partition(":")
     if part == "subagent":
-        (path,) = (CC / name / "projects").glob("*/*/subagents/agent-*.jsonl")
+        (path,) = (corpus / name / "projects").glob("*/*/subagents/agent-*.jsonl")
         return path
-    return scenario_sessions(name)[int(part) - 1] if part else scenario_session(name)
+    return scenario_sessions(name, corpus)[int(part) - 1] if part else scenario_session(name, corpus)
 
 
-def scan_fixture(key: str) -> dict:
-    p = fixture_path(key)
+def scan_fixture(key: str, corpus: Path = CC) -> dict:
+    p = fixture_path(key, corpus)
     sub = "subagents" in p.parts or p.name.startswith("agent-")
     return scan_bytes(p.read_bytes(), TranscriptFile(str(p), "p", sub, p.stem), SizeMemo(), encode_len)
 
@@ -76,8 +76,8 @@ def test_every_fixture_transcript_is_listed():
     assert found == {fixture_path(key) for key in EXPECTED}
 
 
-def assert_counts(key: str, expected: tuple) -> None:
-    r = scan_fixture(key)
+def assert_counts(key: str, expected: tuple, corpus: Path = CC) -> None:
+    r = scan_fixture(key, corpus)
     ok, nf, amb, other, comp, grep, glob, calls, placeholder = expected
     kinds = Counter((e["kind"], e["data"].get("miss") or e["data"].get("tool")) for e in r["events"])
     assert sum(v for (k, _), v in kinds.items() if k == "str_replace") == ok
@@ -91,9 +91,11 @@ def assert_counts(key: str, expected: tuple) -> None:
     assert r["malformed"] == 0
 
 
+@pytest.mark.parametrize("version", sorted(CLI_CORPORA))
 @pytest.mark.parametrize("key", sorted(EXPECTED))
-def test_fixture_counts(key):
-    assert_counts(key, EXPECTED[key])
+def test_fixture_counts(key, version):
+    """The counts follow from the scenario alone, so every Claude Code version must give the same."""
+    assert_counts(key, EXPECTED[key], CLI_CORPORA[version])
 
 
 @needs_real_fixtures
@@ -102,18 +104,20 @@ def test_third_party_fixture_counts(key):
     assert_counts(key, REAL_EXPECTED[key])
 
 
-def read_api_log(name: str) -> list[dict]:
-    return [json.loads(line) for line in (CC / name / "api.jsonl").read_text().splitlines()]
+def read_api_log(name: str, corpus: Path = CC) -> list[dict]:
+    return [json.loads(line) for line in (corpus / name / "api.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.parametrize("version", sorted(CLI_CORPORA))
 @pytest.mark.parametrize("name", sorted({key.partition(":")[0] for key in EXPECTED}))
-def test_calls_agree_with_the_fake_apis_log(name):
+def test_calls_agree_with_the_fake_apis_log(name, version):
     """Every answer the fake API gave is a call in a transcript, but the compaction summary (Claude Code
     keeps that as the next user entry, not as an assistant message)."""
-    log = read_api_log(name)
+    corpus = CLI_CORPORA[version]
+    log = read_api_log(name, corpus)
     answered = {line["id"] for line in log if line["kind"] != "compaction"}
     calls = {c[0] for key in EXPECTED if key.partition(":")[0] == name  # c[0]: the message id
-             for c in scan_fixture(key)["calls"]}
+             for c in scan_fixture(key, corpus)["calls"]}
     assert calls == answered
     assert sum(EXPECTED[key][7] for key in EXPECTED if key.partition(":")[0] == name) == len(answered)
 

@@ -13,6 +13,7 @@ import pytest
 from service.channels.spend import model_usage
 from service.measure.engines import load_prices
 from tests import transcripts as T
+from tests.conftest import CC, CLI_CORPORA
 
 ROOT = Path(__file__).resolve().parents[1]
 SONNET = "claude-sonnet-4-5"
@@ -95,14 +96,15 @@ def test_the_report_table_shows_them_apart(tmp_path):
     assert "+ compactions without a cost-state (estimated, 1): $0.33 .. $0.68" in out.stdout
 
 
-FIXTURES = ROOT / "tests" / "fixtures" / "claude-code-2.1.328"
+FIXTURES = CC
 
 
+@pytest.mark.parametrize("version", sorted(CLI_CORPORA))
 @pytest.mark.parametrize("scenario", ["long-session", "subagent-and-compact", "clear", "tools-and-edits"])
-def test_on_what_the_real_cli_wrote_booking_leaves_nothing_of_its_own_figure(tmp_path, scenario):
-    """Checked live: the transcripts the real CLI 2.1.328 wrote through the fake API. After booking what it
+def test_on_what_the_real_cli_wrote_booking_leaves_nothing_of_its_own_figure(tmp_path, scenario, version):
+    """Checked live: the transcripts each pinned real CLI wrote through the fake API. After booking what it
     did not write, ours + booked equals its totalCostUSD (same prices for these models)."""
-    doc = report(FIXTURES / scenario / "projects", tmp_path / "home")
+    doc = report(CLI_CORPORA[version] / scenario / "projects", tmp_path / "home")
     dq, booked = doc["data_quality"], doc["spend"]["unwritten"]["measured"]
     assert dq["cost_state_sessions"] and abs(dq["cost_state_remaining_usd"]) < 1e-5
     compacted = scenario in ("long-session", "subagent-and-compact")

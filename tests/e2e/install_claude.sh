@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Install the real Claude Code CLI (a single native binary from npm, version pinned)
 # into a cache folder, only when it is not there yet. tests/fakeapi/scenario.py runs it.
-#   CLAUDE_CACHE   cache folder (default ~/.cache/fake-claude-api)
-#   CLAUDE_VERSION version (default 2.1.328)
+#   CLAUDE_CACHE   cache folder (default ~/.cache/fake-claude-api); each version in a folder of its own,
+#                  so moving the pin installs the new version instead of finding the old one
+#   CLAUDE_VERSION version (default 2.1.332)
 # Prints the binary's path on success.
 set -euo pipefail
 
-version="${CLAUDE_VERSION:-2.1.328}"
-cache="${CLAUDE_CACHE:-$HOME/.cache/fake-claude-api}"
+version="${CLAUDE_VERSION:-2.1.332}"
+cache="${CLAUDE_CACHE:-$HOME/.cache/fake-claude-api}/$version"
 case "$(uname -m)" in
   x86_64|amd64) arch=x64 ;;
   aarch64|arm64) arch=arm64 ;;

@@ -1,4 +1,4 @@
-"""End to end with the REAL Claude Code CLI (2.1.328) against the project's fake API (tests/fakeapi).
+"""End to end with the REAL Claude Code CLI (the version tests/e2e/install_claude.sh pins) against the project's fake API (tests/fakeapi).
 
 `ctxlamp install` is applied to a temporary HOME, a real `ctxlamp serve` watches
 HOME/.claude/projects, and the scenario tests/e2e/scenarios/handoff-clear-history.json

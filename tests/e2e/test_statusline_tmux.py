@@ -1,4 +1,4 @@
-"""End to end: the REAL Claude Code CLI (2.1.328) in interactive mode, under tmux, against the project's
+"""End to end: the REAL Claude Code CLI (the version tests/e2e/install_claude.sh pins) in interactive mode, under tmux, against the project's
 fake Anthropic API (tests/fakeapi), with `ctxlamp install` applied to a temporary HOME and a real
 `ctxlamp serve` watching it. The pane must show ctxlamp's status line, the line must follow the
 session as it grows, and the service must have kept what the status line reported.
