@@ -116,7 +116,7 @@ def main() -> int:
                 barrier.wait()
                 sent, waiting = push.send(settings, store)
                 assert waiting == 0 and sent > 0
-            except BaseException as exc:  # noqa: BLE001 - reported below
+            except BaseException as exc:  # reported below
                 errors.append(exc)
 
         threads = [threading.Thread(target=one, args=(s, st)) for s, st, _ in staged]

@@ -19,7 +19,7 @@ _CLOSE = object()
 def encode(event: str, data: dict) -> bytes:
     """One SSE message (data is JSON on one line)."""
     body = json.dumps(data, separators=(",", ":"), allow_nan=False)
-    return f"event: {event}\ndata: {body}\n\n".encode("utf-8")
+    return f"event: {event}\ndata: {body}\n\n".encode()
 
 
 class Client:

@@ -95,7 +95,7 @@ def _from_service(args) -> dict | None:
         with urllib.request.urlopen(req, timeout=2.0) as resp:
             doc = json.loads(resp.read())
         return doc if isinstance(doc, dict) and "spend" in doc and "edit" in doc else None
-    except Exception:  # noqa: BLE001 - any failure means: scan ourselves
+    except Exception:  # any failure means: scan ourselves
         return None
 
 

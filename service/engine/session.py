@@ -14,7 +14,7 @@ import fnmatch
 import math
 import posixpath
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Callable
 
 from service.engine.branches import PROMPT, Fork, LiveBranch

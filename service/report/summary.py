@@ -104,7 +104,6 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
     for path, fr in zip(paths, files):
         tally.add(path, fr)
     spend = tally.spend()
-    session_tokens = tally.session_tokens
 
     # -- Claude Code's own cost-state, compared with ours for the same calls --------------------
     covered = unwritten.cost_state_rows(files, tally, period.__contains__)

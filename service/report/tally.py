@@ -158,7 +158,7 @@ class SpendTally:
         """
         session_project = self._session_projects()
         groups: dict[tuple[str, str, str], list] = {}
-        for _, path, rec, fr, usd, family in self.best.values():
+        for _, _path, rec, fr, usd, family in self.best.values():
             ts = rec[TS]
             if self.in_period is not None and not self.in_period(ts):
                 continue

@@ -53,7 +53,7 @@ class TeamPusher:
         with self._lock, answers._lock:  # one scan at a time: the report's caches are files
             try:
                 result = outcome(settings, self.store, workers=1)
-            except Exception as exc:  # noqa: BLE001 - a scheduled job must not die; say what happened
+            except Exception as exc:  # a scheduled job must not die; say what happened
                 log.exception("team push failed")
                 result = {"ok": False, "exit_code": 1, "sent": 0, "waiting": None, "rows": None,
                           "message": f"{type(exc).__name__}: {exc}"}
