@@ -104,7 +104,7 @@ def main() -> int:
         for i, name, url in members:
             store = Store(tmp / f"{i}.db")
             rows = synthetic_rows(i, args.days)
-            assert store.team_outbox_write(name, put=outbox.changes(rows, []))
+            assert store.team.team_outbox_write(name, put=outbox.changes(rows, []))
             staged.append((TeamSettings(url, name), store, len(rows)))
         total_rows = sum(n for _, _, n in staged)
 

@@ -35,6 +35,7 @@ from service import config as config_mod
 from service.api.sse import Hub
 from service.daemon.following import Defect, Following
 from service.daemon.jobs import Jobs
+from service.api.reads import StoreReads
 from service.daemon.persist import Persistence
 from service.ingest.live import LiveSession, Registry
 from service.ingest.transcript_file import SkipNotes
@@ -155,7 +156,7 @@ class Service(Following, Jobs):
         from service.history.sink import TurnSink
 
         store_prompts = bool((self.cfg.get("history") or {}).get("store_prompts", True))
-        turns = TurnSink(self.persist.store.add_turn_record, store_prompts=store_prompts, prices=self.prices)
+        turns = TurnSink(self.persist.store.history.add_turn_record, store_prompts=store_prompts, prices=self.prices)
         self.turn_sink = turns
         if other is None:
             return turns
@@ -298,6 +299,17 @@ class Service(Following, Jobs):
         if self._sliced:
             self._sliced = False
             time.sleep(SLICE_PAUSE_S)
+
+    @property
+    def reads(self) -> StoreReads:
+        """What the API reads of the store (service/api/reads.py): Unavailable until the store is opened."""
+        return self.persist if self.persist is not None else Persistence(None, "the store is not open yet")
+
+    def series(self, session_id: str) -> dict | None:
+        """A live session's series (the API's GET /sessions/{id}/series), or None for an unknown one."""
+        with self.registry.lock:
+            sess = self.registry.by_id(session_id)
+            return None if sess is None else sess.series()
 
     def update_config(self, changes: dict) -> dict:
         new = config_mod.merge(self.cfg, changes)
