@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol, TypeVar
 
+from service.api.sse import Hub
 from service.history.answers import HistoryReads
 from service.paths import Paths
 
@@ -32,14 +33,6 @@ class StoreReads(HistoryReads, Protocol):
     def handoffs(self, project: str | None = None, undelivered: bool = False) -> list[Row]: ...
 
     def load_handoff(self, token: str, session_id: str) -> Row | None: ...
-
-
-class Hub(Protocol):
-    """The SSE hub (service/api/sse.py) as the server uses it."""
-
-    def subscribe(self) -> Any: ...
-
-    def unsubscribe(self, client: Any) -> None: ...
 
 
 class ServiceView(Protocol):

@@ -1,7 +1,7 @@
 """The service: wires watcher, live sessions, store, checkpoints, scheduler and API.
 
 Its live sessions (following.py) and its background jobs, checkpoints and the
-history scan (jobs.py), are mixins of `Service`, kept in their own modules.
+history scan (jobs.py), are parts it holds (`service.following`, `service.jobs`).
 
 One main loop owns every engine. The watcher, the API and the signal handlers
 only put work on its queue (a SimpleQueue: safe to put from a signal handler)
@@ -28,7 +28,7 @@ import traceback
 from concurrent.futures import Future
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from service import __version__
 from service import config as config_mod
@@ -37,9 +37,12 @@ from service.daemon.following import Defect, Following
 from service.daemon.jobs import Jobs
 from service.api.reads import StoreReads
 from service.daemon.persist import Persistence
-from service.ingest.live import LiveSession, Registry
+from service.ingest.live import Registry
 from service.ingest.transcript_file import SkipNotes
 from service.paths import Paths, claude_projects
+
+if TYPE_CHECKING:
+    from service.team.job import TeamPusher
 
 log = logging.getLogger("ctxlamp.service")
 
@@ -79,7 +82,7 @@ def engine_config(cfg: dict):
                         exclude_globs=tuple(cfg["selection"]["exclude"]))
 
 
-class Service(Following, Jobs):
+class Service:
     """The service process: one main loop owning every engine (module docstring)."""
 
     def __init__(self, paths: Paths, cfg: dict, *, projects: Path | None = None,
@@ -91,35 +94,19 @@ class Service(Following, Jobs):
         self.started_at = iso_now()
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.hub = Hub()
-        self.scan = {"state": "idle", "done": 0, "total": 0}
-        self._catch_up: dict[str, Path] = {}           # recent sessions still to read at startup, oldest first
-        self._history_todo: list[Path] = []
-        self._quiet_reminders = False                  # reading what happened while the service was away
+        self.scan: dict[str, Any] = {"state": "idle", "done": 0, "total": 0}
         self._catch_up_pause = float(os.environ.get("CTXLAMP_CATCH_UP_PAUSE_S") or 0)  # tests slow it down
-        self._ckpt_states: dict[str, dict] = {}        # the loaded checkpoint, for sessions not read yet
         self._pending: set[str] = set()
         self._pending_lock = threading.Lock()
-        self._pending_follow: dict[str, str] = {}     # session id the hook named -> project folder
-        self._published: set[tuple[str, int, int]] = set()
-        self._ckpt_laps: dict[str, tuple[int, int]] = {}  # session id -> (segment, laps) at the last checkpoint
-        self._ckpt_excluded: dict[str, list[str]] = {}
-        self._ckpt_changes = 0
-        self._ckpt_armed = False
-        self._ckpt_lock = threading.Lock()
-        self.checkpoint_info: dict[str, Any] = {"loaded": None, "rejected": []}
         self.reminder_log: list[dict] = []             # published reminders (when the store is down)
-        self._outbox: list[dict] = []                  # reminders waiting for their session's snapshot
         self.stopping = threading.Event()
         self._stop_asked = False                        # set by request_stop: the loop ends before other work
         self.skipped = SkipNotes(log)                   # transcripts left unread and why (SERVICE.skipped_files)
-        self._reading_on: dict[str, bool] = {}          # path -> quiet: sessions still being read, in slices
-        self._sliced = False                           # a read stopped at its slice: let API threads in first
         self.ready = threading.Event()
         self.defect: str | None = None
         self.watcher = None
         self.api = None
-        self.scheduler = None
-        self.team = None  # service.team.job.TeamPusher when a team is configured
+        self.team: TeamPusher | None = None  # when a team is configured (jobs.start_scheduler)
         self.persist: Persistence | None = None
         self.engine_cfg = None
         self.prices = None
@@ -128,6 +115,8 @@ class Service(Following, Jobs):
         from service.statusline.book import Book
 
         self.readings = Book(paths.data / "statusline.json")  # what Claude Code's status line reported
+        self.following = Following(self)  # live sessions: catch-up, changes, rotation, selection, reminders
+        self.jobs = Jobs(self)            # checkpoints and the history scan
 
     # ---- setup --------------------------------------------------------------------
     def _make_engine(self, path: Path):
@@ -228,23 +217,23 @@ class Service(Following, Jobs):
             log.error("cannot start: %s", exc)
             print(f"ctxlamp: cannot start the service: {exc}", file=sys.stderr, flush=True)
             return 2
-        self._load_checkpoint()
+        self.jobs.load_checkpoint()
         self.watcher = Watcher(self.projects, self.on_file_event, force_polling=self.force_polling)
         self.watcher.start()
         try:
-            live, old = self._discover()
-            self._history_todo = self._plan_scan(old)
+            live, old = self.following.discover()
+            self.following.history_todo = self.jobs.plan_scan(old)
             # the API opens first; recent sessions are read by the loop, between requests and changes
-            self._catch_up = {str(p): p for p in live}
+            self.following.catch_up = {str(p): p for p in live}
             if live:
                 self.scan = {"state": "catching_up", "done": 0, "total": len(live)}
             self.api = ApiServer(self)
             self.api.start()
             self.ready.set()
             log.info("serving on 127.0.0.1:%s, %d recent sessions to read", self.api.port, len(live))
-            self._start_scheduler()
+            self.jobs.start_scheduler()
             if not live:
-                self._start_scan(self._history_todo)
+                self.jobs.start_scan(self.following.history_todo)
             self._loop()
         except Defect as exc:
             return self._die(exc)
@@ -257,13 +246,13 @@ class Service(Following, Jobs):
         while True:
             if self._stop_asked:
                 return
-            if self._catch_up:  # requests and live changes first; the startup reading fills the gaps
+            if self.following.catch_up:  # requests and live changes first; the startup reading fills the gaps
                 try:
                     kind, a, b = self.queue.get(timeout=self._catch_up_pause) if self._catch_up_pause \
                         else self.queue.get_nowait()
                 except queue.Empty:
                     with self.registry.lock:
-                        self._catch_up_where(None, limit=1)
+                        self.following.catch_up_where(None, limit=1)
                     self._pause_after_slice()
                     continue
             else:
@@ -274,7 +263,7 @@ class Service(Following, Jobs):
                 with self._pending_lock:
                     self._pending.discard(str(a))
                 with self.registry.lock:
-                    self._on_change(a, b)
+                    self.following.on_change(a, b)
                 self._pause_after_slice()
             elif kind == "task":
                 fut: Future = b
@@ -296,8 +285,8 @@ class Service(Following, Jobs):
     def _pause_after_slice(self) -> None:
         """The registry lock is not fair: after a slice of a big read, without a pause this thread takes it
         again at once and a waiting /status waits for the whole file."""
-        if self._sliced:
-            self._sliced = False
+        if self.following.sliced:
+            self.following.sliced = False
             time.sleep(SLICE_PAUSE_S)
 
     @property
@@ -311,6 +300,14 @@ class Service(Following, Jobs):
             sess = self.registry.by_id(session_id)
             return None if sess is None else sess.series()
 
+    def rotate(self, session_id: str, transcript_path: str | None = None, cwd: str | None = None) -> dict:
+        """POST /rotate (on the loop): follow `session_id` in its project."""
+        return self.following.rotate(session_id, transcript_path, cwd)
+
+    def set_selection(self, session_id: str, exclude: list[str], include: list[str]) -> dict:
+        """POST /sessions/{id}/selection (on the loop): exclude or include paths, then revalue."""
+        return self.following.set_selection(session_id, exclude, include)
+
     def update_config(self, changes: dict) -> dict:
         new = config_mod.merge(self.cfg, changes)
         config_mod.save(self.paths.config_file, new)
@@ -320,30 +317,19 @@ class Service(Following, Jobs):
             setattr(self.engine_cfg, name, getattr(fresh, name))  # shared by every engine: a revaluation
         for sess in self.registry.sessions.values():
             sess.refresh()
-            self._publish_snapshot(sess)
+            self.following.publish_snapshot(sess)
         self.persist.configure(new)
         if self.turn_sink is not None:
             self.turn_sink.configure(store_prompts=bool(new["history"]["store_prompts"]))
         return new
 
     # ---- outputs ---------------------------------------------------------------------------
-    def _publish_snapshot(self, sess: LiveSession) -> None:
-        if self.ready.is_set() and sess.snapshot is not None:
-            self.hub.publish("snapshot", sess.snapshot)
-        self._flush_reminders()
-
-    def _flush_reminders(self) -> None:
-        """Reminders go out after the snapshot of their session, so a client knows the session."""
-        outbox, self._outbox = self._outbox, []
-        for reminder in outbox:
-            self.hub.publish("reminder", reminder)
-
     def service_block(self) -> dict:
         w = self.watcher
         return {"version": __version__, "started_at": self.started_at, "pid": os.getpid(),
                 "scan": dict(self.scan), "db": self.persist.health() if self.persist else {"ok": False},
                 "observer": w.kind if w else None, "observer_reason": w.reason if w else None,
-                "checkpoint": dict(self.checkpoint_info), "skipped_files": self.skipped.rows()}
+                "checkpoint": dict(self.jobs.checkpoint_info), "skipped_files": self.skipped.rows()}
 
     def status(self) -> dict:
         with self.registry.lock:
@@ -363,9 +349,9 @@ class Service(Following, Jobs):
         self.stopping.set()
         if self.watcher:
             self.watcher.stop()
-        if self.scheduler:
+        if self.jobs.scheduler:
             try:
-                self.scheduler.shutdown(wait=False)
+                self.jobs.scheduler.shutdown(wait=False)
             except Exception:
                 pass
         self.hub.close_all()
@@ -381,11 +367,11 @@ class Service(Following, Jobs):
             self.api.remove_discovery()
         # checkpoint_now takes the checkpoint lock, then the registry's, as the scheduler's job does;
         # calling it with the registry's lock held would deadlock against a job already running
-        self.checkpoint_now(force=True)
+        self.jobs.checkpoint_now(force=True)
         with self.registry.lock:
             for sess in list(self.registry.sessions.values()):
                 try:
-                    self._handle_events(sess, sess.finish("shutdown"))
+                    self.following.handle_events(sess, sess.finish("shutdown"))
                     if self.turn_sink is not None:
                         self.turn_sink.finish(sess)
                 except Exception:
