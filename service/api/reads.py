@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol, TypeVar
 
 from service.api.sse import Hub
+from service.engine.snapshot import Snapshot
 from service.history.answers import HistoryReads
 from service.paths import Paths
 
@@ -54,9 +55,11 @@ class ServiceView(Protocol):
 
     def series(self, session_id: str) -> Row | None: ...
 
+    def snapshot_of(self, session_id: str) -> Snapshot | None: ...
+
     def call_in_loop(self, fn: Callable[[], _T], timeout: float = ...) -> _T: ...
 
-    def set_selection(self, session_id: str, exclude: list[str], include: list[str]) -> Row: ...
+    def set_selection(self, session_id: str, exclude: list[str], include: list[str]) -> Snapshot: ...
 
     def rotate(self, session_id: str, transcript_path: str | None = None, cwd: str | None = None) -> Row: ...
 

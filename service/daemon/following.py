@@ -10,10 +10,11 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from service.daemon.persist import Persistence
+    from service.engine.snapshot import Snapshot
     from service.daemon.runtime import Service
     from service.ingest.live import Registry
 
@@ -230,7 +231,7 @@ class Following:
         for profile in sess.new_profiles():
             self._persist.archive_profile(profile)
 
-    def _on_reminder(self, sess: LiveSession, ev: dict, snap: dict) -> None:
+    def _on_reminder(self, sess: LiveSession, ev: dict, snap: Snapshot | dict[str, Any]) -> None:
         sid = str(ev.get("session_id") or sess.session_id)
         seg, lap = int(ev.get("segment") or 0), int(ev["lap"])
         key = (sid, seg, lap)
@@ -300,7 +301,7 @@ class Following:
         self.publish_snapshot(sess)
         return {"ok": True, "following": sess.session_id}
 
-    def set_selection(self, session_id: str, exclude: list[str], include: list[str]) -> dict:
+    def set_selection(self, session_id: str, exclude: list[str], include: list[str]) -> Snapshot:
         self.catch_up_where(lambda p: p.stem == session_id)
         sess = self._registry.by_id(session_id)
         if sess is None:

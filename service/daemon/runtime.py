@@ -36,6 +36,7 @@ from service.api.sse import Hub
 from service.daemon.following import Defect, Following
 from service.daemon.jobs import Jobs
 from service.api.reads import StoreReads
+from service.engine.snapshot import Snapshot
 from service.daemon.persist import Persistence
 from service.ingest.live import Registry
 from service.ingest.transcript_file import SkipNotes
@@ -300,11 +301,19 @@ class Service:
             sess = self.registry.by_id(session_id)
             return None if sess is None else sess.series()
 
+    def snapshot_of(self, session_id: str) -> Snapshot | None:
+        """A live session's latest snapshot, or None (unknown, or the service not built yet)."""
+        if self.registry is None:
+            return None
+        with self.registry.lock:
+            sess = self.registry.by_id(session_id)
+            return sess.snapshot if sess is not None else None
+
     def rotate(self, session_id: str, transcript_path: str | None = None, cwd: str | None = None) -> dict:
         """POST /rotate (on the loop): follow `session_id` in its project."""
         return self.following.rotate(session_id, transcript_path, cwd)
 
-    def set_selection(self, session_id: str, exclude: list[str], include: list[str]) -> dict:
+    def set_selection(self, session_id: str, exclude: list[str], include: list[str]) -> Snapshot:
         """POST /sessions/{id}/selection (on the loop): exclude or include paths, then revalue."""
         return self.following.set_selection(session_id, exclude, include)
 
