@@ -123,10 +123,10 @@ class SpendTally:
             g = self.by_day_model[group_key] = _Group()
         g.calls += sign
         g.usd.append(amount)
-        group_key = (sid, path, side)
-        g = self.by_session_file.get(group_key)
+        file_key = (sid, path, side)
+        g = self.by_session_file.get(file_key)
         if g is None:
-            g = self.by_session_file[group_key] = _Group()
+            g = self.by_session_file[file_key] = _Group()
         g.calls += sign
         g.usd.append(amount)
 
