@@ -43,6 +43,9 @@ from service.ingest.transcript_file import SkipNotes
 from service.paths import Paths, claude_projects
 
 if TYPE_CHECKING:
+    from service.api.server import ApiServer
+    from service.engine import EngineConfig, PriceTable
+    from service.ingest.watch import Watcher
     from service.team.job import TeamPusher
 
 log = logging.getLogger("ctxlamp.service")
@@ -105,12 +108,12 @@ class Service:
         self.skipped = SkipNotes(log)                   # transcripts left unread and why (SERVICE.skipped_files)
         self.ready = threading.Event()
         self.defect: str | None = None
-        self.watcher = None
-        self.api = None
+        self.watcher: Watcher | None = None
+        self.api: ApiServer | None = None
         self.team: TeamPusher | None = None  # when a team is configured (jobs.start_scheduler)
         self.persist: Persistence | None = None
-        self.engine_cfg = None
-        self.prices = None
+        self.engine_cfg: EngineConfig | None = None
+        self.prices: PriceTable | None = None
         self.registry: Registry | None = None
         self.turn_sink = None
         from service.statusline.book import Book
@@ -120,8 +123,17 @@ class Service:
         self.jobs = Jobs(self)            # checkpoints and the history scan
 
     # ---- setup --------------------------------------------------------------------
+    @property
+    def _live(self) -> Registry:
+        """The registry of live sessions; made by _build(), before the loop, the API and the jobs start."""
+        registry = self.registry
+        assert registry is not None
+        return registry
+
     def _make_engine(self, path: Path):
         from service.measure.engines import new_engine
+
+        assert self.prices is not None  # _build() loaded them before the registry that calls this
 
         # series rows, not a whole snapshot per call: the service snapshots once per batch
         return new_engine(str(path), self.prices, self.engine_cfg, full_events=False)
@@ -200,8 +212,8 @@ class Service:
 
         threading.Thread(target=wait_for_signal, name="signals", daemon=True).start()
         signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-        for sig in wanted:
-            signal.signal(sig, lambda *_: None)
+        for signum in wanted:
+            signal.signal(signum, lambda *_: None)
 
     # ---- main ---------------------------------------------------------------------------
     def run(self) -> int:
@@ -252,7 +264,7 @@ class Service:
                     kind, a, b = self.queue.get(timeout=self._catch_up_pause) if self._catch_up_pause \
                         else self.queue.get_nowait()
                 except queue.Empty:
-                    with self.registry.lock:
+                    with self._live.lock:
                         self.following.catch_up_where(None, limit=1)
                     self._pause_after_slice()
                     continue
@@ -263,7 +275,7 @@ class Service:
             if kind == "change":
                 with self._pending_lock:
                     self._pending.discard(str(a))
-                with self.registry.lock:
+                with self._live.lock:
                     self.following.on_change(a, b)
                 self._pause_after_slice()
             elif kind == "task":
@@ -271,7 +283,7 @@ class Service:
                 if not fut.set_running_or_notify_cancel():
                     continue
                 try:
-                    with self.registry.lock:
+                    with self._live.lock:
                         fut.set_result(a())
                 except (ValueError, KeyError, LookupError, config_mod.ConfigError) as exc:
                     fut.set_exception(exc)  # the caller's mistake: a 4xx, nothing stops
@@ -297,16 +309,16 @@ class Service:
 
     def series(self, session_id: str) -> dict | None:
         """A live session's series (the API's GET /sessions/{id}/series), or None for an unknown one."""
-        with self.registry.lock:
-            sess = self.registry.by_id(session_id)
+        with self._live.lock:
+            sess = self._live.by_id(session_id)
             return None if sess is None else sess.series()
 
     def snapshot_of(self, session_id: str) -> Snapshot | None:
         """A live session's latest snapshot, or None (unknown, or the service not built yet)."""
         if self.registry is None:
             return None
-        with self.registry.lock:
-            sess = self.registry.by_id(session_id)
+        with self._live.lock:
+            sess = self._live.by_id(session_id)
             return sess.snapshot if sess is not None else None
 
     def rotate(self, session_id: str, transcript_path: str | None = None, cwd: str | None = None) -> dict:
@@ -324,10 +336,11 @@ class Service:
         fresh = engine_config(new)
         for name in ("g_floor", "eps_amber", "eps_crit", "ratios", "exclude_globs"):
             setattr(self.engine_cfg, name, getattr(fresh, name))  # shared by every engine: a revaluation
-        for sess in self.registry.sessions.values():
+        for sess in self._live.sessions.values():
             sess.refresh()
             self.following.publish_snapshot(sess)
-        self.persist.configure(new)
+        if self.persist is not None:
+            self.persist.configure(new)
         if self.turn_sink is not None:
             self.turn_sink.configure(store_prompts=bool(new["history"]["store_prompts"]))
         return new
@@ -341,12 +354,12 @@ class Service:
                 "checkpoint": dict(self.jobs.checkpoint_info), "skipped_files": self.skipped.rows()}
 
     def status(self) -> dict:
-        with self.registry.lock:
-            snaps = self.registry.snapshots()
-            followed = self.registry.followed
+        with self._live.lock:
+            snaps = self._live.snapshots()
+            followed = self._live.followed
             by_project = {}
-            for path in self.registry.followed_by_project.values():
-                sess = self.registry.sessions.get(path)
+            for path in self._live.followed_by_project.values():
+                sess = self._live.sessions.get(path)
                 if sess is not None and sess.snapshot is not None:
                     by_project[sess.snapshot.get("project") or sess.project_dir] = sess.session_id
             return {"sessions": snaps, "followed": followed.session_id if followed else None,
@@ -377,8 +390,8 @@ class Service:
         # checkpoint_now takes the checkpoint lock, then the registry's, as the scheduler's job does;
         # calling it with the registry's lock held would deadlock against a job already running
         self.jobs.checkpoint_now(force=True)
-        with self.registry.lock:
-            for sess in list(self.registry.sessions.values()):
+        with self._live.lock:
+            for sess in list(self._live.sessions.values()):
                 try:
                     self.following.handle_events(sess, sess.finish("shutdown"))
                     if self.turn_sink is not None:
