@@ -6,12 +6,15 @@ answers or raises `Unavailable`, which the server turns into a 503).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
 from service.api.sse import Hub
 from service.engine.snapshot import Snapshot
 from service.history.answers import HistoryReads
 from service.paths import Paths
+
+if TYPE_CHECKING:
+    from service.store import Store
 
 Row = dict[str, Any]
 _T = TypeVar("_T")
@@ -50,6 +53,9 @@ class ServiceView(Protocol):
 
     @property
     def reads(self) -> StoreReads: ...
+
+    @property
+    def store(self) -> Store | None: ...
 
     def status(self) -> dict[str, Any]: ...
 

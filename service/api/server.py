@@ -251,7 +251,7 @@ class ApiServer:
         if not all(v is None or isinstance(v, str) for v in (url, member)):
             raise HttpError(400, "url and member must be strings")
         try:
-            return push_for(self.service, url, member)
+            return push_for(self.service.cfg, self.service.team, self.service.store, url, member)
         except LookupError as exc:
             raise HttpError(404, str(exc)) from None
 

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from service.api.server import ApiServer
     from service.engine import EngineConfig, PriceTable
     from service.ingest.watch import Watcher
+    from service.store import Store
     from service.team.job import TeamPusher
 
 log = logging.getLogger("ctxlamp.service")
@@ -306,6 +307,11 @@ class Service:
     def reads(self) -> StoreReads:
         """What the API reads of the store (service/api/reads.py): Unavailable until the store is opened."""
         return self.persist if self.persist is not None else Persistence(None, "the store is not open yet")
+
+    @property
+    def store(self) -> Store | None:
+        """The local database, None while it cannot be opened (the team push keeps its outbox there)."""
+        return self.persist.store if self.persist is not None else None
 
     def series(self, session_id: str) -> dict | None:
         """A live session's series (the API's GET /sessions/{id}/series), or None for an unknown one."""
