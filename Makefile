@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench demo clean
+.PHONY: run test lint bench demo clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -15,7 +15,7 @@ $(BIN)/python:
 COMPILE := $(BIN)/python -m compileall -q service desktop models resources > /dev/null
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,lint]'
 	@$(BIN)/python -m service.measure.tokenizer > /dev/null  # the parsed o200k table a wheel ships
 	@$(COMPILE)
 	@touch $(STAMP)
@@ -28,6 +28,12 @@ run: $(STAMP)
 test: $(STAMP)
 	@$(BIN)/python -m service.cli.doctor --for-tests
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Style and types (settings in pyproject.toml): ruff over the tree, mypy strict for the engine and the store.
+# Both run even when the first fails, so one pass shows every problem.
+lint: $(STAMP)
+	@rc=0; echo "ruff check ."; $(BIN)/ruff check . || rc=1; \
+	echo "mypy (settings: pyproject.toml)"; $(BIN)/mypy || rc=1; exit $$rc
 
 bench: $(STAMP)
 	@$(COMPILE)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.peers import base_env, ctxlamp_cmd, timed  # noqa: E402
+from bench.peers import base_env, ctxlamp_cmd, timed
 
 # What an earlier run leaves in the data folder: o200k's file and the parsed table beside it.
 SET_UP = ("import sys; from pathlib import Path; from service.measure import tokenizer as ts; "

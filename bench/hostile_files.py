@@ -26,10 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.service_proc import tree_rss_mb  # noqa: E402
-from service.api.client import ApiClient  # noqa: E402
-from tests import transcripts as T  # noqa: E402
-from tests.servicectl import running_service  # noqa: E402
+from bench.service_proc import tree_rss_mb
+from service.api.client import ApiClient
+from tests import transcripts as T
+from tests.servicectl import running_service
 
 
 def _sparse(path: Path, size: int) -> None:

@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.corpus import build  # noqa: E402
-from bench.service_proc import ServiceProcess, read_proc_stat  # noqa: E402
+from bench.corpus import build
+from bench.service_proc import ServiceProcess, read_proc_stat
 
 
 def measure(seconds: float = 300.0, transcripts: int = 200, settle_s: float = 10.0) -> dict:

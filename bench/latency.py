@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.corpus import long_session  # noqa: E402
+from bench.corpus import long_session
 
 DEFAULT = long_session()
 

@@ -16,8 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.corpus import build  # noqa: E402
-from bench.service_proc import ServiceProcess  # noqa: E402
+from bench.corpus import build
+from bench.service_proc import ServiceProcess
 
 
 def timed(svc: ServiceProcess, path: str) -> float:

@@ -18,10 +18,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.corpus import build  # noqa: E402
-from service.engine import TokenCounter  # noqa: E402
-from service.measure.engines import load_prices, replay_file  # noqa: E402
-from service.measure.tokenizer import encode_len, load_o200k  # noqa: E402
+from bench.corpus import build
+from service.engine import TokenCounter
+from service.measure.engines import load_prices, replay_file
+from service.measure.tokenizer import encode_len, load_o200k
 
 
 def main_files(root: Path) -> list[Path]:

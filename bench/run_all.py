@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench import compare_totals, peers  # noqa: E402
-from bench.corpus import build  # noqa: E402
+from bench import compare_totals, peers
+from bench.corpus import build
 
 
 def machine() -> dict:
@@ -85,7 +85,7 @@ def attempt(name: str, fn, *args, **kwargs) -> dict:
         res = fn(*args, **kwargs)
         res["loadavg_after"] = loadavg()
         return res
-    except Exception as exc:  # noqa: BLE001 - reported in docs/benchmarks.md
+    except Exception as exc:  # reported in docs/benchmarks.md
         traceback.print_exc()
         return {"error": f"{type(exc).__name__}: {exc}"}
 
@@ -123,8 +123,10 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
                 L += ["Days that differ (tokens and USD):", "",
                       "| day | ctxlamp USD | ccusage USD | ctxlamp in/out/cw/cr | ccusage in/out/cw/cr |",
                       "|---|---:|---:|---|---|"]
+                def fmt(t: dict) -> str:
+                    return "/".join(f"{t[k]:,}" for k in compare_totals.TOKENS)
+
                 for d in s["totals"]["differing_days"][:12]:
-                    fmt = lambda t: "/".join(f"{t[k]:,}" for k in compare_totals.TOKENS)  # noqa: E731
                     L.append(f"| {d['day']} | {d['ctxlamp_usd']:.4f} | {d['ccusage_usd']:.4f} | "
                              f"{fmt(d['ctxlamp_tokens'])} | {fmt(d['ccusage_tokens'])} |")
                 if len(s["totals"]["differing_days"]) > 12:

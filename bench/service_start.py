@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.corpus import build  # noqa: E402
-from bench.service_proc import ServiceProcess, read_proc_stat, tree_rss_mb  # noqa: E402
+from bench.corpus import build
+from bench.service_proc import ServiceProcess, read_proc_stat, tree_rss_mb
 
 
 def wait_quiet(pid: int, started: float, timeout: float = 600.0, quiet_pct: float = 1.0, runs: int = 3) -> float:

@@ -34,8 +34,8 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.corpus import long_session, rewrite  # noqa: E402
-from bench.service_proc import ServiceProcess, read_proc_stat  # noqa: E402
+from bench.corpus import long_session, rewrite
+from bench.service_proc import ServiceProcess, read_proc_stat
 
 
 

@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.service_proc import ServiceProcess  # noqa: E402
-from tests import transcripts as T  # noqa: E402
+from bench.service_proc import ServiceProcess
+from tests import transcripts as T
 
 SID = T.SID
 

@@ -83,7 +83,9 @@ class DemoSource:
     def __init__(self, folder: Path | None = None):
         folder = folder or demo_dir()
         try:
-            load = lambda name: json.loads((folder / name).read_text(encoding="utf-8"))  # noqa: E731
+            def load(name: str) -> dict:
+                return json.loads((folder / name).read_text(encoding="utf-8"))
+
             self._status = load("status.json")
             self._series = load("series.json")
             self._segments = load("segments.json")

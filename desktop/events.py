@@ -62,7 +62,7 @@ class EventStream(QThread):
             except OSError:
                 pass
 
-    def run(self) -> None:  # noqa: D401 - QThread entry
+    def run(self) -> None:  # the QThread entry point
         attempt = 0
         while not self._stop.is_set():
             was_connected, reason = self._stream_once()

@@ -45,7 +45,7 @@ class LimitsPanel(QWidget):
         if fetch is not None:
             try:
                 data = fetch(session_id)
-            except Exception as exc:  # noqa: BLE001 - DataError or an older service without the route
+            except Exception as exc:  # DataError or an older service without the route
                 self.note.setText(f"Plan limits unavailable: {exc}")
         self.show_limits(data)
 

@@ -370,11 +370,14 @@ class SettingsTab(QWidget):
             self.prices.removeRow(r)
         self.check_prices()
 
+    def _cell(self, row: int, column: int) -> str:
+        item = self.prices.item(row, column)
+        return item.text() if item else ""
+
     def price_rows(self) -> list[tuple[str, dict[str, str]]]:
         rows = []
         for r in range(self.prices.rowCount()):
-            text = lambda c: (self.prices.item(r, c).text() if self.prices.item(r, c) else "")  # noqa: E731
-            rows.append((text(0), {key: text(c) for c, (key, _) in enumerate(sm.PRICE_FIELDS, start=1)}))
+            rows.append((self._cell(r, 0), {key: self._cell(r, c) for c, (key, _) in enumerate(sm.PRICE_FIELDS, start=1)}))
         return rows
 
     def check_prices(self) -> bool:

@@ -457,7 +457,7 @@ def min_gap_seconds(config: dict | None, default: float = 600.0) -> float:
     if isinstance(v, (int, float)):
         return float(v)
     text = str(v).strip().lower()
-    mult = {"s": 1, "m": 60, "h": 3600}.get(text[-1:], None)
+    mult = {"s": 1, "m": 60, "h": 3600}.get(text[-1:])
     try:
         return float(text[:-1]) * mult if mult else float(text)
     except ValueError:

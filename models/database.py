@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 import peewee as pw
@@ -94,7 +95,7 @@ def open_url(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> pw.Database
         dbname = unquote(parts.path.lstrip("/"))
         if not dbname:
             raise ValueError(f"database URL names no database: {url!r}")
-        params: dict[str, object] = {}
+        params: dict[str, Any] = {}
         if parts.username:
             params["user"] = unquote(parts.username)
         if parts.password:

@@ -116,7 +116,7 @@ class PgServer:
                 return
             except psycopg2.OperationalError:
                 if self.proc.poll() is not None or time.monotonic() > end:
-                    raise RuntimeError("postgres did not start: " + (self.base / "server.log").read_text()[-2000:])
+                    raise RuntimeError("postgres did not start: " + (self.base / "server.log").read_text()[-2000:]) from None
                 time.sleep(0.1)
 
     def url(self, database: str = "team", user: str = SUPERUSER, password: str = PASSWORD) -> str:

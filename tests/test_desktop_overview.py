@@ -12,14 +12,14 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import pytest  # noqa: E402
+import pytest
 
 pytest.importorskip("pytestqt")
 
-from desktop import fmt, overview_model as om  # noqa: E402
-from desktop.datasource import DemoSource  # noqa: E402
-from tests import transcripts as tr  # noqa: E402
-from tests.servicectl import running_service  # noqa: E402
+from desktop import fmt, overview_model as om
+from desktop.datasource import DemoSource
+from tests import transcripts as tr
+from tests.servicectl import running_service
 
 ROOT = Path(__file__).resolve().parents[1]
 

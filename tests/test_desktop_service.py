@@ -15,21 +15,21 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import pytest  # noqa: E402
+import pytest
 
 pytest.importorskip("pytestqt")
 
 try:
-    import service.api.server  # noqa: F401
+    import service.api.server  # noqa: F401 - imported only to see that it can be
     HAVE_SERVICE = True
     WHY = ""
-except Exception as exc:  # noqa: BLE001 - any import failure means "not built yet"
+except Exception as exc:  # any import failure means "not built yet"
     HAVE_SERVICE = False
     WHY = f"service/api/server.py is not importable yet ({type(exc).__name__}: {exc})"
 
 pytestmark = pytest.mark.skipif(not HAVE_SERVICE, reason=WHY)
 
-from tests.conftest import CC  # noqa: E402
+from tests.conftest import CC
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSION_FIXTURE = CC / "long-session" / "projects"

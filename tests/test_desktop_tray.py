@@ -6,17 +6,17 @@ import sys
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import pytest  # noqa: E402
+import pytest
 
 pytest.importorskip("pytestqt")
-from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtGui import QColor, QGuiApplication  # noqa: E402
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QGuiApplication
 
-from desktop.datasource import ApiSource  # noqa: E402
-from desktop.events import EventStream  # noqa: E402
-from desktop.restart_policy import RestartPolicy  # noqa: E402
-from desktop.supervisor import ServiceSupervisor  # noqa: E402
-from desktop.tray import TrayController  # noqa: E402
+from desktop.datasource import ApiSource
+from desktop.events import EventStream
+from desktop.restart_policy import RestartPolicy
+from desktop.supervisor import ServiceSupervisor
+from desktop.tray import TrayController
 
 
 def snap(sid="s1", colour="green", state="good", **kw):

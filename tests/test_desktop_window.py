@@ -8,12 +8,12 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import pytest  # noqa: E402
+import pytest
 
 pytest.importorskip("pytestqt")
 
-from desktop.datasource import DataError, DemoSource  # noqa: E402
-from desktop.window import TAB_NAMES, MainWindow  # noqa: E402
+from desktop.datasource import DataError, DemoSource
+from desktop.window import TAB_NAMES, MainWindow
 
 ROOT = Path(__file__).resolve().parents[1]
 

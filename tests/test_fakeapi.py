@@ -113,7 +113,7 @@ def test_streamed_and_plain_answers_carry_the_same_message_and_the_log(tmp_path)
     assert plain["model"] == events[0]["message"]["model"] == "claude-opus-4-5"
     assert plain["content"][0]["input"] == streamed_input == {"file_path": "/x"}
     assert events[-2]["delta"]["stop_reason"] == plain["stop_reason"] == "tool_use"
-    assert counted["input_tokens"] == -(-len("user:hi there".encode()) // 4)  # a string message: one piece
+    assert counted["input_tokens"] == -(-len(b"user:hi there") // 4)  # a string message: one piece
     log = [json.loads(line) for line in (tmp_path / "api.jsonl").read_text().splitlines()]
     assert [(x["stream"], x["kind"], x["model"]) for x in log] == [(False, "script", "claude-opus-4-5"),
                                                                    (True, "script", "claude-opus-4-5")]

@@ -9,8 +9,8 @@ from service.claude.mcp_server import render_history
 from service.store import Store
 
 
-def ask_of(store: Store):
-    return lambda name, *args, **kwargs: getattr(store, name)(*args, **kwargs)
+def ask_of(store: Store) -> history.HistoryReads:
+    return store  # the store answers the history reads itself (the service's persistence wraps it)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path

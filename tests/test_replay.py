@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
 import sys
@@ -94,9 +93,7 @@ def test_replay_jsonl_contract_on_a_compaction_fixture():
     events = jsonl(proc)
     kinds = [e["event"] for e in events]
     assert kinds[-1] == "end" and kinds.count("end") == 1 and "reset" in kinds
-    required = ("session_id transcript segment calls turns model price_source totalStock L L_peak B B_default floor "
-                "D g cRatio x xSweet u dhat mf pp bp br bill_cycle_usd wallet_phase laps lamp skeleton reminder "
-                "spend window cache").split()
+    required = ["session_id", "transcript", "segment", "calls", "turns", "model", "price_source", "totalStock", "L", "L_peak", "B", "B_default", "floor", "D", "g", "cRatio", "x", "xSweet", "u", "dhat", "mf", "pp", "bp", "br", "bill_cycle_usd", "wallet_phase", "laps", "lamp", "skeleton", "reminder", "spend", "window", "cache"]
     for e in events:
         if e["event"] == "call":
             assert all(k in e for k in required), set(required) - set(e)

@@ -176,3 +176,36 @@ def test_only_main_transcripts_are_sessions(tmp_path):
     assert classify(root / "-p" / "abc" / "subagents" / "agent-2.meta.json", root) is None
     assert classify(root / "abc.jsonl", root) is None
     assert classify(tmp_path / "elsewhere" / "-p" / "abc.jsonl", root) is None
+
+
+# ---- the API's view of the service ---------------------------------------------------------
+def test_the_api_imports_nothing_of_the_daemon():
+    """service/api/ reads the service through service/api/reads.py, never its modules (lazy imports too)."""
+    import ast
+    from pathlib import Path
+
+    import service.api as api
+
+    found = []
+    for py in Path(api.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(py.read_text(encoding="utf-8"), str(py))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [(py.name, n) for n in names if n == "service.daemon" or n.startswith("service.daemon.")]
+    assert found == []
+
+
+def test_the_snapshot_type_names_every_field_the_engine_publishes():
+    """The engine's real snapshot, its TypedDict and the OpenAPI schema made from it carry the same fields."""
+    from typing import get_args, get_type_hints
+
+    from service.api.openapi import SCHEMAS
+    from service.engine.snapshot import Lamp, Snapshot
+    from service.measure.engines import load_prices, replay_file
+    from tests.conftest import CC
+
+    path = next((CC / "model-switch" / "projects").glob("*/*.jsonl"))
+    end = [e for e in replay_file(path, load_prices()) if e["event"] == "end"][-1]
+    published = set(end["status"])
+    assert published == set(get_type_hints(Snapshot)) == set(SCHEMAS["Snapshot"]["properties"])
+    assert end["status"]["lamp"]["colour"] in get_args(get_type_hints(Lamp)["colour"])

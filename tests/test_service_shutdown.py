@@ -35,9 +35,9 @@ def test_a_stop_during_a_checkpoint_job_does_not_deadlock(ctx_home):
     svc = Service(paths, config_mod.load(paths.config_file))
     svc._build()
     taken = threading.Event()
-    svc._ckpt_lock = _SlowToRelease(svc._ckpt_lock, taken)
+    svc.jobs.ckpt_lock = _SlowToRelease(svc.jobs.ckpt_lock, taken)
 
-    job = threading.Thread(target=svc.checkpoint_now, kwargs={"force": True}, daemon=True)
+    job = threading.Thread(target=svc.jobs.checkpoint_now, kwargs={"force": True}, daemon=True)
     job.start()
     assert taken.wait(5)
     stop = threading.Thread(target=svc._shutdown, daemon=True)

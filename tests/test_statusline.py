@@ -466,7 +466,7 @@ def test_the_event_stream_sends_limits_on_connect_and_when_they_change(env, serv
             for event, data in ApiClient(service, timeout=10).events():
                 if event == "limits":
                     got.put(data)
-        except Exception:  # noqa: BLE001 - the stream ends with the service
+        except Exception:  # the stream ends with the service
             pass
 
     threading.Thread(target=listen, daemon=True).start()

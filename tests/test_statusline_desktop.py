@@ -7,12 +7,12 @@ import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import pytest  # noqa: E402
+import pytest
 
 pytest.importorskip("pytestqt")
 
-from desktop import fmt  # noqa: E402
-from desktop.limits_view import IdleCacheNotice, LimitNotices, limits_text, turn_rows, usage_points  # noqa: E402
+from desktop import fmt
+from desktop.limits_view import IdleCacheNotice, LimitNotices, limits_text, turn_rows, usage_points
 
 NOW = time.mktime((2026, 11, 30, 14, 0, 0, 0, 0, -1))  # 14:00 local time
 

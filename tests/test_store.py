@@ -629,3 +629,18 @@ def test_read_only_store_reads_after_the_service_closed_cleanly(db_path):
     assert ro.health() == {"ok": True, "error": None}
     for side in db_path.parent.glob("ctxlamp.db-*"):
         assert (side.stat().st_mode & 0o777) == 0o600, side
+
+
+def test_every_kind_of_write_the_parts_queue_has_one_operation(store):
+    """A write whose kind no part registered would be dropped as bad data when it lands: none may exist."""
+    import service.store as package
+
+    queued = set()
+    for module in Path(package.__file__).parent.glob("*.py"):
+        queued |= set(re.findall(r'_Op\("([a-z_]+)"', module.read_text(encoding="utf-8")))
+    registered = set(store.writer._operations)
+    assert queued and queued == registered
+    from service.store.common import Operation
+
+    with pytest.raises(ValueError, match="spend"):  # a kind belongs to one part only
+        store.writer.register({"spend": Operation(lambda m, p: None)})

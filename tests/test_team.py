@@ -427,7 +427,7 @@ def test_real_transcripts_pushed_equal_the_local_report(team, tmp_path):
         warnings.warn(f"{REAL_FIXTURES} is absent: only the project's own fixtures are pushed")
     claude = copy_fixtures(tmp_path / "real-claude", real=REAL_FIXTURES.is_dir())
     team.env[A]["CLAUDE_CONFIG_DIR"] = str(claude)
-    for attempt in range(2):  # the second push must change nothing
+    for _attempt in range(2):  # the second push must change nothing
         r = team.push(A)
         assert r.returncode == 0, r.stderr
     assert " 0 rows sent" in r.stdout

@@ -79,7 +79,7 @@ class ApiClient:
 
 def sse_pairs(fp) -> Iterator[tuple[str, Any]]:
     """(event, data) pairs of a server-sent event stream read from `fp`, until it ends."""
-    event, data = "message", []
+    event, data = "message", list[str]()
     while True:
         line = fp.readline()
         if not line:

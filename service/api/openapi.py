@@ -1,10 +1,16 @@
-"""The OpenAPI 3.1 document of the local API, written by hand (docs/api.md in machine form).
+"""The OpenAPI 3.1 document of the local API (docs/api.md in machine form).
 
+Written by hand, except the snapshot and its lamp, which are made from their
+types in service/engine/snapshot.py so the two cannot drift apart.
 tests/test_service_api.py checks that every route the server dispatches is here.
 """
 from __future__ import annotations
 
+import types
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
+
 from service import __version__
+from service.engine import snapshot
 
 
 def _obj(props: dict | None = None, required: list[str] | None = None, extra: bool = True) -> dict:
@@ -23,20 +29,43 @@ INT = {"type": "integer"}
 STR = {"type": "string"}
 NSTR = {"type": ["string", "null"]}
 
+_JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean"}
+_REFS: dict[Any, str] = {snapshot.Lamp: "Lamp"}  # types that have a schema of their own
+
+
+def _schema_of(tp: Any) -> dict:
+    """The JSON schema of a field's type: scalars, `X | None`, Literal, lists, and TypedDicts (an object)."""
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        members = [a for a in get_args(tp) if a is not type(None)]
+        if len(members) != 1:
+            raise TypeError(f"no schema for {tp!r}")
+        inner = _schema_of(members[0])
+        if "type" not in inner or not isinstance(inner["type"], str):
+            return {"anyOf": [inner, {"type": "null"}]}
+        return {**inner, "type": [inner["type"], "null"]}
+    if origin is Literal:
+        return {"enum": list(get_args(tp))}
+    if origin is list:
+        return {"type": "array"}
+    if tp in _REFS:
+        return {"$ref": f"#/components/schemas/{_REFS[tp]}"}
+    if is_typeddict(tp):
+        return {"type": "object", "additionalProperties": True}
+    if tp in _JSON_TYPES:
+        return {"type": _JSON_TYPES[tp]}
+    raise TypeError(f"no schema for {tp!r}")
+
+
+def _typed(td: type, required: list[str]) -> dict:
+    """An object schema from a TypedDict: one property per field, in the order the type declares them."""
+    hints = get_type_hints(td)
+    return _obj({name: _schema_of(hint) for name, hint in hints.items()}, required)
+
 SCHEMAS = {
     "Error": _obj({"error": STR}, ["error"], extra=False),
-    "Lamp": _obj({"state": {"enum": ["no_transcript", "insufficient_data", "warming", "good", "warning", "critical"]},
-                  "colour": {"enum": ["white", "green", "amber", "red"]}, "reason": STR}, ["state", "colour"]),
-    "Snapshot": _obj({
-        "session_id": STR, "transcript": STR, "project": NSTR, "segment": INT, "calls": INT, "turns": INT,
-        "model": NSTR, "price_source": NSTR, "totalStock": INT, "L": INT, "L_peak": INT, "B": INT,
-        "B_default": INT, "floor": {"type": ["integer", "null"]}, "D": INT, "g": {"type": "number"},
-        "cRatio": {"type": "number"}, "x": {"type": "number"}, "xSweet": NUM, "u": NUM, "dhat": NUM,
-        "mf": NUM, "pp": NUM, "bp": {"type": "number"}, "br": NUM, "bill_cycle_usd": {"type": "number"},
-        "wallet_phase": {"type": "number"}, "laps": INT, "lamp": {"$ref": "#/components/schemas/Lamp"},
-        "skeleton": {"type": ["object", "null"]}, "reminder": {"type": ["object", "null"]},
-        "rewinds": INT, "spend": _obj(), "window": _obj(), "cache": _obj(), "skipped_lines": INT, "updated_at": NSTR,
-    }, ["session_id", "segment", "calls", "lamp"]),
+    "Lamp": _typed(snapshot.Lamp, ["state", "colour"]),
+    "Snapshot": _typed(snapshot.Snapshot, ["session_id", "segment", "calls", "lamp"]),
     "Service": _obj({
         "version": STR, "started_at": STR, "pid": INT,
         "scan": _obj({"state": {"enum": ["idle", "catching_up", "scanning"]}, "done": INT, "total": INT}),

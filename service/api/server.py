@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from service import __version__
 from service.config import ConfigError
 from service.paths import write_private
-from service.daemon.persist import Unavailable
+from service.api.reads import ServiceView, Unavailable
 
 log = logging.getLogger("ctxlamp.api")
 
@@ -71,7 +71,7 @@ def _int(query: dict, name: str, default: int | None = None) -> int | None:
 
 
 class ApiServer:
-    def __init__(self, service) -> None:
+    def __init__(self, service: ServiceView) -> None:
         self.service = service
         self.token = secrets.token_urlsafe(32)
         self.port = 0
@@ -94,8 +94,10 @@ class ApiServer:
         write_private(self.service.paths.api_file, json.dumps(info).encode("utf-8"))
 
     def _serve(self) -> None:
+        httpd = self.httpd
+        assert httpd is not None  # start() made it before this thread
         while not self._stopping:
-            self.httpd.handle_request()  # blocks in select() until a connection: no idle wakeups
+            httpd.handle_request()  # blocks in select() until a connection: no idle wakeups
 
     def stop(self) -> None:
         if self.httpd is None:
@@ -128,7 +130,7 @@ class ApiServer:
 
     # ---- routes ---------------------------------------------------------------------
     def _routes(self) -> list[Route]:
-        r = [
+        r: list[tuple[str, str, Callable[..., Any]]] = [
             ("GET", r"/api/v1/health", self.get_health),
             ("GET", r"/api/v1/status", self.get_status),
             ("GET", r"/api/v1/sessions/(?P<sid>[^/]+)/series", self.get_series),
@@ -166,12 +168,10 @@ class ApiServer:
         return self.service.status()
 
     def get_series(self, q, body, sid):
-        reg = self.service.registry
-        with reg.lock:
-            sess = reg.by_id(sid)
-            if sess is None:
-                raise HttpError(404, f"no live session {sid}")
-            return sess.series()
+        series = self.service.series(sid)
+        if series is None:
+            raise HttpError(404, f"no live session {sid}")
+        return series
 
     def post_selection(self, q, body, sid):
         exclude, include = body.get("exclude", []), body.get("include", [])
@@ -184,14 +184,14 @@ class ApiServer:
 
     def get_segments(self, q, body):
         limit = _int(q, "limit", 100)
-        rows = self.service.persist.query("segments", session_id=q.get("session") or None, limit=limit)
+        rows = self.service.reads.segments(session_id=q.get("session") or None, limit=limit)
         return {"segments": list(rows)}
 
     def get_reminders(self, q, body):
         """The database's reminders, plus any this process published that it could not store yet."""
         session, since = q.get("session") or None, q.get("since") or None
         try:
-            rows = list(self.service.persist.query("reminders", session_id=session, since=since))
+            rows = list(self.service.reads.reminders(session_id=session, since=since))
         except Unavailable:
             rows = []
         have = {(r["session_id"], r["segment"], r["lap"]) for r in rows}
@@ -227,7 +227,7 @@ class ApiServer:
         from service.report import overview
 
         try:
-            segments = list(self.service.persist.query("segments", limit=100_000))
+            segments = list(self.service.reads.segments(limit=100_000))
         except Unavailable:
             segments = []
         return overview.overview(_int(q, "days", 7), segments, self.service.status()["sessions"])
@@ -237,7 +237,7 @@ class ApiServer:
         from service.team.server import TeamError
 
         try:
-            return team_view(self.service.cfg, getattr(self.service, "team", None), q.get("since") or None,
+            return team_view(self.service.cfg, self.service.team, q.get("since") or None,
                              q.get("until") or None)
         except LookupError as exc:
             raise HttpError(404, str(exc)) from None
@@ -251,7 +251,7 @@ class ApiServer:
         if not all(v is None or isinstance(v, str) for v in (url, member)):
             raise HttpError(400, "url and member must be strings")
         try:
-            return push_for(self.service, url, member)
+            return push_for(self.service.cfg, self.service.team, self.service.store, url, member)
         except LookupError as exc:
             raise HttpError(404, str(exc)) from None
 
@@ -271,12 +271,13 @@ class ApiServer:
         if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
             raise HttpError(400, "paths must be a list of strings")
         sid = body.get("session_id")
-        return self.service.persist.query("save_handoff", task=body["task"], body=body["body"], paths=paths,
-                                          project=body["project"], from_session=sid if isinstance(sid, str) else None)
+        return self.service.reads.save_handoff(task=body["task"], body=body["body"], paths=paths,
+                                               project=body["project"],
+                                               from_session=sid if isinstance(sid, str) else None)
 
     def get_handoffs(self, q, body):
         undelivered = q.get("undelivered") in ("1", "true", "yes")
-        rows = self.service.persist.query("handoffs", project=q.get("project") or None, undelivered=undelivered)
+        rows = self.service.reads.handoffs(project=q.get("project") or None, undelivered=undelivered)
         return {"handoffs": list(rows)}
 
     def post_handoff_load(self, q, body, token):
@@ -284,7 +285,7 @@ class ApiServer:
         if not isinstance(sid, str) or not sid:
             raise HttpError(400, "session_id is required")
         try:
-            found = self.service.persist.query("load_handoff", token, sid)
+            found = self.service.reads.load_handoff(token, sid)
         except KeyError:
             found = None
         if found is None:  # the store answers None for an unknown or malformed token
@@ -301,21 +302,21 @@ class ApiServer:
     def get_history_page(self, q, body):
         from service.history import answers as history
 
-        return history.page(self.service.persist.query, self._sid(q), _int(q, "page", 1))
+        return history.page(self.service.reads, self._sid(q), _int(q, "page", 1))
 
     def get_history_search(self, q, body):
         from service.history import answers as history
 
         if not q.get("q"):
             raise HttpError(400, "q is required")
-        return history.search(self.service.persist.query, self._sid(q), q["q"])
+        return history.search(self.service.reads, self._sid(q), q["q"])
 
     def get_history_locate(self, q, body):
         from service.history import answers as history
 
         if not q.get("path"):
             raise HttpError(400, "path is required")
-        return history.locate(self.service.persist.query, self._sid(q), q["path"])
+        return history.locate(self.service.reads, self._sid(q), q["path"])
 
     def get_config(self, q, body):
         return self.service.cfg

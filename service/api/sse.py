@@ -11,15 +11,16 @@ from __future__ import annotations
 import json
 import queue
 import threading
+from typing import Any, Mapping
 
 QUEUE_SIZE = 256
 _CLOSE = object()
 
 
-def encode(event: str, data: dict) -> bytes:
+def encode(event: str, data: Mapping[str, Any]) -> bytes:
     """One SSE message (data is JSON on one line)."""
     body = json.dumps(data, separators=(",", ":"), allow_nan=False)
-    return f"event: {event}\ndata: {body}\n\n".encode("utf-8")
+    return f"event: {event}\ndata: {body}\n\n".encode()
 
 
 class Client:
@@ -54,7 +55,7 @@ class Hub:
         with self._lock:
             return len(self._clients)
 
-    def publish(self, event: str, data: dict) -> None:
+    def publish(self, event: str, data: Mapping[str, Any]) -> None:
         msg = encode(event, data)
         with self._lock:
             clients = list(self._clients)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import posixpath
-from typing import Any, Callable, Mapping, Union
+from typing import Any, Callable, Mapping
 
 from service.channels.entries import CallPairs, Parts, base_tool_name, parts, result_text
 from service.channels.events import ChannelEvent
@@ -27,7 +27,7 @@ MAX_FILES = 50
 FALLBACK_FILE_BYTES = 4096
 _IMPACT_KEYS = ("target", "candidates", "callers", "callees", "affected")
 
-SizeLookup = Union[Mapping[str, Any], Callable[[str], Any], None]
+SizeLookup = Mapping[str, Any] | Callable[[str], Any] | None
 
 
 def tracked_tool(name: str) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 import time
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -80,7 +81,7 @@ def generate(cwd: str, seed: int = 3, calls: int = 120, start: datetime | None =
             if n >= calls:
                 break
             if compact_at is not None and n == compact_at:
-                meta = {"trigger": "auto", "preTokens": stock, "postTokens": 9_000 + stock // 20}
+                meta: dict[str, Any] = {"trigger": "auto", "preTokens": stock, "postTokens": 9_000 + stock // 20}
                 entries.append({**base("system"), "subtype": "compact_boundary", "parentUuid": None,
                                 "content": "Conversation compacted", "compactMetadata": meta})
                 entries.append({**base("user"), "isCompactSummary": True, "message": {
@@ -90,6 +91,8 @@ def generate(cwd: str, seed: int = 3, calls: int = 120, start: datetime | None =
             path = rnd.choice(FILES)
             tool_id = f"toolu_demo{n:04d}"
             kind = rnd.choices(["Read", "Edit", "Write", "Grep", "Bash"], weights=[4, 3, 1, 2, 3])[0]
+            inp: dict[str, Any]
+            tur: dict[str, Any] | str
             if kind == "Read":
                 inp = {"file_path": f"{cwd}/{path}"}
             elif kind == "Edit":

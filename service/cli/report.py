@@ -12,7 +12,7 @@ import re
 import sys
 from datetime import date
 
-from service.report.build import build_report
+from service.report.build import ReportRequest, build_report
 
 DATE_RE = re.compile(r"^(\d{4})-?(\d{2})-?(\d{2})$")
 
@@ -49,6 +49,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 _KEPT: list = []
 
 
+def request_of(args: argparse.Namespace) -> ReportRequest:
+    """The report's input from the command's flags."""
+    return ReportRequest(since=args.since, until=args.until, projects=args.projects, lean_ctx=args.lean_ctx,
+                         router_db=args.router_db, usage_db=args.usage_db, use_cache=not args.no_cache)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.since and args.until and args.since > args.until:
         print("ctxlamp report: --since is after --until", file=sys.stderr)
@@ -61,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
         _KEPT.clear()  # a process that runs the command twice (tests) keeps only the last
         try:
-            summary = build_report(args, keep=_KEPT)
+            summary = build_report(request_of(args), keep=_KEPT)
         except WorkerFailed as exc:
             print(f"ctxlamp report: the scan failed: {exc}", file=sys.stderr)
             return 1
@@ -95,7 +101,7 @@ def _from_service(args) -> dict | None:
         with urllib.request.urlopen(req, timeout=2.0) as resp:
             doc = json.loads(resp.read())
         return doc if isinstance(doc, dict) and "spend" in doc and "edit" in doc else None
-    except Exception:  # noqa: BLE001 - any failure means: scan ourselves
+    except Exception:  # any failure means: scan ourselves
         return None
 
 

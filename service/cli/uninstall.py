@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from service.cli.install import apply, configure  # noqa: F401  (same --dry-run flag)
+from service.cli.install import apply, configure  # noqa: F401 - configure is re-exported (same --dry-run flag)
 
 
 def run(args: argparse.Namespace) -> int:

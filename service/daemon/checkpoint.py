@@ -69,7 +69,7 @@ def verify(path: Path) -> dict | None:
 
 def load_latest(folder: Path) -> tuple[dict | None, list[str]]:
     """The newest valid checkpoint, and the names of newer ones that were rejected."""
-    rejected = []
+    rejected: list[str] = []
     for _, path in _numbered(folder):
         doc = verify(path)
         if doc is not None:

@@ -1,7 +1,7 @@
 """The service's live sessions: which transcripts it follows, reading them, rotation, reminders.
 
-A mixin of `Service` (service/daemon/runtime.py); everything here runs on the
-service's main loop, which owns every engine.
+A part of `Service` (service/daemon/runtime.py: `service.following`); everything
+here runs on the service's main loop, which owns every engine.
 """
 from __future__ import annotations
 
@@ -10,7 +10,13 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from service.daemon.persist import Persistence
+    from service.engine.snapshot import Snapshot
+    from service.daemon.runtime import Service
+    from service.ingest.live import Registry
 
 from service.ingest.live import Ingest, LiveSession, classify
 from service.ingest.transcript_file import Skipped, open_fd
@@ -26,17 +32,53 @@ class Defect(RuntimeError):
 
 
 class Following:
-    """Service methods: startup catch-up, file changes, rotation, selection, reminders."""
+    """The service's live sessions: startup catch-up, file changes, rotation, selection, reminders."""
+
+    def __init__(self, service: Service) -> None:
+        self._svc = service
+        self.catch_up: dict[str, Path] = {}            # recent sessions still to read at startup, oldest first
+        self.history_todo: list[Path] = []
+        self.sliced = False                            # a read stopped at its slice: let API threads in first
+        self._quiet_reminders = False                  # reading what happened while the service was away
+        self._pending_follow: dict[str, str] = {}      # session id the hook named -> project folder
+        self._published: set[tuple[str, int, int]] = set()
+        self._outbox: list[dict] = []                  # reminders waiting for their session's snapshot
+        self._reading_on: dict[str, bool] = {}         # path -> quiet: sessions still being read, in slices
+
+    @property
+    def _registry(self) -> Registry:
+        registry = self._svc.registry
+        assert registry is not None  # Service._build() made it before anything is followed or scheduled
+        return registry
+
+    @property
+    def _persist(self) -> Persistence:
+        persist = self._svc.persist
+        assert persist is not None  # Service._build() opened it
+        return persist
+
+    # ---- outputs ---------------------------------------------------------------------------
+    def publish_snapshot(self, sess: LiveSession) -> None:
+        if self._svc.ready.is_set() and sess.snapshot is not None:
+            self._svc.hub.publish("snapshot", sess.snapshot)
+        self._flush_reminders()
+
+    def _flush_reminders(self) -> None:
+        """Reminders go out after the snapshot of their session, so a client knows the session."""
+        outbox, self._outbox = self._outbox, []
+        for reminder in outbox:
+            self._svc.hub.publish("reminder", reminder)
 
     # ---- sessions -----------------------------------------------------------------------
-    def _discover(self) -> tuple[list[Path], list[Path]]:
+    def discover(self) -> tuple[list[Path], list[Path]]:
         """Main transcripts modified within `sessions.live_hours` (oldest first), and the rest."""
-        horizon = time.time() - float(self.cfg["sessions"]["live_hours"]) * 3600
-        live, old = [], []
-        if not self.projects.is_dir():
-            return live, old
-        for path in self.projects.glob("*/*.jsonl"):
-            if classify(path, self.projects) != "session":
+        horizon = time.time() - float(self._svc.cfg["sessions"]["live_hours"]) * 3600
+        live: list[tuple[float, Path]] = []
+        old: list[tuple[float, Path]] = []
+        if not self._svc.projects.is_dir():
+            return [], []
+        for path in self._svc.projects.glob("*/*.jsonl"):
+            if classify(path, self._svc.projects) != "session":
                 continue
             try:
                 mtime = path.stat().st_mtime
@@ -46,18 +88,18 @@ class Following:
             (live if mtime >= horizon else old).append((mtime, path))
         return [p for _, p in sorted(live)], [p for _, p in sorted(old)]
 
-    def _catch_up_where(self, wanted: Callable[[Path], bool] | None, limit: int | None = None) -> None:
+    def catch_up_where(self, wanted: Callable[[Path], bool] | None, limit: int | None = None) -> None:
         """Read startup sessions (all `wanted` ones, else the next `limit`); caller holds registry.lock.
 
         Laps they crossed while the service was away are recorded, not announced,
         as before the API opened first.
         """
-        paths = list(itertools.islice(self._catch_up.values(), limit)) if wanted is None \
-            else [p for p in self._catch_up.values() if wanted(p)]
+        paths = list(itertools.islice(self.catch_up.values(), limit)) if wanted is None \
+            else [p for p in self.catch_up.values() if wanted(p)]
         for path in paths:
-            del self._catch_up[str(path)]
-            self.scan["done"] += 1
-            if str(path) in self.registry.sessions or str(path) in self.registry.retired:
+            del self.catch_up[str(path)]
+            self._svc.scan["done"] += 1
+            if str(path) in self._registry.sessions or str(path) in self._registry.retired:
                 continue
             if not self._readable(path):
                 continue
@@ -70,25 +112,25 @@ class Following:
                 sess = self._start_session(path, rotate=False, mtime=mtime)
             finally:
                 self._quiet_reminders = False
-            self._publish_snapshot(sess)
+            self.publish_snapshot(sess)
         if paths:
             self._caught_up_if_done()
 
     def _caught_up_if_done(self) -> None:
         """The startup reading is over once every recent session was started and read to its end
         (a big one goes on in slices): then SERVICE.scan leaves catching_up and the history scan starts."""
-        if self._catch_up or any(self._reading_on.values()) or self.scan.get("state") != "catching_up":
+        if self.catch_up or any(self._reading_on.values()) or self._svc.scan.get("state") != "catching_up":
             return
-        log.info("caught up: %d live sessions", len(self.registry.sessions))
-        self._ckpt_states = {}
-        self.scan = {"state": "scanning", "done": 0, "total": len(self._history_todo)} if self._history_todo \
+        log.info("caught up: %d live sessions", len(self._registry.sessions))
+        self._svc.jobs.ckpt_states = {}
+        self._svc.scan = {"state": "scanning", "done": 0, "total": len(self.history_todo)} if self.history_todo \
             else {"state": "idle", "done": 0, "total": 0}
-        self.hub.publish("service", self.service_block())
-        self._start_scan(self._history_todo)
+        self._svc.hub.publish("service", self._svc.service_block())
+        self._svc.jobs.start_scan(self.history_todo)
 
     def _start_session(self, path: Path, *, rotate: bool, mtime: float | None = None) -> LiveSession:
-        sess, old = self.registry.add(path, rotate=rotate)
-        excluded = self._ckpt_excluded.get(str(path))
+        sess, old = self._registry.add(path, rotate=rotate)
+        excluded = self._svc.jobs.ckpt_excluded.get(str(path))
         if excluded:
             sess.excluded = set(excluded)
             sess.engine.set_excluded(set(excluded))
@@ -97,34 +139,34 @@ class Following:
         if self._pump(sess, budget=PUMP_BUDGET, until=time.monotonic() + PUMP_SLICE_S).more:
             # a big file: read on in slices between other work (a startup read stays quiet)
             self._reading_on[str(path)] = self._quiet_reminders
-            self._sliced = True
-            self.on_file_event(path, False)
+            self.sliced = True
+            self._svc.on_file_event(path, False)
         if mtime is not None:
             sess.last_active = mtime
         if sess.snapshot is None:
             sess.refresh()
         # the newest session of the project (and of all) is followed
-        fp = self.registry.followed_by_project.get(sess.project_dir)
-        cur = self.registry.sessions.get(fp) if fp else None
+        fp = self._registry.followed_by_project.get(sess.project_dir)
+        cur = self._registry.sessions.get(fp) if fp else None
         if cur is None or cur.last_active <= sess.last_active:
-            self.registry.followed_by_project[sess.project_dir] = str(path)
-        top = self.registry.followed
+            self._registry.followed_by_project[sess.project_dir] = str(path)
+        top = self._registry.followed
         if top is None or top.last_active <= sess.last_active:
-            self.registry.followed_path = str(path)
+            self._registry.followed_path = str(path)
         return sess
 
-    def _on_change(self, path: Path, created: bool) -> None:
-        kind = classify(path, self.projects)
+    def on_change(self, path: Path, created: bool) -> None:
+        kind = classify(path, self._svc.projects)
         if kind == "subagent":
-            self.persist.subagent_changed(path)
+            self._persist.subagent_changed(path)
             return
         if kind != "session":
             return
         key = str(path)
-        if key in self._catch_up:
-            self._catch_up_where(lambda p: str(p) == key)
+        if key in self.catch_up:
+            self.catch_up_where(lambda p: str(p) == key)
             return
-        sess = self.registry.sessions.get(key)
+        sess = self._registry.sessions.get(key)
         if sess is None:
             if self._reading_on.pop(key, None) is not None:  # rotated away while read in slices: not a resume
                 self._caught_up_if_done()
@@ -132,11 +174,11 @@ class Following:
             if not self._readable(path):
                 return
             wanted = self._pending_follow.pop(path.stem, None)
-            rotate = (created and key not in self.registry.retired) or wanted is not None
+            rotate = (created and key not in self._registry.retired) or wanted is not None
             sess = self._start_session(path, rotate=rotate)
-            self.registry.touch(sess)
-            self._arm_checkpoint()
-            self._publish_snapshot(sess)
+            self._registry.touch(sess)
+            self._svc.jobs.arm_checkpoint()
+            self.publish_snapshot(sess)
             return
         quiet = self._reading_on.pop(key, False)  # the rest of a startup read: laps recorded, not announced
         self._quiet_reminders = quiet
@@ -145,21 +187,21 @@ class Following:
         finally:
             self._quiet_reminders = False
         if ing.skip_reason:
-            self.skipped.note(path, ing.skip_reason)
+            self._svc.skipped.note(path, ing.skip_reason)
         elif ing.bytes_read or ing.restarted or sess.missing:  # readable again, or simply gone
-            self.skipped.forget(path)
+            self._svc.skipped.forget(path)
         if ing.bytes_read or ing.restarted:
-            self.registry.touch(sess)
-            self._arm_checkpoint()
+            self._registry.touch(sess)
+            self._svc.jobs.arm_checkpoint()
         if ing.more:  # a big append: let API calls in between, then read on
             self._reading_on[key] = quiet
-            self._sliced = True
-            self.on_file_event(path, False)
+            self.sliced = True
+            self._svc.on_file_event(path, False)
             return
         if quiet:
             self._caught_up_if_done()
         if ing.bytes_read or ing.restarted or ing.went_missing:
-            self._publish_snapshot(sess)
+            self.publish_snapshot(sess)
 
     def _readable(self, path: Path) -> bool:
         """Whether `path` is a regular file we may read; a path that is there but is not is named once."""
@@ -167,11 +209,11 @@ class Following:
             os.close(open_fd(path)[0])
         except Skipped as exc:
             if exc.gone:  # deleted: it leaves the list
-                self.skipped.forget(path)
+                self._svc.skipped.forget(path)
             else:
-                self.skipped.note(path, exc.reason)
+                self._svc.skipped.note(path, exc.reason)
             return False
-        self.skipped.forget(path)
+        self._svc.skipped.forget(path)
         return True
 
     def _pump(self, sess: LiveSession, budget: int | None = None, until: float | None = None) -> Ingest:
@@ -179,27 +221,27 @@ class Following:
             ing = sess.pump(budget, until)
         except Exception as exc:  # Malformed never escapes feed_line: this is a defect
             raise Defect(f"{type(exc).__name__}: {exc} (transcript {sess.path})") from exc
-        self._handle_events(sess, ing.events)
+        self.handle_events(sess, ing.events)
         return ing
 
-    def _handle_events(self, sess: LiveSession, events: list[dict]) -> None:
+    def handle_events(self, sess: LiveSession, events: list[dict]) -> None:
         for ev in events:
             if ev.get("event") == "reminder":  # priced with the snapshot the batch ended on
                 self._on_reminder(sess, ev, sess.snapshot or {})
         for profile in sess.new_profiles():
-            self.persist.archive_profile(profile)
+            self._persist.archive_profile(profile)
 
-    def _on_reminder(self, sess: LiveSession, ev: dict, snap: dict) -> None:
+    def _on_reminder(self, sess: LiveSession, ev: dict, snap: Snapshot | dict[str, Any]) -> None:
         sid = str(ev.get("session_id") or sess.session_id)
         seg, lap = int(ev.get("segment") or 0), int(ev["lap"])
         key = (sid, seg, lap)
         if key in self._published:
             return
         self._published.add(key)
-        stored = self.persist.record_reminder(sid, seg, lap, ev.get("call"), ev.get("at"))
-        if stored is None or (stored and not self.persist.health()["ok"]):
+        stored = self._persist.record_reminder(sid, seg, lap, ev.get("call"), ev.get("at"))
+        if stored is None or (stored and not self._persist.health()["ok"]):
             # no working database to say what was raised before this process: the checkpoint does
-            ck = self._ckpt_laps.get(sid)
+            ck = self._svc.jobs.ckpt_laps.get(sid)
             stored = not (ck and (seg, lap) <= ck)
         if not stored:
             return
@@ -209,59 +251,59 @@ class Following:
         reminder = {"session_id": sid, "segment": seg, "lap": lap, "call": ev.get("call"), "at": ev.get("at"),
                     "restart_usd": restart, "payback_calls": snap.get("pp"),
                     "rent_usd": snap.get("bill_cycle_usd")}
-        self.reminder_log.append(reminder)
-        if self.ready.is_set() and not self._quiet_reminders:
+        self._svc.reminder_log.append(reminder)
+        if self._svc.ready.is_set() and not self._quiet_reminders:
             self._outbox.append(reminder)  # published right after the session's snapshot
         log.info("reminder: session %s segment %s lap %s", sid, seg, lap)
 
     def _retire(self, old: LiveSession, reason: str, successor: LiveSession | None = None) -> None:
         """Archive the open segment of a session we stop following."""
         events = old.finish(reason)
-        self._handle_events(old, events)
-        if self.turn_sink is not None:
-            self.turn_sink.finish(old)
+        self.handle_events(old, events)
+        if self._svc.turn_sink is not None:
+            self._svc.turn_sink.finish(old)
         log.info("rotation: %s -> %s", old.session_id, successor.session_id if successor else None)
-        if self.ready.is_set():
-            self.hub.publish("rotated", {"from": old.session_id, "to": successor.session_id if successor else None,
+        if self._svc.ready.is_set():
+            self._svc.hub.publish("rotated", {"from": old.session_id, "to": successor.session_id if successor else None,
                                          "project": old.project_dir})
             self._flush_reminders()
 
     def rotate(self, session_id: str, transcript_path: str | None = None, cwd: str | None = None) -> dict:
         """POST /rotate (runs on the loop): follow `session_id` in its project."""
-        if self._catch_up:  # the project's recent sessions first, as if read at startup
+        if self.catch_up:  # the project's recent sessions first, as if read at startup
             folders = {Path(transcript_path).parent.name if transcript_path else None, project_folder(cwd)}
-            self._catch_up_where(lambda p: p.parent.name in folders or p.stem == session_id)
+            self.catch_up_where(lambda p: p.parent.name in folders or p.stem == session_id)
         path = None
         if transcript_path:
             p = Path(transcript_path)
-            if classify(p, self.projects) == "session":
+            if classify(p, self._svc.projects) == "session":
                 path = p
         if path is None:
-            known = self.registry.by_id(session_id)
+            known = self._registry.by_id(session_id)
             if known is not None:
                 path = known.path
         if path is None:
-            found = sorted(self.projects.glob(f"*/{session_id}.jsonl"))
+            found = sorted(self._svc.projects.glob(f"*/{session_id}.jsonl"))
             path = found[0] if found else None
         if path is None or not self._readable(path):
             # the hook can run before Claude Code writes the file: rotate when it appears
             self._pending_follow[session_id] = (path.parent.name if path else project_folder(cwd)) or ""
             return {"ok": True, "following": session_id, "pending": True}
         key = str(path)
-        if key in self.registry.sessions:
-            sess, old = self.registry.rotate_to(path)
+        if key in self._registry.sessions:
+            sess, old = self._registry.rotate_to(path)
             if old is not None:
                 self._retire(old, "rotation", successor=sess)
         else:
             sess = self._start_session(path, rotate=True)
-        self.registry.touch(sess)
-        self._arm_checkpoint()
-        self._publish_snapshot(sess)
+        self._registry.touch(sess)
+        self._svc.jobs.arm_checkpoint()
+        self.publish_snapshot(sess)
         return {"ok": True, "following": sess.session_id}
 
-    def set_selection(self, session_id: str, exclude: list[str], include: list[str]) -> dict:
-        self._catch_up_where(lambda p: p.stem == session_id)
-        sess = self.registry.by_id(session_id)
+    def set_selection(self, session_id: str, exclude: list[str], include: list[str]) -> Snapshot:
+        self.catch_up_where(lambda p: p.stem == session_id)
+        sess = self._registry.by_id(session_id)
         if sess is None:
             raise KeyError(session_id)
         sess.excluded |= set(exclude)
@@ -270,9 +312,9 @@ class Following:
         if hasattr(sess.engine, "recheck_paths"):
             sess.engine.recheck_paths()
         snap = sess.refresh()
-        self.registry.changes += 1
-        self._arm_checkpoint()
-        self._publish_snapshot(sess)
+        self._registry.changes += 1
+        self._svc.jobs.arm_checkpoint()
+        self.publish_snapshot(sess)
         return snap
 
 

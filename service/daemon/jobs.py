@@ -1,6 +1,6 @@
 """The service's background jobs: checkpoints (an apscheduler job armed by changes) and the history scan.
 
-A mixin of `Service` (service/daemon/runtime.py).
+A part of `Service` (service/daemon/runtime.py: `service.jobs`).
 """
 from __future__ import annotations
 
@@ -8,10 +8,18 @@ import logging
 import os
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from service.daemon import checkpoint
 from service.ingest.live import classify
 from service.ingest.transcript_file import Skipped
+
+if TYPE_CHECKING:
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from service.daemon.persist import Persistence
+    from service.daemon.runtime import Service
+    from service.ingest.live import Registry
 
 log = logging.getLogger("ctxlamp.service")
 
@@ -19,26 +27,49 @@ CHECKPOINT_EVERY_S = 30
 
 
 class Jobs:
-    """Service methods: load and write checkpoints, arm the job only while something changed, scan history."""
+    """The service's jobs: load and write checkpoints, arm the job only while something changed, scan history."""
 
-    def _load_checkpoint(self) -> None:
-        doc, rejected = checkpoint.load_latest(self.paths.checkpoints)
+    def __init__(self, service: Service) -> None:
+        self._svc = service
+        self.scheduler: BackgroundScheduler | None = None
+        self.checkpoint_info: dict[str, Any] = {"loaded": None, "rejected": []}
+        self.ckpt_states: dict[str, dict] = {}         # the loaded checkpoint, for sessions not read yet
+        self.ckpt_laps: dict[str, tuple[int, int]] = {}  # session id -> (segment, laps) at the last checkpoint
+        self.ckpt_excluded: dict[str, list[str]] = {}
+        self.ckpt_lock = threading.Lock()
+        self._ckpt_changes = 0
+        self._ckpt_armed = False
+
+    @property
+    def _registry(self) -> Registry:
+        registry = self._svc.registry
+        assert registry is not None  # Service._build() made it before anything is followed or scheduled
+        return registry
+
+    @property
+    def _persist(self) -> Persistence:
+        persist = self._svc.persist
+        assert persist is not None  # Service._build() opened it
+        return persist
+
+    def load_checkpoint(self) -> None:
+        doc, rejected = checkpoint.load_latest(self._svc.paths.checkpoints)
         self.checkpoint_info = {"loaded": doc.get("n") if doc else None, "rejected": rejected}
         if rejected:
             log.warning("checkpoints rejected (checksum): %s", ", ".join(rejected))
         if not doc:
             return
-        self._ckpt_states = dict(doc["sessions"])
+        self.ckpt_states = dict(doc["sessions"])
         for sid, state in doc["sessions"].items():
             try:
-                self._ckpt_laps[sid] = (int(state.get("segment") or 0), int(state.get("laps") or 0))
+                self.ckpt_laps[sid] = (int(state.get("segment") or 0), int(state.get("laps") or 0))
             except (TypeError, ValueError):
                 continue
             if state.get("excluded"):
-                self._ckpt_excluded[str(state.get("transcript"))] = list(state["excluded"])
+                self.ckpt_excluded[str(state.get("transcript"))] = list(state["excluded"])
 
     # ---- checkpoints -------------------------------------------------------------------------
-    def _start_scheduler(self) -> None:
+    def start_scheduler(self) -> None:
         from apscheduler.schedulers.background import BackgroundScheduler
 
         self.scheduler = BackgroundScheduler(daemon=True)
@@ -47,15 +78,15 @@ class Jobs:
                                max_instances=1, coalesce=True)
         from service.team.job import TeamPusher  # the team push, when a team is configured (docs/team.md)
 
-        self.team = TeamPusher.schedule(self.scheduler, lambda: self.cfg, self.persist.store if self.persist else None)
+        self._svc.team = TeamPusher.schedule(self.scheduler, lambda: self._svc.cfg, self._persist.store if self._svc.persist else None)
         self.scheduler.start(paused=False)
         self.scheduler.pause_job("checkpoint")  # armed by the first change: no idle wakeups
-        self._arm_checkpoint()
+        self.arm_checkpoint()
 
-    def _arm_checkpoint(self) -> None:
+    def arm_checkpoint(self) -> None:
         if self.scheduler is None or self._ckpt_armed:
             return
-        if self.registry.changes == self._ckpt_changes:
+        if self._registry.changes == self._ckpt_changes:
             return
         self._ckpt_armed = True
         try:
@@ -65,28 +96,28 @@ class Jobs:
 
     def checkpoint_now(self, force: bool = False) -> Path | None:
         """Write a checkpoint if anything changed since the last one (or `force`)."""
-        with self._ckpt_lock:
-            with self.registry.lock:
-                changes = self.registry.changes
+        with self.ckpt_lock:
+            with self._registry.lock:
+                changes = self._registry.changes
                 if changes == self._ckpt_changes and not force:
                     self._disarm()
                     return None
                 states = {}
-                for path in self._catch_up.values():  # not read yet: keep what the last checkpoint knew
-                    if path.stem in self._ckpt_states:
-                        states[path.stem] = self._ckpt_states[path.stem]
-                for sess in self.registry.sessions.values():
+                for path in self._svc.following.catch_up.values():  # not read yet: keep what the last checkpoint knew
+                    if path.stem in self.ckpt_states:
+                        states[path.stem] = self.ckpt_states[path.stem]
+                for sess in self._registry.sessions.values():
                     state = sess.ledger_state()
                     state["excluded"] = sorted(sess.excluded)
                     states[sess.session_id] = state
             try:
-                path = checkpoint.write(self.paths.checkpoints, states)
+                path = checkpoint.write(self._svc.paths.checkpoints, states)
             except (OSError, ValueError) as exc:
                 log.error("checkpoint failed: %s", exc)
                 return None
             self._ckpt_changes = changes
-            with self.registry.lock:
-                if self.registry.changes == changes:
+            with self._registry.lock:
+                if self._registry.changes == changes:
                     self._disarm()
             return path
 
@@ -99,31 +130,31 @@ class Jobs:
                 pass
 
     # ---- history scan ------------------------------------------------------------------------
-    def _plan_scan(self, old: list[Path]) -> list[Path]:
+    def plan_scan(self, old: list[Path]) -> list[Path]:
         """What the background scan will read; SERVICE.scan says so from the first status on."""
-        if not old or not self.persist.wants_scan():
+        if not old or not self._persist.wants_scan():
             return []
-        self.scan = {"state": "scanning", "done": 0, "total": len(old)}
+        self._svc.scan = {"state": "scanning", "done": 0, "total": len(old)}
         return old
 
-    def _start_scan(self, todo: list[Path]) -> None:
+    def start_scan(self, todo: list[Path]) -> None:
         if todo:
             threading.Thread(target=self._scan, args=(todo,), name="history-scan", daemon=True).start()
 
     def _scan(self, todo: list[Path]) -> None:
         for path in todo:
-            if self.stopping.is_set():
+            if self._svc.stopping.is_set():
                 return
             try:
-                self.persist.scan_file(path, classify(path, self.projects), self.prices, self.engine_cfg,
-                                       store_prompts=bool(self.cfg["history"]["store_prompts"]),
-                                       max_line=self.registry.max_line, should_stop=self.stopping.is_set)
+                self._persist.scan_file(path, classify(path, self._svc.projects), self._svc.prices, self._svc.engine_cfg,
+                                       store_prompts=bool(self._svc.cfg["history"]["store_prompts"]),
+                                       max_line=self._registry.max_line, should_stop=self._svc.stopping.is_set)
             except Skipped as exc:
                 if not exc.gone:
-                    self.skipped.note(path, exc.reason)
+                    self._svc.skipped.note(path, exc.reason)
             except Exception:
                 log.exception("history scan of %s failed (skipped)", path)
-            self.scan["done"] += 1
-        self.scan["state"] = "idle"
-        if self.ready.is_set():
-            self.hub.publish("service", self.service_block())
+            self._svc.scan["done"] += 1
+        self._svc.scan["state"] = "idle"
+        if self._svc.ready.is_set():
+            self._svc.hub.publish("service", self._svc.service_block())

@@ -1,7 +1,7 @@
 """The service: wires watcher, live sessions, store, checkpoints, scheduler and API.
 
 Its live sessions (following.py) and its background jobs, checkpoints and the
-history scan (jobs.py), are mixins of `Service`, kept in their own modules.
+history scan (jobs.py), are parts it holds (`service.following`, `service.jobs`).
 
 One main loop owns every engine. The watcher, the API and the signal handlers
 only put work on its queue (a SimpleQueue: safe to put from a signal handler)
@@ -28,17 +28,26 @@ import traceback
 from concurrent.futures import Future
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from service import __version__
 from service import config as config_mod
 from service.api.sse import Hub
 from service.daemon.following import Defect, Following
 from service.daemon.jobs import Jobs
+from service.api.reads import StoreReads
+from service.engine.snapshot import Snapshot
 from service.daemon.persist import Persistence
-from service.ingest.live import LiveSession, Registry
+from service.ingest.live import Registry
 from service.ingest.transcript_file import SkipNotes
 from service.paths import Paths, claude_projects
+
+if TYPE_CHECKING:
+    from service.api.server import ApiServer
+    from service.engine import EngineConfig, PriceTable
+    from service.ingest.watch import Watcher
+    from service.store import Store
+    from service.team.job import TeamPusher
 
 log = logging.getLogger("ctxlamp.service")
 
@@ -78,7 +87,7 @@ def engine_config(cfg: dict):
                         exclude_globs=tuple(cfg["selection"]["exclude"]))
 
 
-class Service(Following, Jobs):
+class Service:
     """The service process: one main loop owning every engine (module docstring)."""
 
     def __init__(self, paths: Paths, cfg: dict, *, projects: Path | None = None,
@@ -90,47 +99,42 @@ class Service(Following, Jobs):
         self.started_at = iso_now()
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.hub = Hub()
-        self.scan = {"state": "idle", "done": 0, "total": 0}
-        self._catch_up: dict[str, Path] = {}           # recent sessions still to read at startup, oldest first
-        self._history_todo: list[Path] = []
-        self._quiet_reminders = False                  # reading what happened while the service was away
+        self.scan: dict[str, Any] = {"state": "idle", "done": 0, "total": 0}
         self._catch_up_pause = float(os.environ.get("CTXLAMP_CATCH_UP_PAUSE_S") or 0)  # tests slow it down
-        self._ckpt_states: dict[str, dict] = {}        # the loaded checkpoint, for sessions not read yet
         self._pending: set[str] = set()
         self._pending_lock = threading.Lock()
-        self._pending_follow: dict[str, str] = {}     # session id the hook named -> project folder
-        self._published: set[tuple[str, int, int]] = set()
-        self._ckpt_laps: dict[str, tuple[int, int]] = {}  # session id -> (segment, laps) at the last checkpoint
-        self._ckpt_excluded: dict[str, list[str]] = {}
-        self._ckpt_changes = 0
-        self._ckpt_armed = False
-        self._ckpt_lock = threading.Lock()
-        self.checkpoint_info: dict[str, Any] = {"loaded": None, "rejected": []}
         self.reminder_log: list[dict] = []             # published reminders (when the store is down)
-        self._outbox: list[dict] = []                  # reminders waiting for their session's snapshot
         self.stopping = threading.Event()
         self._stop_asked = False                        # set by request_stop: the loop ends before other work
         self.skipped = SkipNotes(log)                   # transcripts left unread and why (SERVICE.skipped_files)
-        self._reading_on: dict[str, bool] = {}          # path -> quiet: sessions still being read, in slices
-        self._sliced = False                           # a read stopped at its slice: let API threads in first
         self.ready = threading.Event()
         self.defect: str | None = None
-        self.watcher = None
-        self.api = None
-        self.scheduler = None
-        self.team = None  # service.team.job.TeamPusher when a team is configured
+        self.watcher: Watcher | None = None
+        self.api: ApiServer | None = None
+        self.team: TeamPusher | None = None  # when a team is configured (jobs.start_scheduler)
         self.persist: Persistence | None = None
-        self.engine_cfg = None
-        self.prices = None
+        self.engine_cfg: EngineConfig | None = None
+        self.prices: PriceTable | None = None
         self.registry: Registry | None = None
         self.turn_sink = None
         from service.statusline.book import Book
 
         self.readings = Book(paths.data / "statusline.json")  # what Claude Code's status line reported
+        self.following = Following(self)  # live sessions: catch-up, changes, rotation, selection, reminders
+        self.jobs = Jobs(self)            # checkpoints and the history scan
 
     # ---- setup --------------------------------------------------------------------
+    @property
+    def _live(self) -> Registry:
+        """The registry of live sessions; made by _build(), before the loop, the API and the jobs start."""
+        registry = self.registry
+        assert registry is not None
+        return registry
+
     def _make_engine(self, path: Path):
         from service.measure.engines import new_engine
+
+        assert self.prices is not None  # _build() loaded them before the registry that calls this
 
         # series rows, not a whole snapshot per call: the service snapshots once per batch
         return new_engine(str(path), self.prices, self.engine_cfg, full_events=False)
@@ -155,7 +159,7 @@ class Service(Following, Jobs):
         from service.history.sink import TurnSink
 
         store_prompts = bool((self.cfg.get("history") or {}).get("store_prompts", True))
-        turns = TurnSink(self.persist.store.add_turn_record, store_prompts=store_prompts, prices=self.prices)
+        turns = TurnSink(self.persist.store.history.add_turn_record, store_prompts=store_prompts, prices=self.prices)
         self.turn_sink = turns
         if other is None:
             return turns
@@ -209,8 +213,8 @@ class Service(Following, Jobs):
 
         threading.Thread(target=wait_for_signal, name="signals", daemon=True).start()
         signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-        for sig in wanted:
-            signal.signal(sig, lambda *_: None)
+        for signum in wanted:
+            signal.signal(signum, lambda *_: None)
 
     # ---- main ---------------------------------------------------------------------------
     def run(self) -> int:
@@ -227,23 +231,23 @@ class Service(Following, Jobs):
             log.error("cannot start: %s", exc)
             print(f"ctxlamp: cannot start the service: {exc}", file=sys.stderr, flush=True)
             return 2
-        self._load_checkpoint()
+        self.jobs.load_checkpoint()
         self.watcher = Watcher(self.projects, self.on_file_event, force_polling=self.force_polling)
         self.watcher.start()
         try:
-            live, old = self._discover()
-            self._history_todo = self._plan_scan(old)
+            live, old = self.following.discover()
+            self.following.history_todo = self.jobs.plan_scan(old)
             # the API opens first; recent sessions are read by the loop, between requests and changes
-            self._catch_up = {str(p): p for p in live}
+            self.following.catch_up = {str(p): p for p in live}
             if live:
                 self.scan = {"state": "catching_up", "done": 0, "total": len(live)}
             self.api = ApiServer(self)
             self.api.start()
             self.ready.set()
             log.info("serving on 127.0.0.1:%s, %d recent sessions to read", self.api.port, len(live))
-            self._start_scheduler()
+            self.jobs.start_scheduler()
             if not live:
-                self._start_scan(self._history_todo)
+                self.jobs.start_scan(self.following.history_todo)
             self._loop()
         except Defect as exc:
             return self._die(exc)
@@ -256,13 +260,13 @@ class Service(Following, Jobs):
         while True:
             if self._stop_asked:
                 return
-            if self._catch_up:  # requests and live changes first; the startup reading fills the gaps
+            if self.following.catch_up:  # requests and live changes first; the startup reading fills the gaps
                 try:
                     kind, a, b = self.queue.get(timeout=self._catch_up_pause) if self._catch_up_pause \
                         else self.queue.get_nowait()
                 except queue.Empty:
-                    with self.registry.lock:
-                        self._catch_up_where(None, limit=1)
+                    with self._live.lock:
+                        self.following.catch_up_where(None, limit=1)
                     self._pause_after_slice()
                     continue
             else:
@@ -272,15 +276,15 @@ class Service(Following, Jobs):
             if kind == "change":
                 with self._pending_lock:
                     self._pending.discard(str(a))
-                with self.registry.lock:
-                    self._on_change(a, b)
+                with self._live.lock:
+                    self.following.on_change(a, b)
                 self._pause_after_slice()
             elif kind == "task":
                 fut: Future = b
                 if not fut.set_running_or_notify_cancel():
                     continue
                 try:
-                    with self.registry.lock:
+                    with self._live.lock:
                         fut.set_result(a())
                 except (ValueError, KeyError, LookupError, config_mod.ConfigError) as exc:
                     fut.set_exception(exc)  # the caller's mistake: a 4xx, nothing stops
@@ -295,9 +299,41 @@ class Service(Following, Jobs):
     def _pause_after_slice(self) -> None:
         """The registry lock is not fair: after a slice of a big read, without a pause this thread takes it
         again at once and a waiting /status waits for the whole file."""
-        if self._sliced:
-            self._sliced = False
+        if self.following.sliced:
+            self.following.sliced = False
             time.sleep(SLICE_PAUSE_S)
+
+    @property
+    def reads(self) -> StoreReads:
+        """What the API reads of the store (service/api/reads.py): Unavailable until the store is opened."""
+        return self.persist if self.persist is not None else Persistence(None, "the store is not open yet")
+
+    @property
+    def store(self) -> Store | None:
+        """The local database, None while it cannot be opened (the team push keeps its outbox there)."""
+        return self.persist.store if self.persist is not None else None
+
+    def series(self, session_id: str) -> dict | None:
+        """A live session's series (the API's GET /sessions/{id}/series), or None for an unknown one."""
+        with self._live.lock:
+            sess = self._live.by_id(session_id)
+            return None if sess is None else sess.series()
+
+    def snapshot_of(self, session_id: str) -> Snapshot | None:
+        """A live session's latest snapshot, or None (unknown, or the service not built yet)."""
+        if self.registry is None:
+            return None
+        with self._live.lock:
+            sess = self._live.by_id(session_id)
+            return sess.snapshot if sess is not None else None
+
+    def rotate(self, session_id: str, transcript_path: str | None = None, cwd: str | None = None) -> dict:
+        """POST /rotate (on the loop): follow `session_id` in its project."""
+        return self.following.rotate(session_id, transcript_path, cwd)
+
+    def set_selection(self, session_id: str, exclude: list[str], include: list[str]) -> Snapshot:
+        """POST /sessions/{id}/selection (on the loop): exclude or include paths, then revalue."""
+        return self.following.set_selection(session_id, exclude, include)
 
     def update_config(self, changes: dict) -> dict:
         new = config_mod.merge(self.cfg, changes)
@@ -306,40 +342,30 @@ class Service(Following, Jobs):
         fresh = engine_config(new)
         for name in ("g_floor", "eps_amber", "eps_crit", "ratios", "exclude_globs"):
             setattr(self.engine_cfg, name, getattr(fresh, name))  # shared by every engine: a revaluation
-        for sess in self.registry.sessions.values():
+        for sess in self._live.sessions.values():
             sess.refresh()
-            self._publish_snapshot(sess)
-        self.persist.configure(new)
+            self.following.publish_snapshot(sess)
+        if self.persist is not None:
+            self.persist.configure(new)
         if self.turn_sink is not None:
             self.turn_sink.configure(store_prompts=bool(new["history"]["store_prompts"]))
         return new
 
     # ---- outputs ---------------------------------------------------------------------------
-    def _publish_snapshot(self, sess: LiveSession) -> None:
-        if self.ready.is_set() and sess.snapshot is not None:
-            self.hub.publish("snapshot", sess.snapshot)
-        self._flush_reminders()
-
-    def _flush_reminders(self) -> None:
-        """Reminders go out after the snapshot of their session, so a client knows the session."""
-        outbox, self._outbox = self._outbox, []
-        for reminder in outbox:
-            self.hub.publish("reminder", reminder)
-
     def service_block(self) -> dict:
         w = self.watcher
         return {"version": __version__, "started_at": self.started_at, "pid": os.getpid(),
                 "scan": dict(self.scan), "db": self.persist.health() if self.persist else {"ok": False},
                 "observer": w.kind if w else None, "observer_reason": w.reason if w else None,
-                "checkpoint": dict(self.checkpoint_info), "skipped_files": self.skipped.rows()}
+                "checkpoint": dict(self.jobs.checkpoint_info), "skipped_files": self.skipped.rows()}
 
     def status(self) -> dict:
-        with self.registry.lock:
-            snaps = self.registry.snapshots()
-            followed = self.registry.followed
+        with self._live.lock:
+            snaps = self._live.snapshots()
+            followed = self._live.followed
             by_project = {}
-            for path in self.registry.followed_by_project.values():
-                sess = self.registry.sessions.get(path)
+            for path in self._live.followed_by_project.values():
+                sess = self._live.sessions.get(path)
                 if sess is not None and sess.snapshot is not None:
                     by_project[sess.snapshot.get("project") or sess.project_dir] = sess.session_id
             return {"sessions": snaps, "followed": followed.session_id if followed else None,
@@ -351,9 +377,9 @@ class Service(Following, Jobs):
         self.stopping.set()
         if self.watcher:
             self.watcher.stop()
-        if self.scheduler:
+        if self.jobs.scheduler:
             try:
-                self.scheduler.shutdown(wait=False)
+                self.jobs.scheduler.shutdown(wait=False)
             except Exception:
                 pass
         self.hub.close_all()
@@ -369,11 +395,11 @@ class Service(Following, Jobs):
             self.api.remove_discovery()
         # checkpoint_now takes the checkpoint lock, then the registry's, as the scheduler's job does;
         # calling it with the registry's lock held would deadlock against a job already running
-        self.checkpoint_now(force=True)
-        with self.registry.lock:
-            for sess in list(self.registry.sessions.values()):
+        self.jobs.checkpoint_now(force=True)
+        with self._live.lock:
+            for sess in list(self._live.sessions.values()):
                 try:
-                    self._handle_events(sess, sess.finish("shutdown"))
+                    self.following.handle_events(sess, sess.finish("shutdown"))
                     if self.turn_sink is not None:
                         self.turn_sink.finish(sess)
                 except Exception:

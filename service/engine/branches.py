@@ -76,7 +76,7 @@ class LiveBranch:
             mark = self._responses[message_id] = len(self._responses) + 1
         return mark
 
-    def enter(self, uuid, parent_uuid, mark: int, can_fork: bool = True) -> Fork | None:
+    def enter(self, uuid: object, parent_uuid: object, mark: int, can_fork: bool = True) -> Fork | None:
         """Place one entry in the tree, or return the Fork it makes (placed once `take` is called).
         An entry that cannot fork continues the latest entry whatever its parent."""
         if not isinstance(uuid, str) or uuid in self._node:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from service.engine.snapshot import Skeleton
+
 SKELETON_POINTS = 64
 
 
@@ -39,10 +41,10 @@ class Curve:
         disc = max(0.0, b * b - 4 * a * c)
         return ((-b + math.sqrt(disc)) / (2 * a)) / n_star
 
-    def skeleton(self, eps_amber: float, eps_crit: float, u_now: float, with_curve: bool = True) -> dict:
+    def skeleton(self, eps_amber: float, eps_crit: float, u_now: float, with_curve: bool = True) -> Skeleton:
         u_amber = self.landmark(eps_amber)
         u_crit = self.landmark(eps_crit)
-        out = {"u_mirror": max(0.0, 2 - u_amber), "u_amber": u_amber, "u_crit": u_crit, "curve": None}
+        out: Skeleton = {"u_mirror": max(0.0, 2 - u_amber), "u_amber": u_amber, "u_crit": u_crit, "curve": None}
         if with_curve:
             out["curve"] = self.sampled(max(1.2 * u_crit, 1.1 * u_now))
         return out

@@ -7,7 +7,7 @@ Pure, like the rest of the engine.
 """
 from __future__ import annotations
 
-from typing import Iterable, Protocol
+from typing import Any, Iterable, Protocol
 
 
 class _Billed(Protocol):
@@ -45,9 +45,9 @@ class ModelMix:
         return len(self._writes)
 
 
-def models_listed(calls: Iterable[_Billed]) -> list[dict]:
+def models_listed(calls: Iterable[_Billed]) -> list[dict[str, Any]]:
     """Each model's calls and spend, in order of first use; money summed in call order, like the segment's bill."""
-    uses: dict[str, dict] = {}
+    uses: dict[str, dict[str, Any]] = {}
     for call in calls:
         use = uses.get(call.model)
         if use is None:
@@ -58,7 +58,7 @@ def models_listed(calls: Iterable[_Billed]) -> list[dict]:
     return list(uses.values())
 
 
-def profile_models(profile: dict) -> list[dict]:
+def profile_models(profile: dict[str, Any]) -> list[dict[str, Any]]:
     """A profile's per-model list; a one-model profile (which leaves it out) is its own single entry."""
     models = profile.get("models")
     if isinstance(models, list) and models:

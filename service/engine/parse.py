@@ -7,10 +7,11 @@ line's opening bytes and skipped before a full JSON parse.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import orjson
 
-Entry = dict  # a transcript entry as Claude Code wrote it
+Entry = dict[str, Any]  # a transcript entry as Claude Code wrote it
 
 
 class Malformed(ValueError):
@@ -56,8 +57,8 @@ def human_prompt(entry: Entry) -> str | None:
     elif isinstance(content, list):
         if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
             return None
-        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-        texts = [t for t in texts if isinstance(t, str)]
+        blocks = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        texts = [t for t in blocks if isinstance(t, str)]
         if not texts:
             return None
         text = "\n".join(texts)

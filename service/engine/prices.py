@@ -178,7 +178,7 @@ class PriceTable:
             return None, "unknown"
         return self._prices[newest], "family"
 
-    def _order_key(self, mid: str) -> tuple:
+    def _order_key(self, mid: str) -> tuple[Any, ...]:
         return (self._released[mid], _version_key(mid))
 
 

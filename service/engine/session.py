@@ -14,14 +14,15 @@ import fnmatch
 import math
 import posixpath
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
-from typing import Callable
+from datetime import datetime, timezone
+from typing import Any, Callable, cast
 
 from service.engine.branches import PROMPT, Fork, LiveBranch
 from service.engine.curve import Curve
 from service.engine.model_mix import ModelMix, models_listed
 from service.engine.parse import Entry, Malformed, human_prompt, parse_line
 from service.engine.prices import Price, PriceTable, family_of
+from service.engine.snapshot import Lamp, LastReminder, Skeleton, Snapshot
 from service.engine.tokens import TokenCounter
 
 _EDIT_TOOLS = ("Edit", "MultiEdit")
@@ -41,7 +42,7 @@ class EngineConfig:
         return float(self.ratios.get(family or "", 1.0))
 
 
-def _parse_time(value) -> float | None:
+def _parse_time(value: object) -> float | None:
     if not isinstance(value, str):
         return None
     try:
@@ -59,7 +60,7 @@ def _iso(t: float | None) -> str | None:
     return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _tokens(usage: dict, name: str) -> int:
+def _tokens(usage: dict[str, Any], name: str) -> int:
     v = usage.get(name, 0)
     if v is None:
         return 0
@@ -68,10 +69,10 @@ def _tokens(usage: dict, name: str) -> int:
     return int(v)
 
 
-def _kept_verbatim(meta: dict) -> list[str]:
+def _kept_verbatim(meta: dict[str, Any]) -> list[str]:
     """Uuids of the messages a compaction kept as they were ("Summarize from/up to here")."""
     kept = meta.get("preservedMessages")
-    uuids = []
+    uuids: list[str] = []
     if isinstance(kept, dict):
         for name in ("allUuids", "uuids"):
             if isinstance(kept.get(name), list):
@@ -82,7 +83,7 @@ def _kept_verbatim(meta: dict) -> list[str]:
     return uuids
 
 
-def _block_text(content) -> str:
+def _block_text(content: object) -> str:
     """Text of a tool_result block's content (a string, or a list of text blocks)."""
     if isinstance(content, str):
         return content
@@ -120,6 +121,9 @@ class _Call:
         return self.inn + self.cw5 + self.cw1h + self.cr
 
 
+_ToolEvent = tuple[str, str, list[Any]]  # ("set", path, [text]) or ("edit", path, [(old, new), ...])
+
+
 @dataclass
 class _Segment:
     index: int
@@ -135,7 +139,7 @@ class _Segment:
     L_peak: int = 0
     contrib: dict[str, int] = field(default_factory=dict)
     contrib_version: int = 0
-    queued: list[tuple] = field(default_factory=list)  # tool events waiting for the model
+    queued: list[_ToolEvent] = field(default_factory=list)  # tool events waiting for the model
     bill_in: float = 0.0
     bill_out: float = 0.0
     bill_cycle: float = 0.0
@@ -165,24 +169,24 @@ class SessionEngine:
         self.excluded: set[str] = set()
         self._exists_cache: dict[str, bool] = {}
         self._selection_version = 0
-        self._b_default_key: tuple | None = None
+        self._b_default_key: tuple[Any, ...] | None = None
         self._b_default = 0.0
         self._calls: dict[str, _Call] = {}
         self._anon = 0
         self._seg = _Segment(index=0)
         self._turns = 0
         self._turn_pending = False
-        self._tool_uses: dict[str, tuple[str, dict, str | None]] = {}
+        self._tool_uses: dict[str, tuple[str, dict[str, Any], str | None]] = {}
         self._pending_line: _Call | None = None  # call whose replay line waits for its revisions
-        self._events: list[dict] = []
-        self._reminders_waiting: list[dict] = []
-        self.last_reminder: dict | None = None
-        self.series: list[dict] = []
-        self.resets: list[dict] = []
-        self.rewinds: list[dict] = []  # {call, at, segment} of each continuation from an ancestor
+        self._events: list[dict[str, Any]] = []
+        self._reminders_waiting: list[LastReminder] = []
+        self.last_reminder: LastReminder | None = None
+        self.series: list[dict[str, Any]] = []
+        self.resets: list[dict[str, Any]] = []
+        self.rewinds: list[dict[str, Any]] = []  # {call, at, segment} of each continuation from an ancestor
         self._branch = LiveBranch()
-        self.reminders: list[dict] = []
-        self.profiles: list[dict] = []
+        self.reminders: list[dict[str, Any]] = []
+        self.profiles: list[dict[str, Any]] = []
         self._last_t: float | None = None
         self._finished = False
 
@@ -230,7 +234,7 @@ class SessionEngine:
 
     # ---- the live branch (rewinds) --------------------------------------------------------
 
-    def _follow(self, e: Entry, kind) -> None:
+    def _follow(self, e: Entry, kind: object) -> None:
         """Place the entry on the conversation's tree; a continuation from an ancestor is a rewind."""
         if kind == "system" and e.get("subtype") == "compact_boundary":
             return  # the reset makes it the new root
@@ -327,8 +331,9 @@ class SessionEngine:
 
     # ---- tool events (section 5) ----------------------------------------------------
 
-    def _tool_result(self, block: dict) -> None:
-        use = self._tool_uses.pop(block.get("tool_use_id"), None) if isinstance(block.get("tool_use_id"), str) else None
+    def _tool_result(self, block: dict[str, Any]) -> None:
+        tool_use_id = block.get("tool_use_id")
+        use = self._tool_uses.pop(tool_use_id, None) if isinstance(tool_use_id, str) else None
         if use is None or block.get("is_error") is True:
             return
         name, inp, cwd = use
@@ -339,6 +344,7 @@ class SessionEngine:
             return
         if not path.startswith("/") and cwd:
             path = posixpath.normpath(posixpath.join(cwd, path))
+        event: _ToolEvent
         if name == "Read":
             event = ("set", path, [_block_text(block.get("content"))])
         elif name == "Write":
@@ -357,7 +363,7 @@ class SessionEngine:
         else:
             self._apply_tool_event(event)
 
-    def _apply_tool_event(self, event: tuple) -> None:
+    def _apply_tool_event(self, event: _ToolEvent) -> None:
         kind, path, payload = event
         seg = self._seg
         ratio = self.config.ratio(seg.family)  # the ratio in force now; never applied retroactively
@@ -388,6 +394,7 @@ class SessionEngine:
         call.segment = seg.index
         opening = seg.model is None
         if not call.model and not opening:
+            assert seg.model is not None  # not opening: the segment has a model
             call.model = seg.model  # a call that names no model is the current model's, not a switch
         if call.model != seg.model:
             self._use_model(call.model)
@@ -481,6 +488,7 @@ class SessionEngine:
         if first:
             call.rho, call.drent = rho, drent
             if gate_open:
+                assert seg.price is not None  # the gate opens only with a price (cRatio > 0)
                 curve = Curve(self._p_w(), seg.price.p_r, call.B0, self._g())
                 mf = (seg.price.p_r * stock + self._p_w() * self._g()) / curve.a_star
                 call.interval = (self._p_w() * call.B0) / min(4.0, max(0.5, mf))
@@ -498,7 +506,7 @@ class SessionEngine:
             crossed = math.floor(seg.phase)
             seg.laps += crossed
             seg.phase -= crossed
-            reminder = {"lap": seg.laps, "call": call.index, "at": _iso(call.t)}
+            reminder: LastReminder = {"lap": seg.laps, "call": call.index, "at": _iso(call.t)}
             self.last_reminder = reminder
             self.reminders.append({"segment": seg.index, **reminder})
             if self.full_events:  # the replay contract: after the call's own line
@@ -511,7 +519,7 @@ class SessionEngine:
     def _reset(self, e: Entry, t: float | None) -> None:
         self._emit_pending()
         self._archive("compact", t)
-        meta = e.get("compactMetadata") if isinstance(e.get("compactMetadata"), dict) else {}
+        meta = cast("dict[str, Any]", e.get("compactMetadata") if isinstance(e.get("compactMetadata"), dict) else {})
         self._seg = _Segment(index=self._seg.index + 1)
         self._tool_uses.clear()
         self._branch.restart(e.get("uuid"), _kept_verbatim(meta))
@@ -572,7 +580,7 @@ class SessionEngine:
         if seg.model is not None:
             seg.price, seg.price_source = prices.lookup(seg.model)
 
-    def path_rows(self) -> list[dict]:
+    def path_rows(self) -> list[dict[str, Any]]:
         return [{"path": p, "tokens": c, "selected": self._selected(p) is None, "why": self._selected(p)}
                 for p, c in sorted(self._seg.contrib.items())]
 
@@ -594,27 +602,27 @@ class SessionEngine:
     def _session_id(self) -> str:
         return self.session_id or posixpath.basename(self.transcript).removesuffix(".jsonl")
 
-    def _reminder_event(self, reminder: dict) -> dict:
+    def _reminder_event(self, reminder: LastReminder) -> dict[str, Any]:
         return {"event": "reminder", "session_id": self._session_id(), "segment": self._seg.index, **reminder}
 
     @staticmethod
-    def _series_row(snap: dict, call: _Call) -> dict:
+    def _series_row(snap: Snapshot, call: _Call) -> dict[str, Any]:
         return {"call": call.index, "key": call.key, "at": _iso(call.t), "segment": snap["segment"],
                 "totalStock": snap["totalStock"], "L": snap["L"], "B": snap["B"], "B_default": snap["B_default"],
                 "x": snap["x"], "u": snap["u"], "xSweet": snap["xSweet"], "bp": snap["bp"],
                 "bill_cycle_usd": snap["bill_cycle_usd"], "laps": snap["laps"], "lamp": snap["lamp"]["state"]}
 
-    def live_series(self) -> list[dict]:
+    def live_series(self) -> list[dict[str, Any]]:
         """The per-call series including the call whose replay line is still pending."""
         if self._pending_line is None:
             return list(self.series)
         return [*self.series, self._series_row(self.snapshot(with_curve=False), self._pending_line)]
 
-    def drain_events(self) -> list[dict]:
+    def drain_events(self) -> list[dict[str, Any]]:
         events, self._events = self._events, []
         return events
 
-    def snapshot(self, with_curve: bool = True) -> dict:
+    def snapshot(self, with_curve: bool = True) -> Snapshot:
         """The status snapshot now (section 10). Without the curve, the skeleton keeps only its landmarks."""
         seg, cfg = self._seg, self.config
         last = seg.calls[-1] if seg.calls else None
@@ -630,6 +638,7 @@ class SessionEngine:
         skeleton = None
         br = None
         if gate_open:
+            assert p is not None  # the gate opens only with a price (cRatio > 0)
             curve = Curve(p_w, p.p_r, b_def, g)
             n_star = curve.n_star
             x = stock / b_def
@@ -662,7 +671,7 @@ class SessionEngine:
             "D": int(max(0, b_all - seg.L)),
             "g": g,
             "cRatio": c_ratio,
-            "x": x if gate_open else 1,
+            "x": 1 if x is None else x,  # x is set exactly when the gate is open
             "xSweet": x_sweet,
             "u": u,
             "dhat": dhat,
@@ -685,7 +694,7 @@ class SessionEngine:
             "updated_at": _iso(self._last_t),
         }
 
-    def _lamp(self, gate_open: bool, u: float | None, skeleton: dict | None) -> dict:
+    def _lamp(self, gate_open: bool, u: float | None, skeleton: Skeleton | None) -> Lamp:
         if self.transcript_missing:
             return {"state": "no_transcript", "colour": "white", "reason": "the transcript file is gone"}
         if not gate_open:
@@ -697,6 +706,7 @@ class SessionEngine:
             else:
                 why = "no positive baseline yet"
             return {"state": "insufficient_data", "colour": "white", "reason": why}
+        assert u is not None and skeleton is not None  # the gate is open: both were computed
         if u < skeleton["u_mirror"]:
             return {"state": "warming", "colour": "white",
                     "reason": f"fresh context: u={u:.2f}, green from {skeleton['u_mirror']:.2f}"}
@@ -720,7 +730,7 @@ class SessionEngine:
 
     # ---- segment profiles (sections 5 settlement, 10) ------------------------------------
 
-    def _archive(self, reason: str, t: float | None) -> dict | None:
+    def _archive(self, reason: str, t: float | None) -> dict[str, Any] | None:
         seg = self._seg
         if not seg.calls:
             return None
@@ -746,7 +756,7 @@ class SessionEngine:
         self.profiles.append(profile)
         return profile
 
-    def finish(self, end_reason: str = "end") -> dict | None:
+    def finish(self, end_reason: str = "end") -> dict[str, Any] | None:
         """Close the open segment (end of replay, rotation, shutdown) and queue the end event."""
         if self._finished:
             return None
@@ -757,7 +767,7 @@ class SessionEngine:
                              "skipped_lines": self.skipped_lines, "held_back_bytes": self.held_back_bytes})
         return profile
 
-    def ledger_state(self) -> dict:
+    def ledger_state(self) -> dict[str, Any]:
         """What the rent ledger checkpoint keeps for this session."""
         seg = self._seg
         return {"session_id": self.snapshot()["session_id"], "segment": seg.index, "calls": len(self._calls),

@@ -7,36 +7,48 @@ fixed page size). Every search or locate answer carries `next`: which page to
 open for a hit, how many matches were left out and how to narrow them, or which
 tool to try on a miss. A page simply arrives.
 
-`ask(name, *args)` calls a Store method (Persistence.query in the service, so a
-failing database becomes a 503 there).
+`reads` is a `HistoryReads`: the Store itself, or the service's persistence (where
+a failing database raises Unavailable, a 503).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Protocol
 
 PAGE_SIZE = 10
 SHOWN = 10
 
-Ask = Callable[..., Any]
+
+class HistoryReads(Protocol):
+    """The store's history reads (service/store/history.py and handoffs.py)."""
+
+    def lineage_of(self, session_id: str) -> str | None: ...
+
+    def history_page(self, lineage_id: str, page: int, page_size: int = 10) -> dict[str, Any]: ...
+
+    def history_search(self, lineage_id: str, query: str, limit: int = 10, *,
+                       page_size: int = 10) -> tuple[list[dict[str, Any]], int]: ...
+
+    def history_locate(self, lineage_id: str, path: str, limit: int = 10, *,
+                       page_size: int = 10) -> tuple[list[dict[str, Any]], int]: ...
 
 NO_LINEAGE = ("This session has not loaded a handoff, so it has no earlier sessions to look through. "
               "Load one with handoff_load(token) (the token is in the reminder at the start of the session, "
               "`load token: ...`), then ask again.")
 
 
-def _lineage(ask: Ask, session_id: str) -> str | None:
-    return ask("lineage_of", session_id)
+def _lineage(reads: HistoryReads, session_id: str) -> str | None:
+    return reads.lineage_of(session_id)
 
 
 def _no_lineage(**extra: Any) -> dict:
     return {"lineage_id": None, "loaded": False, "message": NO_LINEAGE, "next": NO_LINEAGE, **extra}
 
 
-def page(ask: Ask, session_id: str, page_no: int) -> dict:
-    lineage = _lineage(ask, session_id)
+def page(reads: HistoryReads, session_id: str, page_no: int) -> dict:
+    lineage = _lineage(reads, session_id)
     if not lineage:
         return _no_lineage(page=page_no, turns=[])
-    answer = dict(ask("history_page", lineage, max(1, int(page_no)), PAGE_SIZE))
+    answer = dict(reads.history_page(lineage, max(1, int(page_no)), PAGE_SIZE))
     answer["loaded"] = True
     pages = answer.get("pages") or 0
     if not answer.get("turns"):
@@ -56,12 +68,18 @@ def _follow(hits: list[dict]) -> str:
     return "Open the page of a hit with history_page(page): pages " + ", ".join(map(str, pages)) + "."
 
 
-def _lookup(ask: Ask, session_id: str, tool: str, field: str, value: str, on_miss: str, on_more: str) -> dict:
+class _Find(Protocol):
+    def __call__(self, lineage_id: str, text: str, limit: int = 10, /, *,
+                 page_size: int = 10) -> tuple[list[dict[str, Any]], int]: ...
+
+
+def _lookup(reads: HistoryReads, session_id: str, find: _Find, field: str, value: str, on_miss: str,
+            on_more: str) -> dict:
     """A search or locate answer: the hits, and what to do next (follow, narrow, or switch tools)."""
-    lineage = _lineage(ask, session_id)
+    lineage = _lineage(reads, session_id)
     if not lineage:
         return _no_lineage(**{field: value}, hits=[], total=0)
-    hits, total = ask(tool, lineage, value, SHOWN, page_size=PAGE_SIZE)
+    hits, total = find(lineage, value, SHOWN, page_size=PAGE_SIZE)
     hits, total = list(hits), int(total)
     more = max(0, total - len(hits))
     if total == 0:
@@ -74,15 +92,15 @@ def _lookup(ask: Ask, session_id: str, tool: str, field: str, value: str, on_mis
             "more": more, "truncated": more > 0, "hits": hits, "next": nxt}
 
 
-def search(ask: Ask, session_id: str, query: str) -> dict:
-    return _lookup(ask, session_id, "history_search", "query", query,
+def search(reads: HistoryReads, session_id: str, query: str) -> dict:
+    return _lookup(reads, session_id, reads.history_search, "query", query,
                    f"No turn of this lineage mentions {query!r}. Try other or fewer words; if you remember a file, "
                    "use history_locate(path); to browse, history_page(1).",
                    "{more} more match(es) not shown: add words to narrow the search.")
 
 
-def locate(ask: Ask, session_id: str, path: str) -> dict:
-    return _lookup(ask, session_id, "history_locate", "path", path,
+def locate(reads: HistoryReads, session_id: str, path: str) -> dict:
+    return _lookup(reads, session_id, reads.history_locate, "path", path,
                    f"No turn of this lineage read or changed {path!r}. Try a shorter part of the path (the file name), "
                    "or history_search(words) if you remember what was said; to browse, history_page(1).",
                    "{more} more turn(s) touched it and are not shown: give a longer part of the path to narrow.")

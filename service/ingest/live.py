@@ -17,8 +17,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
+from service.engine.snapshot import Snapshot
 from service.ingest.tail import FileTail
 
 EngineFactory = Callable[[Path], Any]
@@ -63,7 +64,7 @@ class LiveSession:
         self._make_engine = make_engine
         self.tail = FileTail(self.path)
         self._new_engine()
-        self.snapshot: dict | None = None
+        self.snapshot: Snapshot | None = None
         self.last_active = 0.0        # wall time of the latest bytes read
         self.missing = False
         self.finished = False
@@ -78,7 +79,7 @@ class LiveSession:
 
     @property
     def session_id(self) -> str:
-        snap = self.snapshot or {}
+        snap: Snapshot | dict[str, Any] = self.snapshot or {}
         return str(snap.get("session_id") or self.path.stem)
 
     @property
@@ -129,9 +130,9 @@ class LiveSession:
             self.refresh()
         return out
 
-    def refresh(self) -> dict:
+    def refresh(self) -> Snapshot:
         """Take a new snapshot from the engine (after ingest or revaluation)."""
-        snap = dict(self.engine.snapshot())
+        snap = cast("Snapshot", dict(self.engine.snapshot()))
         snap.setdefault("transcript", str(self.path))
         self.snapshot = snap
         return snap
@@ -146,7 +147,7 @@ class LiveSession:
         """SERIES of docs/api.md."""
         eng = self.engine
         calls = eng.live_series() if hasattr(eng, "live_series") else list(eng.series)
-        snap = self.snapshot or {}
+        snap: Snapshot | dict[str, Any] = self.snapshot or {}
         return {"session_id": self.session_id, "calls": calls, "resets": list(eng.resets),
                 "rewinds": list(getattr(eng, "rewinds", [])),
                 "reminders": [dict(r) for r in getattr(eng, "reminders", [])],
@@ -166,7 +167,7 @@ class LiveSession:
         getter = getattr(self.engine, "ledger_state", None)
         if callable(getter):
             state.update(getter())
-        snap = self.snapshot or {}
+        snap: Snapshot | dict[str, Any] = self.snapshot or {}
         for key in ("segment", "laps", "wallet_phase", "bill_cycle_usd", "reminder", "calls"):
             state.setdefault(key, snap.get(key))
         state.update(session_id=self.session_id, transcript=str(self.path),
@@ -198,7 +199,7 @@ class Registry:
     def followed(self) -> LiveSession | None:
         return self.sessions.get(self.followed_path) if self.followed_path else None
 
-    def snapshots(self) -> list[dict]:
+    def snapshots(self) -> list[Snapshot]:
         """Every live session's snapshot, most recently active first."""
         live = sorted(self.sessions.values(), key=lambda s: s.last_active, reverse=True)
         return [s.snapshot for s in live if s.snapshot is not None]

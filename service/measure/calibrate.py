@@ -34,7 +34,6 @@ def pairs(entries, count_tokens) -> list[tuple[str, int, int]]:
     out: list[tuple[str, int, int]] = []
     prev = None  # (key, stock, output, family)
     texts: list[str] = []
-    best: dict[str, tuple[int, int]] = {}
     for e in entries:
         if not isinstance(e, dict) or e.get("isSidechain") is True:
             continue

@@ -123,6 +123,8 @@ def _tiktoken_stamp() -> str | None:
 
     try:
         spec = importlib.util.find_spec("tiktoken_ext.openai_public")
+        if spec is None or spec.origin is None:
+            return None
         with open(spec.origin, "rb") as fh:
             return hashlib.sha256(fh.read()).hexdigest()
     except (ImportError, AttributeError, TypeError, OSError):

@@ -23,7 +23,7 @@ def _parse(text: str | None) -> datetime | None:
     try:
         dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(f"not a date or time: {text!r} (use ISO-8601, e.g. 2026-11-29 or 2026-11-29T10:00Z)")
+        raise ValueError(f"not a date or time: {text!r} (use ISO-8601, e.g. 2026-11-29 or 2026-11-29T10:00Z)") from None
     return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
 
 

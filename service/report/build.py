@@ -6,8 +6,12 @@ inside the functions so importing this module costs nothing.
 """
 from __future__ import annotations
 
-import argparse
+import os
 import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 
 def load_prices():
@@ -28,6 +32,19 @@ def load_prices():
     return table
 
 
+@dataclass(frozen=True)
+class ReportRequest:
+    """What a report covers and where it reads: the input of `build_report` (the CLI's flags, the API's query)."""
+
+    since: str | None = None       # first day included (YYYY-MM-DD, UTC)
+    until: str | None = None       # last day included
+    projects: str | None = None    # transcript folder; None: $CLAUDE_CONFIG_DIR/projects
+    lean_ctx: str | None = None    # lean-ctx's edit_metering.json; None: its default place
+    router_db: str | None = None   # a router database with route_decisions; None: $CTXLAMP_ROUTER_DB
+    usage_db: str | None = None    # a CodeLens-style usage.db; None: its default place
+    use_cache: bool = True         # read and write the scan cache and the last summary
+
+
 def compute(since: str | None = None, until: str | None = None, *, projects: str | None = None,
             lean_ctx: str | None = None, router_db: str | None = None, usage_db: str | None = None,
             use_cache: bool = True, workers: int | None = None, progress: bool = False,
@@ -37,13 +54,13 @@ def compute(since: str | None = None, until: str | None = None, *, projects: str
     A process with threads (the service) should pass workers=1: the scan's pool forks.
     `keep` receives what the summary was built from (see build_report).
     """
-    ns = argparse.Namespace(since=since, until=until, projects=projects, lean_ctx=lean_ctx, router_db=router_db,
-                            usage_db=usage_db, no_cache=not use_cache)
-    return build_report(ns, workers=workers, progress=progress, keep=keep, reuse_last=keep is None)
+    request = ReportRequest(since=since, until=until, projects=projects, lean_ctx=lean_ctx, router_db=router_db,
+                            usage_db=usage_db, use_cache=use_cache)
+    return build_report(request, workers=workers, progress=progress, keep=keep, reuse_last=keep is None)
 
 
-def build_report(args, *, workers: int | None = None, progress: bool = True, keep: list | None = None,
-                 reuse_last: bool = True) -> dict:
+def build_report(request: ReportRequest, *, workers: int | None = None, progress: bool = True,
+                 keep: list | None = None, reuse_last: bool = True) -> dict:
     """Scan transcripts and ledgers (cached) and sum them over the period.
 
     Two caches under the data dir: per-file scan results (so only changed
@@ -55,57 +72,165 @@ def build_report(args, *, workers: int | None = None, progress: bool = True, kee
     from service.report.scan import collector_paused
 
     with collector_paused():  # the summary's small objects would make the collector walk every result again
-        return _build_report(args, workers, progress, keep, reuse_last)
+        return _build_report(request, workers, progress, keep, reuse_last)
 
 
-def _build_report(args, workers: int | None, progress: bool, keep: list | None, reuse_last: bool = True) -> dict:
+@dataclass
+class _Sources:
+    """Where this report reads, resolved from the request, the environment and the data dir."""
+
+    projects: Path
+    lean_ctx: Path
+    usage_db: Path
+    router_db: str | None
+    ledger_dir: Path
+    ledger_files: list[Path]
+    cache_dir: Path
+    prices_override: Path
+    max_line: int
+
+    @classmethod
+    def of(cls, request: ReportRequest) -> _Sources:
+        from service.channels import ledgers
+        from service.config import configured_max_line
+        from service.paths import app_paths, claude_projects
+
+        paths = app_paths()
+        return cls(
+            projects=Path(request.projects).expanduser() if request.projects else claude_projects(),
+            lean_ctx=Path(request.lean_ctx).expanduser() if request.lean_ctx else ledgers.lean_ctx_path(),
+            usage_db=Path(request.usage_db).expanduser() if request.usage_db else ledgers.codelens_usage_path(),
+            router_db=request.router_db or os.environ.get("CTXLAMP_ROUTER_DB"),
+            ledger_dir=paths.ledgers,
+            ledger_files=sorted(paths.ledgers.glob("*.jsonl")) if paths.ledgers.is_dir() else [],
+            cache_dir=paths.data / "cache",
+            prices_override=paths.prices_override,
+            max_line=configured_max_line(),
+        )
+
+
+@dataclass
+class _Ledgers:
+    """What the ledgers beside the transcripts hold: their events and how each was read."""
+
+    external: list[dict] = field(default_factory=list)
+    notes: dict[str, str] = field(default_factory=dict)
+    router: dict | None = None
+    lean_ctx_present: bool = False
+    usage_present: bool = False
+    usage_db_tools: set[str] = field(default_factory=set)
+    stats: dict[str, int] = field(default_factory=lambda: {"files": 0, "malformed": 0})
+
+
+def _build_report(request: ReportRequest, workers: int | None, progress: bool, keep: list | None,
+                  reuse_last: bool = True) -> dict:
+    from service.report import scan
+
+    sources = _Sources.of(request)
+    files = scan.discover(sources.projects)
+    fps = {tf.path: scan.fingerprint(tf.path) for tf in files}
+    key = _cache_key(request, sources, fps)
+    last_path = sources.cache_dir / "report-last.json"
+    if request.use_cache and reuse_last:
+        last = _last_summary(last_path, key)
+        if last is not None:
+            return last
+
+    cache = scan.ScanCache(sources.cache_dir / "report-scan.json" if request.use_cache else None, sources.max_line)
+    results, table, tally, skipped = _scan_transcripts(request, files, fps, cache, sources.max_line, workers, progress)
+    snapshots = _snapshot_file(sources, request.use_cache)
+    read = _read_ledgers(sources, cache, snapshots)
+
+    # the scan cache is written (entries serialized already, the write outside the GIL) while the summary is summed
+    saver = _CacheSaver(cache) if request.use_cache else None
+    inputs = {"external": read.external, "router": read.router, "lean_ctx_present": read.lean_ctx_present,
+              "usage_db_tools": read.usage_db_tools, "notes": read.notes}
+    if keep is not None:  # the caller frees the scan's results when it likes (a one-shot command: never)
+        keep.append((results, cache, tally, inputs))
+    summary = _summarize(request, sources, results, table, tally, read, skipped)
+    if saver:
+        saver.join()
+        snapshots.save()
+        import orjson
+
+        from service.paths import write_private
+        write_private(last_path, orjson.dumps({"key": key, "summary": summary}), durable=False)
+    return summary
+
+
+# ---- caching ------------------------------------------------------------------------------------
+
+def _cache_key(request: ReportRequest, sources: _Sources, fps: dict[str, Any]) -> str:
+    """The fingerprint of everything the summary is built from: a different key means the last summary is stale."""
     import hashlib
-    import os
-    import threading
-    from pathlib import Path
 
     import orjson
 
-    from service.channels import ledgers
-    from service.config import configured_max_line
-    from service.paths import app_paths, claude_projects
     from service.report import scan
 
-    paths = app_paths()
-    max_line = configured_max_line()
-    cache_dir = paths.data / "cache"
-    use_cache = not args.no_cache
-    projects = Path(args.projects).expanduser() if args.projects else claude_projects()
-    files = scan.discover(projects)
-    fps = {tf.path: scan.fingerprint(tf.path) for tf in files}
-    lean_path = Path(args.lean_ctx).expanduser() if args.lean_ctx else ledgers.lean_ctx_path()
-    usage_path = Path(args.usage_db).expanduser() if args.usage_db else ledgers.codelens_usage_path()
-    router_path = args.router_db or os.environ.get("CTXLAMP_ROUTER_DB")
-    ledger_files = sorted(paths.ledgers.glob("*.jsonl")) if paths.ledgers.is_dir() else []
-    dbs = [usage_path, *([Path(router_path).expanduser()] if router_path else [])]
+    dbs = [sources.usage_db, *([Path(sources.router_db).expanduser()] if sources.router_db else [])]
     # a SQLite file in WAL mode changes its -wal file first: both are part of the fingerprint
-    extra = [lean_path, *dbs, *(Path(f"{d}-wal") for d in dbs), *ledger_files, paths.prices_override]
-    key_doc = [scan.CACHE_VERSION, max_line, args.since, args.until, str(projects), sorted(fps.items()),
-               [(str(p), scan.fingerprint(str(p))) for p in extra], _prices_fingerprint()]
-    key = hashlib.sha256(orjson.dumps(key_doc)).hexdigest()
-    last_path = cache_dir / "report-last.json"
-    if use_cache and reuse_last:
+    extra = [sources.lean_ctx, *dbs, *(Path(f"{d}-wal") for d in dbs), *sources.ledger_files,
+             sources.prices_override]
+    key_doc = [scan.CACHE_VERSION, sources.max_line, request.since, request.until, str(sources.projects),
+               sorted(fps.items()), [(str(p), scan.fingerprint(str(p))) for p in extra], _prices_fingerprint()]
+    return hashlib.sha256(orjson.dumps(key_doc)).hexdigest()
+
+
+def _last_summary(last_path: Path, key: str) -> dict | None:
+    """The last summary when it was built from the same inputs, else None."""
+    import orjson
+
+    try:
+        last = orjson.loads(last_path.read_bytes())
+        if last.get("key") == key:
+            return last["summary"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    return None
+
+
+class _CacheSaver:
+    """Writes the scan cache on a thread while the summary is summed; `join` raises what the write raised."""
+
+    def __init__(self, cache: Any) -> None:
+        self._cache = cache
+        self._errors: list[BaseException] = []
+        self._thread = threading.Thread(target=self._save)
+        self._thread.start()
+
+    def _save(self) -> None:
         try:
-            last = orjson.loads(last_path.read_bytes())
-            if last.get("key") == key:
-                return last["summary"]
-        except (OSError, ValueError, AttributeError):
-            pass
+            self._cache.save()
+        except BaseException as exc:  # raised again in join, in the caller's thread
+            self._errors.append(exc)
 
-    cache = scan.ScanCache(cache_dir / "report-scan.json" if use_cache else None, max_line)
+    def join(self) -> None:
+        self._thread.join()
+        if self._errors:
+            raise self._errors[0]
+
+
+def _snapshot_file(sources: _Sources, use_cache: bool) -> Any:
+    from service.channels import ledgers
+
+    return ledgers.SnapshotFile(sources.cache_dir / "ledger-snapshots.json" if use_cache else None)
+
+
+# ---- scanning -----------------------------------------------------------------------------------
+
+def _scan_transcripts(request: ReportRequest, files: list, fps: dict[str, Any], cache: Any, max_line: int,
+                      workers: int | None, progress: bool) -> tuple[dict, Any, Any, dict[str, str]]:
+    """Every transcript's scan result (cached per file), with the price table and the spend tally fed meanwhile."""
+    from service.report import scan
+    from service.report.summary import spend_tally
+
     printer = scan.ProgressPrinter(sys.stderr) if progress else None
-    from service.report.summary import build_summary, spend_tally
-
     loaded: list = []  # the price table and a spend tally, made while the workers scan
 
     def prepare() -> None:
         table = load_prices()
-        loaded[:] = [table, spend_tally(table.lookup, args.since, args.until)]
+        loaded[:] = [table, spend_tally(table.lookup, request.since, request.until)]
 
     # each file's calls are summed as it comes in, while the others are still being scanned
     skipped: dict[str, str] = {}  # files that are not readable regular files: named in the data quality
@@ -114,80 +239,74 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None, 
                         skipped=skipped)
     if printer:
         printer.finish()
+    table, tally = loaded
+    return results, table, tally, skipped
 
-    notes: dict[str, str] = {}
-    snapshots = ledgers.SnapshotFile(cache_dir / "ledger-snapshots.json" if use_cache else None)
-    external: list[dict] = []
+
+# ---- reading the ledgers ------------------------------------------------------------------------
+
+def _read_ledgers(sources: _Sources, cache: Any, snapshots: Any) -> _Ledgers:
+    """lean-ctx's counters, a usage.db, a router database and ctxlamp's own ledgers, as channel events."""
+    from service.channels import ledgers
+    from service.report import scan
+
+    read = _Ledgers()
+    lean_path, usage_path, router_path = sources.lean_ctx, sources.usage_db, sources.router_db
 
     lean = ledgers.read_lean_ctx(lean_path)
     if lean is not None:
         snaps = snapshots.observe("lean-ctx:" + str(lean_path), lean, _mtime_iso(lean_path))
-        external += [e.to_dict() for e in ledgers.snapshot_events("lean-ctx", snaps)]
-        notes["lean_ctx"] = f" ({lean_path}; all-time counters, booked when first seen, then deltas)"
+        read.external += [e.to_dict() for e in ledgers.snapshot_events("lean-ctx", snaps)]
+        read.notes["lean_ctx"] = f" ({lean_path}; all-time counters, booked when first seen, then deltas)"
+        read.lean_ctx_present = True
 
-    usage_tools: set[str] = set()
     usage = ledgers.read_usage_db(usage_path) if usage_path.is_file() else None
     if usage is not None:
         snaps = snapshots.observe("usage-db:" + str(usage_path), usage, _mtime_iso(usage_path))
-        external += [e.to_dict() for e in ledgers.snapshot_events("usage-db", snaps)]
-        usage_tools = {k.partition("\t")[0] for k in usage}
-        notes["usage_db"] = f"{usage_path} (read-only; all-time rows, booked when first seen, then deltas)"
+        read.external += [e.to_dict() for e in ledgers.snapshot_events("usage-db", snaps)]
+        read.usage_db_tools = {k.partition("\t")[0] for k in usage}
+        read.notes["usage_db"] = f"{usage_path} (read-only; all-time rows, booked when first seen, then deltas)"
+        read.usage_present = True
 
-    router = None
     if router_path:
-        router = ledgers.read_router_db(Path(router_path).expanduser())
-        notes["router"] = f"{router_path}: route_decisions.pinch_original_tokens/pinch_final_tokens (read-only)" + (
-            f"; error: {router['error']}" if router.get("error") else "")
+        read.router = router = ledgers.read_router_db(Path(router_path).expanduser())
+        read.notes["router"] = (f"{router_path}: route_decisions.pinch_original_tokens/pinch_final_tokens "
+                                "(read-only)" + (f"; error: {router['error']}" if router.get("error") else ""))
 
-    ledger_stats = {"files": 0, "malformed": 0}
-    for lf in ledger_files:
+    for lf in sources.ledger_files:
         fp = scan.fingerprint(str(lf))
         ckey = "ledger:" + str(lf)
         res = cache.get(ckey, fp)
         if res is None:
-            res = ledgers.read_native_ledger(lf, max_line)
+            res = ledgers.read_native_ledger(lf, sources.max_line)
             cache.put(ckey, fp, res)
-        ledger_stats["files"] += 1
-        ledger_stats["malformed"] += res["malformed"]
-        external += res["events"]
+        read.stats["files"] += 1
+        read.stats["malformed"] += res["malformed"]
+        read.external += res["events"]
+    return read
 
-    # the scan cache is written (entries serialized already, the write outside the GIL) while the summary is summed
-    save_errors: list[BaseException] = []
 
-    def save_cache() -> None:
-        try:
-            cache.save()
-        except BaseException as exc:  # raised again below, in this thread
-            save_errors.append(exc)
+# ---- summarizing --------------------------------------------------------------------------------
 
-    saver = threading.Thread(target=save_cache) if use_cache else None
-    if saver:
-        saver.start()
-    table, tally = loaded
-    inputs = {"external": external, "router": router, "lean_ctx_present": lean is not None,
-              "usage_db_tools": usage_tools, "notes": notes}
-    if keep is not None:  # the caller frees the scan's results when it likes (a one-shot command: never)
-        keep.append((results, cache, tally, inputs))
-    summary = build_summary(results, table.lookup, since=args.since, until=args.until, external=external,
-                            router=router, lean_ctx_present=lean is not None, usage_db_tools=usage_tools,
-                            ledger_stats=ledger_stats, source_notes=notes, tally=tally)
+def _summarize(request: ReportRequest, sources: _Sources, results: dict, table: Any, tally: Any, read: _Ledgers,
+               skipped: dict[str, str]) -> dict:
+    """The summary over the period, with what was skipped and where every figure came from."""
+    from service.report.summary import build_summary
+
+    summary = build_summary(results, table.lookup, since=request.since, until=request.until, external=read.external,
+                            router=read.router, lean_ctx_present=read.lean_ctx_present,
+                            usage_db_tools=read.usage_db_tools, ledger_stats=read.stats, source_notes=read.notes,
+                            tally=tally)
     summary["data_quality"]["skipped_files"] = [{"path": p, "reason": r} for p, r in sorted(skipped.items())]
     summary["sources"] = {
-        "transcripts": str(projects),
-        "lean_ctx": str(lean_path) if lean is not None else None,
-        "usage_db": str(usage_path) if usage is not None else None,
-        "router_db": str(router_path) if router_path else None,
-        "ledgers": str(paths.ledgers),
+        "transcripts": str(sources.projects),
+        "lean_ctx": str(sources.lean_ctx) if read.lean_ctx_present else None,
+        "usage_db": str(sources.usage_db) if read.usage_present else None,
+        "router_db": str(sources.router_db) if sources.router_db else None,
+        "ledgers": str(sources.ledger_dir),
         "prices": f"resources/prices.json ({table.source_date})",
         "computed_by": "ctxlamp report (scan)",
     }
-    if saver:
-        saver.join()
-        if save_errors:
-            raise save_errors[0]
-        snapshots.save()
-        from service.paths import write_private
-        write_private(last_path, orjson.dumps({"key": key, "summary": summary}), durable=False)
     return summary
 
 

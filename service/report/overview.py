@@ -117,7 +117,7 @@ def restart_pricer(lookup) -> Callable[[dict], float | None]:
     return price
 
 
-def build(days: int, report: dict, splits: dict, rent: dict, live_ids: set[str], since: str, until: str) -> dict:
+def build(days: int, report: dict, splits: dict, rent: dict, live_ids: set[str | None], since: str, until: str) -> dict:
     """The OVERVIEW document (docs/api.md) from the report, the daily splits and the rent block."""
     spend = report.get("spend") or {}
     quality = report.get("data_quality") or {}

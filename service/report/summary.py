@@ -93,21 +93,37 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
     """The report. `tally` may already hold some of the files (fed while they were scanned)."""
     period = Period(since, until)
     tally = tally or spend_tally(lookup, since, until)
-    prices = tally.prices
     paths = sorted(results)  # the workers' order must not change the report
     files = [results[path] for path in paths]
     external = external or []
     usage_db_tools = usage_db_tools or set()
     notes = source_notes or {}
 
-    # -- spend ---------------------------------------------------------------------------------
     for path, fr in zip(paths, files):
         tally.add(path, fr)
     spend = tally.spend()
-    session_tokens = tally.session_tokens
-
-    # -- Claude Code's own cost-state, compared with ours for the same calls --------------------
     covered = unwritten.cost_state_rows(files, tally, period.__contains__)
+    cs_rows, cost_state_diff = _cost_state_comparison(covered, tally)
+    events = period_events(files, external, period)
+    edit, pinch, retrieval = channel_totals(events, tally, tally.main_requests, period, router=router,
+                                            lean_ctx_present=lean_ctx_present, usage_db_tools=usage_db_tools,
+                                            notes=notes)
+    booked, guessed = _unwritten_requests(covered, files, events, tally)
+    remaining = [r["claude_code_usd"] - r["ours_usd"] - booked["by_session"].get(r["session_id"], {}).get("usd", 0.0)
+                 for r in cs_rows]
+    return {
+        "period": {"since": since, "until": until, "timezone": "UTC"},
+        "edit": edit,
+        "pinch": pinch,
+        "retrieval": retrieval,
+        "spend": _spend_section(spend, booked, guessed),
+        "data_quality": _data_quality(spend, tally, files, cs_rows, cost_state_diff, remaining, ledger_stats or {}),
+    }
+
+
+def _cost_state_comparison(covered: list[dict], tally: SpendTally) -> tuple[list[dict], float | None]:
+    """Claude Code's own cost-state against ours for the same calls: a row per session, and the overall difference (%)."""
+    prices = tally.prices
     cs_rows = []
     for found in covered:
         if any(prices(m)[0] is None for m in found["models"]):
@@ -123,61 +139,59 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
     ours_sum = sum(r["ours_usd"] for r in cs_rows)
     theirs_sum = sum(r["claude_code_usd"] for r in cs_rows)
     cost_state_diff = (round((ours_sum - theirs_sum) / theirs_sum * 100, 3) or 0.0) if theirs_sum else None
+    return cs_rows, cost_state_diff
 
-    events = period_events(files, external, period)
-    edit, pinch, retrieval = channel_totals(events, tally, tally.main_requests, period, router=router,
-                                            lean_ctx_present=lean_ctx_present, usage_db_tools=usage_db_tools,
-                                            notes=notes)
 
-    # -- requests Claude Code made but did not write: measured from cost-state, else estimated --------
+def _unwritten_requests(covered: list[dict], files: list[dict], events: list[dict],
+                        tally: SpendTally) -> tuple[dict, dict]:
+    """Requests Claude Code made but did not write: measured from cost-state, else estimated."""
+    prices = tally.prices
     booked = unwritten.measured(covered, tally, prices, day_of)
     with_cost_state = {fr["session_id"] for fr in files if fr.get("cost_state")}
     guessed = unwritten.estimated([e for e in events if e["channel"] == "pinch" and e["kind"] == "compaction"
                                    and e["source"] == "transcript" and e.get("session_id") not in with_cost_state],
                                   prices, day_of)
-    remaining = [r["claude_code_usd"] - r["ours_usd"] - booked["by_session"].get(r["session_id"], {}).get("usd", 0.0)
-                 for r in cs_rows]
+    return booked, guessed
 
-    malformed_transcript = sum(fr.get("malformed", 0) for fr in files)
-    ledger_stats = ledger_stats or {}
+
+def _spend_section(spend: dict, booked: dict, guessed: dict) -> dict:
     return {
-        "period": {"since": since, "until": until, "timezone": "UTC"},
-        "edit": edit,
-        "pinch": pinch,
-        "retrieval": retrieval,
-        "spend": {
-            "label": LABELS["spend"],
-            "source": "transcripts: assistant usage folded by message.id (fallback requestId), highest total kept; "
-                      "priced with resources/prices.json",
-            "total_usd": _r(spend["total_usd"]), "main_usd": _r(spend["main_usd"]),
-            "subagents_usd": _r(spend["subagents_usd"]), "calls": spend["calls"],
-            "by_model": {k: _r(v) for k, v in spend["by_model"].items()},
-            "by_day": {k: _r(v) for k, v in spend["by_day"].items()},
-            "by_project": {k: _r(v) for k, v in spend["by_project"].items()},
-            "by_session": {k: {**v, "usd": _r(v["usd"]), "subagents_usd": _r(v["subagents_usd"])}
-                           for k, v in spend["by_session"].items()},
-            "unwritten": {"measured": booked, "estimated": guessed},
-        },
-        "data_quality": {
-            "unpriced_models": sorted(spend["unpriced"]),
-            "unpriced": spend["unpriced"],
-            "family_priced_models": dict(sorted(tally.family_priced.items())),
-            "placeholder_output_calls": tally.placeholder,
-            "placeholder_output_definition": PLACEHOLDER_DEFINITION,
-            "cost_state_diff_pct": cost_state_diff,
-            "cost_state_sessions": cs_rows,
-            "cost_state_note": "ours = the session's calls before its last cost-state entry plus its subagents' calls; "
-                               "Claude Code's totalCostUSD also includes requests it does not write as assistant "
-                               "entries (compaction summaries), so ours can be lower",
-            "cost_state_remaining_usd": _r(sum(remaining)) if remaining else None,
-            "cost_state_remaining_note": "Claude Code's totalCostUSD minus ours minus the requests it did not write "
-                                         "(measured): what is left comes from its prices differing from ours",
-            "long_lines": sum(fr.get("long_lines", 0) for fr in files),
-            "malformed_lines": {"transcripts": malformed_transcript,
-                                "ledgers": int(ledger_stats.get("malformed", 0))},
-            "files": len(files),
-            "ledger_files": int(ledger_stats.get("files", 0)),
-        },
+        "label": LABELS["spend"],
+        "source": "transcripts: assistant usage folded by message.id (fallback requestId), highest total kept; "
+                  "priced with resources/prices.json",
+        "total_usd": _r(spend["total_usd"]), "main_usd": _r(spend["main_usd"]),
+        "subagents_usd": _r(spend["subagents_usd"]), "calls": spend["calls"],
+        "by_model": {k: _r(v) for k, v in spend["by_model"].items()},
+        "by_day": {k: _r(v) for k, v in spend["by_day"].items()},
+        "by_project": {k: _r(v) for k, v in spend["by_project"].items()},
+        "by_session": {k: {**v, "usd": _r(v["usd"]), "subagents_usd": _r(v["subagents_usd"])}
+                       for k, v in spend["by_session"].items()},
+        "unwritten": {"measured": booked, "estimated": guessed},
+    }
+
+
+def _data_quality(spend: dict, tally: SpendTally, files: list[dict], cs_rows: list[dict],
+                  cost_state_diff: float | None, remaining: list[float], ledger_stats: dict) -> dict:
+    malformed_transcript = sum(fr.get("malformed", 0) for fr in files)
+    return {
+        "unpriced_models": sorted(spend["unpriced"]),
+        "unpriced": spend["unpriced"],
+        "family_priced_models": dict(sorted(tally.family_priced.items())),
+        "placeholder_output_calls": tally.placeholder,
+        "placeholder_output_definition": PLACEHOLDER_DEFINITION,
+        "cost_state_diff_pct": cost_state_diff,
+        "cost_state_sessions": cs_rows,
+        "cost_state_note": "ours = the session's calls before its last cost-state entry plus its subagents' calls; "
+                           "Claude Code's totalCostUSD also includes requests it does not write as assistant "
+                           "entries (compaction summaries), so ours can be lower",
+        "cost_state_remaining_usd": _r(sum(remaining)) if remaining else None,
+        "cost_state_remaining_note": "Claude Code's totalCostUSD minus ours minus the requests it did not write "
+                                     "(measured): what is left comes from its prices differing from ours",
+        "long_lines": sum(fr.get("long_lines", 0) for fr in files),
+        "malformed_lines": {"transcripts": malformed_transcript,
+                            "ledgers": int(ledger_stats.get("malformed", 0))},
+        "files": len(files),
+        "ledger_files": int(ledger_stats.get("files", 0)),
     }
 
 

@@ -123,10 +123,10 @@ class SpendTally:
             g = self.by_day_model[group_key] = _Group()
         g.calls += sign
         g.usd.append(amount)
-        group_key = (sid, path, side)
-        g = self.by_session_file.get(group_key)
+        file_key = (sid, path, side)
+        g = self.by_session_file.get(file_key)
         if g is None:
-            g = self.by_session_file[group_key] = _Group()
+            g = self.by_session_file[file_key] = _Group()
         g.calls += sign
         g.usd.append(amount)
 
@@ -158,7 +158,7 @@ class SpendTally:
         """
         session_project = self._session_projects()
         groups: dict[tuple[str, str, str], list] = {}
-        for _, path, rec, fr, usd, family in self.best.values():
+        for _, _path, rec, fr, usd, family in self.best.values():
             ts = rec[TS]
             if self.in_period is not None and not self.in_period(ts):
                 continue

@@ -38,7 +38,7 @@ def iso(epoch: float | None) -> str | None:
 
 def _moved(a: float | None, b: float | None) -> bool:
     """Did a reset time change (not just jitter by a few seconds between readings)?"""
-    return (a is None) != (b is None) or (a is not None and abs(a - b) > NEW_WINDOW_S)
+    return (a is None) != (b is None) or (a is not None and b is not None and abs(a - b) > NEW_WINDOW_S)
 
 
 def _limit_fields(reading: dict) -> dict:

@@ -8,22 +8,24 @@ only reads the registry under its lock: the main loop is never waited on.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING, Any
 
 from service.statusline.reading import parse, to_epoch
+
+if TYPE_CHECKING:
+    from service.api.reads import ServiceView
+    from service.engine.snapshot import Snapshot
 
 SESSION_FIELDS = ("session_id", "lamp", "dhat", "x", "xSweet", "bill_cycle_usd", "laps", "calls", "turns", "segment")
 
 
-def answer(service, body: dict) -> dict:
+def answer(service: ServiceView, body: dict[str, Any]) -> dict[str, Any]:
     reading = parse(body)
     sid = reading.get("session_id")
-    snap = None
-    if sid and service.registry is not None:
-        with service.registry.lock:
-            sess = service.registry.by_id(sid)
-            snap = sess.snapshot if sess is not None else None
+    snap: Snapshot | None = service.snapshot_of(sid) if sid else None
+    fields: dict[str, Any] = dict(snap) if snap else {}
     book = service.readings
-    if book.record(sid, reading, (snap or {}).get("turns"), (snap or {}).get("calls")):
+    if book.record(sid, reading, fields.get("turns"), fields.get("calls")):
         # the event's pct_per_usd sums every session's turns: not on the status line's clock
         threading.Thread(target=lambda: service.hub.publish("limits", book.limits()), name="limits-event",
                          daemon=True).start()
@@ -31,10 +33,10 @@ def answer(service, body: dict) -> dict:
     cfg = service.cfg.get("statusline") or {}
     return {
         "known": snap is not None,
-        "session": {k: snap.get(k) for k in SESSION_FIELDS} if snap else None,
+        "session": {k: fields.get(k) for k in SESSION_FIELDS} if snap else None,
         "limits": book.limits(epoch=True),
         "turn": turns[-1] if turns else None,
-        "cache_expires_at": to_epoch(((snap or {}).get("cache") or {}).get("expires_at")),
+        "cache_expires_at": to_epoch((fields.get("cache") or {}).get("expires_at")),
         "format": cfg.get("format"),
     }
 

@@ -34,7 +34,7 @@ def runtime_dir() -> str | None:
     if os.environ.get("CTXLAMP_HOME"):
         return found[0]
     try:
-        import platformdirs  # noqa: F401  (checked first: service.paths costs pathlib and dataclasses)
+        import platformdirs  # noqa: F401 - (checked first: service.paths costs pathlib and dataclasses)
         from service.paths import app_paths
     except ImportError:  # platformdirs is not importable (python -S): the cheap guess is the answer
         return found[0] if found else None

@@ -1,16 +1,18 @@
-"""What every part of the store shares: times and days as stored, small text helpers, the queued write."""
+"""What every part of the store shares: times and days as stored, small text helpers, the queued write
+and the shape of an entry in the writer's table of operations."""
 from __future__ import annotations
 
 import logging
 import os
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
-from typing import Any, Iterable
+from types import SimpleNamespace
+from typing import Any, Callable, Iterable, TypeVar
 
 log = logging.getLogger("ctxlamp.store")
 
 
-def utc_iso(value: Any = None) -> str | None:
+def utc_iso(value: Any = None) -> str:
     """ISO-8601 UTC with milliseconds and `Z` (the transcripts' format), so times sort as text.
 
     Accepts a datetime (naive means UTC), epoch seconds, or an ISO string; text
@@ -32,6 +34,12 @@ def utc_iso(value: Any = None) -> str | None:
             dt = dt.replace(tzinfo=timezone.utc)
     dt = dt.astimezone(timezone.utc)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+Models = SimpleNamespace  # models.bind_models(db): the peewee models bound to the open database, by class name
+Payload = dict[str, Any]  # a queued write's arguments, as plain data (merged, read back while queued)
+Row = dict[str, Any]      # a row as the store answers it
+_R = TypeVar("_R")
 
 
 def _day(value: Any) -> str:
@@ -62,19 +70,49 @@ def _path_list(paths: Iterable[Any] | None) -> list[str]:
 def _cut(text: Any, limit: int) -> str | None:
     if text is None:
         return None
-    text = str(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    whole = str(text)
+    return whole if len(whole) <= limit else whole[: limit - 1] + "…"
 
 
 @dataclass
 class _Op:
-    """One queued write: `kind` names the `_w_<kind>` method; `key` lets equal writes merge."""
+    """One queued write: `kind` names its entry in the writer's table; `key` lets equal writes merge."""
 
     kind: str
-    payload: dict
-    key: tuple | None = None
+    payload: Payload
+    key: tuple[Any, ...] | None = None
 
 
-def newest(old: dict, new: dict) -> dict:
+def session_lineage(m: Models, session_id: str | None) -> str | None:
+    """The lineage a session's turns belong to: the one it loaded, else the one its own handoff started."""
+    if not session_id:
+        return None
+    row = m.Session.get_or_none(m.Session.session_id == session_id)
+    if row is not None and row.lineage_id:
+        return str(row.lineage_id)
+    h = (m.Handoff.select(m.Handoff.lineage_id).where(m.Handoff.from_session == session_id)
+         .order_by(m.Handoff.created_at.desc(), m.Handoff.id.desc()).first())
+    return str(h.lineage_id) if h is not None and h.lineage_id is not None else None
+
+
+Merge = Callable[[Payload, Payload], Payload]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """An entry of the writer's table: how a queued write of one kind lands, and how two queued ones merge."""
+
+    apply: Callable[[Models, Payload], object]
+    merge: Merge | None = None
+
+
+def spread(fn: Callable[..., _R]) -> Callable[[Models, Payload], _R]:
+    """`fn(m, **payload)`: a part's write keeps its fields as named parameters."""
+    def apply(m: Models, payload: Payload) -> _R:
+        return fn(m, **payload)
+    return apply
+
+
+def newest(old: Payload, new: Payload) -> Payload:
     """Merge of two queued upserts of one row: the newer wins."""
     return new

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import re
 import secrets
-from typing import Iterable
+from typing import Any, Iterable
 
-from service.store.common import _Op, _cut, _norm_project, _path_list, utc_iso
+from service.store.common import (Models, Operation, Row, _cut, _norm_project, _Op, _path_list, session_lineage,
+                                  spread, utc_iso)
+from service.store.writer import Writer
 
 TASK_MAX = 500             # the handoff's task preview
 BODY_MAX = 100_000         # a handoff body larger than this is cut
@@ -13,21 +15,28 @@ TOKEN_ALPHABET = "23456789abcdefghjkmnpqrstuvwxyz"  # no 0/o, 1/l/i: tokens are 
 TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
-class HandoffParts:
-    """Store methods: handoffs and lineage."""
+class Handoffs:
+    """The store's part for handoffs and the lineage they start."""
+
+    def __init__(self, writer: Writer) -> None:
+        self._writer = writer
+        writer.register({
+            "handoff_save": Operation(spread(self._w_handoff_save)),
+            "handoff_load": Operation(spread(self._w_handoff_load)),
+        })
 
     # ------------------------------------------------------------------ handoffs and lineage
 
     @staticmethod
-    def _handoff_dict(h) -> dict:
+    def _handoff_dict(h: Any) -> Row:
         return {"token": h.token, "task": h.task, "body": h.body, "paths": h.paths or [], "project": h.project,
                 "created_at": h.created_at, "delivered_at": h.delivered_at, "from_session": h.from_session,
                 "delivered_to_session": h.delivered_to_session, "lineage_id": h.lineage_id}
 
     def _token_taken(self, token: str) -> bool:
-        if any(p["row"]["token"] == token for p in self._pending_payloads("handoff_save")):
+        if any(p["row"]["token"] == token for p in self._writer.pending_payloads("handoff_save")):
             return True
-        return bool(self._read(lambda m: m.Handoff.select().where(m.Handoff.token == token).exists(), False))
+        return bool(self._writer.read(lambda m: m.Handoff.select().where(m.Handoff.token == token).exists(), False))
 
     def _new_token(self) -> str:
         for _ in range(8):
@@ -37,7 +46,7 @@ class HandoffParts:
         return "h-" + "".join(secrets.choice(TOKEN_ALPHABET) for _ in range(10))
 
     def save_handoff(self, task: str, body: str, paths: Iterable[str] | None, project: str | None,
-                     from_session: str | None = None) -> dict:
+                     from_session: str | None = None) -> Row:
         """Save a handoff for the project's next session; returns it with its load token.
 
         The handoff joins the saving session's lineage (the one it loaded, or the
@@ -49,9 +58,9 @@ class HandoffParts:
         from_sid = str(from_session) if from_session else None
         lineage = None
         if from_sid:
-            lineage = self._read(lambda m: self._write_lineage(m, from_sid), None)
+            lineage = self._writer.read(lambda m: session_lineage(m, from_sid), None)
             if lineage is None:
-                mine = [p["row"]["lineage_id"] for p in self._pending_payloads("handoff_save")
+                mine = [p["row"]["lineage_id"] for p in self._writer.pending_payloads("handoff_save")
                         if p["row"]["from_session"] == from_sid]
                 lineage = mine[-1] if mine else None
         row = {
@@ -60,10 +69,10 @@ class HandoffParts:
             "delivered_at": None, "from_session": from_sid, "delivered_to_session": None,
             "lineage_id": lineage or ("l-" + secrets.token_hex(6)),
         }
-        result = self._submit([_Op("handoff_save", {"row": row})])
+        result = self._writer.submit([_Op("handoff_save", {"row": row})])
         return dict(row, stored=result is not None)
 
-    def _w_handoff_save(self, m, row):
+    def _w_handoff_save(self, m: Models, row: Row) -> bool:
         m.Lineage.insert(id=row["lineage_id"], created_at=row["created_at"]).on_conflict_ignore().execute()
         m.Handoff.insert(**row).execute()
         if row["from_session"]:
@@ -75,11 +84,11 @@ class HandoffParts:
     def _matches_project(self, value: str | None, project: str | None) -> bool:
         return project is None or value == _norm_project(project)
 
-    def handoffs(self, project: str | None = None, undelivered: bool = False, limit: int = 50) -> list[dict]:
+    def recent(self, project: str | None = None, undelivered: bool = False, limit: int = 50) -> list[Row]:
         """Handoffs newest first (queued ones included), optionally one project's and undelivered only."""
         limit = max(1, int(limit))
 
-        def q(m):
+        def q(m: Models) -> list[Row]:
             H = m.Handoff
             query = H.select()
             if project is not None:
@@ -88,9 +97,9 @@ class HandoffParts:
                 query = query.where(H.delivered_at.is_null())
             return [self._handoff_dict(h) for h in query.order_by(H.created_at.desc(), H.id.desc()).limit(limit)]
 
-        found = self._read(q, [])
-        loaded = {p["token"] for p in self._pending_payloads("handoff_load")}
-        queued = [dict(p["row"]) for p in self._pending_payloads("handoff_save")
+        found = self._writer.read(q, [])
+        loaded = {p["token"] for p in self._writer.pending_payloads("handoff_load")}
+        queued = [dict(p["row"]) for p in self._writer.pending_payloads("handoff_save")
                   if self._matches_project(p["row"]["project"], project)
                   and not (undelivered and p["row"]["token"] in loaded)]
         tokens = {h["token"] for h in found}
@@ -100,18 +109,18 @@ class HandoffParts:
         merged.sort(key=lambda h: h["created_at"] or "", reverse=True)
         return merged[:limit]
 
-    def undelivered_handoffs(self, project: str | None, limit: int = 3) -> list[dict]:
+    def undelivered_handoffs(self, project: str | None, limit: int = 3) -> list[Row]:
         """What the SessionStart hook offers: the project's handoffs not yet loaded, newest first."""
-        return self.handoffs(project=project, undelivered=True, limit=limit)
+        return self.recent(project=project, undelivered=True, limit=limit)
 
-    def _find_handoff(self, token: str) -> dict | None:
-        for p in self._pending_payloads("handoff_save"):
+    def _find_handoff(self, token: str) -> Row | None:
+        for p in self._writer.pending_payloads("handoff_save"):
             if p["row"]["token"] == token:
                 return dict(p["row"])
-        return self._read(lambda m: (lambda h: None if h is None else self._handoff_dict(h))(
+        return self._writer.read(lambda m: (lambda h: None if h is None else self._handoff_dict(h))(
             m.Handoff.get_or_none(m.Handoff.token == token)), None)
 
-    def load_handoff(self, token: str, session_id: str) -> dict | None:
+    def load_handoff(self, token: str, session_id: str) -> Row | None:
         """Deliver a handoff into `session_id` and link that session into its lineage.
 
         Returns the handoff (`stored` False while the delivery is queued), or None
@@ -122,9 +131,10 @@ class HandoffParts:
         if not TOKEN_RE.match(token) or not session_id:
             return None
         sid, at = str(session_id), utc_iso()
-        result = self._submit([_Op("handoff_load", {"token": token, "session_id": sid, "at": at})])
+        result = self._writer.submit([_Op("handoff_load", {"token": token, "session_id": sid, "at": at})])
         if result is not None:
-            return None if result[0] is None else dict(result[0], stored=True)
+            landed = result[0]  # the handoff, or None for an unknown token
+            return dict(landed, stored=True) if isinstance(landed, dict) else None
         h = self._find_handoff(token)
         if h is None:
             return None
@@ -132,7 +142,7 @@ class HandoffParts:
             h.update(delivered_at=at, delivered_to_session=sid)
         return dict(h, stored=False)
 
-    def _w_handoff_load(self, m, token, session_id, at):
+    def _w_handoff_load(self, m: Models, token: str, session_id: str, at: str) -> Row | None:
         H = m.Handoff
         h = H.get_or_none(H.token == token)
         if h is None:
@@ -153,10 +163,10 @@ class HandoffParts:
     def lineage_of(self, session_id: str) -> str | None:
         """The lineage of the handoff delivered into this session; None when it loaded nothing."""
         sid = str(session_id)
-        loads = [p for p in self._pending_payloads("handoff_load") if p["session_id"] == sid]
+        loads = [p for p in self._writer.pending_payloads("handoff_load") if p["session_id"] == sid]
         if loads:
             h = self._find_handoff(loads[-1]["token"])
             if h is not None:
-                return h["lineage_id"]
-        return self._read(lambda m: (lambda r: r.lineage_id if r is not None else None)(
+                return None if h["lineage_id"] is None else str(h["lineage_id"])
+        return self._writer.read(lambda m: (lambda r: r.lineage_id if r is not None else None)(
             m.Session.get_or_none(m.Session.session_id == sid)), None)

@@ -11,8 +11,9 @@ import peewee as pw
 
 import models
 
-from service.store.common import _Op, _cut, _path_list, log, newest, utc_iso
-from service.store.writer import _fault_kind
+from service.store.common import (Models, Operation, Row, _cut, _Op, _path_list, log, newest, session_lineage, spread,
+                                  utc_iso)
+from service.store.writer import Writer, _fault_kind
 
 PROMPT_PREVIEW_MAX = 500   # characters of a prompt kept for history search
 MAX_SEARCH_WORDS = 16
@@ -39,7 +40,7 @@ def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _like(column, pattern: str, *, ilike: bool = False) -> pw.Expression:
+def _like(column: Any, pattern: str, *, ilike: bool = False) -> pw.Expression:
     """`column LIKE pattern ESCAPE '\\'` with the pattern passed as is (not through the JSON field's encoder)."""
     value = pw.NodeList((pw.Value(pattern, converter=False), pw.SQL("ESCAPE '\\'")))
     # Lower-case operators on purpose: peewee rewrites "LIKE" to GLOB on SQLite.
@@ -68,10 +69,15 @@ def _path_matches(stored: str, wanted: str) -> bool:
     return ("/" + w + "/") in ("/" + s.strip("/") + "/")
 
 
-class HistoryParts:
-    """Store methods: turn records, history page/search/locate."""
+class History:
+    """The store's part for turn records and the history page, search and locate the MCP tools read."""
 
-    MERGERS = {"turn": newest}
+    def __init__(self, writer: Writer) -> None:
+        self._writer = writer
+        writer.register({
+            "turn": Operation(spread(self._w_turn), newest),
+            "forget_prompts": Operation(spread(self._w_forget_prompts)),
+        })
 
     # ------------------------------------------------------------------ turn records
 
@@ -87,7 +93,7 @@ class HistoryParts:
             payload = {
                 "session_id": str(session_id), "segment": int(segment), "turn_index": int(turn),
                 "at": utc_iso(at) if at is not None else None,
-                "prompt_preview": _cut(prompt_preview, PROMPT_PREVIEW_MAX) if self.store_prompts else None,
+                "prompt_preview": _cut(prompt_preview, PROMPT_PREVIEW_MAX) if self._writer.store_prompts else None,
                 "paths_read": _path_list(paths_read), "paths_changed": _path_list(paths_changed),
                 "tokens": int(tokens or 0), "cost_usd": float(cost_usd or 0.0), "lineage_id": lineage_id,
             }
@@ -95,23 +101,13 @@ class HistoryParts:
             log.error("add_turn_record ignored bad input: %s", exc)
             return
         key = (payload["session_id"], payload["segment"], payload["turn_index"])
-        self._submit([_Op("turn", payload, key)])
+        self._writer.submit([_Op("turn", payload, key)])
 
-    def _write_lineage(self, m, session_id: str | None) -> str | None:
-        """The lineage a session's turns belong to: the one it loaded, else the one its own handoff started."""
-        if not session_id:
-            return None
-        row = m.Session.get_or_none(m.Session.session_id == session_id)
-        if row is not None and row.lineage_id:
-            return row.lineage_id
-        h = (m.Handoff.select(m.Handoff.lineage_id).where(m.Handoff.from_session == session_id)
-             .order_by(m.Handoff.created_at.desc(), m.Handoff.id.desc()).first())
-        return h.lineage_id if h is not None else None
-
-    def _w_turn(self, m, session_id, segment, turn_index, at, prompt_preview, paths_read, paths_changed,
-                tokens, cost_usd, lineage_id):
+    def _w_turn(self, m: Models, session_id: str, segment: int, turn_index: int, at: str | None,
+                prompt_preview: str | None, paths_read: list[str], paths_changed: list[str], tokens: int,
+                cost_usd: float, lineage_id: str | None) -> None:
         T = m.TurnRecord
-        lineage_id = lineage_id or self._write_lineage(m, session_id)
+        lineage_id = lineage_id or session_lineage(m, session_id)
         (T.insert(session_id=session_id, segment=segment, turn_index=turn_index, at=at,
                   prompt_preview=prompt_preview, paths_read=paths_read, paths_changed=paths_changed,
                   tokens=tokens, cost_usd=cost_usd, lineage_id=lineage_id)
@@ -122,25 +118,25 @@ class HistoryParts:
 
     def forget_prompts(self) -> None:
         """Erase every stored prompt preview (for when the user turns `history.store_prompts` off)."""
-        self._submit([_Op("forget_prompts", {})])
+        self._writer.submit([_Op("forget_prompts", {})])
 
-    def _w_forget_prompts(self, m):
+    def _w_forget_prompts(self, m: Models) -> None:
         m.TurnRecord.update(prompt_preview=None).where(m.TurnRecord.prompt_preview.is_null(False)).execute()
 
     # ------------------------------------------------------------------ history (the MCP tools' data)
 
     @staticmethod
-    def _turn_dict(t) -> dict:
+    def _turn_dict(t: Any) -> Row:
         return {"session_id": t.session_id, "segment": t.segment, "turn": t.turn_index, "at": t.at,
                 "prompt_preview": t.prompt_preview, "paths_read": t.paths_read or [],
                 "paths_changed": t.paths_changed or [], "tokens": t.tokens, "cost_usd": t.cost_usd,
                 "lineage_id": t.lineage_id}
 
     @staticmethod
-    def _lineage_order(T):
+    def _lineage_order(T: Any) -> tuple[Any, ...]:
         return (pw.fn.COALESCE(T.at, ""), T.session_id, T.segment, T.turn_index)
 
-    def _positions(self, m, lineage_id: str) -> dict[int, int]:
+    def _positions(self, m: Models, lineage_id: str) -> dict[int, int]:
         """Row id -> 1-based position in the lineage's deterministic order."""
         T = m.TurnRecord
         ids = T.select(T.id).where(T.lineage_id == lineage_id).order_by(*self._lineage_order(T)).tuples()
@@ -150,16 +146,16 @@ class HistoryParts:
     def _page_size(page_size: Any) -> int:
         return min(MAX_PAGE_SIZE, max(1, int(page_size)))
 
-    def history_page(self, lineage_id: str, page: int, page_size: int = 10) -> dict:
+    def history_page(self, lineage_id: str, page: int, page_size: int = 10) -> Row:
         """Page `page` (1-based, oldest turns first) of the lineage's turn records.
 
         Oldest first keeps every full page stable as the lineage grows.
         """
         size = self._page_size(page_size)
         page = max(1, int(page or 1))
-        empty = {"lineage_id": lineage_id, "page": page, "page_size": size, "pages": 0, "total": 0, "turns": []}
+        empty: Row = {"lineage_id": lineage_id, "page": page, "page_size": size, "pages": 0, "total": 0, "turns": []}
 
-        def q(m):
+        def q(m: Models) -> Row:
             T = m.TurnRecord
             where = T.lineage_id == str(lineage_id)
             total = T.select().where(where).count()
@@ -170,10 +166,10 @@ class HistoryParts:
                 turns.append(dict(self._turn_dict(t), position=i, page=page))
             return dict(empty, total=total, pages=math.ceil(total / size), turns=turns)
 
-        return self._read(q, empty) if lineage_id else empty
+        return self._writer.read(q, empty) if lineage_id else empty
 
     def history_search(self, lineage_id: str, query: str, limit: int = 10, *,
-                       page_size: int = 10) -> tuple[list[dict], int]:
+                       page_size: int = 10) -> tuple[list[Row], int]:
         """Turns of the lineage matching every word of `query` (prefix match), best first.
 
         Returns (hits, total matches); each hit names its `page` for history_page.
@@ -185,17 +181,18 @@ class HistoryParts:
             return [], 0
         size, limit = self._page_size(page_size), max(1, int(limit))
 
-        def q(m):
+        def q(m: Models) -> tuple[list[Row], int]:
             T = m.TurnRecord
-            order: list[tuple[int, str | None]]
-            order = None
-            if self._fts:
+            db = self._writer.db
+            assert db is not None  # the read path opened it before calling q
+            order: list[tuple[int, str | None]] | None = None
+            if self._writer.fts:
                 sql = (f"SELECT t.id, snippet({models.TURN_FTS_TABLE}, -1, '[', ']', '…', 12) "
                        f"FROM {models.TURN_FTS_TABLE} JOIN turn_record t ON t.id = {models.TURN_FTS_TABLE}.rowid "
                        f"WHERE {models.TURN_FTS_TABLE} MATCH ? AND t.lineage_id = ? "
                        f"ORDER BY bm25({models.TURN_FTS_TABLE}), t.at, t.id")
                 try:
-                    order = [(r[0], r[1]) for r in self.db.execute_sql(sql, (_fts_query(words), str(lineage_id)))]
+                    order = [(r[0], r[1]) for r in db.execute_sql(sql, (_fts_query(words), str(lineage_id)))]  # type: ignore[no-untyped-call]  # peewee has no annotations
                 except (pw.OperationalError, sqlite3.OperationalError) as exc:
                     if _fault_kind(exc) != "other":
                         raise  # the database itself is failing
@@ -203,7 +200,7 @@ class HistoryParts:
             if order is None:
                 # No FTS5 (PostgreSQL, or an SQLite built without it): every word as a substring.
                 cond = T.lineage_id == str(lineage_id)
-                ilike = not models.is_sqlite(self.db)
+                ilike = not models.is_sqlite(db)
                 for w in words:
                     pattern = "%" + _like_escape(w) + "%"
                     cond &= (_like(T.prompt_preview, pattern, ilike=ilike) | _like(T.paths_read, pattern, ilike=ilike)
@@ -220,10 +217,10 @@ class HistoryParts:
                                  page=(pos - 1) // size + 1))
             return hits, total
 
-        return self._read(q, ([], 0))
+        return self._writer.read(q, ([], 0))
 
     def history_locate(self, lineage_id: str, path: str, limit: int = 10, *,
-                       page_size: int = 10) -> tuple[list[dict], int]:
+                       page_size: int = 10) -> tuple[list[Row], int]:
         """Turns of the lineage that read or changed `path`, oldest first: (hits, total).
 
         `path` may be absolute (that file, or anything under that folder) or a
@@ -238,7 +235,7 @@ class HistoryParts:
         tail = wanted.rsplit("/", 1)[-1]
         needle = json.dumps(tail, ensure_ascii=False)[1:-1]  # how the tail appears inside the stored JSON
 
-        def q(m):
+        def q(m: Models) -> tuple[list[Row], int]:
             T = m.TurnRecord
             pattern = "%" + _like_escape(needle) + "%"
             cond = (T.lineage_id == str(lineage_id)) & (_like(T.paths_read, pattern) | _like(T.paths_changed, pattern))
@@ -256,4 +253,4 @@ class HistoryParts:
                                  position=pos, page=(pos - 1) // size + 1))
             return hits, len(matches)
 
-        return self._read(q, ([], 0))
+        return self._writer.read(q, ([], 0))

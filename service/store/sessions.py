@@ -6,10 +6,11 @@ from typing import Any
 import peewee as pw
 
 from service.engine.model_mix import profile_models
-from service.store.common import _Op, _norm_project, log, newest, utc_iso
+from service.store.common import Models, Operation, Payload, Row, _Op, _norm_project, log, newest, spread, utc_iso
+from service.store.writer import Writer
 
 
-def _merge_session(old: dict, new: dict) -> dict:
+def _merge_session(old: Payload, new: Payload) -> Payload:
     out = dict(old)
     for k, v in new.items():
         if v is None:
@@ -23,10 +24,18 @@ def _merge_session(old: dict, new: dict) -> dict:
     return out
 
 
-class SessionParts:
-    """Store methods: sessions, segment profiles, reminders."""
+class Sessions:
+    """The store's part for sessions, segment profiles and reminders (each raised once)."""
 
-    MERGERS = {"session": _merge_session, "profile": newest}
+    def __init__(self, writer: Writer) -> None:
+        self._writer = writer
+        self._reminders_seen: dict[str, set[tuple[int, int]]] = {}
+        self._reminders_loaded: set[str] = set()
+        writer.register({
+            "session": Operation(spread(self._w_session), _merge_session),
+            "profile": Operation(spread(self._w_profile), newest),
+            "reminder": Operation(spread(self._w_reminder)),
+        })
 
     # ------------------------------------------------------------------ sessions
 
@@ -44,15 +53,16 @@ class SessionParts:
         except Exception as exc:
             log.error("upsert_session ignored bad input: %s", exc)
             return
-        self._submit([_Op("session", payload, (payload["session_id"],))])
+        self._writer.submit([_Op("session", payload, (payload["session_id"],))])
 
-    def _w_session(self, m, session_id, transcript, project, model, is_subagent, first_seen, last_seen):
+    def _w_session(self, m: Models, session_id: str, transcript: str | None, project: str | None, model: str | None,
+                   is_subagent: bool | None, first_seen: str, last_seen: str) -> None:
         row = m.Session.get_or_none(m.Session.session_id == session_id)
         if row is None:
             m.Session.insert(session_id=session_id, transcript=transcript, project=project, model=model,
                              is_subagent=bool(is_subagent), first_seen=first_seen, last_seen=last_seen).execute()
             return None
-        changes: dict = {}
+        changes: dict[str, Any] = {}
         for name, value in (("transcript", transcript), ("project", project), ("model", model),
                             ("is_subagent", is_subagent)):
             if value is not None:
@@ -65,14 +75,14 @@ class SessionParts:
             m.Session.update(**changes).where(m.Session.session_id == session_id).execute()
         return None
 
-    def session(self, session_id: str) -> dict | None:
-        def q(m):
+    def session(self, session_id: str) -> Row | None:
+        def q(m: Models) -> Row | None:
             row = m.Session.get_or_none(m.Session.session_id == str(session_id))
             return None if row is None else {
                 "session_id": row.session_id, "transcript": row.transcript, "project": row.project,
                 "first_seen": row.first_seen, "last_seen": row.last_seen, "model": row.model,
                 "lineage_id": row.lineage_id, "is_subagent": bool(row.is_subagent)}
-        return self._read(q, None)
+        return self._writer.read(q, None)
 
     # ------------------------------------------------------------------ segment profiles
 
@@ -80,10 +90,10 @@ class SessionParts:
                        "turns", "B", "L_peak", "g", "br", "mf", "bill_in_usd", "bill_out_usd", "rent_usd",
                        "laps", "duration_s", "path_totals", "models")
 
-    def archive_profile(self, profile: dict) -> None:
+    def archive_profile(self, profile: Row) -> None:
         """Store a segment profile (docs/measurement.md section 10); the same (session, segment) is replaced."""
         try:
-            row = {k: profile.get(k) for k in self._PROFILE_FIELDS if k in profile}
+            row: Row = {k: profile.get(k) for k in self._PROFILE_FIELDS if k in profile}
             row["session_id"] = str(profile["session_id"])
             row["segment"] = int(profile["segment"])
             for k in ("started_at", "ended_at"):
@@ -108,24 +118,24 @@ class SessionParts:
         except Exception as exc:
             log.error("archive_profile ignored a malformed profile: %s", exc)
             return
-        self._submit([_Op("profile", {"row": row}, (row["session_id"], row["segment"]))])
+        self._writer.submit([_Op("profile", {"row": row}, (row["session_id"], row["segment"]))])
 
-    def _w_profile(self, m, row):
+    def _w_profile(self, m: Models, row: Row) -> None:
         row = dict(row, archived_at=utc_iso())
         fields = [getattr(m.SegmentProfile, k) for k in row if k not in ("session_id", "segment")]
         (m.SegmentProfile.insert(**row)
          .on_conflict(conflict_target=[m.SegmentProfile.session_id, m.SegmentProfile.segment], preserve=fields)
          .execute())
 
-    def segments(self, session_id: str | None = None, limit: int = 100) -> list[dict]:
+    def segments(self, session_id: str | None = None, limit: int = 100) -> list[Row]:
         """Archived profiles, newest first."""
-        def q(m):
+        def q(m: Models) -> list[Row]:
             P = m.SegmentProfile
             query = P.select()
             if session_id is not None:
                 query = query.where(P.session_id == str(session_id))
             query = query.order_by(pw.fn.COALESCE(P.ended_at, P.archived_at).desc(), P.id.desc())
-            out = []
+            out: list[Row] = []
             for r in query.limit(max(1, int(limit))):
                 d = {k: getattr(r, k) for k in self._PROFILE_FIELDS}
                 d["path_totals"] = d["path_totals"] or {}
@@ -133,14 +143,14 @@ class SessionParts:
                 d["archived_at"] = r.archived_at
                 out.append(d)
             return out
-        return self._read(q, [])
+        return self._writer.read(q, [])
 
     # ------------------------------------------------------------------ reminders
 
     def _known_reminder_set(self, session_id: str) -> set[tuple[int, int]]:
         seen = self._reminders_seen.setdefault(session_id, set())
         if session_id not in self._reminders_loaded:
-            rows = self._read(lambda m: [(r.segment, r.lap) for r in
+            rows = self._writer.read(lambda m: [(r.segment, r.lap) for r in
                                          m.Reminder.select(m.Reminder.segment, m.Reminder.lap)
                                          .where(m.Reminder.session_id == session_id)], None)
             if rows is not None:
@@ -160,15 +170,15 @@ class SessionParts:
         except Exception as exc:
             log.error("record_reminder ignored bad input: %s", exc)
             return False
-        with self._lock:
+        with self._writer.lock:
             seen = self._known_reminder_set(sid)
             if key in seen:
                 return False
             seen.add(key)
-            result = self._submit([_Op("reminder", payload)])
+            result = self._writer.submit([_Op("reminder", payload)])
         return True if result is None else bool(result[0])
 
-    def _w_reminder(self, m, session_id, segment, lap, call, at):
+    def _w_reminder(self, m: Models, session_id: str, segment: int, lap: int, call: int, at: str) -> bool:
         R = m.Reminder
         exists = R.select().where((R.session_id == session_id) & (R.segment == segment) & (R.lap == lap)).exists()
         if exists:
@@ -178,13 +188,13 @@ class SessionParts:
 
     def known_reminders(self, session_id: str) -> set[tuple[int, int]]:
         """(segment, lap) of every reminder recorded for the session (queued ones included)."""
-        with self._lock:
+        with self._writer.lock:
             self._reminders_loaded.discard(str(session_id))  # re-read: another writer may have added
             return set(self._known_reminder_set(str(session_id)))
 
-    def reminders(self, session_id: str | None = None, since: Any = None) -> list[dict]:
+    def reminders(self, session_id: str | None = None, since: Any = None) -> list[Row]:
         """Recorded reminders, oldest first; `since` compares their `at` time."""
-        def q(m):
+        def q(m: Models) -> list[Row]:
             R = m.Reminder
             query = R.select()
             if session_id is not None:
@@ -193,4 +203,4 @@ class SessionParts:
                 query = query.where(R.at >= utc_iso(since))
             return [{"session_id": r.session_id, "segment": r.segment, "lap": r.lap, "call": r.call, "at": r.at}
                     for r in query.order_by(R.at, R.id)]
-        return self._read(q, [])
+        return self._writer.read(q, [])

@@ -5,7 +5,8 @@ from typing import Any
 
 import peewee as pw
 
-from service.store.common import _Op, _day, _norm_project, log, newest
+from service.store.common import Models, Operation, Payload, Row, _day, _norm_project, _Op, log, newest, spread
+from service.store.writer import Writer
 
 _TOKEN_COLUMNS = {
     "in": "tok_in", "input": "tok_in", "input_tokens": "tok_in",
@@ -17,7 +18,7 @@ _TOKEN_COLUMNS = {
 _SPEND_COLUMNS = ("tok_in", "tok_cw5", "tok_cw1h", "tok_cr", "tok_out")
 
 
-def _merge_spend(old: dict, new: dict) -> dict:
+def _merge_spend(old: Payload, new: Payload) -> Payload:
     out = dict(old)
     out["tokens"] = {c: old["tokens"].get(c, 0) + new["tokens"].get(c, 0) for c in _SPEND_COLUMNS}
     out["usd"] = old["usd"] + new["usd"]
@@ -26,15 +27,20 @@ def _merge_spend(old: dict, new: dict) -> dict:
     return out
 
 
-class SpendParts:
-    """Store methods: spend rows and scan state."""
+class Spend:
+    """The store's part for spend rows and the history scan's progress (written in one batch)."""
 
-    MERGERS = {"spend": _merge_spend, "scan": newest}
+    def __init__(self, writer: Writer) -> None:
+        self._writer = writer
+        writer.register({
+            "spend": Operation(spread(self._w_spend), _merge_spend),
+            "scan": Operation(spread(self._w_scan), newest),
+        })
 
     # ------------------------------------------------------------------ spend
 
     def add_spend(self, day: Any, session_id: str, model: str, project: str | None, is_subagent: bool,
-                  tokens: dict, usd: float) -> None:
+                  tokens: dict[str, Any], usd: float) -> None:
         """Add tokens (keys in/cw5/cw1h/cr/out, or their long names) and USD to a day's row."""
         try:
             cols = {c: 0 for c in _SPEND_COLUMNS}
@@ -49,9 +55,10 @@ class SpendParts:
             log.error("add_spend ignored bad input: %s", exc)
             return
         key = (payload["day"], payload["session_id"], payload["model"], payload["is_subagent"])
-        self._submit([_Op("spend", payload, key)])
+        self._writer.submit([_Op("spend", payload, key)])
 
-    def _w_spend(self, m, day, session_id, model, project, is_subagent, tokens, usd):
+    def _w_spend(self, m: Models, day: str, session_id: str, model: str, project: str | None, is_subagent: bool,
+                 tokens: dict[str, int], usd: float) -> None:
         S = m.DailySpend
         update = {getattr(S, c): getattr(S, c) + getattr(pw.EXCLUDED, c) for c in _SPEND_COLUMNS}
         update[S.usd] = S.usd + pw.EXCLUDED.usd
@@ -61,9 +68,9 @@ class SpendParts:
          .on_conflict(conflict_target=[S.day, S.session_id, S.model, S.is_subagent], update=update)
          .execute())
 
-    def spend_rows(self, since: Any = None, until: Any = None) -> list[dict]:
+    def spend_rows(self, since: Any = None, until: Any = None) -> list[Row]:
         """Daily spend rows with `since <= day <= until` (days as YYYY-MM-DD)."""
-        def q(m):
+        def q(m: Models) -> list[Row]:
             S = m.DailySpend
             query = S.select()
             if since is not None:
@@ -75,26 +82,26 @@ class SpendParts:
                      "tokens": {"in": r.tok_in, "cw5": r.tok_cw5, "cw1h": r.tok_cw1h, "cr": r.tok_cr,
                                 "out": r.tok_out}}
                     for r in query.order_by(S.day, S.session_id, S.model, S.is_subagent)]
-        return self._read(q, [])
+        return self._writer.read(q, [])
 
     # ------------------------------------------------------------------ scan state
 
     @staticmethod
-    def _scan_dict(r) -> dict:
+    def _scan_dict(r: Any) -> Row:
         return {"path": r.path, "inode": r.inode, "size": r.size, "mtime": r.mtime, "offset": r.offset}
 
-    def get_scan_state(self, path: str) -> dict | None:
+    def get_scan_state(self, path: str) -> Row | None:
         """Where the history scan stopped in `path` (queued progress included), or None."""
         key = str(path)
-        queued = [p for p in self._pending_payloads("scan") if p["path"] == key]
+        queued = [p for p in self._writer.pending_payloads("scan") if p["path"] == key]
         if queued:
             return dict(queued[-1])
-        return self._read(lambda m: (lambda r: None if r is None else self._scan_dict(r))(
+        return self._writer.read(lambda m: (lambda r: None if r is None else self._scan_dict(r))(
             m.ScanState.get_or_none(m.ScanState.path == key)), None)
 
-    def scan_states(self) -> dict[str, dict]:
-        found = self._read(lambda m: {r.path: self._scan_dict(r) for r in m.ScanState.select()}, {})
-        for p in self._pending_payloads("scan"):
+    def scan_states(self) -> dict[str, Row]:
+        found = self._writer.read(lambda m: {r.path: self._scan_dict(r) for r in m.ScanState.select()}, {})
+        for p in self._writer.pending_payloads("scan"):
             found[p["path"]] = dict(p)
         return found
 
@@ -105,9 +112,9 @@ class SpendParts:
         except Exception as exc:
             log.error("set_scan_state ignored bad input: %s", exc)
             return
-        self._submit([_Op("scan", payload, (payload["path"],))])
+        self._writer.submit([_Op("scan", payload, (payload["path"],))])
 
-    def _w_scan(self, m, path, inode, size, mtime, offset):
+    def _w_scan(self, m: Models, path: str, inode: int | None, size: int, mtime: float | None, offset: int) -> None:
         S = m.ScanState
         (S.insert(path=path, inode=inode, size=size, mtime=mtime, offset=offset)
          .on_conflict(conflict_target=[S.path], preserve=[S.inode, S.size, S.mtime, S.offset])

@@ -2,40 +2,48 @@
 applying the team schema's migrations with the models' runner (service/team/ owns what they mean)."""
 from __future__ import annotations
 
-from service.store.common import _Op
+from typing import Any, Sequence
+
+from service.store.common import Models, Operation, Row, _Op, spread
+from service.store.writer import Writer
 
 DELETED = "deleted"  # the digest of a row to delete on the server
 _CHUNK = 400         # rows per INSERT (SQLite's bound-variable limit)
 
 
-def migrate_schema(db, steps) -> int:
+def migrate_schema(db: Any, steps: Any) -> int:
     """Bring another schema (the team's, on its server) to its newest version; the same runner as ours."""
     import models
 
-    return models.migrate(db, steps)
+    return int(models.migrate(db, steps))
 
 
-class TeamParts:
-    """Store methods: the team outbox (service/team/outbox.py decides what goes in)."""
+class TeamOutbox:
+    """The store's part for the team outbox (service/team/outbox.py decides what goes in)."""
 
-    def team_outbox(self, member: str) -> list[dict] | None:
+    def __init__(self, writer: Writer) -> None:
+        self._writer = writer
+        writer.register({"team_outbox": Operation(spread(self._w_team_outbox))})
+
+    def team_outbox(self, member: str) -> list[Row] | None:
         """The member's outbox rows; None when the database cannot be read."""
-        def q(m):
+        def q(m: Models) -> list[Row]:
             O = m.TeamOutbox
             return [{"kind": r.kind, "key": r.key, "payload": r.payload, "digest": r.digest, "confirmed": r.confirmed}
                     for r in O.select().where(O.member == str(member))]
-        return self._read(q, None)
+        return self._writer.read(q, None)
 
-    def team_outbox_write(self, member: str, *, put: list[dict] = (), confirm: list[list] = (),
-                          drop: list[list] = ()) -> bool:
+    def team_outbox_write(self, member: str, *, put: Sequence[Row] = (), confirm: Sequence[Sequence[Any]] = (),
+                          drop: Sequence[Sequence[Any]] = ()) -> bool:
         """Stage rows, mark sent versions confirmed and forget confirmed deletions, in one transaction.
 
         False when the write could not be made now (it stays queued like any other).
         """
         payload = {"member": str(member), "put": list(put), "confirm": list(confirm), "drop": list(drop)}
-        return self._submit([_Op("team_outbox", payload)]) is not None
+        return self._writer.submit([_Op("team_outbox", payload)]) is not None
 
-    def _w_team_outbox(self, m, member, put, confirm, drop):
+    def _w_team_outbox(self, m: Models, member: str, put: list[Row], confirm: list[list[Any]],
+                       drop: list[list[Any]]) -> None:
         import peewee as pw
 
         O = m.TeamOutbox

@@ -9,12 +9,15 @@ method raises into its caller. Reads answer a safe default (empty, None) when
 the database cannot be read, and see the writes still queued where that matters
 (reminders already raised, handoffs, scan progress, ledger snapshots).
 
-All writes go through `_submit`, as small operations (`_Op`) applied in one
+All writes go through `submit`, as small operations (`_Op`) applied in one
 transaction; `batch()` groups several calls into one transaction (for example
 spend and the scan offset that produced it, so a crash cannot count twice).
+Each part of `Store` registers its kinds of write in the writer's table
+(`register`: kind -> how it lands, how two queued ones merge), so the writer
+dispatches through that table, never by method name.
 
-The Writer class here is the base every part of `Store` shares; it stays one
-module (about 500 lines) because the queue, the faults and the retry timer
+The Writer class here is the one object every part of `Store` holds; it stays
+one module (about 500 lines) because the queue, the faults and the retry timer
 guard each other under one lock.
 """
 from __future__ import annotations
@@ -26,13 +29,13 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Self
+from typing import Any, Callable, ContextManager, Iterator, Mapping, TypeVar
 
 import peewee as pw
 
 import models
 
-from service.store.common import _Op, log
+from service.store.common import Models, Operation, Payload, _Op, log
 
 _FAULT_TEXT = {
     "locked": "The ctxlamp database {where} is locked by another program",
@@ -43,6 +46,8 @@ _FAULT_TEXT = {
     "schema_too_new": "{detail}",
     "other": "The ctxlamp database {where} failed ({detail})",
 }
+_T = TypeVar("_T")
+_D = TypeVar("_D")
 _QUEUE_NOTE = "; measuring goes on and history is kept in memory until it can be saved."
 
 
@@ -78,17 +83,18 @@ def _fault_kind(exc: BaseException) -> str | None:
     return None
 
 
+Target = str | os.PathLike[str] | pw.Database | Callable[[], pw.Database]
+
+
 class Writer:
     """The writer the parts share: opening, faults, the fail-open queue, batches and the read path.
 
-    Each part names the merge of its queued writes in `MERGERS` (kind -> merge of two payloads).
+    Each part registers its kinds of write (`register`): how one lands, how two queued ones merge.
     """
-
-    MERGERS: dict[str, Callable[[dict, dict], dict]] = {}
 
     def __init__(
         self,
-        target: str | os.PathLike | pw.Database | Callable[[], pw.Database],
+        target: Target,
         *,
         store_prompts: bool = True,
         readonly: bool = False,
@@ -98,7 +104,7 @@ class Writer:
         busy_timeout_ms: int = models.BUSY_TIMEOUT_MS,
         clock: Callable[[], float] = time.monotonic,
         retry_in_background: bool = False,
-    ):
+    ) -> None:
         self.store_prompts = bool(store_prompts)
         self.readonly = bool(readonly)
         self.max_pending = max(1, int(max_pending))
@@ -111,25 +117,25 @@ class Writer:
         self._retry_timer: threading.Timer | None = None
         self._closed = False
         self._busy_timeout_ms = busy_timeout_ms
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()  # the parts take it too, around a read-then-write of their own state
+        self._operations: dict[str, Operation] = {}
         self._pending: list[_Op] = []
         self._inflight: list[_Op] = []  # queued writes being retried right now (still visible to reads)
         self._dropped = 0
         self._dropped_mark = 0  # _dropped when the current fault began
         self._faults: dict[str, str] = {}
         self._batch: list[_Op] | None = None
-        self._reminders_seen: dict[str, set[tuple[int, int]]] = {}
-        self._reminders_loaded: set[str] = set()
-        self._ledger_last: dict[str, str] = {}
         self.db: pw.Database | None = None
-        self._m = None
-        self._fts = False
+        self._m: Models | None = None
+        self.fts = False  # the turn records' full-text index is there (SQLite with FTS5)
         self._ready = False
         self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the SQLite file we opened
-        self._anchor = None                             # the opening thread's connection (sees a deleted file)
+        self._anchor: sqlite3.Connection | None = None  # the opening thread's connection (sees a deleted file)
+        self.path: Path | None
         if isinstance(target, pw.Database):
-            self.path = Path(target.database) if models.is_sqlite(target) and not readonly else None
-            self._opener: Callable[[], pw.Database] = lambda: target
+            db = target
+            self.path = Path(db.database) if models.is_sqlite(db) and not readonly else None
+            self._opener: Callable[[], pw.Database] = lambda: db
         elif callable(target):
             self.path = None
             self._opener = target
@@ -138,32 +144,27 @@ class Writer:
             self.path = None
             self._opener = lambda: models.open_url(url, busy_timeout_ms=self._busy_timeout_ms)
         else:
-            self.path = Path(target).expanduser()
+            path = self.path = Path(target).expanduser()
             if readonly:
-                self._opener = lambda: models.open_readonly(self.path)
+                self._opener = lambda: models.open_readonly(path)
             else:
-                self._opener = lambda: models.open_database(self.path, busy_timeout_ms=self._busy_timeout_ms)
-        with self._lock:
+                self._opener = lambda: models.open_database(path, busy_timeout_ms=self._busy_timeout_ms)
+        with self.lock:
             try:
                 self._ensure_ready()
             except Exception as exc:  # fail open: the first write or read retries
                 self._fault(exc)
 
-    # ------------------------------------------------------------------ construction helpers
+    # ------------------------------------------------------------------ the table of operations
 
-    @classmethod
-    def open_readonly(cls, path: str | os.PathLike, **kwargs: Any) -> Self:
-        """A store that only reads (the hook, when the service is down); never creates the file."""
-        return cls(path, readonly=True, **kwargs)
+    def register(self, operations: Mapping[str, Operation]) -> None:
+        """Add a part's kinds of write; a kind belongs to one part only."""
+        for kind, operation in operations.items():
+            if kind in self._operations:
+                raise ValueError(f"two parts of the store write {kind!r}")
+            self._operations[kind] = operation
 
-    @classmethod
-    def open(cls, target: str | os.PathLike, **kwargs: Any) -> Self:
-        """A file path, or a URL: `sqlite:///path` or `postgresql://...` (team scale; untested here)."""
-        return cls(target, **kwargs)
-
-    from_url = open
-
-    def configure(self, cfg: dict) -> None:
+    def configure(self, cfg: dict[str, Any]) -> None:
         """Apply the config's `history.store_prompts` (other keys are not the store's)."""
         history = (cfg or {}).get("history") or {}
         if "store_prompts" in history:
@@ -172,28 +173,32 @@ class Writer:
     def _where(self) -> str:
         return f"({self.path})" if self.path else ""
 
-    def _ensure_ready(self) -> None:
-        """Open the database and bring its schema up to date (once); raises on failure."""
-        if self._ready:
+    def _ensure_ready(self) -> Models:
+        """Open the database and bring its schema up to date (once); the bound models. Raises on failure."""
+        if self._ready and self._m is not None:
             self._reopen_if_deleted()
-            if self._ready:
-                return
+            if self._ready and self._m is not None:
+                return self._m
         if self.db is None:
             self.db = self._opener()
+        db = self.db
         if not self.readonly:
-            models.migrate(self.db)
-        self._fts = models.has_fts(self.db)  # also proves a read-only file is there and readable
-        self._m = models.bind_models(self.db)
+            models.migrate(db)
+        self.fts = models.has_fts(db)  # also proves a read-only file is there and readable
+        m = self._m = models.bind_models(db)
         self._ready = True
         if self._owns_file():
             self._identity = self._file_identity()
-            self._anchor = self.db.connection()
+            self._anchor = db.connection()  # type: ignore[no-untyped-call]  # peewee has no annotations
+        return m
 
     def _owns_file(self) -> bool:
         return self.path is not None and not self.readonly and isinstance(self.db, pw.SqliteDatabase) \
             and Path(self.db.database) == self.path
 
     def _file_identity(self) -> tuple[int, int] | None:
+        if self.path is None:
+            return None
         try:
             st = os.stat(self.path)
         except OSError:
@@ -213,7 +218,7 @@ class Writer:
         gone = self._file_identity() is None
         anchor, self._anchor, self._identity = self._anchor, None, None
         self.db, self._m, self._ready = None, None, False
-        if gone and anchor is not None:
+        if gone and anchor is not None and self.path is not None:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
@@ -225,8 +230,9 @@ class Writer:
                     dst.close()
             except Exception as exc:  # an empty new file then; the queued and later writes still land
                 log.error("could not copy the deleted ctxlamp database into a new file: %s", exc)
-        with contextlib.suppress(Exception):
-            anchor.close()
+        if anchor is not None:
+            with contextlib.suppress(Exception):
+                anchor.close()
         if gone:
             text = (f"The ctxlamp database {self._where()} was deleted while in use; "
                     "it was recreated from what was still open.")
@@ -237,7 +243,7 @@ class Writer:
 
     def close(self) -> None:
         """Try once more to save what is queued, then close this thread's connection."""
-        with self._lock:
+        with self.lock:
             self._closed = True
             if self._retry_timer is not None:
                 self._retry_timer.cancel()
@@ -296,17 +302,19 @@ class Writer:
 
     # ------------------------------------------------------------------ write path
 
-    def _txn(self):
-        if models.is_sqlite(self.db):
-            return self.db.atomic(lock_type="IMMEDIATE")
-        return self.db.atomic()
+    def _txn(self) -> ContextManager[object]:
+        db = self.db
+        assert db is not None  # _ensure_ready opened it
+        if models.is_sqlite(db):
+            return db.atomic(lock_type="IMMEDIATE")
+        return db.atomic()
 
-    def _submit(self, ops: list[_Op]) -> list | None:
+    def submit(self, ops: list[_Op]) -> list[object] | None:
         """Apply now when possible; else queue. Returns the ops' results when applied now, else None."""
         if self.readonly:
             log.debug("read-only store: %d writes ignored", len(ops))
             return None
-        with self._lock:
+        with self.lock:
             if self._batch is not None:
                 self._batch.extend(ops)
                 return None
@@ -317,20 +325,23 @@ class Writer:
                 return None
             return self._apply(ops, saved_on_success=0)
 
-    def _apply(self, ops: list[_Op], saved_on_success: int, quiet: bool = False) -> list | None:
+    def _apply(self, ops: list[_Op], saved_on_success: int, quiet: bool = False) -> list[object] | None:
         try:
-            self._ensure_ready()
+            m = self._ensure_ready()
         except Exception as exc:  # cannot open or migrate: a fault whatever the exception
             self._announce(_fault_kind(exc) or "unavailable", exc)
-            return self._queue_after_fault(ops)
+            self._queue_after_fault(ops)
+            return None
         try:
             with self._txn():
-                results = [getattr(self, "_w_" + op.kind)(self._m, **op.payload) for op in ops]
+                results = [self._operations[op.kind].apply(m, op.payload) for op in ops]
         except Exception as exc:
             if _fault_kind(exc) is None:
-                return self._apply_each(ops, exc)
+                self._apply_each(ops, exc)
+                return None
             self._fault(exc)
-            return self._queue_after_fault(ops)
+            self._queue_after_fault(ops)
+            return None
         if not quiet:
             self._recovered(saved_on_success)
         return results
@@ -341,7 +352,6 @@ class Writer:
         self._next_retry = self._clock() + delay
         self._backoff = min(max(self._backoff * 2, self._backoff_min), self._backoff_max)
         self._arm_retry(delay)
-        return None
 
     def _arm_retry(self, delay: float) -> None:
         """Retry the queue after `delay` even if no other write comes (a quiet transcript, a stopped session).
@@ -359,7 +369,7 @@ class Writer:
         timer.start()
 
     def _retry_from_timer(self) -> None:
-        with self._lock:
+        with self.lock:
             self._retry_timer = None
             if self._closed or not self._pending:
                 return
@@ -398,9 +408,10 @@ class Writer:
     def _compact(self) -> None:
         """Merge queued writes that can be merged (spend adds up; upserts keep the newest)."""
         out: list[_Op] = []
-        index: dict[tuple, int] = {}
+        index: dict[tuple[Any, ...], int] = {}
         for op in self._pending:
-            merge = self._merger(op.kind)
+            operation = self._operations.get(op.kind)
+            merge = operation.merge if operation is not None else None
             if merge is None or op.key is None:
                 out.append(op)
                 continue
@@ -424,7 +435,7 @@ class Writer:
 
     def retry_pending(self) -> bool:
         """Try the queued writes now (ignoring the backoff). True when nothing is left queued."""
-        with self._lock:
+        with self.lock:
             if self._pending:
                 return self._flush()
             if not self._ready and not self.readonly:
@@ -437,9 +448,9 @@ class Writer:
             return True
 
     @contextlib.contextmanager
-    def batch(self):
+    def batch(self) -> Iterator[Writer]:
         """Group writes into one transaction (spend with the scan offset that produced it)."""
-        with self._lock:
+        with self.lock:
             if self._batch is not None:  # nested: join the outer batch
                 yield self
                 return
@@ -451,7 +462,7 @@ class Writer:
                 raise
             ops, self._batch = self._batch, None
             if ops:
-                self._submit(ops)
+                self.submit(ops)
 
     @property
     def pending_writes(self) -> int:
@@ -461,10 +472,10 @@ class Writer:
     def dropped_writes(self) -> int:
         return self._dropped
 
-    def health(self) -> dict:
+    def health(self) -> dict[str, Any]:
         """{"ok": bool, "error": str | None}: ok when the database works and nothing is queued."""
         if not self._ready and not self._faults:
-            with self._lock:
+            with self.lock:
                 try:
                     self._ensure_ready()
                 except Exception as exc:
@@ -477,38 +488,31 @@ class Writer:
 
     # ------------------------------------------------------------------ read path
 
-    def _read(self, fn: Callable[[Any], Any], default: Any) -> Any:
+    def read(self, fn: Callable[[Models], _T], default: _D) -> _T | _D:
+        """fn(the bound models), or `default` when the database cannot be read (the fault announced)."""
         try:
-            if not self._ready:  # the lock only to open: a writer waiting on a busy file must not stall readers
-                with self._lock:
-                    self._ensure_ready()
-            result = fn(self._m)
+            m = self._m
+            if not self._ready or m is None:  # the lock only to open: a writer waiting on a busy file must not stall readers
+                with self.lock:
+                    m = self._ensure_ready()
+            result = fn(m)
         except Exception as exc:
             kind = _fault_kind(exc)
             if kind is None:
                 log.exception("ctxlamp database read failed")
             elif not self.readonly:
-                with self._lock:
+                with self.lock:
                     self._announce(kind, exc)
             else:  # the hook reads this way and must stay silent
                 log.debug("ctxlamp database not readable: %s", exc)
             return default
         if self._faults and not self._pending:
-            with self._lock:
+            with self.lock:
                 if not self._pending:
                     self._recovered(0)
         return result
 
-    def _pending_payloads(self, kind: str) -> list[dict]:
+    def pending_payloads(self, kind: str) -> list[Payload]:
         """Payloads of queued (or in-flight) writes of one kind, oldest first; lock-free on purpose."""
         ops = list(self._inflight) + list(self._pending) + list(self._batch or ())
         return [op.payload for op in ops if op.kind == kind]
-
-    @classmethod
-    def _merger(cls, kind: str) -> Callable[[dict, dict], dict] | None:
-        """The merge of two queued writes of `kind`, from the part that owns that write."""
-        for klass in cls.__mro__:
-            merge = vars(klass).get("MERGERS", {}).get(kind)
-            if merge is not None:
-                return merge
-        return None

@@ -128,13 +128,13 @@ def _add_store_figures(settings: TeamSettings, store, day_acc: dict, rows: dict)
     """Rent, reminders and restarts after a reminder (day rows) and segment profiles, from the local database."""
     if store is None:
         return
-    profiles = store.segments(limit=10 ** 9) or []
-    reminders = store.reminders() or []
+    profiles = store.sessions.segments(limit=10 ** 9) or []
+    reminders = store.sessions.reminders() or []
     projects: dict[str, str] = {}
 
     def label(sid: str) -> str:
         if sid not in projects:
-            projects[sid] = settings.project_label((store.session(sid) or {}).get("project"))
+            projects[sid] = settings.project_label((store.sessions.session(sid) or {}).get("project"))
         return projects[sid]
 
     reminded: dict[tuple[str, int], int] = defaultdict(int)
@@ -143,7 +143,7 @@ def _add_store_figures(settings: TeamSettings, store, day_acc: dict, rows: dict)
     profile_of = {(p["session_id"], int(p["segment"])): p for p in profiles}
     for r in reminders:
         p = profile_of.get((r["session_id"], int(r["segment"])))
-        model = (p or {}).get("model") or (store.session(r["session_id"]) or {}).get("model") or "(none)"
+        model = (p or {}).get("model") or (store.sessions.session(r["session_id"]) or {}).get("model") or "(none)"
         day_acc[(_day((r.get("at") or "")[:10]), model, label(r["session_id"]))]["reminders"].append(1)
     for p in profiles:
         sid, seg = p["session_id"], int(p["segment"])

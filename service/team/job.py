@@ -11,9 +11,12 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from service.team.settings import TeamSettings, configured, resolve
+
+if TYPE_CHECKING:
+    from service.store import Store
 
 log = logging.getLogger("ctxlamp.team")
 FIRST_PUSH_AFTER_S = 30.0
@@ -53,7 +56,7 @@ class TeamPusher:
         with self._lock, answers._lock:  # one scan at a time: the report's caches are files
             try:
                 result = outcome(settings, self.store, workers=1)
-            except Exception as exc:  # noqa: BLE001 - a scheduled job must not die; say what happened
+            except Exception as exc:  # a scheduled job must not die; say what happened
                 log.exception("team push failed")
                 result = {"ok": False, "exit_code": 1, "sent": 0, "waiting": None, "rows": None,
                           "message": f"{type(exc).__name__}: {exc}"}
@@ -63,19 +66,19 @@ class TeamPusher:
         return self.last
 
 
-def push_for(service, url: str | None = None, member: str | None = None) -> dict:
+def push_for(cfg: dict, pusher: TeamPusher | None, store: Store | None, url: str | None = None,
+             member: str | None = None) -> dict:
     """POST /api/v1/team/push (`ctxlamp team push` while the service runs): push now, as the command asks.
 
+    `pusher` is the service's scheduled one (None without a team); `store` its local database.
     LookupError when no team is configured and no URL is given.
     """
-    cfg = service.cfg
     if not url and not configured(cfg):
         raise LookupError("no team configured ([team] url in config.toml, or --url)")
-    store = service.persist.store if service.persist else None
     if store is None:
         return {"ok": False, "exit_code": 1, "sent": 0, "waiting": None, "rows": None,
                 "message": "the service has no local database to keep the outbox in"}
-    pusher = service.team or TeamPusher(lambda: service.cfg, store)
+    pusher = pusher or TeamPusher(lambda: cfg, store)
     return pusher.push_now(resolve(cfg, url, member))
 
 

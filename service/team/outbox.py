@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 from service.store.team import DELETED
 
@@ -26,7 +27,7 @@ def digest(payload: dict | None) -> str:
 def changes(current: dict[tuple[str, str], dict], stored: list[dict]) -> list[dict]:
     """The outbox rows to write so it holds `current`: new and changed rows, deletions of vanished ones."""
     known = {(r["kind"], r["key"]): r for r in stored}
-    put = []
+    put: list[dict[str, Any]] = []
     for (kind, key), payload in current.items():
         d = digest(payload)
         old = known.get((kind, key))

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from service.team import figures, outbox
 from service.team.server import SCHEMA, Refused, TeamError, transaction, where
 from service.team.settings import TeamSettings
+
+if TYPE_CHECKING:
+    from service.store import Store
 
 CHUNK = 2000  # rows per server transaction
 
@@ -44,24 +48,24 @@ def team_key(settings: TeamSettings) -> str:
     return row[0]
 
 
-def stage(settings: TeamSettings, store, *, workers: int | None = None) -> int:
+def stage(settings: TeamSettings, store: Store, *, workers: int | None = None) -> int:
     """Compute this member's rows now and bring the outbox up to date; returns how many rows are shared."""
     current = figures.local_rows(settings, store, workers=workers)
     stored = _outbox(settings, store)
     put = outbox.changes(current, stored)
-    if put and not store.team_outbox_write(settings.member, put=put):
+    if put and not store.team.team_outbox_write(settings.member, put=put):
         raise TeamError("the local database cannot be written; the figures will be staged on the next push")
     return len(current)
 
 
-def _outbox(settings: TeamSettings, store) -> list[dict]:
-    stored = store.team_outbox(settings.member)
+def _outbox(settings: TeamSettings, store: Store) -> list[dict]:
+    stored = store.team.team_outbox(settings.member)
     if stored is None:
         raise TeamError("the local database cannot be read (the outbox is there)")
     return stored
 
 
-def send(settings: TeamSettings, store) -> tuple[int, int]:
+def send(settings: TeamSettings, store: Store) -> tuple[int, int]:
     """Send the pending rows chunk by chunk; returns (sent, still waiting). Raises Unreachable/Refused."""
     todo = outbox.pending(_outbox(settings, store))
     if not todo:  # nothing to send: still say whether the server is there
@@ -78,7 +82,7 @@ def send(settings: TeamSettings, store) -> tuple[int, int]:
                 _delete(cur, settings.member, table, keys, [json.loads(r["key"]) for r in rows if not r["payload"]])
         confirm = [[r["kind"], r["key"], r["digest"]] for r in chunk if r["payload"]]
         drop = [[r["kind"], r["key"]] for r in chunk if not r["payload"]]
-        if not store.team_outbox_write(settings.member, confirm=confirm, drop=drop):
+        if not store.team.team_outbox_write(settings.member, confirm=confirm, drop=drop):
             break  # the server has them; the next push sends them again, harmlessly
         sent += len(chunk)
     return sent, len(todo) - sent
@@ -107,7 +111,7 @@ def _delete(cur, member: str, table: str, keys: tuple, key_lists: list[list]) ->
         cur.execute(f"DELETE FROM {SCHEMA}.{table} WHERE member = %s AND {where}", (member, *key))
 
 
-def failure(exc: TeamError, settings: TeamSettings, store) -> dict:
+def failure(exc: TeamError, settings: TeamSettings, store: Store) -> dict:
     """A failed push as data (see `outcome`), saying what waits and, when refused, who the URL writes as."""
     left = waiting(settings, store)
     hint = ""
@@ -120,7 +124,7 @@ def failure(exc: TeamError, settings: TeamSettings, store) -> dict:
                        "and the figures are computed again on the next push"}
 
 
-def outcome(settings: TeamSettings, store, *, workers: int | None = None) -> dict:
+def outcome(settings: TeamSettings, store: Store, *, workers: int | None = None) -> dict:
     """One push as data: ok, exit_code (0, 1, 3 unreachable, 4 refused), sent, waiting, rows, a one-line message."""
     try:
         result = push(settings, store, workers=workers)
@@ -133,7 +137,7 @@ def outcome(settings: TeamSettings, store, *, workers: int | None = None) -> dic
                        f"{result.rows} shared in all; {state}"}
 
 
-def push(settings: TeamSettings, store, *, workers: int | None = None) -> PushResult:
+def push(settings: TeamSettings, store: Store, *, workers: int | None = None) -> PushResult:
     """Stage, then send. The outbox keeps whatever did not reach the server (Unreachable/Refused raised)."""
     if not settings.url:
         raise TeamError("no team configured: set [team] url in config.toml or pass --url")
@@ -153,7 +157,7 @@ def writes_as(url: str) -> str | None:
         return None
 
 
-def waiting(settings: TeamSettings, store) -> int:
+def waiting(settings: TeamSettings, store: Store) -> int:
     """Rows of this member the server has not confirmed (for messages after a failure)."""
-    stored = store.team_outbox(settings.member)
+    stored = store.team.team_outbox(settings.member)
     return len(outbox.pending(stored)) if stored is not None else 0

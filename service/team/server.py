@@ -88,5 +88,5 @@ def transaction(url: str):
     finally:
         try:
             conn.close()
-        except Exception:  # noqa: BLE001 - a server gone mid-work: nothing left to close
+        except Exception:  # a server gone mid-work: nothing left to close
             pass

@@ -23,7 +23,7 @@ NO_PROJECT = ""
 def default_member() -> str:
     try:
         user = getpass.getuser()
-    except Exception:  # noqa: BLE001 - no user name (containers): still a stable default
+    except Exception:  # no user name (containers): still a stable default
         user = "user"
     return f"{user}@{socket.gethostname()}"
 

@@ -66,7 +66,7 @@ def _raw(port: int, data: bytes, timeout: float = 5.0) -> bytes:
                 chunks.append(chunk)
                 if b"\r\n\r\n" in b"".join(chunks) and _complete(b"".join(chunks)):
                     break
-        except socket.timeout:
+        except TimeoutError:
             pass
     return b"".join(chunks)
 

@@ -146,7 +146,7 @@ def kill_loop(tmp_path: Path, points: int, seed: int, fixture: Path = LONG_SESSI
                 last_end = _check_against_replay(svc, dst, home, replay_home)
                 # while it runs (no stop yet), the service checkpoints what it read within a few intervals
                 size = dst.stat().st_size
-                wait_for(lambda: _newest_offset(ckpt_dir) == size, timeout=10,
+                wait_for(lambda size=size: _newest_offset(ckpt_dir) == size, timeout=10,
                          what="a checkpoint of the last appends, written while running")
                 continue
             if rng.random() < 0.3:  # stop mid-line: the next interval finishes it

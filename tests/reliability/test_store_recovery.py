@@ -88,7 +88,7 @@ def test_a_deleted_database_comes_back_with_its_history_and_takes_new_writes(tmp
         store.close()
     fresh = Store(db)  # another process opening the file now sees all of it
     try:
-        assert {h["token"] for h in fresh.handoffs("/p")} == {before["token"], after["token"]}
+        assert {h["token"] for h in fresh.handoffs.recent("/p")} == {before["token"], after["token"]}
         assert {r["segment"] for r in fresh.segments("s1")} == {0, 1}
     finally:
         fresh.close()

@@ -1,0 +1,102 @@
+"""The status snapshot, defined once: what `SessionEngine.snapshot()` returns and the API publishes.
+
+The field names are the API's (docs/measurement.md section 10, docs/api.md) and
+stay as they are; their glossary is in docs/measurement.md ("The snapshot's
+names"). The OpenAPI schema (service/api/openapi.py) is made from these types.
+"""
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+LampState = Literal["no_transcript", "insufficient_data", "warming", "good", "warning", "critical"]
+LampColour = Literal["white", "green", "amber", "red"]
+
+
+class Lamp(TypedDict, total=False):
+    """The lamp: its state, colour and (while white) why (section 8). `state` and `colour` are always there."""
+
+    state: LampState
+    colour: LampColour
+    reason: str
+
+
+class Skeleton(TypedDict):
+    """The chart's landmarks on the u axis, and A(u*N*)/A* sampled (section 7); `curve` is None when not asked for."""
+
+    u_mirror: float
+    u_amber: float
+    u_crit: float
+    curve: list[list[float]] | None
+
+
+class LastReminder(TypedDict):
+    """The latest reminder raised in the session (section 9)."""
+
+    lap: int
+    call: int
+    at: str | None
+
+
+class SegmentSpend(TypedDict):
+    """What the open segment's calls billed, prompt and output (USD)."""
+
+    bill_in_usd: float
+    bill_out_usd: float
+
+
+class Window(TypedDict):
+    """The prompt against the model's context window."""
+
+    tokens: int
+    limit: int
+    pct: float | None
+
+
+class Cache(TypedDict):
+    """The prompt cache: its lifetime, when it runs out, and what rewriting the whole prompt costs (USD)."""
+
+    ttl_s: int
+    expires_at: str | None
+    cold_rewrite_usd: float
+
+
+class Snapshot(TypedDict):
+    """One session's status after a batch of entries (docs/measurement.md section 10)."""
+
+    session_id: str
+    transcript: str
+    project: str | None
+    segment: int
+    calls: int
+    turns: int
+    model: str | None
+    price_source: str | None
+    totalStock: int
+    L: int
+    L_peak: int
+    B: int
+    B_default: int
+    floor: int | None
+    D: int
+    g: float
+    cRatio: float
+    x: float
+    xSweet: float | None
+    u: float | None
+    dhat: float | None
+    mf: float | None
+    pp: float | None
+    bp: float
+    br: float | None
+    bill_cycle_usd: float
+    wallet_phase: float
+    laps: int
+    lamp: Lamp
+    skeleton: Skeleton | None
+    reminder: LastReminder | None
+    rewinds: int
+    spend: SegmentSpend
+    window: Window
+    cache: Cache
+    skipped_lines: int
+    updated_at: str | None
