@@ -399,7 +399,7 @@ class SettingsTab(QWidget):
             path.unlink(missing_ok=True)
             self.status.setText("Removed the price overrides; restart the service to use the bundled prices.")
             return True
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # ctxlamp's folders are private
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(sm.price_table(rows), indent=2) + "\n", encoding="utf-8")
         tmp.replace(path)

@@ -30,6 +30,8 @@ import urllib.parse
 import urllib.request
 from datetime import datetime, timezone
 
+from service.privdir import make_private_dirs
+
 DEADLINE_S = 1.5          # the whole hook; Claude Code's own timeout for it is 5 s
 REQUEST_TIMEOUT_S = 0.6   # one HTTP request at most
 MAX_STDIN = 1 << 20
@@ -109,7 +111,7 @@ def remember_session(paths, claude_pid: str | None, session_id: str, cwd: str | 
     if not claude_pid or not claude_pid.isdigit():
         return
     folder = paths.runtime / "sessions"
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dirs(folder)
     target = folder / f"{claude_pid}.json"
     tmp = folder / f".{claude_pid}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
