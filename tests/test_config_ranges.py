@@ -152,7 +152,7 @@ def test_the_service_starts_on_a_bad_config_toml_and_names_each_bad_value(env):
 
     home = Path(env["CTXLAMP_HOME"])
     (home / "config.toml").write_text(BAD_TOML)
-    with running_service(env, home) as (proc, info):
+    with running_service(env, home) as (_proc, info):
         client = ApiClient(info)
         cfg = client.get("/api/v1/config")
         assert cfg["engine"] == config.DEFAULTS["engine"] and cfg["transcripts"]["max_line_mb"] == 64
@@ -169,7 +169,7 @@ def test_the_api_check_refuses_what_would_break_measurement_or_the_terminal(env)
     from tests.servicectl import running_service
 
     home = Path(env["CTXLAMP_HOME"])
-    with running_service(env, home) as (proc, info):
+    with running_service(env, home) as (_proc, info):
         client = ApiClient(info)
         for body, key in [({"engine": {"g_floor": 0}}, "engine.g_floor"),
                           ({"engine": {"eps_crit": 1e308}}, "engine.eps_crit"),
