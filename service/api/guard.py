@@ -6,7 +6,8 @@ thread: one front thread accepts and reads every connection without blocking
 (a selector), and only a complete request (headers and body, within ONE
 deadline for both) goes to a worker thread. Idle or slow ("slowloris") sockets
 are dropped at their deadline; past the connection cap the oldest connection
-still waiting for its request makes room for the newest; when the process is
+still waiting for its request makes room for the newest (one accepted within
+YOUNG_S is left alone: new clients then wait in the accept queue); when the process is
 out of descriptors (EMFILE) the door drops such a connection or stops accepting
 for a growing pause, and never spins. Workers are started on demand (no idle
 thread) up to a cap; SSE streams get their own thread (the hub caps them).
@@ -40,6 +41,8 @@ DESCRIPTOR_RESERVE = 64     # descriptors the rest of the service keeps (databas
 MAX_CONNECTIONS = 512       # even with a large descriptor limit
 BACKOFF_FIRST_S = 0.05
 BACKOFF_MAX_S = 1.0
+YOUNG_S = 0.25              # a connection this new is not idle yet (its request is on its way): never dropped
+FULL_PAUSE_S = 0.01         # at the cap with only young connections: new ones wait in the accept queue this long
 WANTED_DESCRIPTORS = 8192   # the soft limit asked for at start (never above the hard one)
 
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
@@ -103,6 +106,7 @@ class Connection:
     sock: socket.socket
     addr: Any
     deadline: float
+    since: float = 0.0      # accepted, or answered last (kept alive)
     buffer: bytearray = field(default_factory=bytearray)
 
 
@@ -184,6 +188,11 @@ class GuardedServer:
 
     def _accept(self) -> None:
         for _ in range(ACCEPT_QUEUE):
+            with self._lock:
+                full = self._open >= self.cap
+            if full and not self._drop_oldest("cap"):
+                self._pause_accepting(FULL_PAUSE_S)  # all busy or just arrived: the next wait in the queue
+                return
             try:
                 sock, addr = self.listener.accept()
             except BlockingIOError:
@@ -191,17 +200,15 @@ class GuardedServer:
             except OSError as exc:
                 if exc.errno in _OUT_OF_DESCRIPTORS:
                     if not self._drop_oldest("descriptors"):
-                        self._pause_accepting()
+                        if self._paused_until is None:
+                            log.warning("out of descriptors with %d connections open: not accepting for %.2f s",
+                                        self._open, self._backoff)
+                        self._pause_accepting(self._backoff)
+                        self._backoff = min(BACKOFF_MAX_S, self._backoff * 2)
                         return
                     continue
                 return  # e.g. ECONNABORTED: that peer is gone
             self._backoff = BACKOFF_FIRST_S
-            with self._lock:
-                full = self._open >= self.cap
-            if full and not self._drop_oldest("cap"):
-                self.dropped["cap"] += 1
-                sock.close()
-                continue
             try:
                 sock.setblocking(False)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -209,16 +216,14 @@ class GuardedServer:
                 pass
             with self._lock:
                 self._open += 1
-            self._wait(Connection(sock, addr, time.monotonic() + REQUEST_DEADLINE_S))
+            now = time.monotonic()
+            self._wait(Connection(sock, addr, now + REQUEST_DEADLINE_S, now))
 
-    def _pause_accepting(self) -> None:
-        """Out of descriptors with nothing to drop: stop accepting for a while (doubling), never spin."""
+    def _pause_accepting(self, pause: float) -> None:
+        """Stop accepting for `pause` seconds (new clients wait in the accept queue); never spin."""
         if self._paused_until is None:
-            log.warning("out of descriptors with %d connections open: not accepting for %.2f s",
-                        self._open, self._backoff)
             self._selector.unregister(self.listener)
-        self._paused_until = time.monotonic() + self._backoff
-        self._backoff = min(BACKOFF_MAX_S, self._backoff * 2)
+        self._paused_until = time.monotonic() + pause
 
     def _wait(self, conn: Connection) -> None:
         """Into the door: read until the request is whole (it may be whole already, pipelined)."""
@@ -260,8 +265,11 @@ class GuardedServer:
             pass
 
     def _drop_oldest(self, why: str) -> bool:
-        """Close the connection that has waited longest for its request; False when none waits."""
-        for conn in self._waiting:
+        """Close the connection that has waited longest for its request, if it is not young (its
+        request may be on its way); False when there is none."""
+        for conn in self._waiting:  # oldest first
+            if why == "cap" and time.monotonic() - conn.since < YOUNG_S:
+                return False
             self._leave(conn)
             self._close(conn)
             self.dropped[why] += 1
@@ -291,7 +299,8 @@ class GuardedServer:
                 if not self._returned:
                     return
                 conn = self._returned.popleft()
-            conn.deadline = time.monotonic() + REQUEST_DEADLINE_S
+            conn.since = time.monotonic()
+            conn.deadline = conn.since + REQUEST_DEADLINE_S
             try:
                 conn.sock.setblocking(False)
             except OSError:
