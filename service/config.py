@@ -88,7 +88,7 @@ RANGES: dict[tuple[str, str], Range] = {
     ("limits", "idle_rewrite_usd"): Range(0, 10_000),
     ("limits", "idle_notice_s"): Range(0, 3600),
     ("transcripts", "max_line_mb"): Range(0.001, 4096),
-    ("team", "push_every"): Range(10, DAY_S),
+    ("team", "push_every"): Range(1, DAY_S),
 }
 RATIO_RANGE = Range(0, 100, low_open=True)
 MAX_TEXT = 4096        # characters of one string setting

@@ -37,7 +37,7 @@ BAD = [
     ({"transcripts": {"max_line_mb": 5000}}, "transcripts.max_line_mb"),
     ({"reminders": {"min_gap": "8d"}}, "reminders.min_gap"),
     ({"reminders": {"min_gap": "9" * 400 + "s"}}, "reminders.min_gap"),
-    ({"team": {"push_every": "1s"}}, "team.push_every"),
+    ({"team": {"push_every": "0.5s"}}, "team.push_every"),
     ({"team": {"push_every": "2d"}}, "team.push_every"),
     ({"tokenizer": {"ratio": {"sonnet": HUGE}}}, "tokenizer.ratio.sonnet"),
     ({"tokenizer": {"ratio": {"sonnet": math.inf}}}, "tokenizer.ratio.sonnet"),
@@ -63,7 +63,7 @@ def test_a_value_out_of_range_is_refused_naming_its_key(change, key):
     {"sessions": {"live_hours": 0}}, {"sessions": {"live_hours": 24 * 366}},
     {"limits": {"notice_pct": 0, "alert_pct": 100, "idle_notice_s": 3600, "idle_rewrite_usd": 0}},
     {"transcripts": {"max_line_mb": 0.001}}, {"reminders": {"min_gap": "0s"}}, {"reminders": {"min_gap": "7d"}},
-    {"team": {"push_every": "10s"}}, {"team": {"push_every": "1d"}},
+    {"team": {"push_every": "1s"}}, {"team": {"push_every": "1d"}},
     {"statusline": {"format": "{lamp} {rent} | {limits} — ✓"}},
 ])
 def test_the_ends_of_each_range_are_accepted(change):
