@@ -31,6 +31,7 @@ import urllib.request
 from datetime import datetime, timezone
 
 from service.privdir import make_private_dirs
+from service.textsafe import printable
 
 DEADLINE_S = 1.5          # the whole hook; Claude Code's own timeout for it is 5 s
 REQUEST_TIMEOUT_S = 0.6   # one HTTP request at most
@@ -222,7 +223,7 @@ def handoff_reminder(handoffs: list[dict], now: datetime | None = None) -> str |
              "(mcp__ctxlamp__handoff_load) with its token; it brings the notes and links this "
              "session to the earlier ones so the history tools work."]
     for h in shown:
-        task = " ".join(str(h.get("task") or "").split())
+        task = " ".join(printable(h.get("task") or "", 10 * PREVIEW_CHARS).split())
         if len(task) > PREVIEW_CHARS:
             task = task[: PREVIEW_CHARS - 1] + "…"
         lines.append(f"- load token: {h['token']} ({age_text(h.get('created_at'), now)}) task: {task or '(none given)'}")
@@ -230,7 +231,8 @@ def handoff_reminder(handoffs: list[dict], now: datetime | None = None) -> str |
 
 
 def rotation_fallback(session_id: str, why: str) -> str:
-    return (f"ctxlamp: the lamp could not switch to this session ({session_id}): {why}. "
+    return (f"ctxlamp: the lamp could not switch to this session ({printable(session_id, 100)}): "
+            f"{printable(why, 300)}. "
             "Call the MCP tool rotate_session (mcp__ctxlamp__rotate_session) once so that ctxlamp "
             "measures this session.")
 
