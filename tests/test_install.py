@@ -274,6 +274,7 @@ def test_a_symlinked_settings_file_is_edited_at_its_target_and_stays_a_link(clau
     (config / ".claude.json").symlink_to(Path("..") / "dotfiles" / "claude" / "claude.json")  # a relative link
     out = ctxlamp(["install"], env)
     assert out.returncode == 0, out.stderr
+    assert f"{(dotfiles / 'settings.json').resolve()} (the target of the link {config / 'settings.json'})" in out.stdout
     for name, target in (("settings.json", "settings.json"), (".claude.json", "claude.json")):
         assert (config / name).is_symlink() and (config / name).resolve() == (dotfiles / target).resolve()
     assert cs.is_our_hook(json.loads((dotfiles / "settings.json").read_text())["hooks"]["SessionStart"][1]["hooks"][0])
