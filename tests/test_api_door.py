@@ -272,9 +272,26 @@ def test_out_of_descriptors_the_door_backs_off_and_recovers():
         child.stdin.flush()
         spent = json.loads(child.stdout.readline())
         assert spent["cpu_s"] < 0.25 * spent["wall_s"], spent  # a spinning accept loop would take a whole core
-        answer = client.recv(4096)  # descriptors freed: the waiting client is served
+        answer = b""  # descriptors freed: the waiting client is served (Connection: close ends it)
+        while chunk := client.recv(4096):
+            answer += chunk
         assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"ok")
         client.close()
     finally:
         child.kill()
         child.wait()
+
+
+def test_request_size_reads_one_request_and_its_body():
+    from service.api.guard import request_size
+
+    head = b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n"
+    assert request_size(head, 100) is None  # the body is still on its way
+    assert request_size(head + b"12345GET /next", 100) == len(head) + 5
+    assert request_size(head[:-2], 100) is None  # headers not finished
+    too_big = b"POST /x HTTP/1.1\r\nContent-Length: 101\r\n\r\n"
+    assert request_size(too_big, 100) == len(too_big)  # answered (413) on its headers alone
+    chunked = b"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"
+    assert request_size(chunked, 100) == len(chunked)  # 411 on its headers
+    named = b"POST /x HTTP/1.1\r\nX-Note: transfer-encoding\r\nContent-Length: 2\r\n\r\nab"
+    assert request_size(named, 100) == len(named)

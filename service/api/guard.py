@@ -47,6 +47,7 @@ WANTED_DESCRIPTORS = 8192   # the soft limit asked for at start (never above the
 
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
 _LENGTH = re.compile(rb"^content-length[ \t]*:[ \t]*(\d{1,12})[ \t]*\r?$", re.IGNORECASE | re.MULTILINE)
+_CHUNKED = re.compile(rb"^transfer-encoding[ \t]*:", re.IGNORECASE | re.MULTILINE)
 _EVENTS = re.compile(rb"^GET /api/v1/events(?:[?# ]|\r?$)")
 _OUT_OF_DESCRIPTORS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 _TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: application/json\r\n"
@@ -95,7 +96,7 @@ def request_size(buffer: bytes | bytearray, max_body: int) -> int | None:
     head = bytes(buffer[: end.end()])
     length = _LENGTH.search(head)
     body = int(length.group(1)) if length else 0
-    if body > max_body or b"transfer-encoding" in head.lower():
+    if body > max_body or _CHUNKED.search(head):
         body = 0
     need = end.end() + body
     return need if len(buffer) >= need else None
