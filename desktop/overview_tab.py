@@ -160,7 +160,7 @@ class OverviewTab(QWidget):
         for r, row in enumerate(rows):
             for c, text in enumerate((row.name, row.spent, row.calls, row.last, "yes" if row.live else "")):
                 item = QTableWidgetItem(text)
-                item.setToolTip(row.tip)
+                item.setToolTip(f"<p>{fmt.html_text(row.tip, 500)}</p>")  # rich on purpose: names escaped
                 item.setData(Qt.UserRole, row.session_id)
                 if c in (1, 2):
                     item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)

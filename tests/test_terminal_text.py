@@ -163,3 +163,21 @@ def test_fmt_html_text_escapes_and_strips():
     assert fmt.html_text("<b>x</b>" + CLEAR) == "&lt;b&gt;x&lt;/b&gt;[2J"
     assert fmt.plain("a\u202eb\nc") == "ab c"
     assert json.dumps(fmt.plain("x" * 500)).count("x") == 199
+
+
+def test_a_project_with_markup_shows_literally_in_the_overviews_tooltip(qtbot):
+    from PySide6.QtGui import QTextDocument
+
+    from desktop.datasource import DemoSource
+    from desktop.overview_tab import OverviewTab
+
+    src = DemoSource()
+    tab = OverviewTab(src)
+    qtbot.addWidget(tab)
+    doc = src.overview(7)
+    doc["sessions"][0]["project"] = MARKUP + CLEAR
+    tab.show_overview(doc, src.status())
+    tip = QTextDocument()
+    tip.setHtml(tab.sessions.item(0, 0).toolTip())
+    assert f"in {MARKUP}[2J" in tip.toPlainText()
+    assert tab.sessions.item(0, 0).text().startswith(NAME)  # the table cell: plain text as written
