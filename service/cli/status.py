@@ -55,7 +55,7 @@ def render(status: dict, tty: bool) -> str:
         rem = s.get("reminder") or {}
         last = f"lap {rem.get('lap')} @call {rem.get('call')}" if rem else "-"
         lines.append(
-            f"{mark} {_dot(p(lamp.get('colour', ''), 10), tty)} {p(s.get('session_id'), 10):10} "
+            f"{mark} {_dot(p(lamp.get('colour', ''), 10), tty)} {p(s.get('session_id'), 80)[:10]:10} "
             f"{p(lamp.get('state', '?'), 17):17} {pos:>13} {_num(s.get('dhat'), '{:.1f}'):>9} "
             f"{_num(s.get('bill_cycle_usd'), '{:.4f}'):>9} {_num(s.get('br'), '{:.3f}'):>9} "
             f"{p(s.get('laps', 0), 6):>4}  {last:13}  {p(s.get('project') or '', 80)}")
