@@ -51,6 +51,7 @@ class ChannelTab(QWidget):
         self.totals.setEditTriggers(QTableWidget.NoEditTriggers)
         self.totals.setMaximumHeight(170)
         self.sources = QLabel()
+        self.sources.setTextFormat(Qt.PlainText)  # errors, paths and names shown as written
         self.sources.setWordWrap(True)
         lay = QVBoxLayout(self)
         lay.addLayout(top)

@@ -21,6 +21,7 @@ class LimitsPanel(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.note = QLabel()
+        self.note.setTextFormat(Qt.PlainText)  # errors, paths and names shown as written
         self.note.setWordWrap(True)
         self.plot = charts.new_plot("Plan usage over time (from Claude Code's status line)", "% used", "time",
                                     date_axis=True, legend=True)

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (
     QProgressBar, QPushButton, QRadioButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
-from desktop import charts, overview_model as om
+from desktop import charts, fmt, overview_model as om
 from desktop.datasource import DataError
 from desktop.icons import lamp_icon
 from desktop.viewmodel import STATE_WORDS, lamp_colour, lamp_state, session_name
@@ -57,6 +57,7 @@ class OverviewTab(QWidget):
         fig_box = QFrame()
         fig_box.setLayout(self.figures)
         self.notes = QLabel()
+        self.notes.setTextFormat(Qt.PlainText)  # errors, paths and names shown as written
         self.notes.setWordWrap(True)
 
         # stacked daily bars
@@ -90,6 +91,7 @@ class OverviewTab(QWidget):
         right.addWidget(self.limits_box)
 
         self.rent = QLabel()
+        self.rent.setTextFormat(Qt.PlainText)  # errors, paths and names shown as written
         self.rent.setWordWrap(True)
         self.rent.setToolTip(om.spend_figures(None)[-1].tip)
         self.channels = QLabel()
@@ -144,7 +146,8 @@ class OverviewTab(QWidget):
         while self.figures.count():
             self.figures.takeAt(0).widget().deleteLater()
         for i, f in enumerate(om.spend_figures(doc)):
-            cap, val = QLabel(f.caption), QLabel(f"<b style='font-size:15pt'>{f.value}</b>")
+            cap, val = QLabel(f.caption), QLabel(f"<b style='font-size:15pt'>{fmt.html_text(f.value)}</b>")
+            cap.setTextFormat(Qt.PlainText)
             for w in (cap, val):
                 w.setToolTip(f.tip)
                 w.setWordWrap(True)
@@ -157,7 +160,7 @@ class OverviewTab(QWidget):
         for r, row in enumerate(rows):
             for c, text in enumerate((row.name, row.spent, row.calls, row.last, "yes" if row.live else "")):
                 item = QTableWidgetItem(text)
-                item.setToolTip(row.tip)
+                item.setToolTip(f"<p>{fmt.html_text(row.tip, 500)}</p>")  # rich on purpose: names escaped
                 item.setData(Qt.UserRole, row.session_id)
                 if c in (1, 2):
                     item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
@@ -165,7 +168,7 @@ class OverviewTab(QWidget):
         self.show_live(status)
         self.show_limits(status, now)
         self.rent.setText(om.rent_sentence(doc))
-        lines = [f"<b>{title}:</b> {text}" for title, text in om.channel_headlines(doc)]
+        lines = [f"<b>{fmt.html_text(title)}:</b> {fmt.html_text(text, 2000)}" for title, text in om.channel_headlines(doc)]
         self.channels.setText("<br>".join(lines))
 
     def redraw_bars(self) -> None:

@@ -24,9 +24,11 @@ class ReminderPopup(QWidget):
             "#card { background: #fff8e6; border: 2px solid #e69500; border-radius: 8px; }"
             "QLabel { color: #222; } QPushButton { padding: 4px 10px; }")
         self.title = QLabel()
+        self.title.setTextFormat(Qt.PlainText)  # a project's name is shown as written, never as markup
         self.title.setStyleSheet("font-weight: bold;")
         self.title.setWordWrap(True)
         self.body = QLabel()
+        self.body.setTextFormat(Qt.PlainText)
         self.body.setWordWrap(True)
         self.handoff = QPushButton("Prepare handoff")
         self.snooze = QPushButton("Snooze")

@@ -36,7 +36,8 @@ def header_title(snapshot: dict | None) -> str:
     if not snapshot:
         return "No live session."
     state = lamp_state(snapshot)
-    return f"<b>{session_name(snapshot)}</b> — {STATE_WORDS.get(state, state)} ({lamp_colour(snapshot)} lamp)"
+    return (f"<b>{fmt.html_text(session_name(snapshot))}</b> — {fmt.html_text(STATE_WORDS.get(state, state))} "
+            f"({fmt.html_text(lamp_colour(snapshot))} lamp)")
 
 
 def header_facts(snapshot: dict | None) -> list[tuple[str, str, str]]:

@@ -231,10 +231,12 @@ class FieldRow(QWidget):
         self.control = make_control(field)
         self.control.setToolTip(field.help)
         self.default_label = QLabel()
+        self.default_label.setTextFormat(Qt.PlainText)  # errors, paths and names shown as written
         self.default_label.setEnabled(False)  # the palette's muted text
         self.reset = QPushButton("Reset")
         self.reset.setToolTip("Back to the default")
         self.error = QLabel()
+        self.error.setTextFormat(Qt.PlainText)  # errors, paths and names shown as written
         self.error.setStyleSheet(ERROR_STYLE)
         self.error.setWordWrap(True)
         self.error.hide()
@@ -310,6 +312,7 @@ class SettingsTab(QWidget):
         self.save_button.setEnabled(False)
         self.save_button.clicked.connect(self.save)
         self.status = QLabel()
+        self.status.setTextFormat(Qt.PlainText)  # errors, paths and names shown as written
         self.status.setWordWrap(True)
         bottom = QHBoxLayout()
         bottom.addWidget(self.status, 1)
@@ -335,6 +338,7 @@ class SettingsTab(QWidget):
         self.prices.setToolTip("A model of the bundled table changes only the prices you fill in; "
                                "a new model needs all five.")
         self.prices_error = QLabel()
+        self.prices_error.setTextFormat(Qt.PlainText)  # errors, paths and names shown as written
         self.prices_error.setStyleSheet(ERROR_STYLE)
         self.prices_error.setWordWrap(True)
         add, remove = QPushButton("Add a model"), QPushButton("Remove")
@@ -402,7 +406,7 @@ class SettingsTab(QWidget):
             path.unlink(missing_ok=True)
             self.status.setText("Removed the price overrides; restart the service to use the bundled prices.")
             return True
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # ctxlamp's folders are private
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(sm.price_table(rows), indent=2) + "\n", encoding="utf-8")
         tmp.replace(path)
@@ -428,6 +432,7 @@ class SettingsTab(QWidget):
                                                                                   api_file()),
                             ("Settings and prices", config_dir()), ("Start at login entry", autostart.autostart_file())]:
             value = QLabel(str(path))
+            value.setTextFormat(Qt.PlainText)
             value.setTextInteractionFlags(value.textInteractionFlags() | Qt.TextSelectableByMouse)
             self.paths_form.addRow(label, value)
 
@@ -451,6 +456,7 @@ class SettingsTab(QWidget):
             self.skipped_form.removeRow(0)
         for row in rows:
             value = QLabel(str(row.get("path")))
+            value.setTextFormat(Qt.PlainText)
             value.setTextInteractionFlags(value.textInteractionFlags() | Qt.TextSelectableByMouse)
             self.skipped_form.addRow(str(row.get("reason")), value)
         self.skipped_box.setVisible(bool(rows))

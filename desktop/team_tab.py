@@ -59,7 +59,8 @@ def headline(doc: dict) -> str:
     else:
         pushed = f"last push {last.get('at')} failed: {last.get('message')}"
     return (f"<b>Team</b> — {len(doc.get('members') or {})} members, spend {fmt.usd(doc.get('total_usd'))}, "
-            f"rent {fmt.usd(doc.get('rent_usd'))} · you are {doc.get('member', '?')} · {pushed}")
+            f"rent {fmt.usd(doc.get('rent_usd'))} · you are {fmt.html_text(doc.get('member', '?'))} · "
+            f"{fmt.html_text(pushed, 500)}")
 
 
 def _table(columns) -> QTableWidget:
@@ -110,7 +111,7 @@ class TeamTab(QWidget):
             self.show_team(self.source.team())
         except DataError as exc:
             self.show_team(None)
-            self.head.setText(f"Could not load the team view: {exc}")
+            self.head.setText(f"Could not load the team view: {fmt.html_text(exc, 500)}")  # a rich-text label
 
     def show_team(self, doc: dict | None) -> None:
         self.doc = doc

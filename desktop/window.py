@@ -74,7 +74,8 @@ class SessionTab(QWidget):
         while self.facts.count():
             self.facts.takeAt(0).widget().deleteLater()
         for i, (caption, value, tip) in enumerate(facts):
-            cap, val = QLabel(caption), QLabel(f"<b>{value}</b>")
+            cap, val = QLabel(caption), QLabel(f"<b>{fmt.html_text(value)}</b>")
+            cap.setTextFormat(Qt.PlainText)
             for w in (cap, val):
                 w.setToolTip(tip)
                 w.setWordWrap(True)  # a narrow window wraps the figures instead of growing
@@ -85,7 +86,8 @@ class SessionTab(QWidget):
         """A session that is not live any more: what the overview and its archived parts say."""
         self.snapshot = self.series = None
         sid = str(row.get("session_id") or "")
-        self.title.setText(f"<b>{project_name(row.get('project'))} · {sid[:8]}</b> — not live any more")
+        self.title.setText(f"<b>{fmt.html_text(project_name(row.get('project')))} · {fmt.html_text(sid[:8])}</b>"
+                           " — not live any more")
         rent = sum(float(p.get("rent_usd") or 0) for p in segments)
         laps = sum(int(p.get("laps") or 0) for p in segments)
         self._facts([("Spent", fmt.usd(row.get("usd")), "What its calls cost in the overview's period."),

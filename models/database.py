@@ -40,6 +40,20 @@ def tighten_sidecars(path: Path) -> None:
             pass
 
 
+def _make_private_dirs(folder: Path) -> None:
+    """`folder` and each missing parent 0700 (models/ depends on nothing of ours: service/privdir.py's rule)."""
+    missing = []
+    while not folder.is_dir() and folder.parent != folder:
+        missing.append(folder)
+        folder = folder.parent
+    for made in reversed(missing):
+        try:
+            made.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(made, 0o700)  # mkdir's mode is filtered by the umask
+
+
 def open_database(path: str | os.PathLike, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> pw.SqliteDatabase:
     """Open (creating if needed) the SQLite file: WAL, busy timeout, foreign keys, synchronous NORMAL.
 
@@ -48,8 +62,7 @@ def open_database(path: str | os.PathLike, *, busy_timeout_ms: int = BUSY_TIMEOU
     """
     path = Path(path).expanduser()
     if not path.parent.exists():
-        path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
-        os.chmod(path.parent, 0o700)  # mkdir's mode is filtered by the umask
+        _make_private_dirs(path.parent)
     _make_private_file(path)
     db = pw.SqliteDatabase(
         str(path),

@@ -8,14 +8,18 @@ touched it. Read with tomllib; `merge()` + `save()` back POST /api/v1/config
 from __future__ import annotations
 
 import copy
+import logging
 import math
 import re
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from service.paths import write_private
 from service.statusline.line import DEFAULT_FORMAT
+
+log = logging.getLogger("ctxlamp.config")
 
 # section -> key -> default. `tokenizer.ratio` is a table family -> ratio.
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -52,7 +56,44 @@ COMMENTS = {
             "projects: hash | name | none; push_every: e.g. 10m; key: the project-hash key (docs/team.md)",
 }
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_DURATION = re.compile(r"^\s*(\d{1,9}(?:\.\d{1,9})?)\s*([smhd]?)\s*$")
+
+
+@dataclass(frozen=True)
+class Range:
+    """Where a setting's number may lie (`low_open`: the low end itself is refused)."""
+
+    low: float
+    high: float
+    low_open: bool = False
+
+    def says(self) -> str:
+        low = f"above {self.low:g}" if self.low_open else f"at least {self.low:g}"
+        return f"{low} and at most {self.high:g}"
+
+    def holds(self, value: float) -> bool:
+        return (value > self.low if self.low_open else value >= self.low) and value <= self.high
+
+
+DAY_S = 86400.0
+# every number a setting holds (durations in seconds); engine.eps_amber < engine.eps_crit is checked on the whole
+RANGES: dict[tuple[str, str], Range] = {
+    ("engine", "g_floor"): Range(1, 10_000_000),
+    ("engine", "eps_amber"): Range(0, 10, low_open=True),
+    ("engine", "eps_crit"): Range(0, 10, low_open=True),
+    ("reminders", "min_gap"): Range(0, 7 * DAY_S),
+    ("sessions", "live_hours"): Range(0, 24 * 366),
+    ("limits", "notice_pct"): Range(0, 100),
+    ("limits", "alert_pct"): Range(0, 100),
+    ("limits", "idle_rewrite_usd"): Range(0, 10_000),
+    ("limits", "idle_notice_s"): Range(0, 3600),
+    ("transcripts", "max_line_mb"): Range(0.001, 4096),
+    ("team", "push_every"): Range(1, DAY_S),
+}
+RATIO_RANGE = Range(0, 100, low_open=True)
+MAX_TEXT = 4096        # characters of one string setting
+MAX_LIST = 1000        # entries of a list setting
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 class ConfigError(ValueError):
@@ -82,7 +123,7 @@ def parse_duration(text: str | int | float) -> float:
         return float(text)
     m = _DURATION.match(str(text))
     if not m:
-        raise ConfigError(f"not a duration: {text!r} (use e.g. 90s, 10m, 1h)")
+        raise ConfigError(f"not a duration: {_shown(text)} (use e.g. 90s, 10m, 1h)")
     return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
 
 
@@ -94,25 +135,50 @@ def _utf8(text: str) -> bool:
     return True
 
 
+def _number(where: str, value: Any, span: Range) -> float:
+    """A finite number inside `span`; a huge integer (400 digits) or inf/nan is refused, never converted."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{where} must be a number")
+    if isinstance(value, int) and abs(value) > 10**15:
+        raise ConfigError(f"{where} is too large: it must be {span.says()}")
+    if not math.isfinite(value):
+        raise ConfigError(f"{where} must be a finite number ({span.says()})")
+    if not span.holds(value):
+        raise ConfigError(f"{where} must be {span.says()}")
+    return value
+
+
+def _text(where: str, value: Any) -> str:
+    if not isinstance(value, str) or not _utf8(value):
+        raise ConfigError(f"{where} must be a string")
+    if len(value) > MAX_TEXT:
+        raise ConfigError(f"{where} is longer than {MAX_TEXT} characters")
+    if _CONTROL.search(value):  # a terminal would obey them (the status line prints its format at every prompt)
+        raise ConfigError(f"{where} must not hold control characters")
+    return value
+
+
 def _check(section: str, key: str, value: Any) -> Any:
-    """The value, validated against the default's type."""
+    """The value, validated against the default's type and its range (RANGES)."""
     default = DEFAULTS[section][key]
     where = f"{section}.{key}"
+    span = RANGES.get((section, key))
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise ConfigError(f"{where} must be true or false")
     elif isinstance(default, (int, float)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ConfigError(f"{where} must be a number")
-        if value < 0:
-            raise ConfigError(f"{where} must not be negative")
+        value = _number(where, value, span or Range(0, 10**15))
         if isinstance(default, int) and float(value).is_integer():
             value = int(value)
     elif isinstance(default, str):
-        if not isinstance(value, str) or not _utf8(value):
-            raise ConfigError(f"{where} must be a string")
+        value = _text(where, value)
         if (section, key) in (("reminders", "min_gap"), ("team", "push_every")):
-            parse_duration(value)
+            try:
+                seconds = parse_duration(value)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+            if span is not None and not span.holds(seconds):
+                raise ConfigError(f"{where} must be {span.says()} seconds")
         if section == "statusline":
             from service.statusline.line import check_format
 
@@ -125,7 +191,9 @@ def _check(section: str, key: str, value: Any) -> Any:
     elif isinstance(default, list):
         if not isinstance(value, list) or not all(isinstance(v, str) and _utf8(v) for v in value):
             raise ConfigError(f"{where} must be a list of strings")
-        value = list(value)
+        if len(value) > MAX_LIST:
+            raise ConfigError(f"{where} holds more than {MAX_LIST} entries")
+        value = [_text(where, v) for v in value]
     elif isinstance(default, dict):
         if not isinstance(value, dict):
             raise ConfigError(f"{where} must be a table")
@@ -133,26 +201,32 @@ def _check(section: str, key: str, value: Any) -> Any:
         for k, v in value.items():
             if not re.fullmatch(r"[A-Za-z0-9_-]+", str(k)):
                 raise ConfigError(f"{where}: bad name {k!r}")
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v < 100):
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise ConfigError(f"{where}.{k} must be a positive number")
-            out[str(k)] = float(v)
+            out[str(k)] = float(_number(f"{where}.{k}", v, RATIO_RANGE))
         value = out
     return value
 
 
 def merge(base: dict, changes: dict) -> dict:
     """A new config: `base` with `changes` (same shape, any subset) applied and validated."""
+    out = _apply(copy.deepcopy(base), changes)
+    _check_whole(out)
+    return out
+
+
+def _apply(out: dict, changes: Any) -> dict:
+    """`changes` checked value by value and written into `out` (ConfigError names the first bad one)."""
     if not isinstance(changes, dict):
         raise ConfigError("config must be a table of sections")
-    out = copy.deepcopy(base)
     for section, values in changes.items():
         if section not in DEFAULTS:
-            raise ConfigError(f"unknown section [{section}]")
+            raise ConfigError(f"unknown section [{_name(section)}]")
         if not isinstance(values, dict):
             raise ConfigError(f"[{section}] must be a table")
         for key, value in values.items():
             if key not in DEFAULTS[section]:
-                raise ConfigError(f"unknown key {section}.{key}")
+                raise ConfigError(f"unknown key {section}.{_name(key)}")
             checked = _check(section, key, value)
             if isinstance(checked, dict):  # tables merge key by key (ratio.<family>)
                 out[section][key] = {**out[section].get(key, {}), **checked}
@@ -161,10 +235,59 @@ def merge(base: dict, changes: dict) -> dict:
     return out
 
 
-def load(path: Path) -> dict:
+def _check_whole(cfg: dict) -> None:
+    """What no single value shows: amber must start below red."""
+    engine = cfg.get("engine") or {}
+    amber, crit = engine.get("eps_amber"), engine.get("eps_crit")
+    if isinstance(amber, (int, float)) and isinstance(crit, (int, float)) and not amber < crit:
+        raise ConfigError(f"engine.eps_amber ({amber:g}) must be below engine.eps_crit ({crit:g})")
+
+
+def _name(key: Any) -> str:
+    """An unknown section or key as a message may show it."""
+    from service.textsafe import printable
+
+    return printable(key, 80)
+
+
+def _shown(value: Any) -> str:
+    """A bad value as a log line may show it: one short line without control characters."""
+    from service.textsafe import printable
+
+    return printable(repr(value), 80)
+
+
+def merge_leniently(base: dict, changes: Any) -> tuple[dict, list[str]]:
+    """`base` with every good value of `changes` applied; each bad one is named and left at `base`'s.
+
+    For config.toml at start: a setting out of range must not stop measurement."""
+    out = copy.deepcopy(base)
+    if not isinstance(changes, dict):
+        return out, ["config must be a table of sections; using the defaults"]
+    problems: list[str] = []
+    for section, values in changes.items():
+        if not isinstance(values, dict):
+            pieces: list[tuple[Any, dict]] = [(values, {section: values})]
+        else:
+            pieces = []
+            for key, value in values.items():
+                table = isinstance(value, dict) and isinstance(DEFAULTS.get(section, {}).get(key), dict)
+                pieces += [(v, {section: {key: {k: v}}}) for k, v in value.items()] if table \
+                    else [(value, {section: {key: value}})]  # a table (ratio.<family>): entry by entry
+        for shown, change in pieces:
+            try:
+                _apply(out, change)
+            except ConfigError as exc:
+                problems.append(f"{exc} (found {_shown(shown)}); using the default")
+    return out, problems
+
+
+def load(path: Path, problems: list[str] | None = None) -> dict:
     """Defaults overlaid with the file; writes the commented defaults on first run.
 
-    A file that does not parse is reported (ConfigError), never overwritten.
+    A value that is wrong or out of range is named (appended to `problems`, else logged) and its
+    default used: a bad setting never stops start-up. A file that does not parse is reported
+    (ConfigError), never overwritten.
     """
     if not path.exists():
         save(path, DEFAULTS)
@@ -173,7 +296,19 @@ def load(path: Path) -> dict:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    return merge(DEFAULTS, data)
+    cfg, found = merge_leniently(DEFAULTS, data)
+    try:
+        _check_whole(cfg)
+    except ConfigError as exc:
+        found.append(f"{exc}; using the defaults of both")
+        for key in ("eps_amber", "eps_crit"):
+            cfg["engine"][key] = DEFAULTS["engine"][key]
+    for problem in found:
+        if problems is None:
+            log.warning("%s: %s", path, problem)
+        else:
+            problems.append(f"{path}: {problem}")
+    return cfg
 
 
 def _toml_value(value: Any) -> str:

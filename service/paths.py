@@ -10,6 +10,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from service.privdir import make_private_dirs
+
 APP = "ctxlamp"
 
 
@@ -54,7 +56,7 @@ class Paths:
     def ensure(self) -> "Paths":
         """Create the folders private to the user (0700)."""
         for folder in {self.data, self.config, self.runtime, self.checkpoints, self.ledgers}:
-            folder.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(folder)
             try:
                 os.chmod(folder, 0o700)
             except OSError:
@@ -93,7 +95,7 @@ def write_private(path: Path, data: bytes, *, durable: bool = True) -> None:
     `durable=False` skips the fsync, for files that can be rebuilt (the report's caches):
     a power cut may then lose the newest version, never leave a torn one.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:

@@ -259,3 +259,46 @@ def test_source_checkout_launcher_runs_from_anywhere_and_is_recognised(tmp_path)
     assert run.returncode == 0 and run.stderr == ""
     assert not cs.is_our_hook({"type": "command", "command": "/usr/bin/notctxlamp hook session-start"})
     assert not cs.is_our_hook({"type": "command", "command": "ctxlamp hook session-start --other"})
+
+
+# ---- symlinked files (dotfile managers keep them so) -------------------------------------------
+
+@pytest.mark.skipif(os.name != "posix", reason="symlinks as dotfile managers make them")
+def test_a_symlinked_settings_file_is_edited_at_its_target_and_stays_a_link(claude_env, tmp_path):
+    env, config, _ = claude_env
+    dotfiles = tmp_path / "dotfiles" / "claude"
+    dotfiles.mkdir(parents=True)
+    raw_settings = write_json(dotfiles / "settings.json", USER_SETTINGS)
+    raw_claude = write_json(dotfiles / "claude.json", USER_CLAUDE_JSON)
+    (config / "settings.json").symlink_to(dotfiles / "settings.json")
+    (config / ".claude.json").symlink_to(Path("..") / "dotfiles" / "claude" / "claude.json")  # a relative link
+    out = ctxlamp(["install"], env)
+    assert out.returncode == 0, out.stderr
+    assert f"{(dotfiles / 'settings.json').resolve()} (the target of the link {config / 'settings.json'})" in out.stdout
+    for name, target in (("settings.json", "settings.json"), (".claude.json", "claude.json")):
+        assert (config / name).is_symlink() and (config / name).resolve() == (dotfiles / target).resolve()
+    assert cs.is_our_hook(json.loads((dotfiles / "settings.json").read_text())["hooks"]["SessionStart"][1]["hooks"][0])
+    assert "ctxlamp" in json.loads((dotfiles / "claude.json").read_text())["mcpServers"]
+    # the backups sit beside the names Claude Code reads, not in the dotfile repository
+    assert (config / "settings.json.ctxlamp-backup").read_bytes() == raw_settings
+    assert (config / ".claude.json.ctxlamp-backup").read_bytes() == raw_claude
+    assert sorted(p.name for p in dotfiles.iterdir()) == ["claude.json", "settings.json"]
+    again = ctxlamp(["install"], env)
+    assert again.returncode == 0 and (config / "settings.json").is_symlink()
+    out = ctxlamp(["uninstall"], env)
+    assert out.returncode == 0, out.stderr
+    assert (config / "settings.json").is_symlink() and (config / ".claude.json").is_symlink()
+    assert json.loads((dotfiles / "settings.json").read_text()) == USER_SETTINGS
+    assert json.loads((dotfiles / "claude.json").read_text()) == USER_CLAUDE_JSON
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symlinks as dotfile managers make them")
+def test_a_link_to_a_file_not_there_yet_is_created_at_its_target_and_uninstall_takes_it_back(claude_env, tmp_path):
+    env, config, _ = claude_env
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    (config / "settings.json").symlink_to(dotfiles / "settings.json")
+    assert ctxlamp(["install"], env).returncode == 0
+    assert (config / "settings.json").is_symlink() and (dotfiles / "settings.json").is_file()
+    assert ctxlamp(["uninstall"], env).returncode == 0
+    assert (config / "settings.json").is_symlink() and not (dotfiles / "settings.json").exists()

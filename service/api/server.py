@@ -1,13 +1,14 @@
 """The local API: HTTP/1.1 on 127.0.0.1, bearer token, JSON, SSE (docs/api.md).
 
-The standard library's ThreadingHTTPServer: no dependency, a few hundred
-lines we fully control (Host and token checks before any route runs, a body
-cap, socket timeouts), and a thread per connection suits a handful of local
-clients (tray, MCP, hook) and long-lived SSE streams.
+The standard library's request handler behind a door of our own
+(`service/api/guard.py`): connections are read without a thread until a whole
+request has arrived within one deadline, capped, and a worker answers it; no
+dependency, a few hundred lines we fully control.
 
-Order of checks: Host (403, DNS rebinding) -> token (401) -> body size (413)
--> route (404/405) -> JSON body (400). The accept loop blocks in select()
-without a poll interval; stopping wakes it with one local connection.
+Order of checks: Host (403, DNS rebinding) -> browser (403: an `Origin` or
+`Sec-Fetch-Site` header, a web page's request) -> token (401) -> body size
+(413) -> route (404/405) -> JSON body (400, also when nested too deeply). The
+door blocks in select() without a poll interval while nothing waits.
 """
 from __future__ import annotations
 
@@ -20,11 +21,11 @@ import secrets
 import socket
 import threading
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from service import __version__
+from service.api.guard import BufferedHandler, GuardedServer, raise_descriptor_limit
 from service.config import ConfigError
 from service.paths import write_private
 from service.api.reads import ServiceView, Unavailable
@@ -33,6 +34,7 @@ log = logging.getLogger("ctxlamp.api")
 
 MAX_BODY = 1 << 20
 SOCKET_TIMEOUT_S = 10
+MAX_SSE_CLIENTS = 32  # event streams at once (the tray holds one; a few tools may add theirs)
 _LOOPBACK = re.compile(r"^(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?$", re.IGNORECASE)
 
 
@@ -75,17 +77,19 @@ class ApiServer:
         self.service = service
         self.token = secrets.token_urlsafe(32)
         self.port = 0
-        self.httpd: ThreadingHTTPServer | None = None
+        self.httpd: GuardedServer | None = None
         self._thread: threading.Thread | None = None
         self._stopping = False
+        self.streams: dict[Any, socket.socket] = {}  # open event streams (hub client -> its socket)
         self.routes = self._routes()
 
     # ---- lifecycle ---------------------------------------------------------------
     def start(self) -> None:
+        before, after = raise_descriptor_limit()
+        if after > before:
+            log.info("descriptor limit raised from %d to %d", before, after)
         handler = type("Handler", (_Handler,), {"api": self})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
-        self.httpd.timeout = None
+        self.httpd = GuardedServer(("127.0.0.1", 0), handler, MAX_BODY)
         self.port = self.httpd.server_address[1]
         self._thread = threading.Thread(target=self._serve, name="api", daemon=True)
         self._thread.start()
@@ -94,20 +98,14 @@ class ApiServer:
         write_private(self.service.paths.api_file, json.dumps(info).encode("utf-8"))
 
     def _serve(self) -> None:
-        httpd = self.httpd
-        assert httpd is not None  # start() made it before this thread
-        while not self._stopping:
-            httpd.handle_request()  # blocks in select() until a connection: no idle wakeups
+        assert self.httpd is not None
+        self.httpd.serve_forever()  # blocks in select() while nothing waits: no idle wakeups
 
     def stop(self) -> None:
         if self.httpd is None:
             return
         self._stopping = True
-        try:  # wake the blocked select()
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                pass
-        except OSError:
-            pass
+        self.httpd.shutdown()
         if self._thread:
             self._thread.join(timeout=5)
         self.httpd.server_close()
@@ -122,6 +120,24 @@ class ApiServer:
                 path.unlink()
         except (OSError, ValueError):
             pass
+
+    def end_dead_streams(self) -> int:
+        """End the event streams whose peer has closed (an idle stream learns it only at its next
+        write); how many. Called when the streams are at their cap, so nothing wakes while idle."""
+        import select
+
+        ended = 0
+        for client, sock in list(self.streams.items()):
+            try:
+                readable = select.select([sock], [], [], 0)[0]
+                gone = bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+            except (OSError, ValueError):
+                gone = True
+            if gone:
+                self.streams.pop(client, None)
+                self.service.hub.end(client)
+                ended += 1
+        return ended
 
     def authorized(self, header: str | None) -> bool:
         if not header or not header.startswith("Bearer "):
@@ -365,19 +381,14 @@ class ApiServer:
         raise HttpError(404, f"no route {path}")
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(BufferedHandler):
+    """One request, read whole by the door (TCP_NODELAY set there: answers go out at once)."""
+
     api: ApiServer
     protocol_version = "HTTP/1.1"
     timeout = SOCKET_TIMEOUT_S
     server_version = f"ctxlamp/{__version__}"
     sys_version = ""
-
-    def setup(self) -> None:
-        super().setup()
-        try:  # small JSON answers and SSE events go out at once (no Nagle wait for the peer's ACK)
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError:
-            pass
 
     def log_message(self, fmt, *args):  # the log file, not stderr
         log.debug("%s " + fmt, self.address_string(), *args)
@@ -405,6 +416,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not _LOOPBACK.match(host.strip()):
             self.close_connection = True
             return self._error(403, "Host must be 127.0.0.1, localhost or [::1]")
+        if self.headers.get("Origin") is not None or self.headers.get("Sec-Fetch-Site") is not None:
+            self.close_connection = True  # a web page's request: no page may read or steer the service
+            return self._error(403, "requests from a browser page are refused")
         if not api.authorized(self.headers.get("Authorization")):
             self.close_connection = True
             return self._error(401, "missing or wrong bearer token (see api.json)", {"WWW-Authenticate": "Bearer"})
@@ -429,6 +443,8 @@ class _Handler(BaseHTTPRequestHandler):
                     body = json.loads(raw)
                 except (ValueError, UnicodeDecodeError):
                     return self._error(400, "body is not JSON")
+                except RecursionError:
+                    return self._error(400, "body is nested too deeply")
                 if not isinstance(body, dict):
                     return self._error(400, "body must be a JSON object")
         if parts.path == "/api/v1/events" and self.command == "GET":
@@ -453,8 +469,13 @@ class _Handler(BaseHTTPRequestHandler):
         from service.api.sse import encode
 
         svc = self.api.service
-        client = svc.hub.subscribe()
         self.close_connection = True
+        client = svc.hub.subscribe_within(MAX_SSE_CLIENTS)
+        if client is None and self.api.end_dead_streams():
+            client = svc.hub.subscribe_within(MAX_SSE_CLIENTS)
+        if client is None:
+            return self._error(503, f"{MAX_SSE_CLIENTS} event streams are open already; try again later")
+        self.api.streams[client] = self.connection
         try:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -479,6 +500,7 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client went away
         finally:
             svc.hub.unsubscribe(client)
+            self.api.streams.pop(client, None)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
 

@@ -46,6 +46,15 @@ class Hub:
             self._clients.add(client)
         return client
 
+    def subscribe_within(self, limit: int) -> Client | None:
+        """A new client, or None when `limit` clients are subscribed already (the API answers 503)."""
+        with self._lock:
+            if len(self._clients) >= limit:
+                return None
+            client = Client()
+            self._clients.add(client)
+        return client
+
     def unsubscribe(self, client: Client) -> None:
         with self._lock:
             self._clients.discard(client)
@@ -65,6 +74,10 @@ class Hub:
                 client.queue.put_nowait(msg)
             except queue.Full:
                 self._drop(client)
+
+    def end(self, client: Client) -> None:
+        """End one client's stream (its peer is gone): its thread wakes and returns."""
+        self._drop(client)
 
     def _drop(self, client: Client) -> None:
         client.dropped = True

@@ -30,6 +30,9 @@ import urllib.parse
 import urllib.request
 from datetime import datetime, timezone
 
+from service.privdir import make_private_dirs
+from service.textsafe import printable
+
 DEADLINE_S = 1.5          # the whole hook; Claude Code's own timeout for it is 5 s
 REQUEST_TIMEOUT_S = 0.6   # one HTTP request at most
 MAX_STDIN = 1 << 20
@@ -109,7 +112,7 @@ def remember_session(paths, claude_pid: str | None, session_id: str, cwd: str | 
     if not claude_pid or not claude_pid.isdigit():
         return
     folder = paths.runtime / "sessions"
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dirs(folder)
     target = folder / f"{claude_pid}.json"
     tmp = folder / f".{claude_pid}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -220,7 +223,7 @@ def handoff_reminder(handoffs: list[dict], now: datetime | None = None) -> str |
              "(mcp__ctxlamp__handoff_load) with its token; it brings the notes and links this "
              "session to the earlier ones so the history tools work."]
     for h in shown:
-        task = " ".join(str(h.get("task") or "").split())
+        task = " ".join(printable(h.get("task") or "", 10 * PREVIEW_CHARS).split())
         if len(task) > PREVIEW_CHARS:
             task = task[: PREVIEW_CHARS - 1] + "…"
         lines.append(f"- load token: {h['token']} ({age_text(h.get('created_at'), now)}) task: {task or '(none given)'}")
@@ -228,7 +231,8 @@ def handoff_reminder(handoffs: list[dict], now: datetime | None = None) -> str |
 
 
 def rotation_fallback(session_id: str, why: str) -> str:
-    return (f"ctxlamp: the lamp could not switch to this session ({session_id}): {why}. "
+    return (f"ctxlamp: the lamp could not switch to this session ({printable(session_id, 100)}): "
+            f"{printable(why, 300)}. "
             "Call the MCP tool rotate_session (mcp__ctxlamp__rotate_session) once so that ctxlamp "
             "measures this session.")
 

@@ -6,7 +6,8 @@ Two files: the SessionStart hook goes into Claude Code's settings
 `$CLAUDE_CONFIG_DIR` set, Claude Code keeps both inside that folder
 (`settings.json`, `.claude.json`).
 
-Rules: every other key is kept in its order; a file that is not valid JSON (or
+Rules: a symlinked file (dotfile managers) is edited at its target and the link
+kept; every other key is kept in its order; a file that is not valid JSON (or
 has the wrong shape where we write) is reported and never overwritten; writes
 are atomic (temp file + rename, same mode) and leave the previous content in
 `<file>.ctxlamp-backup`; a file another program changed after we read it is not
@@ -120,30 +121,40 @@ def is_our_server(server: object) -> bool:
 # -- reading and writing --------------------------------------------------------
 
 
+def _followed(path: Path) -> tuple[Path, Path | None]:
+    """(the file to read and write, the link that named it): a dotfile manager's symlinked
+    settings file is edited at its target, so the link stays a link."""
+    if not path.is_symlink():
+        return path, None
+    return Path(os.path.realpath(path)), path
+
+
 @dataclass
 class Document:
-    path: Path
+    path: Path                 # the file itself (a symlink's target)
     existed: bool
     text: str
     data: dict
+    link: Path | None = None   # the symlink that named it, kept as it is
 
     @classmethod
-    def read(cls, path: Path) -> "Document":
+    def read(cls, named: Path) -> "Document":
+        path, link = _followed(named)
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return cls(path, False, "", {})
+            return cls(path, False, "", {}, link)
         except (OSError, UnicodeDecodeError) as exc:
             raise SettingsError(f"{path}: cannot read it ({exc}); nothing was changed") from exc
         if not text.strip():
-            return cls(path, True, text, {})
+            return cls(path, True, text, {}, link)
         try:
             data = json.loads(text)
         except ValueError as exc:
             raise SettingsError(f"{path} is not valid JSON ({exc}); fix or move it, nothing was changed") from exc
         if not isinstance(data, dict):
             raise SettingsError(f"{path} should hold a JSON object, not {type(data).__name__}; nothing was changed")
-        return cls(path, True, text, data)
+        return cls(path, True, text, data, link)
 
     def render(self) -> str:
         return json.dumps(self.data, indent=2, ensure_ascii=False) + "\n"
@@ -155,7 +166,9 @@ class Document:
 
     @property
     def backup(self) -> Path:
-        return self.path.with_name(self.path.name + BACKUP_SUFFIX)
+        """Beside the name Claude Code reads (the link's folder, not a dotfile repository)."""
+        named = self.link or self.path
+        return named.with_name(named.name + BACKUP_SUFFIX)
 
     def write(self) -> None:
         """Atomic replace keeping the file's mode; the old content goes to the backup file."""

@@ -36,7 +36,8 @@ def apply(args: argparse.Namespace, command: str, make_plan, nothing: str, verbs
         return None
     for doc, changed, what in ((plan.settings, plan.settings_changed, "SessionStart hook"),
                                (plan.mcp, plan.mcp_changed, "MCP server `ctxlamp`")):
-        print(f"{what}: {verbs[0] if changed else verbs[1]} {doc.path}")
+        via = f" (the target of the link {doc.link})" if doc.link is not None else ""
+        print(f"{what}: {verbs[0] if changed else verbs[1]} {doc.path}{via}")
     _say_status_line(plan, command)
     return plan
 

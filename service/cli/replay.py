@@ -12,6 +12,8 @@ import traceback
 
 import orjson
 
+from service.textsafe import printable
+
 _LAMP_DOT = {"white": "\u25cb", "green": "\x1b[32m\u25cf\x1b[0m", "amber": "\x1b[33m\u25cf\x1b[0m",
              "red": "\x1b[31m\u25cf\x1b[0m"}
 
@@ -34,7 +36,7 @@ def run(args) -> int:
     try:
         os.close(open_fd(args.file)[0])
     except Skipped as exc:
-        print(f"ctxlamp replay: cannot read {args.file}: {exc.reason}", file=sys.stderr)
+        print(f"ctxlamp replay: cannot read {printable(args.file, 500)}: {printable(exc.reason, 300)}", file=sys.stderr)
         return 2
     out = sys.stdout.buffer
     colour = sys.stdout.isatty()
@@ -51,7 +53,8 @@ def run(args) -> int:
     except BrokenPipeError:
         return 0
     except Skipped as exc:  # the file went away or its mount failed mid-read
-        print(f"ctxlamp replay: reading {args.file} failed: {exc.reason}", file=sys.stderr)
+        print(f"ctxlamp replay: reading {printable(args.file, 500)} failed: {printable(exc.reason, 300)}",
+              file=sys.stderr)
         return 2
     except Exception:  # a defect, not bad input: say so, archive nothing
         print("ctxlamp replay: internal error (this is a bug, not bad input):", file=sys.stderr)
@@ -70,7 +73,7 @@ def _table(events, colour: bool) -> None:
             w(f"{ev['calls']:>5} {at:>8} {dot} {ev['lamp']['state']:<8} {_fmt(ev['x'])!s:>6} {_fmt(ev['xSweet'])!s:>6} "
               f"{_fmt(ev['u'])!s:>5} {ev['totalStock']:>8} {ev['bill_cycle_usd']:>9.4f} {ev['laps']:>4}\n")
         elif kind == "reset":
-            w(f"----- reset: segment {ev['segment']} ({ev.get('trigger') or 'compact'}, "
+            w(f"----- reset: segment {ev['segment']} ({printable(ev.get('trigger') or 'compact', 40)}, "
               f"{ev.get('preTokens')} -> {ev.get('postTokens')} tokens) -----\n")
         elif kind == "rewind":
             w(f"      <<< rewind after call {ev['call']}: B_default {ev['B_default_before']} -> {ev['B_default']} "
@@ -81,8 +84,8 @@ def _table(events, colour: bool) -> None:
             held = f", held back: {ev['held_back_bytes']} bytes of an unfinished last line" if ev["held_back_bytes"] else ""
             w(f"\nsegments ({len(ev['segments'])}), skipped lines: {ev['skipped_lines']}{held}\n")
             for s in ev["segments"]:
-                w(f"  #{s['segment']} {s['model']}: {s['calls']} calls, {s['turns']} turns, "
+                w(f"  #{s['segment']} {printable(s['model'], 80)}: {s['calls']} calls, {s['turns']} turns, "
                   f"in ${s['bill_in_usd']:.4f} out ${s['bill_out_usd']:.4f}, rent ${s['rent_usd']:.4f}, "
-                  f"laps {s['laps']}, {s['duration_s']:.0f}s, ended by {s['end_reason']}\n")
+                  f"laps {s['laps']}, {s['duration_s']:.0f}s, ended by {printable(s['end_reason'], 40)}\n")
                 for m in s.get("models", ()):  # a /model switch: each model's share
-                    w(f"     {m['model']}: {m['calls']} calls, in ${m['bill_in_usd']:.4f} out ${m['bill_out_usd']:.4f}\n")
+                    w(f"     {printable(m['model'], 80)}: {m['calls']} calls, in ${m['bill_in_usd']:.4f} out ${m['bill_out_usd']:.4f}\n")

@@ -13,6 +13,8 @@ import sys
 from datetime import date
 
 from service.report.build import ReportRequest, build_report
+from service.terminal import printable_lines
+from service.textsafe import printable
 
 DATE_RE = re.compile(r"^(\d{4})-?(\d{2})-?(\d{2})$")
 
@@ -77,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.csv:
         _write_csv(summary, sys.stdout)
     else:
-        sys.stdout.write(render_text(summary))
+        sys.stdout.write(printable_lines(render_text(summary)))  # model names, paths: from transcripts
     sys.stdout.flush()
     return 0
 
@@ -130,7 +132,8 @@ def _write_csv(summary: dict, out) -> None:
         for key, value in flatten(summary.get(section, {}), section):
             if key.endswith(".label") or ".sources." in key or key.endswith(".source"):
                 continue
-            w.writerow([key, "" if value is None else value, label])
+            w.writerow([printable(key, 1000), "" if value is None else printable(value, 1000) if isinstance(value, str) else value,
+                        label])
 
 
 def render_text(s: dict) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 
@@ -25,12 +26,18 @@ def run(args: argparse.Namespace) -> int:
               f"`ctxlamp status` shows it.", file=sys.stderr)
         return 1
     try:
+        from service.daemon.runtime import Service, setup_logging
+
+        setup_logging(paths)  # before the settings: a bad value is named in the log
+        problems: list[str] = []
         try:
-            cfg = config_mod.load(paths.config_file)
+            cfg = config_mod.load(paths.config_file, problems)
         except config_mod.ConfigError as exc:
             print(f"ctxlamp: cannot read the settings: {exc}", file=sys.stderr)
             return 2
-        from service.daemon.runtime import Service
+        for problem in problems:  # named, its default used: measurement goes on
+            logging.getLogger("ctxlamp.config").warning("%s", problem)
+            print(f"ctxlamp: {problem}", file=sys.stderr)
 
         polling = bool(getattr(args, "polling", False) or os.environ.get("CTXLAMP_POLLING"))
         return Service(paths, cfg, force_polling=polling).run()

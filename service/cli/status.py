@@ -26,18 +26,20 @@ def _dot(colour: str, tty: bool) -> str:
 
 
 def render(status: dict, tty: bool) -> str:
-    """The table as text (pure: tests call it)."""
+    """The table as text (pure: tests call it); every text from outside passes `printable`."""
+    from service.textsafe import printable as p
+
     svc = status.get("service") or {}
     scan = svc.get("scan") or {}
     lines = []
-    head = f"ctxlamp service pid {svc.get('pid', '?')} · observer {svc.get('observer')}"
+    head = f"ctxlamp service pid {p(svc.get('pid', '?'), 20)} · observer {p(svc.get('observer'), 40)}"
     if scan.get("state") == "catching_up":
         head += f" · reading recent sessions {scan.get('done', 0)}/{scan.get('total', 0)}"
     elif scan.get("state") == "scanning":
         head += f" · scanning history {scan.get('done', 0)}/{scan.get('total', 0)}"
     db = svc.get("db") or {}
     if db and not db.get("ok", True):
-        head += f" · database unavailable ({db.get('error')})"
+        head += f" · database unavailable ({p(db.get('error'), 300)})"
     lines.append(head)
     sessions = status.get("sessions") or []
     if not sessions:
@@ -53,10 +55,10 @@ def render(status: dict, tty: bool) -> str:
         rem = s.get("reminder") or {}
         last = f"lap {rem.get('lap')} @call {rem.get('call')}" if rem else "-"
         lines.append(
-            f"{mark} {_dot(lamp.get('colour', ''), tty)} {str(s.get('session_id'))[:10]:10} "
-            f"{lamp.get('state', '?'):17} {pos:>13} {_num(s.get('dhat'), '{:.1f}'):>9} "
+            f"{mark} {_dot(p(lamp.get('colour', ''), 10), tty)} {p(s.get('session_id'), 80)[:10]:10} "
+            f"{p(lamp.get('state', '?'), 17):17} {pos:>13} {_num(s.get('dhat'), '{:.1f}'):>9} "
             f"{_num(s.get('bill_cycle_usd'), '{:.4f}'):>9} {_num(s.get('br'), '{:.3f}'):>9} "
-            f"{s.get('laps', 0):>4}  {last:13}  {s.get('project') or ''}")
+            f"{p(s.get('laps', 0), 6):>4}  {last:13}  {p(s.get('project') or '', 80)}")
     return "\n".join(lines)
 
 

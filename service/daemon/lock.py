@@ -10,6 +10,8 @@ import fcntl
 import os
 from pathlib import Path
 
+from service.privdir import make_private_dirs
+
 
 class AlreadyRunning(RuntimeError):
     def __init__(self, pid: int | None, path: Path) -> None:
@@ -25,7 +27,7 @@ class ServiceLock:
         self._fd: int | None = None
 
     def acquire(self) -> "ServiceLock":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self.path.parent)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

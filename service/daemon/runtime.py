@@ -59,18 +59,33 @@ def iso_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """The service log and every rotated `service.log.N`: 0600 (each new file after a rollover too;
+    the base class opens it with the umask's 0644)."""
+
+    def _open(self) -> Any:  # the base class's hook (returns its stream)
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        if hasattr(os, "fchmod"):
+            try:
+                os.fchmod(fd, 0o600)  # a file an older version left wider
+            except OSError:
+                pass
+        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
+
+
 def setup_logging(paths: Paths) -> None:
     try:
-        handler: logging.Handler = logging.handlers.RotatingFileHandler(paths.log_file, maxBytes=1 << 20,
-                                                                        backupCount=3, encoding="utf-8")
+        handler: logging.Handler = PrivateRotatingFileHandler(paths.log_file, maxBytes=1 << 20, backupCount=3,
+                                                              encoding="utf-8")
     except OSError as exc:  # a read-only or full data folder must not stop measurement: log to stderr
         print(f"ctxlamp: cannot write the log {paths.log_file} ({exc}); logging to stderr", file=sys.stderr,
               flush=True)
         handler = logging.StreamHandler(sys.stderr)
-    try:
-        os.chmod(paths.log_file, 0o600)
-    except OSError:
-        pass
+    for n in range(1, 4):  # rotated files an older version left 0644
+        try:
+            os.chmod(f"{paths.log_file}.{n}", 0o600)
+        except OSError:
+            pass
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("ctxlamp")
     root.setLevel(logging.INFO)

@@ -14,6 +14,8 @@ from typing import Callable
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 
+from service.privdir import make_private_dirs
+
 POLL_INTERVAL_S = 2.0
 
 _WHY = {
@@ -58,7 +60,7 @@ class Watcher:
         self._force_polling = force_polling
 
     def start(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self.root)
         handler = _Handler(self.on_change)
         if not self._force_polling:
             try:

@@ -17,6 +17,8 @@ import threading
 import uuid
 from pathlib import Path
 
+from service.privdir import make_private_dirs
+
 # Must equal what tiktoken_ext.openai_public.o200k_base passes to load_tiktoken_bpe
 # (tests/test_tokenizer_setup.py checks this against the installed tiktoken).
 O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
@@ -84,7 +86,7 @@ def ensure_o200k_cache(cache_dir: Path | str | None = None) -> Path:
     if hashlib.sha256(data).hexdigest() != O200K_SHA256:
         raise TokenizerSetupError(
             f"bundled {BUNDLED_NAME} does not match tiktoken's expected sha256; refusing to let tiktoken download it")
-    folder.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(folder)
     tmp = folder / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
     try:
         with open(tmp, "wb") as fh:

@@ -40,6 +40,11 @@ def check_format(template: str) -> str:
     return template
 
 
+def _without_controls(text: str) -> str:
+    """`text` without C0/C1 control characters (the config refuses them; an older file or answer may not)."""
+    return "".join(ch for ch in text if not (ch < " " or "\x7f" <= ch <= "\x9f"))
+
+
 def paint(text: str, colour: str | None, color: bool) -> str:
     return f"\033[{_SGR[colour]}m{text}\033[0m" if color and colour in _SGR and text else text
 
@@ -142,6 +147,7 @@ def parts(facts: dict, color: bool, now: float) -> dict[str, str]:
 def render(facts: dict, template: str = DEFAULT_FORMAT, color: bool = True, now: float | None = None) -> str:
     """One line: the template's pieces with their parts filled in; empty pieces left out."""
     now = time.time() if now is None else now
+    template = _without_controls(template)  # the format's own text must not steer the terminal
     try:
         names = placeholders(template)
     except ValueError:

@@ -15,6 +15,7 @@ import os
 import sys
 import time
 
+from service.privdir import make_private_dirs
 from service.statusline import fastjson, line as line_mod
 from service.statusline.reading import parse, safe_session_id
 from service.statusline.where import runtime_dir
@@ -275,7 +276,7 @@ def build_line(argv: list[str], start: float) -> str:
     key = safe_session_id(reading.get("session_id")) or "_"
     if state:
         try:
-            os.makedirs(state, mode=0o700, exist_ok=True)
+            make_private_dirs(state)
         except OSError:
             state = None
     wrapped = None

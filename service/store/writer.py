@@ -35,6 +35,7 @@ import peewee as pw
 
 import models
 
+from service.privdir import make_private_dirs
 from service.store.common import Models, Operation, Payload, _Op, log
 
 _FAULT_TEXT = {
@@ -220,7 +221,7 @@ class Writer:
         self.db, self._m, self._ready = None, None, False
         if gone and anchor is not None and self.path is not None:
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                make_private_dirs(self.path.parent)
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
                 os.close(fd)
                 dst = sqlite3.connect(str(self.path))

@@ -1,0 +1,36 @@
+"""Folders ctxlamp creates are private to the user (0700), whichever of its processes comes first.
+
+The service, the status line, the hook, the MCP server and the CLI may each be the first to need
+the data or runtime folder; `mkdir(parents=True, mode=0o700)` gives the mode to the last folder
+only (parents get the umask's 0755). Standard library `os` only: the status line imports this
+under `python -S`.
+"""
+from __future__ import annotations
+
+import os
+
+
+def make_private_dirs(path: str | os.PathLike[str]) -> str:
+    """Create `path` and each missing parent with mode 0700 (not the umask's); folders that exist
+    already are left as they are. Returns the absolute path."""
+    target = os.path.abspath(os.fspath(path))
+    missing = []
+    folder = target
+    while not os.path.isdir(folder):
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            if not os.path.isdir(folder):
+                raise
+            continue  # another ctxlamp process made it at the same moment (private as well)
+        try:
+            os.chmod(folder, 0o700)  # mkdir's mode went through the umask
+        except OSError:
+            pass
+    return target
