@@ -185,7 +185,8 @@ def make_control(field: sm.Field) -> QWidget:
         box = QCheckBox()
         return _Wrap(box, box.isChecked, lambda v: box.setChecked(bool(v)), box.toggled)
     if field.kind == "text":
-        return url_control()
+        return url_control("postgresql://member@host/team (empty: no team)" if field.key == "team.url"
+                           else "postgresql://user@host/ctxlamp (empty: the local file)")
     if field.kind == "duration":
         return DurationEditor()
     if field.kind == "list":
@@ -193,11 +194,11 @@ def make_control(field: sm.Field) -> QWidget:
     return RatioEditor()
 
 
-def url_control() -> QWidget:
+def url_control(placeholder: str) -> QWidget:
     """A database URL may carry a password: shown masked (not copyable), with Show to check what was typed."""
     box = QWidget()
     line = QLineEdit()
-    line.setPlaceholderText("postgresql://user@host/ctxlamp (empty: the local file)")
+    line.setPlaceholderText(placeholder)
     line.setEchoMode(QLineEdit.EchoMode.Password)
     show = QPushButton("Show")
     show.setCheckable(True)

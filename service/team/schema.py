@@ -35,7 +35,7 @@ def _owner_db(conn: Any) -> Any:
         def _connect(self) -> Any:
             return conn
 
-    db = _Db("team", autorollback=True)
+    db = _Db("team")
     db.connect()
     db.execute_sql(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
     db.execute_sql(f"SET search_path TO {SCHEMA}, pg_catalog, pg_temp")  # the system catalog still before public
@@ -83,29 +83,37 @@ def lock_down(db: Any, url: str) -> list[str]:
     grants the first. A database owner can revoke both only when it also owns
     `public` (PostgreSQL 15 does that); otherwise the message names the line.
     """
+    import psycopg2
     from psycopg2 import sql
 
-    cur = db.execute_sql(
-        "SELECT CAST(CURRENT_USER AS pg_catalog.text), pg_catalog.current_database(), r.rolsuper, r.rolcreaterole, "
-        "EXISTS (SELECT 1 FROM pg_catalog.pg_namespace AS n WHERE n.nspname OPERATOR(pg_catalog.=) 'public') "
-        "FROM pg_catalog.pg_roles AS r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER")
-    _user, database, superuser, createrole, has_public = cur.fetchone()
     conn = db.connection()
-    statements = [sql.SQL("REVOKE CONNECT, TEMPORARY ON DATABASE {} FROM PUBLIC").format(sql.Identifier(database))]
-    if has_public:
-        statements.append(sql.SQL("REVOKE CREATE ON SCHEMA public FROM PUBLIC"))
-    with db.atomic():
-        for statement in statements:  # a role that may not revoke gets a warning, not an error
-            db.execute_sql(statement.as_string(conn))
+    with db.atomic(), conn.cursor() as cur:  # one transaction (peewee runs in autocommit mode otherwise)
+        cur.execute(
+            "SELECT pg_catalog.current_database(), r.rolsuper, r.rolcreaterole, EXISTS (SELECT 1 FROM "
+            "pg_catalog.pg_namespace AS n WHERE n.nspname OPERATOR(pg_catalog.=) 'public') "
+            "FROM pg_catalog.pg_roles AS r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER")
+        database, superuser, createrole, has_public = cur.fetchone()
+        statements = [sql.SQL("REVOKE CONNECT, TEMPORARY ON DATABASE {} FROM PUBLIC").format(
+            sql.Identifier(database))]
+        if has_public:
+            statements.append(sql.SQL("REVOKE CREATE ON SCHEMA public FROM PUBLIC"))
+        for statement in statements:  # a role that may not revoke: a warning, or an error we check below
+            cur.execute("SAVEPOINT ctxlamp_lock_down")
+            try:
+                cur.execute(statement)
+            except psycopg2.Error as exc:
+                if exc.pgcode != "42501":
+                    raise
+                cur.execute("ROLLBACK TO SAVEPOINT ctxlamp_lock_down")
+        cur.execute(
+            "SELECT pg_catalog.has_database_privilege('public', pg_catalog.current_database(), 'CONNECT'), "
+            "(SELECT pg_catalog.has_schema_privilege('public', n.oid, 'CREATE') "
+            " FROM pg_catalog.pg_namespace AS n WHERE n.nspname OPERATOR(pg_catalog.=) 'public')")
+        connect_open, create_open = cur.fetchone()
+        db_ident = sql.Identifier(database).as_string(conn)
     problems = []
     if not (superuser or createrole):
         problems.append(createrole_hint(url))
-    db_ident = sql.Identifier(database).as_string(conn)
-    cur = db.execute_sql(
-        "SELECT pg_catalog.has_database_privilege('public', pg_catalog.current_database(), 'CONNECT'), "
-        "(SELECT pg_catalog.has_schema_privilege('public', n.oid, 'CREATE') "
-        " FROM pg_catalog.pg_namespace AS n WHERE n.nspname OPERATOR(pg_catalog.=) 'public')")
-    connect_open, create_open = cur.fetchone()
     if connect_open:
         problems.append(f"every role may still connect to {database} (only its owner or a superuser can take that "
                         f"back): as an administrator run: REVOKE CONNECT, TEMPORARY ON DATABASE {db_ident} FROM PUBLIC;")
@@ -155,10 +163,10 @@ def passfile_key(url: str, role: str) -> tuple[str, str, str, str]:
     """(host, port, database, user) of the password-file line libpq matches for `role` on the owner's server."""
     from psycopg2.extensions import parse_dsn
 
-    params = parse_dsn(url)
-    host = (params.get("host") or "localhost").split(",")[0]
-    port = (params.get("port") or "*").split(",")[0] or "*"
-    return host, port, params.get("dbname") or "*", role
+    from service.team.server import passfile_key as key_of
+
+    host, port, _database, _user = key_of(parse_dsn(url))
+    return host, port, parse_dsn(url).get("dbname") or role, role
 
 
 def add_member(owner_url: str, member: str, passfile: Path | None = None) -> str:
@@ -179,6 +187,10 @@ def add_member(owner_url: str, member: str, passfile: Path | None = None) -> str
     conn = connect(owner_url)
     try:
         with conn, conn.cursor() as cur:
+            cur.execute("SELECT rolsuper OR rolcreaterole FROM pg_catalog.pg_roles "
+                        "WHERE rolname OPERATOR(pg_catalog.=) CURRENT_USER")
+            if not cur.fetchone()[0]:  # said before PostgreSQL answers with a message naming something else
+                raise Refused(f"{where(owner_url)} refused: {createrole_hint(owner_url)}")
             cur.execute("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) %s", (role,))
             verb = "ALTER" if cur.fetchone() else "CREATE"
             cur.execute(sql.SQL(verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}")

@@ -7,6 +7,7 @@ password, missing grants or schema).
 """
 from __future__ import annotations
 
+import getpass
 import ipaddress
 import os
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from service.redact import redact
+from service.team import passfile
 
 SCHEMA = "ctxlamp_team"
 CONNECT_TIMEOUT_S = 5
@@ -103,6 +105,16 @@ def default_passfile() -> Path:
     return app_paths().config / PASSFILE_NAME
 
 
+def passfile_key(params: dict[str, str]) -> tuple[str, str, str, str]:
+    """(host, port, database, user) as libpq matches a password-file line for a connection's parameters."""
+    host = (params.get("host") or os.environ.get("PGHOST") or "").split(",")[0]
+    if not host or host.startswith(("/", "@")):
+        host = "localhost"  # a Unix socket matches "localhost"
+    port = (params.get("port") or os.environ.get("PGPORT") or "5432").split(",")[0] or "5432"
+    user = params.get("user") or os.environ.get("PGUSER") or getpass.getuser()
+    return host, port, params.get("dbname") or os.environ.get("PGDATABASE") or user, user
+
+
 def is_loopback(host: str) -> bool:
     """A Unix socket, localhost or a loopback address: the connection never leaves the machine."""
     host = host.strip()
@@ -164,8 +176,8 @@ def connection_params(url: str) -> dict[str, str]:
     if "connect_timeout" not in params:
         extra["connect_timeout"] = str(CONNECT_TIMEOUT_S)
     if "password" not in params and "passfile" not in params and not os.environ.get("PGPASSFILE"):
-        ours = default_passfile()
-        if ours.is_file():
+        ours = default_passfile()  # used when it knows this connection; else libpq's own (~/.pgpass)
+        if passfile.lookup(ours, *passfile_key(params)) is not None:
             extra["passfile"] = str(ours)
     extra.update(tls_options(params, url))
     return extra
