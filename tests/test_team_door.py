@@ -441,3 +441,67 @@ def test_a_remote_server_is_reached_with_a_checked_certificate_only(tmp_path):
         assert A in json.loads(r.stdout)["members"]
     finally:
         srv.cleanup()
+
+
+# ---------- the pieces, without a server ----------
+
+def test_redact_takes_every_form_of_a_password():
+    from service.redact import RedactingFormatter, redact
+
+    url = "postgresql://alice:s3cr%t@db.example:5432/team"
+    libpq = 'invalid dsn: invalid percent-encoded token: "s3cr%t"'
+    assert "s3cr" not in redact(libpq, url) and redact(libpq, url).endswith('"***"')
+    assert redact(f"could not parse {url}") == "could not parse postgresql://alice:***@db.example:5432/team"
+    assert redact("host=h password='a b' user=u") == "host=h password=*** user=u"
+    assert redact("postgresql://u@h/db?sslmode=require&password=pw1") == "postgresql://u@h/db?sslmode=require&password=***"
+    encoded = "postgresql://bob:p%40ss%2Fw@h/db"
+    assert "p@ss/w" not in redact("auth failed for p@ss/w", encoded)  # decoded, as a driver may print it
+    assert redact("postgresql://m@h/db is fine") == "postgresql://m@h/db is fine"  # no password: untouched
+    import logging
+
+    record = logging.LogRecord("ctxlamp.team", logging.WARNING, __file__, 1, "team push: %s", (url,), None)
+    assert "s3cr" not in RedactingFormatter("%(message)s").format(record)
+
+
+@pytest.mark.parametrize("wrap", ["{url}", "bad url: {url}!", 'token: "{pw}"', "{pw}\n{url}"])
+def test_redact_property_no_password_survives(wrap):
+    from hypothesis import assume, given, settings
+    from hypothesis import strategies as st
+
+    from service.redact import redact
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30))
+    def check(pw: str) -> None:
+        assume("*" not in pw)  # the mask itself is made of it
+        url = f"postgresql://alice:{pw}@db.example:5432/team"
+        assert pw not in redact(wrap.format(url=url, pw=pw), url)
+
+    check()
+
+
+def test_the_password_file_is_libpqs_format_and_stays_private(tmp_path):
+    import os
+    import stat
+
+    path = tmp_path / "cfg" / "pgpass"
+    passfile.put(path, "::1", "5432", "team", "ctxlamp_a", "first")
+    passfile.put(path, "db.example", "*", "team", "ctxlamp_b", "b:pw\\x")
+    passfile.put(path, "::1", "5432", "team", "ctxlamp_a", "second")  # replaces its line
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    lines = path.read_text().splitlines()
+    assert lines == ["db.example:*:team:ctxlamp_b:b\\:pw\\\\x", "\\:\\:1:5432:team:ctxlamp_a:second"]
+    assert passfile.lookup(path, "::1", "5432", "team", "ctxlamp_a") == "second"
+    assert passfile.lookup(path, "db.example", "6543", "team", "ctxlamp_b") == "b:pw\\x"
+    assert passfile.lookup(path, "db.example", "6543", "other", "ctxlamp_b") is None
+
+
+def test_member_urls_carry_no_password_and_names_are_cleaned():
+    from service.team.figures import shared_name
+
+    url = schema.member_url("postgresql://owner:pw@[::1]:5433/team?sslmode=verify-full&password=pw", "ctxlamp_a_1")
+    assert url == "postgresql://ctxlamp_a_1@[::1]:5433/team?sslmode=verify-full"
+    assert shared_name("claude\x1b[2J-opus\u202e") == "claude[2J-opus" and len(shared_name("x" * 500)) == 200
+    with pytest.raises(server.TeamError, match="printable"):
+        schema.check_member_name("eve\x1b]0;x\x07")
+    assert schema.check_member_name("  zoë@laptop ") == "zoë@laptop"

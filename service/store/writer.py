@@ -32,6 +32,7 @@ import peewee as pw
 
 import models
 
+from service.redact import redact
 from service.store.common import _Op, log
 
 _FAULT_TEXT = {
@@ -127,6 +128,7 @@ class Writer:
         self._ready = False
         self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the SQLite file we opened
         self._anchor = None                             # the opening thread's connection (sees a deleted file)
+        self._url = ""  # a database URL (it may hold a password: every message goes through redact)
         if isinstance(target, pw.Database):
             self.path = Path(target.database) if models.is_sqlite(target) and not readonly else None
             self._opener: Callable[[], pw.Database] = lambda: target
@@ -134,7 +136,7 @@ class Writer:
             self.path = None
             self._opener = target
         elif isinstance(target, str) and re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", target):
-            url = target  # sqlite:///path or postgresql://... (a `database.url` from the config)
+            url = self._url = target  # sqlite:///path or postgresql://... (a `database.url` from the config)
             self.path = None
             self._opener = lambda: models.open_url(url, busy_timeout_ms=self._busy_timeout_ms)
         else:
@@ -264,6 +266,7 @@ class Writer:
             text = _FAULT_TEXT.get(kind, _FAULT_TEXT["other"]).format(where=self._where(), detail=detail)
             text = text.replace("  ", " ")
             text += _QUEUE_NOTE
+        text = redact(text, self._url)
         if not self._faults:
             self._dropped_mark = self._dropped
         self._faults[kind] = text

@@ -21,7 +21,9 @@ def _escape(field: str) -> str:
 
 def _split(line: str) -> list[str]:
     """A password-file line's fields, unescaped (libpq's reading: `\\` escapes the next character)."""
-    fields, cur, i = [], [], 0
+    fields: list[str] = []
+    cur: list[str] = []
+    i = 0
     while i < len(line):
         ch = line[i]
         if ch == "\\" and i + 1 < len(line):
