@@ -322,12 +322,14 @@ def test_the_docs_set_up_works_as_written(tmp_path):
         Path(owner_env["HOME"]).mkdir(parents=True, exist_ok=True)
         owner_env["PATH"] = f"{bindir}:{owner_env['PATH']}"
         owner_env.pop("PGPASSFILE", None)
-        out = subprocess.run(["bash", "-e", "-c", fill(sh)], text=True, capture_output=True, env=owner_env,
-                             timeout=180, check=False)
+        out = subprocess.run(["bash", "-e", "-c", fill(sh)], input=password + "\n", text=True,
+                             capture_output=True, env=owner_env, timeout=180, check=False)
         assert out.returncode == 0, out.stdout + out.stderr
         assert password not in out.stdout + out.stderr
         url = out.stdout.strip().splitlines()[-1]
         assert url.startswith("postgresql://ctxlamp_alice_laptop_") and address in url
+        owners = Path(owner_env["HOME"]) / ".pgpass"
+        assert stat.S_IMODE(owners.stat().st_mode) == 0o600 and f":ctxlamp_owner:{password}" in owners.read_text()
         kept = Path(owner_env["CTXLAMP_HOME"]) / "pgpass"
         assert str(kept) in out.stdout and stat.S_IMODE(kept.stat().st_mode) == 0o600
         # the member: its URL in [team] url, its line of the password file in its own config folder
