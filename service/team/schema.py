@@ -38,7 +38,7 @@ def _owner_db(conn: Any) -> Any:
     db = _Db("team")
     db.connect()
     db.execute_sql(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
-    db.execute_sql(f"SET search_path TO {SCHEMA}, pg_catalog, pg_temp")  # the system catalog still before public
+    db.execute_sql(f"SET search_path TO {SCHEMA}, pg_catalog, pg_temp")  # public (open on 12-14) is not on it
     return db
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from service.redact import redact
 from service.team import passfile
@@ -81,7 +81,7 @@ def classify(exc: BaseException, url: str) -> TeamError:
 def createrole_hint(url: str) -> str:
     """What an owner without CREATEROLE is missing, as the line an administrator runs."""
     try:
-        user = urlsplit(url).username or "the owner"
+        user = unquote(urlsplit(url).username or "") or "the owner"
     except ValueError:
         user = "the owner"
     return (f"the owner role needs CREATEROLE to give each member a role of its own; as an administrator run: "
