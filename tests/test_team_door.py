@@ -122,9 +122,11 @@ def test_the_planted_operator_no_longer_hijacks_current_member(pg, tmp_path):
     assert pg.sql("SELECT member, main_usd FROM ctxlamp_team.day_figures", database="door_hijack_new") == [(B, 1.0)]
     # and what `team init` left: nobody may plant anything in `public`, nor connect without a member role
     schema.init(owner)
-    with member_conn(urls[B], pgpass) as conn, conn.cursor() as cur, pytest.raises(psycopg2.Error) as refused:
-        cur.execute("CREATE FUNCTION public.f() RETURNS int LANGUAGE sql AS 'SELECT 1'")
-    assert refused.value.pgcode == "42501"
+    for plant in ("CREATE FUNCTION public.f() RETURNS int LANGUAGE sql AS 'SELECT 1'", "CREATE SCHEMA planted",
+                  "CREATE TEMPORARY TABLE planted (x int)"):
+        with member_conn(urls[B], pgpass) as conn, conn.cursor() as cur, pytest.raises(psycopg2.Error) as refused:
+            cur.execute(plant)
+        assert refused.value.pgcode == "42501", plant
     pg.sql("CREATE ROLE door_stranger LOGIN PASSWORD 'stranger-pw'", database="postgres")
     with pytest.raises(psycopg2.OperationalError, match="permission denied for database"):
         psycopg2.connect(pg.url("door_hijack_new", user="door_stranger", password="stranger-pw"))

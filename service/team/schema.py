@@ -76,7 +76,7 @@ def init(url: str) -> int:
 
 
 def lock_down(db: Any, url: str) -> list[str]:
-    """Take CONNECT and TEMPORARY on the database and CREATE on `public` from PUBLIC; what is still missing.
+    """Take every privilege on the database and CREATE on `public` from PUBLIC; what is still missing.
 
     PostgreSQL 12-14 let everyone create in `public` (where a member could plant
     an operator for others to call) and connect to every database; 15 no longer
@@ -93,8 +93,7 @@ def lock_down(db: Any, url: str) -> list[str]:
             "pg_catalog.pg_namespace AS n WHERE n.nspname OPERATOR(pg_catalog.=) 'public') "
             "FROM pg_catalog.pg_roles AS r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER")
         database, superuser, createrole, has_public = cur.fetchone()
-        statements = [sql.SQL("REVOKE CONNECT, TEMPORARY ON DATABASE {} FROM PUBLIC").format(
-            sql.Identifier(database))]
+        statements = [sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(sql.Identifier(database))]
         if has_public:
             statements.append(sql.SQL("REVOKE CREATE ON SCHEMA public FROM PUBLIC"))
         for statement in statements:  # a role that may not revoke: a warning, or an error we check below
@@ -106,7 +105,8 @@ def lock_down(db: Any, url: str) -> list[str]:
                     raise
                 cur.execute("ROLLBACK TO SAVEPOINT ctxlamp_lock_down")
         cur.execute(
-            "SELECT pg_catalog.has_database_privilege('public', pg_catalog.current_database(), 'CONNECT'), "
+            "SELECT pg_catalog.has_database_privilege('public', pg_catalog.current_database(), "
+            "'CONNECT, CREATE, TEMPORARY'), "
             "(SELECT pg_catalog.has_schema_privilege('public', n.oid, 'CREATE') "
             " FROM pg_catalog.pg_namespace AS n WHERE n.nspname OPERATOR(pg_catalog.=) 'public')")
         connect_open, create_open = cur.fetchone()
@@ -115,8 +115,8 @@ def lock_down(db: Any, url: str) -> list[str]:
     if not (superuser or createrole):
         problems.append(createrole_hint(url))
     if connect_open:
-        problems.append(f"every role may still connect to {database} (only its owner or a superuser can take that "
-                        f"back): as an administrator run: REVOKE CONNECT, TEMPORARY ON DATABASE {db_ident} FROM PUBLIC;")
+        problems.append(f"every role may still connect to {database} or create in it (only its owner or a superuser "
+                        f"can take that back): as an administrator run: REVOKE ALL ON DATABASE {db_ident} FROM PUBLIC;")
     if create_open:
         problems.append(f"every role may still create objects in schema public of {database} (PostgreSQL 14 and "
                         "older grant it, and only the schema's owner can take it back): as an administrator, "
