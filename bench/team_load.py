@@ -91,6 +91,7 @@ def main() -> int:
         server.start()
         owner = server.fresh_database("team_load")
     tmp = Path(tempfile.mkdtemp(prefix="ctxlamp-team-load-"))
+    os.environ["PGPASSFILE"] = str(tmp / "pgpass")  # the members' passwords (team member add), not the user's own
     try:
         schema.init(owner)
         t0 = time.perf_counter()

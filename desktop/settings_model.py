@@ -44,6 +44,9 @@ FIELDS = (
           "Patterns of paths left out of the useful part, e.g. **/node_modules/** or *.log."),
     Field("database.url", "Team database", "text",
           "Empty: the local database file. A postgresql:// address shares the history with a team."),
+    Field("team.url", "Team server", "text",
+          "Empty: no team. The postgresql:// address of the team view's database (docs/team.md), read at the "
+          "service's next start; keep its password in the pgpass file, not here."),
     Field("tokenizer.ratio", "Token ratio per model family", "ratios",
           "Claude tokens per counted token for a model family (ctxlamp calibrate measures it); between 0 and 100."),
 )
@@ -92,7 +95,7 @@ def show_value(field: Field, value) -> str:
     if field.kind == "ratios":
         return ", ".join(f"{k} {v:g}" for k, v in sorted(value.items())) if value else "none"
     if field.kind == "text":
-        return value or "the local file"
+        return value or ("no team" if field.key == "team.url" else "the local file")
     return str(value)
 
 

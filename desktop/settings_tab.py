@@ -185,15 +185,38 @@ def make_control(field: sm.Field) -> QWidget:
         box = QCheckBox()
         return _Wrap(box, box.isChecked, lambda v: box.setChecked(bool(v)), box.toggled)
     if field.kind == "text":
-        line = QLineEdit()
-        line.setPlaceholderText("postgresql://user@host/ctxlamp (empty: the local file)")
-        return _Wrap(line, lambda: line.text().strip(), lambda v: line.setText(str(v or "")), line.textChanged,
-                     stretch=False)
+        return url_control("postgresql://member@host/team (empty: no team)" if field.key == "team.url"
+                           else "postgresql://user@host/ctxlamp (empty: the local file)")
     if field.kind == "duration":
         return DurationEditor()
     if field.kind == "list":
         return ListEditor("a pattern, e.g. **/node_modules/**")
     return RatioEditor()
+
+
+def url_control(placeholder: str) -> QWidget:
+    """A database URL may carry a password: shown masked (not copyable), with Show to check what was typed."""
+    box = QWidget()
+    line = QLineEdit()
+    line.setPlaceholderText(placeholder)
+    line.setEchoMode(QLineEdit.EchoMode.Password)
+    show = QPushButton("Show")
+    show.setCheckable(True)
+    show.setToolTip("Show the address as typed (it may hold a password)")
+    show.toggled.connect(lambda on: line.setEchoMode(QLineEdit.EchoMode.Normal if on else QLineEdit.EchoMode.Password))
+    lay = QHBoxLayout(box)
+    lay.setContentsMargins(0, 0, 0, 0)
+    lay.addWidget(line, 1)
+    lay.addWidget(show)
+    box.setFocusProxy(line)
+    box.line, box.show_button = line, show  # type: ignore[attr-defined]  # for tests and accessibility
+
+    def put(value: object) -> None:
+        line.blockSignals(True)
+        line.setText(str(value or ""))
+        line.blockSignals(False)
+
+    return _Wrap(box, lambda: line.text().strip(), put, line.textChanged, stretch=False)
 
 
 class _Wrap(QWidget):

@@ -65,8 +65,9 @@ def free_port() -> int:
 
 
 class PgServer:
-    def __init__(self, bindir: Path):
+    def __init__(self, bindir: Path, superuser: str = SUPERUSER):
         self.bindir = bindir
+        self.superuser = superuser
         self.user = _server_user()
         self.base = Path(tempfile.mkdtemp(prefix="ctxlamp-pg-"))
         self.data = self.base / "data"
@@ -79,7 +80,7 @@ class PgServer:
         pwfile.write_text(PASSWORD + "\n")
         if self.user:
             os.chown(pwfile, self.user.pw_uid, self.user.pw_gid)
-        self._run([str(bindir / "initdb"), "-D", str(self.data), "-U", SUPERUSER, f"--pwfile={pwfile}",
+        self._run([str(bindir / "initdb"), "-D", str(self.data), "-U", superuser, f"--pwfile={pwfile}",
                    "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync", "--no-instructions"])
         pwfile.unlink()
 
@@ -95,13 +96,14 @@ class PgServer:
         if out.returncode != 0:
             raise RuntimeError(f"{cmd[0]} failed: {out.stderr or out.stdout}")
 
-    def start(self, timeout: float = 30.0) -> None:
+    def start(self, timeout: float = 30.0, listen: str = "127.0.0.1", settings: tuple[str, ...] = ()) -> None:
+        """Start (again) on the same port; `listen` is listen_addresses, `settings` more `name=value` options."""
         env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "HOME": str(self.base)}
         log = open(self.base / "server.log", "ab")
         self.proc = subprocess.Popen(
             [str(self.bindir / "postgres"), "-D", str(self.data), "-p", str(self.port), "-k", str(self.base),
-             "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=120",
-             "-c", "shared_buffers=32MB"],
+             "-c", f"listen_addresses={listen}", "-c", "fsync=off", "-c", "max_connections=120",
+             "-c", "shared_buffers=32MB", *(arg for s in settings for arg in ("-c", s))],
             stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.base, **self._as_user())
         log.close()
         self.wait_ready(timeout)
@@ -119,8 +121,8 @@ class PgServer:
                     raise RuntimeError("postgres did not start: " + (self.base / "server.log").read_text()[-2000:]) from None
                 time.sleep(0.1)
 
-    def url(self, database: str = "team", user: str = SUPERUSER, password: str = PASSWORD) -> str:
-        return f"postgresql://{user}:{password}@127.0.0.1:{self.port}/{database}"
+    def url(self, database: str = "team", user: str | None = None, password: str = PASSWORD) -> str:
+        return f"postgresql://{user or self.superuser}:{password}@127.0.0.1:{self.port}/{database}"
 
     def crash(self) -> None:
         """An immediate shutdown (SIGQUIT: what `pg_ctl stop -m immediate` sends), as a crash."""

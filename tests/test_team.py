@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.pg_server import PgServer, find_bindir, free_port
+from service.team import passfile
 from tests.team_history import member_env, write_member
 
 BINDIR = find_bindir()
@@ -32,6 +33,14 @@ def pg():
     server.cleanup()
 
 
+def passfile_line(url: str) -> tuple[str, str, str, str]:
+    """(host, port, database, user) of a member URL, as its password-file line is keyed."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.hostname, str(parts.port), parts.path.lstrip("/"), parts.username
+
+
 def ctl(env: dict, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "service.cli", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
@@ -49,6 +58,7 @@ class Team:
         self.pg = pg
         self.owner = pg.fresh_database(name)
         self.db = name
+        pg.sql("GRANT CREATE ON SCHEMA public TO PUBLIC", database=name)  # as PostgreSQL 12-14 ship
         self.env = {A: member_env(tmp_path, 1), B: member_env(tmp_path, 2)}
         self.profiles = {}
         for seed, member in ((1, A), (2, B)):
@@ -60,9 +70,26 @@ class Team:
         self.url = {m: self.add(m) for m in (A, B)}
 
     def add(self, member: str) -> str:
+        """`team member add` run by the owner (A's machine); the member's password line handed to its machine."""
         r = ctl(self.env[A], "team", "member", "add", member, "--url", self.owner)
         assert r.returncode == 0, r.stderr
-        return r.stdout.strip().splitlines()[-1]
+        url = r.stdout.strip().splitlines()[-1]
+        password = self.password(member)
+        assert password and password not in r.stdout + r.stderr and ":" not in url.split("@")[0].split("//")[1]
+        if member != A:
+            passfile.put(self.passfile(member), *passfile_line(url), password)
+        return url
+
+    def passfile(self, member: str):
+        from pathlib import Path
+
+        return Path(self.env[member]["CTXLAMP_HOME"]) / "pgpass"  # ctxlamp's config folder (CTXLAMP_HOME)
+
+    def password(self, member: str) -> str | None:
+        """The member's password as the owner's password file holds it."""
+        from service.team.schema import role_name
+
+        return passfile.lookup(self.passfile(A), "127.0.0.1", str(self.pg.port), self.db, role_name(member))
 
     def push(self, member: str, *, as_member: str | None = None, url: str | None = None):
         return ctl(self.env[member], "team", "push", "--url", url or self.url[member], "--member",
@@ -127,14 +154,23 @@ def team(pg, tmp_path, request):
 
 
 def test_init_is_idempotent_and_member_add_prints_a_working_url(team):
+    import os
+    import stat
+    from urllib.parse import quote
+
     r = ctl(team.env[A], "team", "init", "--url", team.owner)
-    assert r.returncode == 0 and "version 1" in r.stdout
-    assert team.pg.sql("SELECT version FROM ctxlamp_team.schema_version", database=team.db) == [(1,)]
+    assert r.returncode == 0 and "version 2" in r.stdout
+    assert team.pg.sql("SELECT version FROM ctxlamp_team.schema_version", database=team.db) == [(2,)]
     assert team.url[A].startswith("postgresql://ctxlamp_alice_laptop_") and "owner" not in team.url[A]
-    again = team.add(A)  # a new password; the old URL stops working
-    assert again != team.url[A]
-    r = ctl(team.env[A], "team", "report", "--url", team.url[A])
+    assert stat.S_IMODE(os.stat(team.passfile(A)).st_mode) == 0o600
+    old_password = team.password(A)
+    with_password = team.url[A].replace("@", f":{quote(old_password, safe='')}@", 1)
+    assert ctl(team.env[B], "team", "report", "--url", with_password).returncode == 0  # the old form still works
+    again = team.add(A)  # a new password; the old one stops working
+    assert again == team.url[A] and team.password(A) != old_password
+    r = ctl(team.env[B], "team", "report", "--url", with_password)
     assert r.returncode == 4 and "password authentication failed" in r.stderr
+    assert old_password not in r.stderr + r.stdout
     assert ctl(team.env[A], "team", "report", "--url", again).returncode == 0
 
 
@@ -169,7 +205,7 @@ def test_member_b_cannot_change_a_rows_with_sql(team):
 
     assert team.push(A).returncode == 0
     before = team.rows()
-    conn = psycopg2.connect(team.url[B])
+    conn = psycopg2.connect(team.url[B], passfile=str(team.passfile(B)))  # as psql finds it
     conn.autocommit = True
     with conn.cursor() as cur:
         cur.execute("SELECT count(*) FROM ctxlamp_team.day_figures WHERE member = %s", (A,))

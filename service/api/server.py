@@ -257,8 +257,10 @@ class ApiServer:
                              q.get("until") or None)
         except LookupError as exc:
             raise HttpError(404, str(exc)) from None
-        except TeamError as exc:
-            raise HttpError(503, str(exc)) from None
+        except TeamError as exc:  # already redacted where it was made; once more with the configured URL
+            from service.redact import redact
+
+            raise HttpError(503, redact(exc, (self.service.cfg.get("team") or {}).get("url") or "")) from None
 
     def post_team_push(self, q, body):
         from service.team.job import push_for

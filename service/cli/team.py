@@ -19,6 +19,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add = msub.add_parser("add", help="create a member's role; prints its URL on the last line")
     add.add_argument("name", help="the member's name (e.g. alice@laptop)")
     add.add_argument("--url", help="the owner's postgresql:// URL (default: [team] url)")
+    add.add_argument("--passfile", help="the password file that gets the member's password "
+                                        "(default: PGPASSFILE, else pgpass in ctxlamp's config folder)")
     push = sub.add_parser("push", help="push this member's figures now")
     push.add_argument("--url", help="this member's postgresql:// URL (default: [team] url)")
     push.add_argument("--member", help="member name (default: [team] member, else user@host)")
@@ -64,13 +66,22 @@ def run(args: argparse.Namespace) -> int:
         if what == "init":
             return _init(settings)
         if what == "member":
-            return _member_add(settings, args.name)
+            return _member_add(settings, args.name, args.passfile)
         if what == "push":
             return _push(settings, args)
         return _report(settings, args)
     except TeamError as exc:
-        print(f"ctxlamp team {what}: {exc}", file=sys.stderr)
+        print(f"ctxlamp team {what}: {safe_message(exc, settings.url)}", file=sys.stderr)
         return exc.exit_code
+
+
+def safe_message(text: object, url: str) -> str:
+    """A message for the terminal: no password (service/redact.py), no control characters (a server's text
+    may quote another member's names)."""
+    from service.redact import redact
+    from service.textsafe import printable
+
+    return printable(redact(text, url), 2000)
 
 
 def _init(settings) -> int:
@@ -82,12 +93,21 @@ def _init(settings) -> int:
     return 0
 
 
-def _member_add(settings, name: str) -> int:
-    from service.team.schema import add_member, role_name
+def _member_add(settings, name: str, passfile: str | None = None) -> int:
+    """The role, the password in a 0600 password file (never printed), and the URL without it on the last line."""
+    from pathlib import Path
 
-    url = add_member(settings.url, name)
-    print(f"member {name!r}: role {role_name(name)} (reads the team's rows, writes only its own)")
-    print("its connection URL (put it in that member's [team] url):")
+    from service.team.schema import add_member, check_member_name, role_name
+    from service.team.server import default_passfile
+    from service.textsafe import printable
+
+    target = Path(passfile).expanduser() if passfile else default_passfile()
+    url = add_member(settings.url, name, target)
+    name = check_member_name(name)
+    print(f"member {printable(name)!r}: role {role_name(name)} (reads the team's rows, writes only its own)")
+    print(f"its password is in {target} (libpq's password file format, mode 0600): that member keeps its line in "
+          "the pgpass file of ctxlamp's config folder (or the file PGPASSFILE names, which psql reads too)")
+    print("its connection URL, without the password (put it in that member's [team] url):")
     print(url)
     return 0
 
@@ -97,10 +117,11 @@ def _push(settings, args) -> int:
     result = _push_through_service(args)
     if result is None:
         result = _push_here(settings)
+    message = safe_message(result["message"], settings.url)
     if result["exit_code"] == 0:
-        print(result["message"])
+        print(message)
     else:
-        print(f"ctxlamp team push: {result['message']}", file=sys.stderr)
+        print(f"ctxlamp team push: {message}", file=sys.stderr)
     return int(result["exit_code"])
 
 
@@ -146,10 +167,10 @@ def _report(settings, args) -> int:
         print("ctxlamp team report: --since is after --until", file=sys.stderr)
         return 2
     doc = team_report(settings.url, args.since, args.until)
-    if args.json:
-        import orjson
+    if args.json:  # ASCII only: another member's names arrive as \u escapes, never as raw control codes
+        import json
 
-        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=True, default=str) + "\n")
     else:
         sys.stdout.write(render_text(doc))
     return 0

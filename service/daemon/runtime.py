@@ -86,7 +86,9 @@ def setup_logging(paths: Paths) -> None:
             os.chmod(f"{paths.log_file}.{n}", 0o600)
         except OSError:
             pass
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    from service.redact import RedactingFormatter  # no password of a URL reaches the log
+
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("ctxlamp")
     root.setLevel(logging.INFO)
     if not any(isinstance(h, logging.handlers.RotatingFileHandler) for h in root.handlers):

@@ -36,6 +36,7 @@ import peewee as pw
 import models
 
 from service.privdir import make_private_dirs
+from service.redact import redact
 from service.store.common import Models, Operation, Payload, _Op, log
 
 _FAULT_TEXT = {
@@ -132,6 +133,7 @@ class Writer:
         self._ready = False
         self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the SQLite file we opened
         self._anchor: sqlite3.Connection | None = None  # the opening thread's connection (sees a deleted file)
+        self._url = ""  # a database URL (it may hold a password: every message goes through redact)
         self.path: Path | None
         if isinstance(target, pw.Database):
             db = target
@@ -141,7 +143,7 @@ class Writer:
             self.path = None
             self._opener = target
         elif isinstance(target, str) and re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", target):
-            url = target  # sqlite:///path or postgresql://... (a `database.url` from the config)
+            url = self._url = target  # sqlite:///path or postgresql://... (a `database.url` from the config)
             self.path = None
             self._opener = lambda: models.open_url(url, busy_timeout_ms=self._busy_timeout_ms)
         else:
@@ -271,6 +273,7 @@ class Writer:
             text = _FAULT_TEXT.get(kind, _FAULT_TEXT["other"]).format(where=self._where(), detail=detail)
             text = text.replace("  ", " ")
             text += _QUEUE_NOTE
+        text = redact(text, self._url)
         if not self._faults:
             self._dropped_mark = self._dropped
         self._faults[kind] = text

@@ -42,6 +42,18 @@ SEGMENT_FIELDS = ("end_reason", "calls", "turns", "B", "L_peak", "g", "br", "mf"
                   "rent_usd", "laps", "duration_s")
 
 
+def shared_name(text: str | None) -> str:
+    """A model or project name as the team keeps it: one printable line of at most NAME_MAX characters.
+
+    Transcripts and folder names are outside text; the team schema refuses
+    anything else (migrations/0002), so an odd name is cleaned here, not refused there.
+    """
+    from service.team.schema import NAME_MAX
+    from service.textsafe import printable
+
+    return printable(text or "", NAME_MAX)
+
+
 def row_key(*parts) -> str:
     return json.dumps(list(parts), separators=(",", ":"), ensure_ascii=False)
 
@@ -104,7 +116,7 @@ def local_rows(settings: TeamSettings, store, *, workers: int | None = None) -> 
 
     day_acc: dict[tuple[str, str, str], dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for (day, model, project), g in breakdown.items():
-        acc = day_acc[(_day(day), model, settings.project_label(project))]
+        acc = day_acc[(_day(day), shared_name(model), shared_name(settings.project_label(project)))]
         for k in ("main_usd", "subagents_usd", "estimated_usd", "calls", "main_calls", "unpriced_calls"):
             acc[k].append(g[k])
     _add_store_figures(settings, store, day_acc, rows)
@@ -134,7 +146,7 @@ def _add_store_figures(settings: TeamSettings, store, day_acc: dict, rows: dict)
 
     def label(sid: str) -> str:
         if sid not in projects:
-            projects[sid] = settings.project_label((store.sessions.session(sid) or {}).get("project"))
+            projects[sid] = shared_name(settings.project_label((store.sessions.session(sid) or {}).get("project")))
         return projects[sid]
 
     reminded: dict[tuple[str, int], int] = defaultdict(int)
@@ -143,12 +155,12 @@ def _add_store_figures(settings: TeamSettings, store, day_acc: dict, rows: dict)
     profile_of = {(p["session_id"], int(p["segment"])): p for p in profiles}
     for r in reminders:
         p = profile_of.get((r["session_id"], int(r["segment"])))
-        model = (p or {}).get("model") or (store.sessions.session(r["session_id"]) or {}).get("model") or "(none)"
+        model = shared_name((p or {}).get("model") or (store.sessions.session(r["session_id"]) or {}).get("model") or "(none)")
         day_acc[(_day((r.get("at") or "")[:10]), model, label(r["session_id"]))]["reminders"].append(1)
     for p in profiles:
         sid, seg = p["session_id"], int(p["segment"])
         day = _day((p.get("ended_at") or p.get("archived_at") or "")[:10])
-        model = p.get("model") or "(none)"
+        model = shared_name(p.get("model") or "(none)")
         project = label(sid)
         acc = day_acc[(day, model, project)]
         acc["rent_usd"].append(float(p.get("rent_usd") or 0.0))

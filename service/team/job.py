@@ -13,6 +13,7 @@ import threading
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable
 
+from service.redact import redact
 from service.team.settings import TeamSettings, configured, resolve
 
 if TYPE_CHECKING:
@@ -57,9 +58,10 @@ class TeamPusher:
             try:
                 result = outcome(settings, self.store, workers=1)
             except Exception as exc:  # a scheduled job must not die; say what happened
-                log.exception("team push failed")
+                log.exception("team push failed")  # the log's formatter redacts (service/redact.py)
                 result = {"ok": False, "exit_code": 1, "sent": 0, "waiting": None, "rows": None,
                           "message": f"{type(exc).__name__}: {exc}"}
+        result["message"] = redact(result["message"], settings.url)
         if not result["ok"]:
             log.warning("team push: %s", result["message"])
         self.last = {"at": at, **result}

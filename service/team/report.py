@@ -90,16 +90,19 @@ def team_report(url: str, since: str | None = None, until: str | None = None) ->
 
 
 def render_text(doc: dict) -> str:
+    """The report for a terminal: every name another member chose printed through service/textsafe.py."""
+    from service.textsafe import printable
+
     p = doc["period"]
     lines = [f"ctxlamp team report  {p.get('since') or 'start'} .. {p.get('until') or 'now'} (UTC days)", ""]
     head = f"{'member':<28} {'spend $':>11} {'calls':>8} {'rent $':>10} {'remind':>6} {'heeded':>6} {'pinch $':>9}"
     lines.append(head)
     for name, m in doc["members"].items():
-        lines.append(f"{name[:28]:<28} {m['spend_usd']:>11.2f} {m['calls']:>8} {m['rent_usd']:>10.2f} "
+        lines.append(f"{printable(name, 28):<28} {m['spend_usd']:>11.2f} {m['calls']:>8} {m['rent_usd']:>10.2f} "
                      f"{m['reminders']:>6} {m['restarts_after_reminder']:>6} {m['pinch_saved_usd']:>9.2f}")
     lines.append(f"{'total':<28} {doc['total_usd']:>11.2f}")
     for title, block in (("by model", doc["by_model"]), ("by project", doc["by_project"])):
         lines += ["", title]
         for k, usd in sorted(block.items(), key=lambda kv: -kv[1]):
-            lines.append(f"  {(k or '(none)')[:40]:<40} ${usd:.2f}")
+            lines.append(f"  {printable(k or '(none)', 40):<40} ${usd:.2f}")
     return "\n".join(lines) + "\n"

@@ -9,50 +9,119 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from urllib.parse import quote, urlsplit, urlunsplit
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from service.team.server import SCHEMA, TeamError, classify, connect
+from service.team.server import (
+    SCHEMA,
+    Refused,
+    TeamError,
+    classify,
+    connect,
+    createrole_hint,
+    where,
+)
 
 FIGURE_TABLES = ("day_figures", "channel_day", "segment")
+NAME_MAX = 200  # the team schema's CHECK on names (migrations/0002)
 
 
-def _owner_db(url: str):
+def _owner_db(conn: Any) -> Any:
     """A peewee database on the owner's connection, the team schema first on its search path."""
     import peewee as pw
 
-    conn = connect(url)  # the failures classified, before peewee wraps them
-
     class _Db(pw.PostgresqlDatabase):
-        def _connect(self):
+        def _connect(self) -> Any:
             return conn
 
-    db = _Db("team", autorollback=True)
+    db = _Db("team")
     db.connect()
     db.execute_sql(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
-    db.execute_sql(f"SET search_path TO {SCHEMA}")
+    db.execute_sql(f"SET search_path TO {SCHEMA}, pg_catalog, pg_temp")  # public (open on 12-14) is not on it
     return db
 
 
 def init(url: str) -> int:
-    """Create or migrate the team schema; returns its version."""
+    """Create or migrate the team schema and close the database to everybody else; returns its version.
+
+    Refused (after migrating) when the owner cannot create roles or PUBLIC may
+    still connect or create in `public`, naming each line an administrator runs.
+    """
     import psycopg2
 
     from service.store.team import migrate_schema
     from service.team.migrations import steps
 
+    conn = connect(url)  # the failures classified, before peewee wraps them
     try:
-        db = _owner_db(url)
+        db = _owner_db(conn)
         try:
-            return migrate_schema(db, steps())
+            version = migrate_schema(db, steps())
+            problems = lock_down(db, url)
         finally:
             db.close()
     except psycopg2.Error as exc:
         raise classify(exc, url) from None
+    except TeamError:
+        raise
     except Exception as exc:
         cause = exc.__cause__ or exc.__context__
         if isinstance(cause, psycopg2.Error):
             raise classify(cause, url) from None
         raise
+    if problems:
+        raise Refused(f"{where(url)}: the team schema is at version {version}, but " + "; and ".join(problems))
+    return version
+
+
+def lock_down(db: Any, url: str) -> list[str]:
+    """Take every privilege on the database and CREATE on `public` from PUBLIC; what is still missing.
+
+    PostgreSQL 12-14 let everyone create in `public` (where a member could plant
+    an operator for others to call) and connect to every database; 15 no longer
+    grants the first. A database owner can revoke both only when it also owns
+    `public` (PostgreSQL 15 does that); otherwise the message names the line.
+    """
+    import psycopg2
+    from psycopg2 import sql
+
+    conn = db.connection()
+    with db.atomic(), conn.cursor() as cur:  # one transaction (peewee runs in autocommit mode otherwise)
+        cur.execute(
+            "SELECT pg_catalog.current_database(), r.rolsuper, r.rolcreaterole, EXISTS (SELECT 1 FROM "
+            "pg_catalog.pg_namespace AS n WHERE n.nspname OPERATOR(pg_catalog.=) 'public') "
+            "FROM pg_catalog.pg_roles AS r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER")
+        database, superuser, createrole, has_public = cur.fetchone()
+        statements = [sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(sql.Identifier(database))]
+        if has_public:
+            statements.append(sql.SQL("REVOKE CREATE ON SCHEMA public FROM PUBLIC"))
+        for statement in statements:  # a role that may not revoke: a warning, or an error we check below
+            cur.execute("SAVEPOINT ctxlamp_lock_down")
+            try:
+                cur.execute(statement)
+            except psycopg2.Error as exc:
+                if exc.pgcode != "42501":
+                    raise
+                cur.execute("ROLLBACK TO SAVEPOINT ctxlamp_lock_down")
+        cur.execute(
+            "SELECT pg_catalog.has_database_privilege('public', pg_catalog.current_database(), "
+            "'CONNECT, CREATE, TEMPORARY'), "
+            "(SELECT pg_catalog.has_schema_privilege('public', n.oid, 'CREATE') "
+            " FROM pg_catalog.pg_namespace AS n WHERE n.nspname OPERATOR(pg_catalog.=) 'public')")
+        connect_open, create_open = cur.fetchone()
+        db_ident = sql.Identifier(database).as_string(conn)
+    problems = []
+    if not (superuser or createrole):
+        problems.append(createrole_hint(url))
+    if connect_open:
+        problems.append(f"every role may still connect to {database} or create in it (only its owner or a superuser "
+                        f"can take that back): as an administrator run: REVOKE ALL ON DATABASE {db_ident} FROM PUBLIC;")
+    if create_open:
+        problems.append(f"every role may still create objects in schema public of {database} (PostgreSQL 14 and "
+                        "older grant it, and only the schema's owner can take it back): as an administrator, "
+                        f"connected to {database}, run: REVOKE CREATE ON SCHEMA public FROM PUBLIC;")
+    return problems
 
 
 def role_name(member: str) -> str:
@@ -61,34 +130,72 @@ def role_name(member: str) -> str:
     return f"ctxlamp_{readable}_{hashlib.sha256(member.encode()).hexdigest()[:8]}"
 
 
-def member_url(owner_url: str, role: str, password: str) -> str:
-    """The owner's URL with the member's role and password (host, port, database and TLS options kept)."""
+def member_url(owner_url: str, role: str, password: str | None = None) -> str:
+    """The owner's URL with the member's role (host, port, database and TLS options kept; no owner password).
+
+    `password` is put in only when given (the old form); `team member add` puts it in a password file instead.
+    """
     parts = urlsplit(owner_url)
     host = parts.hostname or ""
     if ":" in host:
         host = f"[{host}]"
-    netloc = f"{quote(role, safe='')}:{quote(password, safe='')}@{host}{':' + str(parts.port) if parts.port else ''}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    secret = f":{quote(password, safe='')}" if password else ""
+    netloc = f"{quote(role, safe='')}{secret}@{host}{':' + str(parts.port) if parts.port else ''}"
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                       if k.lower() not in ("password", "passfile", "user")])
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
-def add_member(owner_url: str, member: str) -> str:
-    """Create the member's role (a new password when it exists) with its grants; returns its connection URL."""
+def check_member_name(member: str) -> str:
+    """The name as the team keeps it (trimmed); TeamError unless it is one printable line of at most NAME_MAX."""
+    from service.textsafe import printable
+
+    name = member.strip()
+    if not name:
+        raise TeamError("a member needs a name")
+    if len(name) > NAME_MAX or printable(name, NAME_MAX) != name:
+        raise TeamError(f"a member name is one line of at most {NAME_MAX} printable characters "
+                        f"(not {printable(name, 60)!r})")
+    return name
+
+
+def passfile_key(url: str, role: str) -> tuple[str, str, str, str]:
+    """(host, port, database, user) of the password-file line libpq matches for `role` on the owner's server."""
+    from psycopg2.extensions import parse_dsn
+
+    from service.team.server import passfile_key as key_of
+
+    host, port, _database, _user = key_of(parse_dsn(url))
+    return host, port, parse_dsn(url).get("dbname") or role, role
+
+
+def add_member(owner_url: str, member: str, passfile: Path | None = None) -> str:
+    """Create the member's role (a new password when it exists) with its grants; returns its URL (no password).
+
+    The password goes to `passfile` (default: server.default_passfile()), 0600.
+    """
     import psycopg2
     from psycopg2 import sql
 
-    member = member.strip()
-    if not member:
-        raise TeamError("a member needs a name")
+    from service.team import passfile as pgpass
+    from service.team.server import default_passfile
+
+    member = check_member_name(member)
     role = role_name(member)
     password = secrets.token_urlsafe(24)
+    target = Path(passfile) if passfile else default_passfile()
     conn = connect(owner_url)
     try:
         with conn, conn.cursor() as cur:
-            cur.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,))
+            cur.execute("SELECT rolsuper OR rolcreaterole FROM pg_catalog.pg_roles "
+                        "WHERE rolname OPERATOR(pg_catalog.=) CURRENT_USER")
+            if not cur.fetchone()[0]:  # said before PostgreSQL answers with a message naming something else
+                raise Refused(f"{where(owner_url)} refused: {createrole_hint(owner_url)}")
+            cur.execute("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) %s", (role,))
             verb = "ALTER" if cur.fetchone() else "CREATE"
             cur.execute(sql.SQL(verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}")
                         .format(sql.Identifier(role), sql.Literal(password)))
-            cur.execute("SELECT current_database()")
+            cur.execute("SELECT pg_catalog.current_database()")
             database = cur.fetchone()[0]
             grants = [
                 sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(sql.Identifier(database), sql.Identifier(role)),
@@ -105,8 +212,12 @@ def add_member(owner_url: str, member: str) -> str:
                 cur.execute(grant)
             cur.execute(f"INSERT INTO {SCHEMA}.member (name, role) VALUES (%s, %s) "
                         "ON CONFLICT (name) DO UPDATE SET role = EXCLUDED.role", (member, role))
+            pgpass.put(target, *passfile_key(owner_url, role), password)  # before the commit: no role without it
     except psycopg2.Error as exc:
         raise classify(exc, owner_url) from None
+    except OSError as exc:
+        raise TeamError(f"the password file {target} cannot be written ({exc.strerror}); the role was not changed") \
+            from None
     finally:
         conn.close()
-    return member_url(owner_url, role, password)
+    return member_url(owner_url, role)

@@ -1,0 +1,65 @@
+"""The one redaction of database URLs: every message that can carry one goes through `redact` first.
+
+A password reaches a message in more ways than the parsed URL: a URL libpq
+cannot parse comes back whole (or its bad token alone) in the driver's error,
+a traceback quotes it, a `password=` key/value pair travels in a query string.
+`redact` removes the passwords of the URLs it is given in every form they take
+(as written, percent-decoded, percent-encoded), and any `scheme://user:...@`
+userinfo and `password=...` pair it meets, known or not. The service log's
+formatter, the team commands' errors, `GET /api/v1/team` and the Team tab's
+text all use it.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from urllib.parse import quote, unquote
+
+MASK = "***"
+
+# scheme://user:password@ : the password runs to the last "@" before white space or a quote
+_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@'\"]*):[^\s'\"]*@")
+# password=value in a key/value connection string or a query (quoted or bare)
+_PAIR = re.compile(r"(?P<head>\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s&'\"]+)", re.IGNORECASE)
+
+
+def url_passwords(url: str) -> set[str]:
+    """Every form the password of `url` may take in a message (empty when it holds none).
+
+    Read without a URL parser, so a URL no parser accepts (a bare `%` in the
+    password) still gives its password up to redaction.
+    """
+    found: set[str] = set()
+    text = str(url or "")
+    _scheme, sep, rest = text.partition("://")
+    if sep:
+        authority = rest
+        at = authority.rfind("@")
+        if at > 0:
+            userinfo = authority[:at]
+            _user, colon, password = userinfo.partition(":")
+            if colon and password:
+                found.add(password)
+    for m in _PAIR.finditer(text):
+        value = m.group(0)[len(m.group("head")):]
+        found.add(value.strip("'"))
+    for pw in list(found):
+        found.add(unquote(pw))
+        found.add(quote(pw, safe=""))
+    return {pw for pw in found if pw}
+
+
+def redact(text: object, *urls: str) -> str:
+    """`text` without the passwords of `urls` and without any URL userinfo password or `password=` value."""
+    out = str(text)
+    for pw in sorted({p for u in urls for p in url_passwords(u)}, key=len, reverse=True):
+        out = out.replace(pw, MASK)
+    out = _USERINFO.sub(lambda m: f"{m.group('head')}:{MASK}@", out)
+    return _PAIR.sub(lambda m: f"{m.group('head')}{MASK}", out)
+
+
+class RedactingFormatter(logging.Formatter):
+    """A log formatter whose every line (message, arguments, traceback) passed through `redact`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
