@@ -52,9 +52,7 @@ def spend_figures(doc: dict | None) -> list[Figure]:
     rent = (doc or {}).get("rent") or {}
     est = spend.get("estimated_usd") or 0.0
     figures = [
-        Figure("Spent", fmt.usd(spend.get("total_usd")),
-               "What the API calls in this period cost, from the tokens Claude Code recorded and the price table "
-               "(the same figure as ctxlamp report)."),
+        Figure("Spent", fmt.usd(spend.get("billed_usd", spend.get("total_usd"))), spent_tip(spend)),
         Figure("Measured", fmt.usd(spend.get("measured_usd")),
                "Calls of a model the price table lists by name, priced at its own price."),
         Figure("Estimated", fmt.usd(est) if est else "$0",
@@ -70,10 +68,37 @@ def spend_figures(doc: dict | None) -> list[Figure]:
     return figures
 
 
+def spent_tip(spend: dict) -> str:
+    """The headline's parts in words: what was written, what Claude Code billed without writing it, and the
+    estimated range that is left out of the figure."""
+    written, unwritten = spend.get("total_usd") or 0.0, spend.get("unwritten_usd") or 0.0
+    by_line = spend.get("unwritten_statusline_usd") or 0.0
+    text = (f"What the API billed in this period (the same figure as ctxlamp report): {fmt.usd(written)} for the "
+            f"calls Claude Code wrote down + {fmt.usd(unwritten)} for requests it made without writing them "
+            "(compaction summaries), measured from its own cost record")
+    if by_line:
+        text += f" + {fmt.usd(by_line)} reported by its status line"
+    text += "."
+    est = spend.get("unwritten_estimated") or {}
+    if est.get("compactions"):
+        text += (f" Not included: {fmt.plural(est['compactions'], 'compaction')} in sessions without a cost record, "
+                 f"estimated at {fmt.usd(est.get('low_usd'))} to {fmt.usd(est.get('high_usd'))}.")
+    return text
+
+
+def unwritten_note(doc: dict | None) -> str:
+    """The estimated range for compactions without a cost record, apart from the headline (empty without any)."""
+    est = ((doc or {}).get("spend") or {}).get("unwritten_estimated") or {}
+    if not est.get("compactions"):
+        return ""
+    return (f"{fmt.plural(est['compactions'], 'compaction')} in sessions without Claude Code's cost record "
+            f"cost an estimated {fmt.usd(est.get('low_usd'))} to {fmt.usd(est.get('high_usd'))}, not in Spent.")
+
+
 def spend_notes(doc: dict | None) -> str:
     """Data-quality remarks in words (unpriced models, estimated prices, undercounted output)."""
     spend = (doc or {}).get("spend") or {}
-    notes = []
+    notes = [unwritten_note(doc)] if unwritten_note(doc) else []
     est = spend.get("estimated_models") or {}
     if est:
         notes.append("Estimated prices for " + ", ".join(f"{model_name(m)} (priced as {model_name(f)})"
@@ -137,8 +162,11 @@ def session_rows(doc: dict | None, now: float | None = None) -> list[SessionRow]
         tip = f"Session {sid} in {s.get('project') or 'an unknown folder'}"
         if sub:
             tip += f"; subagents spent {fmt.usd(sub)} of it"
+        if s.get("unwritten_usd"):
+            tip += (f"; {fmt.usd(s['unwritten_usd'])} of it were requests Claude Code made without writing them "
+                    "(measured from its cost record)")
         rows.append(SessionRow(session_id=sid, name=f"{project_name(s.get('project'))} · {sid[:8]}",
-                               spent=fmt.usd(s.get("usd")), calls=fmt.count(s.get("calls")),
+                               spent=fmt.usd(s.get("billed_usd", s.get("usd"))), calls=fmt.count(s.get("calls")),
                                last=fmt.when(s.get("last_at"), now), live=bool(s.get("live")),
                                tip=tip + (". Live now: click to open it." if s.get("live")
                                           else ". Click to see it in the Session tab.")))

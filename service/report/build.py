@@ -31,14 +31,15 @@ def load_prices():
 def compute(since: str | None = None, until: str | None = None, *, projects: str | None = None,
             lean_ctx: str | None = None, router_db: str | None = None, usage_db: str | None = None,
             use_cache: bool = True, workers: int | None = None, progress: bool = False,
-            keep: list | None = None) -> dict:
+            keep: list | None = None, timezone: str | None = "UTC") -> dict:
     """The report as a dict, for callers other than the CLI (the service's /api/v1/report, the team push).
 
-    A process with threads (the service) should pass workers=1: the scan's pool forks.
+    A process with threads (the service) should pass workers=1: the scan's pool forks. Days are cut in
+    `timezone` (an IANA name; empty: the machine's zone; the team push keeps UTC, the default).
     `keep` receives what the summary was built from (see build_report).
     """
     ns = argparse.Namespace(since=since, until=until, projects=projects, lean_ctx=lean_ctx, router_db=router_db,
-                            usage_db=usage_db, no_cache=not use_cache)
+                            usage_db=usage_db, no_cache=not use_cache, timezone=timezone)
     return build_report(ns, workers=workers, progress=progress, keep=keep, reuse_last=keep is None)
 
 
@@ -85,7 +86,10 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None, 
     dbs = [usage_path, *([Path(router_path).expanduser()] if router_path else [])]
     # a SQLite file in WAL mode changes its -wal file first: both are part of the fingerprint
     extra = [lean_path, *dbs, *(Path(f"{d}-wal") for d in dbs), *ledger_files, paths.prices_override]
-    key_doc = [scan.CACHE_VERSION, max_line, args.since, args.until, str(projects), sorted(fps.items()),
+    from service.report.days import resolve
+
+    zone_name = resolve(getattr(args, "timezone", "UTC"))[0]
+    key_doc = [scan.CACHE_VERSION, max_line, args.since, args.until, zone_name, str(projects), sorted(fps.items()),
                [(str(p), scan.fingerprint(str(p))) for p in extra], _prices_fingerprint()]
     key = hashlib.sha256(orjson.dumps(key_doc)).hexdigest()
     last_path = cache_dir / "report-last.json"
@@ -105,7 +109,7 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None, 
 
     def prepare() -> None:
         table = load_prices()
-        loaded[:] = [table, spend_tally(table.lookup, args.since, args.until)]
+        loaded[:] = [table, spend_tally(table.lookup, args.since, args.until, zone_name)]
 
     # each file's calls are summed as it comes in, while the others are still being scanned
     skipped: dict[str, str] = {}  # files that are not readable regular files: named in the data quality
@@ -170,7 +174,7 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None, 
         keep.append((results, cache, tally, inputs))
     summary = build_summary(results, table.lookup, since=args.since, until=args.until, external=external,
                             router=router, lean_ctx_present=lean is not None, usage_db_tools=usage_tools,
-                            ledger_stats=ledger_stats, source_notes=notes, tally=tally)
+                            ledger_stats=ledger_stats, source_notes=notes, tally=tally, timezone=zone_name)
     summary["data_quality"]["skipped_files"] = [{"path": p, "reason": r} for p, r in sorted(skipped.items())]
     summary["sources"] = {
         "transcripts": str(projects),

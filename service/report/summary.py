@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from math import fsum
 from typing import Any, Callable, Iterable
 
 from service.channels.events import LABELS
 from service.channels.ledgers import iso_ts
 from service.channels.pinch import blended_rate, cache_rate
 from service.report import unwritten
+from service.report.days import UTC_NAME, DayOf
 from service.report.tally import SpendTally
 
 PLACEHOLDER_DEFINITION = ("a call (folded by message.id) whose kept revision reports output_tokens <= 1 "
@@ -37,13 +39,16 @@ def day_of(ts: Any) -> str | None:
 
 
 class Period:
-    def __init__(self, since: str | None = None, until: str | None = None):
-        self.since, self.until = since, until
+    """The days since..until (inclusive), each cut in the zone `day_of` reads times in (UTC by default)."""
+
+    def __init__(self, since: str | None = None, until: str | None = None,
+                 day_of: Callable[[Any], str | None] = day_of):
+        self.since, self.until, self.day_of = since, until, day_of
 
     def __contains__(self, ts: Any) -> bool:
         if self.since is None and self.until is None:
             return True
-        d = day_of(ts)
+        d = self.day_of(ts)
         if d is None:
             return False
         return (self.since is None or d >= self.since) and (self.until is None or d <= self.until)
@@ -79,20 +84,26 @@ def _distinct_events(files: list[dict]) -> Iterable[dict]:
             yield e
 
 
-def spend_tally(lookup: Lookup, since: str | None = None, until: str | None = None) -> SpendTally:
-    """An empty tally for a report over these days, to feed files to as they are scanned."""
-    period = Period(since, until)
+def spend_tally(lookup: Lookup, since: str | None = None, until: str | None = None,
+                timezone: str | None = UTC_NAME) -> SpendTally:
+    """An empty tally for a report over these days (cut in `timezone`; empty: the machine's), to feed files to
+    as they are scanned."""
+    days = DayOf(timezone)
+    period = Period(since, until, days)
     everything = since is None and until is None
-    return SpendTally(_Prices(lookup), None if everything else period.__contains__, day_of)
+    return SpendTally(_Prices(lookup), None if everything else period.__contains__, days)
 
 
 def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None = None, until: str | None = None,
                   external: list[dict] | None = None, router: dict | None = None, lean_ctx_present: bool = False,
                   usage_db_tools: set[str] | None = None, ledger_stats: dict | None = None,
-                  source_notes: dict | None = None, tally: SpendTally | None = None) -> dict:
-    """The report. `tally` may already hold some of the files (fed while they were scanned)."""
-    period = Period(since, until)
-    tally = tally or spend_tally(lookup, since, until)
+                  source_notes: dict | None = None, tally: SpendTally | None = None,
+                  timezone: str | None = UTC_NAME) -> dict:
+    """The report. `tally` may already hold some of the files (fed while they were scanned); its days are
+    the report's days."""
+    tally = tally or spend_tally(lookup, since, until, timezone)
+    local_day = tally.day_of
+    period = Period(since, until, local_day)
     prices = tally.prices
     paths = sorted(results)  # the workers' order must not change the report
     files = [results[path] for path in paths]
@@ -130,18 +141,20 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
                                             notes=notes)
 
     # -- requests Claude Code made but did not write: measured from cost-state, else estimated --------
-    booked = unwritten.measured(covered, tally, prices, day_of)
+    booked = unwritten.measured(covered, tally, prices, local_day)
     with_cost_state = {fr["session_id"] for fr in files if fr.get("cost_state")}
     guessed = unwritten.estimated([e for e in events if e["channel"] == "pinch" and e["kind"] == "compaction"
                                    and e["source"] == "transcript" and e.get("session_id") not in with_cost_state],
-                                  prices, day_of)
+                                  prices, local_day)
     remaining = [r["claude_code_usd"] - r["ours_usd"] - booked["by_session"].get(r["session_id"], {}).get("usd", 0.0)
                  for r in cs_rows]
+
+    billed = billed_block(spend, booked, guessed, since, until)
 
     malformed_transcript = sum(fr.get("malformed", 0) for fr in files)
     ledger_stats = ledger_stats or {}
     return {
-        "period": {"since": since, "until": until, "timezone": "UTC"},
+        "period": {"since": since, "until": until, "timezone": getattr(local_day, "name", UTC_NAME)},
         "edit": edit,
         "pinch": pinch,
         "retrieval": retrieval,
@@ -157,6 +170,8 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
             "by_session": {k: {**v, "usd": _r(v["usd"]), "subagents_usd": _r(v["subagents_usd"])}
                            for k, v in spend["by_session"].items()},
             "unwritten": {"measured": booked, "estimated": guessed},
+            "billed_usd": billed["usd"],
+            "billed": billed,
         },
         "data_quality": {
             "unpriced_models": sorted(spend["unpriced"]),
@@ -179,6 +194,34 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
             "ledger_files": int(ledger_stats.get("files", 0)),
         },
     }
+
+
+def _in_days(day: str | None, since: str | None, until: str | None) -> bool:
+    return day is not None and (since is None or day >= since) and (until is None or day <= until)
+
+
+def billed_block(spend: dict, booked: dict, guessed: dict, since: str | None, until: str | None) -> dict:
+    """What was billed: the written calls plus the requests Claude Code made and did not write, measured from
+    its cost-state (booked on the day of the session's last call before it, so only those days in the period
+    count). The estimated range for compactions without a cost-state stays apart: it is no measurement."""
+    unwritten_days = {d: v for d, v in booked["by_day"].items() if _in_days(d, since, until)}
+    written = float(spend["total_usd"])
+    unwritten_usd = fsum(unwritten_days.values())
+    by_day = {d: _r(v) for d, v in spend["by_day"].items()}
+    for d, v in unwritten_days.items():
+        by_day[d] = _r(fsum([by_day.get(d, 0.0), v]))
+    by_session = {}
+    for sid, row in spend["by_session"].items():
+        extra = booked["by_session"].get(sid) or {}
+        more = extra.get("usd", 0.0) if _in_days(extra.get("day"), since, until) else 0.0
+        by_session[sid] = _r(fsum([row["usd"], more]))
+    return {"usd": _r(fsum([written, unwritten_usd])), "written_usd": _r(written),
+            "unwritten_measured_usd": _r(unwritten_usd),
+            "unwritten_estimated": {"low_usd": guessed["low_usd"], "high_usd": guessed["high_usd"],
+                                    "compactions": guessed["compactions"]},
+            "by_day": dict(sorted(by_day.items())), "by_session": dict(sorted(by_session.items())),
+            "what": "the written calls + the requests Claude Code made and did not write (measured from its "
+                    "cost-state); compactions without a cost-state are an estimated range, shown apart"}
 
 
 def period_events(files: list[dict], external: list[dict], period: Period) -> list[dict]:
