@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo, available_timezones
 
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.config import ConfigError, merge, DEFAULTS
+from service.config import DEFAULTS, ConfigError, merge
 from service.measure.engines import load_prices
 from service.report.days import DayOf, UnknownZone, resolve
 from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
@@ -23,7 +23,7 @@ from tests import transcripts as T
 
 ROOT = Path(__file__).resolve().parents[1]
 ZONES = sorted(z for z in available_timezones() if "/" in z and not z.startswith(("posix/", "right/")))
-EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def entries_at(instants: list[datetime]) -> list[dict]:
@@ -63,8 +63,8 @@ def test_every_call_lands_on_its_local_date_and_the_days_sum_to_the_total(zone, 
 
 
 def test_an_evening_in_california_and_a_morning_in_tokyo_stay_on_their_own_day():
-    evening = datetime(2026, 11, 3, 4, 30, tzinfo=timezone.utc)   # 20:30 on Nov 2 in Los Angeles (PST)
-    morning = datetime(2026, 11, 2, 23, 30, tzinfo=timezone.utc)  # 08:30 on Nov 3 in Tokyo
+    evening = datetime(2026, 11, 3, 4, 30, tzinfo=UTC)   # 20:30 on Nov 2 in Los Angeles (PST)
+    morning = datetime(2026, 11, 2, 23, 30, tzinfo=UTC)  # 08:30 on Nov 3 in Tokyo
     assert list(summary_of(entries_at([evening]), "America/Los_Angeles")["spend"]["by_day"]) == ["2026-11-02"]
     assert list(summary_of(entries_at([evening]), "UTC")["spend"]["by_day"]) == ["2026-11-03"]
     assert list(summary_of(entries_at([morning]), "Asia/Tokyo")["spend"]["by_day"]) == ["2026-11-03"]
@@ -110,7 +110,7 @@ def write_session(projects: Path, entries: list[dict]) -> None:
 
 
 def test_the_command_cuts_days_in_the_zone_asked_for_and_says_which(tmp_path):
-    evening = datetime(2026, 11, 3, 4, 30, tzinfo=timezone.utc)  # Nov 2 in California
+    evening = datetime(2026, 11, 3, 4, 30, tzinfo=UTC)  # Nov 2 in California
     write_session(tmp_path / "p", [T.prompt("go", 0), *entries_at([evening])])
     out = run_report(tmp_path / "p", tmp_path / "h1", "--json", "--timezone", "America/Los_Angeles")
     assert out.returncode == 0, out.stderr

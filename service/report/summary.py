@@ -59,15 +59,26 @@ def _r(x: float) -> float:
 
 
 class _Prices:
+    """Prices by model (today's rates), and by model and time when the table knows dated changes: a
+    PriceTable's `lookup` brings its `lookup_at` along (issue 26: each call at the rates of its day)."""
+
     def __init__(self, lookup: Lookup):
         self.lookup = lookup
         self.memo: dict[Any, tuple[Any, str]] = {}
+        self.lookup_at: Callable[[str, Any], tuple[Any, str]] | None = getattr(
+            getattr(lookup, "__self__", None), "lookup_at", None)
 
     def __call__(self, model: Any) -> tuple[Any, str]:
         hit = self.memo.get(model)
         if hit is None:
             hit = self.memo[model] = self.lookup(model) if isinstance(model, str) and model else (None, "unknown")
         return hit
+
+    def at(self, model: Any, ts: Any) -> tuple[Any, str]:
+        """The price of a call of `model` at time `ts` (ISO text from the transcript; None: today's)."""
+        if self.lookup_at is None or ts is None or not (isinstance(model, str) and model):
+            return self(model)
+        return self.lookup_at(model, ts)
 
 
 def _distinct_events(files: list[dict]) -> Iterable[dict]:

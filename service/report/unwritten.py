@@ -29,6 +29,11 @@ def base_cost(price: Any, inp: int, cw5: int, cw1h: int, cr: int, out: int) -> f
     return inp * price.p_in + out * price.p_out + cr * price.p_r + cw5 * price.p_w5 + cw1h * price.p_w1h
 
 
+def _price_at(prices: Callable, model: Any, ts: Any) -> tuple[Any, str]:
+    at = getattr(prices, "at", None)
+    return at(model, ts) if at is not None else prices(model)
+
+
 def _r(x: float) -> float:
     return round(x, 6)
 
@@ -55,7 +60,7 @@ def measured(rows: list[dict], tally, prices: Callable, day_of: Callable) -> dic
                 last_ts = rec[TS]
         models, usd_sum, negative = {}, 0.0, 0.0
         for model, theirs in row["usage"].items():
-            price, _ = prices(model)
+            price, _ = _price_at(prices, model, last_ts)  # the rates of the session's last day
             if price is None:
                 continue
             diff = [t - o for t, o in zip(theirs, ours.get(model, [0] * 5))]
@@ -86,7 +91,7 @@ def estimated(compactions: list[dict], prices: Callable, day_of: Callable) -> di
     unpriced = 0
     for ev in compactions:
         d = ev["data"]
-        price, _ = prices(d.get("model"))
+        price, _ = _price_at(prices, d.get("model"), ev.get("ts"))
         if price is None:
             unpriced += 1
             continue
