@@ -68,6 +68,13 @@ def spend_figures(doc: dict | None) -> list[Figure]:
     return figures
 
 
+def days_title(doc: dict | None) -> str:
+    """The daily chart's title, naming the time zone its days are cut in (the report's)."""
+    zone = ((doc or {}).get("period") or {}).get("timezone")
+    where = "this computer's time zone" if zone in (None, "", "local") else f"days in {zone}"
+    return f"Spend per day ({where}, as ctxlamp report counts them)"
+
+
 def spent_tip(spend: dict) -> str:
     """The headline's parts in words: what was written, what Claude Code billed without writing it, and the
     estimated range that is left out of the figure."""

@@ -5,6 +5,7 @@ the window to open it in the Session tab (signal `open_session`).
 """
 from __future__ import annotations
 
+import html
 import time
 
 from PySide6.QtCore import Qt, Signal
@@ -13,7 +14,7 @@ from PySide6.QtWidgets import (
     QProgressBar, QPushButton, QRadioButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
-from desktop import charts, overview_model as om
+from desktop import charts, overview_model as om, theme
 from desktop.datasource import DataError
 from desktop.icons import lamp_icon
 from desktop.viewmodel import STATE_WORDS, lamp_colour, lamp_state, session_name
@@ -60,7 +61,7 @@ class OverviewTab(QWidget):
         self.notes.setWordWrap(True)
 
         # stacked daily bars
-        self.plot = charts.new_plot("Spend per day (UTC days, as ctxlamp report counts them)", "", "",
+        self.plot = charts.new_plot(html.escape(om.days_title(None)), "", "",
                                     left_unit="usd", bottom_unit="day", legend=True)
         self.plot.setMinimumHeight(170)
 
@@ -143,6 +144,7 @@ class OverviewTab(QWidget):
         now = time.time()
         while self.figures.count():
             self.figures.takeAt(0).widget().deleteLater()
+        self.plot.setTitle(html.escape(om.days_title(doc)), size="10pt", color=theme.colours()["fg"])
         for i, f in enumerate(om.spend_figures(doc)):
             cap, val = QLabel(f.caption), QLabel(f"<b style='font-size:15pt'>{f.value}</b>")
             for w in (cap, val):

@@ -189,6 +189,21 @@ def make_control(field: sm.Field) -> QWidget:
         line.setPlaceholderText("postgresql://user@host/ctxlamp (empty: the local file)")
         return _Wrap(line, lambda: line.text().strip(), lambda v: line.setText(str(v or "")), line.textChanged,
                      stretch=False)
+    if field.kind == "zone":
+        zone = QLineEdit()
+        zone.setPlaceholderText("e.g. Europe/Berlin (empty: this computer's time zone)")
+        return _Wrap(zone, lambda: zone.text().strip(), lambda v: zone.setText(str(v or "")), zone.textChanged,
+                     stretch=False)
+    if field.kind in ("usd", "share"):
+        money = QDoubleSpinBox()
+        money.setRange(1 if field.kind == "share" else 0, field.maximum)
+        money.setDecimals(2 if field.kind == "usd" else 0)
+        if field.kind == "usd":
+            money.setPrefix("$ ")
+            money.setSpecialValueText("no budget")
+        else:
+            money.setSuffix(" % of the budget")
+        return _Wrap(money, money.value, lambda v: money.setValue(float(v)), money.valueChanged)
     if field.kind == "duration":
         return DurationEditor()
     if field.kind == "list":
