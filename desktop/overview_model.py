@@ -7,6 +7,7 @@ and one sentence per savings channel. Every text is a phrase with its unit.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
@@ -233,6 +234,14 @@ class Meter:
     tip: str
 
 
+def run_out_at(w: dict, now: float) -> float | None:
+    """When a plan window fills at the current pace (epoch s), if that is still ahead and before its reset."""
+    full, resets = fmt.parse_time(w.get("runs_out_at")), fmt.parse_time(w.get("resets_at"))
+    if full is None or full <= now or (resets is not None and full >= resets):
+        return None
+    return full
+
+
 def limit_meters(status: dict | None, now: float | None = None) -> list[Meter]:
     """Plan-limit meters from status.limits (absent or null: none)."""
     limits = (status or {}).get("limits") or {}
@@ -243,8 +252,13 @@ def limit_meters(status: dict | None, now: float | None = None) -> list[Meter]:
             continue
         pct = max(0.0, min(100.0, float(m["used_percentage"])))
         text = f"{pct:.0f} % used"
+        full = run_out_at(m, time.time() if now is None else now)
+        if full is not None:
+            text += f", full {fmt.when(full, now)} at this pace"
         if m.get("resets_at"):
             text += f", resets {fmt.when(m['resets_at'], now)}"
         tip = f"As Claude Code last reported it ({fmt.when(m.get('seen_at'), now)})."
+        if m.get("pace_pct_per_hour"):
+            tip += f" Lately it fills by {m['pace_pct_per_hour']:.1f} % an hour."
         out.append(Meter(name=name, percent=pct, text=text, tip=tip))
     return out
