@@ -234,6 +234,36 @@ class Meter:
     tip: str
 
 
+BUDGET_NAMES = (("daily", "Daily budget", "today"), ("monthly", "Monthly budget", "this month"))
+
+
+def budget_meters(status: dict | None) -> list[Meter]:
+    """Budget meters from status.budgets (none without a budget): billed against budget, per day and month."""
+    block = (status or {}).get("budgets") or {}
+    out = []
+    for kind, name, words in BUDGET_NAMES:
+        b = block.get(kind)
+        if not isinstance(b, dict) or not isinstance(b.get("share"), (int, float)):
+            continue
+        pct = float(b["share"]) * 100
+        out.append(Meter(name=name, percent=max(0.0, min(100.0, pct)),
+                         text=f"{fmt.usd(b.get('spent_usd'))} of {fmt.usd(b.get('budget_usd'))} {words} ({pct:.0f} %)",
+                         tip=f"What the API billed {words} ({block.get('timezone') or 'local'} days), against the "
+                             f"budget in Settings; a notice at {float(block.get('notice_pct') or 80):g} % and 100 %."))
+    return out
+
+
+def budgets_text(block: dict | None) -> str | None:
+    """ "budget today $3.20 of $20.00 (16 %); month $120 of $300 (40 %)" for the tray (None: no budget)."""
+    parts = []
+    for kind, _name, words in BUDGET_NAMES:
+        b = (block or {}).get(kind)
+        if isinstance(b, dict) and isinstance(b.get("share"), (int, float)):
+            parts.append(f"{words.replace('this ', '')} {fmt.usd(b.get('spent_usd'))} of {fmt.usd(b.get('budget_usd'))} "
+                         f"({float(b['share']) * 100:.0f} %)")
+    return ("Budget " + "; ".join(parts)) if parts else None
+
+
 def run_out_at(w: dict, now: float) -> float | None:
     """When a plan window fills at the current pace (epoch s), if that is still ahead and before its reset."""
     full, resets = fmt.parse_time(w.get("runs_out_at")), fmt.parse_time(w.get("resets_at"))

@@ -81,7 +81,7 @@ class OverviewTab(QWidget):
 
         self.live = QListWidget()
         self.live.setToolTip("Sessions being measured now. Click one (or press Enter) to open it.")
-        self.limits_box = QGroupBox("Plan limits")
+        self.limits_box = QGroupBox("Plan limits and budgets")
         self.limits_lay = QVBoxLayout(self.limits_box)
         live_box = QGroupBox("Live sessions")
         lv = QVBoxLayout(live_box)
@@ -190,7 +190,7 @@ class OverviewTab(QWidget):
     def show_limits(self, status: dict | None, now: float) -> None:
         while self.limits_lay.count():
             self.limits_lay.takeAt(0).widget().deleteLater()
-        meters = om.limit_meters(status, now)
+        meters = om.limit_meters(status, now) + om.budget_meters(status)
         self.limits_box.setVisible(bool(meters))
         for m in meters:
             bar = QProgressBar()

@@ -48,11 +48,15 @@ class Jobs:
         from service.team.job import TeamPusher  # the team push, when a team is configured (docs/team.md)
 
         self.team = TeamPusher.schedule(self.scheduler, lambda: self.cfg, self.persist.store if self.persist else None)
+        self._schedule_budgets(self.scheduler)  # issue 26: budgets, after spend changed
         self.scheduler.start(paused=False)
         self.scheduler.pause_job("checkpoint")  # armed by the first change: no idle wakeups
+        self.scheduler.pause_job("budgets")
+        self._arm_budgets()  # a first look at the budgets (when any is set); then after changes only
         self._arm_checkpoint()
 
     def _arm_checkpoint(self) -> None:
+        self._arm_budgets()
         if self.scheduler is None or self._ckpt_armed:
             return
         if self.registry.changes == self._ckpt_changes:

@@ -34,6 +34,7 @@ from service import __version__
 from service import config as config_mod
 from service.api.sse import Hub
 from service.daemon.following import Defect, Following
+from service.daemon.budget_watch import BudgetWatch
 from service.daemon.jobs import Jobs
 from service.daemon.persist import Persistence
 from service.ingest.live import LiveSession, Registry
@@ -78,7 +79,7 @@ def engine_config(cfg: dict):
                         exclude_globs=tuple(cfg["selection"]["exclude"]))
 
 
-class Service(Following, Jobs):
+class Service(Following, Jobs, BudgetWatch):
     """The service process: one main loop owning every engine (module docstring)."""
 
     def __init__(self, paths: Paths, cfg: dict, *, projects: Path | None = None,
@@ -312,6 +313,9 @@ class Service(Following, Jobs):
         self.persist.configure(new)
         if self.turn_sink is not None:
             self.turn_sink.configure(store_prompts=bool(new["history"]["store_prompts"]))
+        if "budgets" in changes or "report" in changes:  # issue 26: the budgets are worked out again
+            self._budget_changes = -1
+            self._arm_budgets()
         return new
 
     # ---- outputs ---------------------------------------------------------------------------
@@ -344,7 +348,7 @@ class Service(Following, Jobs):
                     by_project[sess.snapshot.get("project") or sess.project_dir] = sess.session_id
             return {"sessions": snaps, "followed": followed.session_id if followed else None,
                     "followed_by_project": by_project, "service": self.service_block(),
-                    "limits": self.readings.limits()}
+                    "limits": self.readings.limits(), "budgets": self.budgets}
 
     # ---- endings -------------------------------------------------------------------------------
     def _close_io(self) -> None:
