@@ -85,7 +85,7 @@ class BudgetWatch:
         with self._budget_lock:
             try:
                 block = budgets.compute(cfg)
-            except Exception:  # noqa: BLE001 - a report that fails must not stop the service; it is logged
+            except Exception:  # a report that fails must not stop the service; it is logged
                 log.exception("budgets: the report failed")
                 return self.budgets
             self._budget_changes = changes
