@@ -160,3 +160,47 @@ def test_the_billed_figure_equals_what_the_fake_api_billed(tmp_path, scenario):
         assert spend["total_usd"] < api_usd - 0.05
     else:
         assert spend["total_usd"] == pytest.approx(api_usd, abs=1e-5)
+
+
+# ---- issue 26: the data quality explains a cost-state difference by what it can show --------------------
+
+def explained(doc: dict) -> dict:
+    return {e["session_id"]: e for e in doc["data_quality"]["cost_state_explained"]}
+
+
+def test_after_clear_the_figures_are_equal_and_no_prices_are_blamed(tmp_path):
+    doc = report(FIXTURES / "clear" / "projects", tmp_path / "home")
+    rows = explained(doc)
+    assert len(rows) == 2 and all(e["kind"] == "equal" and e["prices_agree"] for e in rows.values())
+    env = dict(os.environ, CTXLAMP_HOME=str(tmp_path / "h2"))
+    text = subprocess.run([sys.executable, "-m", "service.cli", "report", "--no-service", "--no-cache", "--projects",
+                           str(FIXTURES / "clear" / "projects")], env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, check=True).stdout
+    assert "left after booking what it did not write: $+0.0000" in text and "prices" not in text
+
+
+def test_a_cost_state_that_counts_fewer_calls_is_said_so_not_blamed_on_prices(tmp_path):
+    """Its count restarted (a /clear in the same file, as older versions wrote it): it covers the last call
+    only, so ctxlamp's figure is higher, and the difference is calls, shown by their tokens."""
+    first = T.call("m1", 10, inn=3, cw5=5000, cr=20000, out=400)
+    second = T.call("m2", 20, inn=3, cw5=2000, cr=25000, out=300)
+    price, _ = load_prices().lookup(SONNET)
+    second_usd = 3 * price.p_in + 2000 * price.p_w5 + 25000 * price.p_r + 300 * price.p_out
+    write(tmp_path / "p", [T.prompt("go", 0), first, T.prompt("/clear then more", 15), second,
+                           cost_state({SONNET: [3, 2000, 0, 25000, 300]}, total=second_usd)])
+    doc = report(tmp_path / "p", tmp_path / "home")
+    row = explained(doc)[T.SID]
+    assert row["kind"] == "fewer_calls" and row["covered_calls"] == 1 and row["prices_agree"]
+    assert row["from"] == T.ts(20) and "not prices" in row["text"]
+    assert doc["data_quality"]["cost_state_remaining_usd"] < 0
+
+
+def test_prices_are_blamed_only_when_the_tokens_agree_and_the_money_does_not(tmp_path):
+    calls = [T.call("m1", 10, inn=3, cw5=5000, cr=20000, out=400)]
+    write(tmp_path / "p", [T.prompt("go", 0), *calls, cost_state({SONNET: [3, 5000, 0, 20000, 400]}, total=1.0)])
+    row = explained(report(tmp_path / "p", tmp_path / "home"))[T.SID]
+    price, _ = load_prices().lookup(SONNET)
+    ours = 3 * price.p_in + 5000 * price.p_w5 + 20000 * price.p_r + 400 * price.p_out
+    assert row["kind"] == "prices" and not row["prices_agree"]
+    assert row["claude_code_tokens_at_our_prices_usd"] == pytest.approx(ours, abs=1e-6)
+    assert f"cost ${ours:.4f}, it says $1.0000" in row["text"]

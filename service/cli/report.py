@@ -193,7 +193,10 @@ def render_text(s: dict) -> str:
     lines.append(f"  vs Claude Code's cost-state: {'n/a' if diff is None else f'{diff:+.2f}%'}")
     left = dq.get("cost_state_remaining_usd")
     if left is not None:
-        lines.append(f"  left after booking what it did not write: ${left:+.4f} (its prices vs ours)")
+        lines.append(f"  left after booking what it did not write: ${left:+.4f}")
+    for e in dq.get("cost_state_explained") or []:
+        if e.get("kind") != "equal":
+            lines.append(f"    {str(e.get('session_id'))[:8]}: {e.get('text')}")
     lines.append(f"  malformed lines: {dq['malformed_lines']['transcripts']} in transcripts, "
                  f"{dq['malformed_lines']['ledgers']} in ledgers")
     if dq.get("long_lines"):

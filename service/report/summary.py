@@ -159,6 +159,10 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
                                   prices, local_day)
     remaining = [r["claude_code_usd"] - r["ours_usd"] - booked["by_session"].get(r["session_id"], {}).get("usd", 0.0)
                  for r in cs_rows]
+    left_by_session = {r["session_id"]: left for r, left in zip(cs_rows, remaining)}
+    explained = sorted((unwritten.explain(found, tally, prices, left_by_session[found["session_id"]])
+                        for found in covered if found["session_id"] in left_by_session),
+                       key=lambda e: e["session_id"])
 
     billed = billed_block(spend, booked, guessed, since, until)
 
@@ -197,7 +201,9 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
                                "entries (compaction summaries), so ours can be lower",
             "cost_state_remaining_usd": _r(sum(remaining)) if remaining else None,
             "cost_state_remaining_note": "Claude Code's totalCostUSD minus ours minus the requests it did not write "
-                                         "(measured): what is left comes from its prices differing from ours",
+                                         "(measured); cost_state_explained says per session what the files show "
+                                         "of it",
+            "cost_state_explained": explained,
             "long_lines": sum(fr.get("long_lines", 0) for fr in files),
             "malformed_lines": {"transcripts": malformed_transcript,
                                 "ledgers": int(ledger_stats.get("malformed", 0))},
