@@ -133,3 +133,32 @@ def test_an_unknown_zone_is_refused_with_a_clear_message(tmp_path):
     out = run_report(tmp_path / "p", tmp_path / "h", "--timezone", "Mars/Olympus")
     assert out.returncode == 2 and out.stdout == ""
     assert "unknown time zone 'Mars/Olympus' (use an IANA name" in out.stderr
+
+
+def test_the_service_answers_in_the_zone_asked_for_and_refuses_an_unknown_one(tmp_path):
+    """A real `ctxlamp serve`: ?timezone= on the report and the overview; `ctxlamp report --timezone` with a
+    service running gives that zone's days."""
+    from service.api.client import ApiClient
+    from tests.servicectl import running_service
+
+    home, claude = tmp_path / "ctx", tmp_path / "claude"
+    evening = datetime(2026, 11, 3, 4, 30, tzinfo=UTC)  # Nov 2 in California, Nov 3 in UTC
+    write_session(claude / "projects", [T.prompt("go", 0), *entries_at([evening])])
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAMP_", "CLAUDE_"))}
+    env.update(CTXLAMP_HOME=str(home), CLAUDE_CONFIG_DIR=str(claude))
+    with running_service(env, home) as (_proc, info):
+        client = ApiClient(info, timeout=30)
+        status, doc = client.request("GET", "/api/v1/report?timezone=America/Los_Angeles")
+        assert status == 200 and doc["period"]["timezone"] == "America/Los_Angeles"
+        assert list(doc["spend"]["by_day"]) == ["2026-11-02"]
+        status, doc = client.request("GET", "/api/v1/report")
+        assert doc["period"]["timezone"] == "UTC" and list(doc["spend"]["by_day"]) == ["2026-11-03"]
+        status, body = client.request("GET", "/api/v1/report?timezone=Mars/Olympus")
+        assert status == 400 and "unknown time zone" in json.dumps(body)
+        status, ov = client.request("GET", "/api/v1/overview?days=1&timezone=Asia/Tokyo")
+        assert status == 200 and ov["period"]["timezone"] == "Asia/Tokyo"
+        out = subprocess.run([sys.executable, "-m", "service.cli", "report", "--json", "--timezone",
+                              "America/Los_Angeles"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120,
+                             check=True)
+        assert list(json.loads(out.stdout)["spend"]["by_day"]) == ["2026-11-02"]
