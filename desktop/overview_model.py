@@ -7,7 +7,6 @@ and one sentence per savings channel. Every text is a phrase with its unit.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
@@ -58,6 +57,9 @@ def spend_figures(doc: dict | None) -> list[Figure]:
                "Calls of a model the price table lists by name, priced at its own price."),
         Figure("Estimated", fmt.usd(est) if est else "$0",
                "Calls of a model missing from the price table, priced like the newest model of its family."),
+        Figure("Not written", fmt.usd(spend.get("unwritten_usd") or 0.0),
+               "Requests Claude Code made and billed without writing them down (compaction summaries), measured "
+               "from its own cost record. Measured + Estimated + Not written = Spent."),
         Figure("Subagents", fmt.usd(spend.get("subagents_usd")), "The part spent by subagents (Task tool)."),
         Figure("Calls", fmt.count(spend.get("calls")), "API calls (one per assistant response)."),
         Figure("Rent on dead weight", fmt.usd(rent.get("rent_usd")),
@@ -264,10 +266,11 @@ def budgets_text(block: dict | None) -> str | None:
     return ("Budget " + "; ".join(parts)) if parts else None
 
 
-def run_out_at(w: dict, now: float) -> float | None:
-    """When a plan window fills at the current pace (epoch s), if that is still ahead and before its reset."""
+def run_out_at(w: dict, now: float | None) -> float | None:
+    """When a plan window fills at the current pace (epoch s), if before its reset (and still ahead of `now`,
+    when given)."""
     full, resets = fmt.parse_time(w.get("runs_out_at")), fmt.parse_time(w.get("resets_at"))
-    if full is None or full <= now or (resets is not None and full >= resets):
+    if full is None or (now is not None and full <= now) or (resets is not None and full >= resets):
         return None
     return full
 
@@ -282,12 +285,14 @@ def limit_meters(status: dict | None, now: float | None = None) -> list[Meter]:
             continue
         pct = max(0.0, min(100.0, float(m["used_percentage"])))
         text = f"{pct:.0f} % used"
-        full = run_out_at(m, time.time() if now is None else now)
-        if full is not None:
+        full = run_out_at(m, None)  # as last reported: the tip says when that was
+        if full is not None:  # the sooner of the two, so the bar's text stays one line
             text += f", full {fmt.when(full, now)} at this pace"
-        if m.get("resets_at"):
+        elif m.get("resets_at"):
             text += f", resets {fmt.when(m['resets_at'], now)}"
         tip = f"As Claude Code last reported it ({fmt.when(m.get('seen_at'), now)})."
+        if full is not None and m.get("resets_at"):
+            tip += f" At this pace it is full before it resets ({fmt.when(m['resets_at'], now)})."
         if m.get("pace_pct_per_hour"):
             tip += f" Lately it fills by {m['pace_pct_per_hour']:.1f} % an hour."
         out.append(Meter(name=name, percent=pct, text=text, tip=tip))

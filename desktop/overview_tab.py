@@ -81,8 +81,11 @@ class OverviewTab(QWidget):
 
         self.live = QListWidget()
         self.live.setToolTip("Sessions being measured now. Click one (or press Enter) to open it.")
+        self.live.setMinimumHeight(44)  # room for the meters below on a small window
         self.limits_box = QGroupBox("Plan limits and budgets")
         self.limits_lay = QVBoxLayout(self.limits_box)
+        self.limits_lay.setSpacing(2)
+        self.limits_lay.setContentsMargins(6, 4, 6, 4)
         live_box = QGroupBox("Live sessions")
         lv = QVBoxLayout(live_box)
         lv.addWidget(self.live)
@@ -189,11 +192,14 @@ class OverviewTab(QWidget):
 
     def show_limits(self, status: dict | None, now: float) -> None:
         while self.limits_lay.count():
-            self.limits_lay.takeAt(0).widget().deleteLater()
+            old = self.limits_lay.takeAt(0).widget()
+            old.hide()  # until the event loop deletes it, it would still paint over the box's title
+            old.deleteLater()
         meters = om.limit_meters(status, now) + om.budget_meters(status)
         self.limits_box.setVisible(bool(meters))
         for m in meters:
             bar = QProgressBar()
+            bar.setMaximumHeight(20)
             bar.setRange(0, 100)
             bar.setValue(round(m.percent))
             bar.setFormat(f"{m.name}: {m.text}")

@@ -132,12 +132,15 @@ def test_overview_tab_shows_the_demo_and_a_click_opens_the_session(qtbot):
     doc = src.overview(7)
     assert tab.doc == doc and win.tabs.currentIndex() == 0
     texts = [tab.figures.itemAt(i).widget().text() for i in range(tab.figures.count())]
-    assert any(fmt.usd(doc["spend"]["total_usd"]) in t for t in texts)
+    assert any(fmt.usd(doc["spend"]["billed_usd"]) in t for t in texts)  # the headline: what was billed (issue 26)
     assert any(fmt.usd(doc["spend"]["estimated_usd"]) in t for t in texts)
     assert "Haiku 5.6" in tab.notes.text()  # the estimated part says which model and why
     assert tab.sessions.rowCount() == len(doc["sessions"])
     assert tab.live.count() == len(src.status()["sessions"])
-    assert not tab.limits_box.isVisibleTo(win)  # the demo has no limits: no meters
+    # the demo's plan windows (one runs out before its reset) and budgets (issue 26): a meter each
+    assert tab.limits_box.isVisibleTo(win) and tab.limits_lay.count() == 4
+    texts_of_bars = [tab.limits_lay.itemAt(i).widget().text() for i in range(4)]
+    assert "at this pace" in texts_of_bars[0] and texts_of_bars[2].startswith("Daily budget: ")
     # the period switch loads another period
     tab.period_group.button(30).click()
     assert tab.doc == src.overview(30)
@@ -163,7 +166,7 @@ def test_limit_meters_appear_when_the_status_has_them(qtbot):
     tab = OverviewTab(src)
     qtbot.addWidget(tab)
     tab.show()
-    tab.show_overview(src.overview(7), {**src.status(), "limits": RECORDED_LIMITS})
+    tab.show_overview(src.overview(7), {**src.status(), "limits": RECORDED_LIMITS, "budgets": None})
     assert tab.limits_box.isVisible() and tab.limits_lay.count() == 2
     bar = tab.limits_lay.itemAt(0).widget()
     assert bar.value() == 37 and bar.text().startswith("5-hour limit: 37 % used")
