@@ -113,3 +113,43 @@ def test_the_service_watches_the_budget_and_gives_each_notice_once(tmp_path):
     assert json.loads((home / "budget-notices.json").read_text()) == given  # nothing given twice
     assert (home / "budget-notices.json").stat().st_mtime_ns == mtime
     assert Path(home / "budget-notices.json").stat().st_mode & 0o077 == 0  # private, like the rest
+
+
+@pytest.fixture
+def tray(qtbot, ctx_home):
+    from desktop.datasource import ApiSource
+    from desktop.tray import TrayController
+
+    t = TrayController(ApiSource(), open_window_without_tray=False)
+    yield t
+    t.shutdown()
+
+
+def test_the_tray_shows_the_budgets_and_each_notice_the_service_sends(tray):
+    said = []
+    tray._notify = lambda title, body, quiet=False: said.append((title, body))
+    snap = {"session_id": "s1", "project": "/p", "lamp": {"state": "good", "colour": "green"}}
+    status_block = block(16.0, 120.0)
+    tray.set_status({"sessions": [snap], "followed": "s1", "service": {}, "limits": {}, "budgets": status_block})
+    assert "Budget today $16.00 of $20.00 (80 %); month $120 of $300 (40 %)" in tray.tray.toolTip()
+    assert said == []  # the status never notifies: the event does, once
+    notices, _ = budgets.due(block(21.0, 120.0), set())
+    tray.on_budgets({**block(21.0, 120.0), "notices": notices})
+    assert said == [("ctxlamp: daily budget spent", "Billed today: $21.00 of your $20.00 daily budget (105 %).")]
+    assert "today $21.00 of $20.00 (105 %)" in tray.tray.toolTip()
+
+
+def test_settings_show_the_time_zone_and_the_budgets_with_their_ranges(qtbot):
+    from desktop.datasource import DemoSource
+    from desktop.settings_tab import SettingsTab
+
+    tab = SettingsTab(DemoSource())
+    qtbot.addWidget(tab)
+    tab.reload()
+    for key in ("report.timezone", "budgets.daily_usd", "budgets.monthly_usd", "budgets.notice_pct"):
+        assert key in tab.rows
+    daily = tab.rows["budgets.daily_usd"].control.inner
+    share = tab.rows["budgets.notice_pct"].control.inner
+    assert (daily.minimum(), daily.maximum()) == (0, 1_000_000) and (share.minimum(), share.maximum()) == (1, 100)
+    tab.rows["report.timezone"].set_value("Asia/Tokyo")
+    assert tab.rows["report.timezone"].value() == "Asia/Tokyo"
