@@ -21,6 +21,9 @@ from service.channels.ledgers import iso_ts
 
 UTC_NAME = "UTC"
 LOCAL_NAME = "local"  # the machine's zone when it has no IANA name
+# zones that are UTC all year under another name (a machine's /etc/localtime often says Etc/UTC)
+UTC_ALIASES = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/GMT", "GMT", "Etc/Universal", "Universal",
+                         "Etc/Zulu", "Zulu", "Etc/GMT0", "GMT0", "Etc/Greenwich", "Greenwich"})
 
 
 class UnknownZone(ValueError):
@@ -84,12 +87,13 @@ class DayOf:
 
     def __init__(self, name: str | None = UTC_NAME):
         self.name, self.zone = resolve(name)
+        self._utc = self.name in UTC_ALIASES  # a UTC time's date is its first ten characters
         self._memo: dict[str, str | None] = {}
 
     def __call__(self, ts: object) -> str | None:
         if not isinstance(ts, str) or len(ts) < 10:
             return None
-        if self.name == UTC_NAME and ts.endswith("Z"):
+        if self._utc and ts.endswith("Z"):
             return ts[:10]
         key = ts[:16] if ts.endswith("Z") and len(ts) >= 17 else ts
         hit = self._memo.get(key, "")
