@@ -161,7 +161,7 @@ def _spend_lines(sp: dict) -> list[str]:
     for model, usd in sorted(sp["by_model"].items(), key=lambda kv: -kv[1]):
         lines.append(f"  {model:<40} ${usd:.2f}")
     unwritten = sp.get("unwritten") or {}
-    if unwritten:
+    if unwritten and unwritten["estimated"].get("compactions"):
         est = unwritten["estimated"]
         lines.append(f"  not in the billed figure: compactions without a cost-state (estimated, {est['compactions']}): "
                      f"${est['low_usd']:.2f} .. ${est['high_usd']:.2f}")
