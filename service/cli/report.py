@@ -171,8 +171,9 @@ def _spend_lines(sp: dict) -> list[str]:
 def render_text(s: dict) -> str:
     e, p, r, sp, dq = s["edit"], s["pinch"], s["retrieval"], s["spend"], s["data_quality"]
     period = s["period"]
-    lines = [f"ctxlamp report  {period.get('since') or 'start'} .. {period.get('until') or 'now'} "
-             f"(days in {period.get('timezone') or 'UTC'})", ""]
+    head = (f"ctxlamp report  {period.get('since') or 'start'} .. {period.get('until') or 'now'} "
+            f"(days in {period.get('timezone') or 'UTC'})")
+    lines = [head, ""]
     lines += _spend_lines(sp)
     lines += ["", f"Edits (measured): {e['str_replace_calls']} str_replace calls, "
                   f"{e['str_replace_old_string_tokens']} old_string tokens (${e['str_replace_old_string_usd']:.4f}), "

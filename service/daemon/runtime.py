@@ -33,8 +33,8 @@ from typing import Any, Callable
 from service import __version__
 from service import config as config_mod
 from service.api.sse import Hub
-from service.daemon.following import Defect, Following
 from service.daemon.budget_watch import BudgetWatch
+from service.daemon.following import Defect, Following
 from service.daemon.jobs import Jobs
 from service.daemon.persist import Persistence
 from service.ingest.live import LiveSession, Registry

@@ -279,11 +279,11 @@ def _parse_changes(mid: str, changes: Any) -> list[tuple[float, dict[str, float]
         return []
     where = f"prices: model {mid!r}: field 'changes'"
     if not isinstance(changes, list):
-        raise ValueError(f"{where} must be a list")
+        raise ValueError(f"{where} must be a list")  # noqa: TRY004 - a bad price file is a ValueError to callers
     out: list[tuple[float, dict[str, float]]] = []
     for i, change in enumerate(changes):
         if not isinstance(change, Mapping):
-            raise ValueError(f"{where}[{i}] must be an object")
+            raise ValueError(f"{where}[{i}] must be an object")  # noqa: TRY004 - as above
         unknown = set(change) - {"from", "was", "source", "note"}
         if unknown:
             raise ValueError(f"{where}[{i}]: unknown field(s) {', '.join(sorted(map(str, unknown)))}")

@@ -31,7 +31,7 @@ def _date_of(text: str | None, dt: datetime | None) -> str | None:
     """A plain day stays that day (it is a day in the report's zone); a time gives its UTC date."""
     if dt is None or text is None:
         return None
-    return text[:10] if len(text.strip()) == 10 else dt.astimezone(timezone.utc).date().isoformat()
+    return text[:10] if len(text.strip()) == 10 else _iso(dt)[:10]
 
 
 def _iso(dt: datetime) -> str:
