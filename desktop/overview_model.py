@@ -15,6 +15,7 @@ from desktop import fmt
 PERIODS = ((1, "Today"), (7, "Last 7 days"), (30, "Last 30 days"))
 MAX_STACKS = 6  # bars stack the dearest few; the rest is one "other" layer
 OTHER = "other"
+NOT_WRITTEN = "not written down (measured)"  # requests Claude Code billed without writing them (issue 26)
 
 LIMIT_NAMES = {"five_hour": "5-hour limit", "seven_day": "Weekly limit", "spend_limit": "Spend limit"}
 
@@ -150,6 +151,9 @@ def daily_stacks(doc: dict | None, by: str = "model") -> Stacks:
     layers = [(name(k), [float((per_day.get(d) or {}).get(k, 0.0)) for d in days]) for k in keep]
     if rest:
         layers.append((OTHER, [sum(float((per_day.get(d) or {}).get(k, 0.0)) for k in rest) for d in days]))
+    unwritten = spend.get("unwritten_by_day") or {}
+    if any(unwritten.values()):  # on top, so the bars add up to Spent (what was billed)
+        layers.append((NOT_WRITTEN, [float(unwritten.get(d, 0.0)) for d in days]))
     return Stacks(days=days, layers=layers)
 
 

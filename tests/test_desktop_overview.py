@@ -87,6 +87,15 @@ def test_daily_stacks_keep_the_dearest_and_fold_the_rest_into_other():
     assert stacks.totals == pytest.approx([sum(v[0] for v in models.values()), 8.0])
 
 
+def test_the_bars_add_up_to_what_was_billed():
+    """Issue 26: the requests Claude Code did not write are a layer of their own, so the bars sum to Spent."""
+    doc = DemoSource().overview(7)
+    stacks = om.daily_stacks(doc, "model")
+    assert stacks.layers[-1][0] == om.NOT_WRITTEN and sum(stacks.layers[-1][1]) > 0
+    assert sum(stacks.totals) == pytest.approx(doc["spend"]["billed_usd"], abs=1e-6)
+    assert om.spend_figures(doc)[0].value == fmt.usd(doc["spend"]["billed_usd"])
+
+
 def test_model_and_project_names_are_words():
     assert om.model_name("claude-opus-4-8") == "Opus 4.8"
     assert om.model_name("claude-haiku-4-5-20251001") == "Haiku 4.5"
@@ -243,8 +252,8 @@ def test_overview_sums_equal_the_report_on_the_same_transcripts(tmp_path):
                                                         reverse=True)
     # what the tab draws adds up to the same: the stacked bars and the headline figure
     stacks = om.daily_stacks(ov, "project")
-    assert sum(stacks.totals) == pytest.approx(rep["total_usd"], abs=1e-8)
-    assert om.spend_figures(ov)[0].value == fmt.usd(rep["total_usd"])
+    assert sum(stacks.totals) == pytest.approx(rep["billed_usd"], abs=1e-8)
+    assert om.spend_figures(ov)[0].value == fmt.usd(rep["billed_usd"])
     # the week leaves out the session five days ago only when it is older than the week: here it is inside
     assert week["period"]["days"] == 7 and len(week["spend"]["days"]) == 7
     assert week["spend"]["total_usd"] == pytest.approx(rep["total_usd"], abs=1e-8)

@@ -154,6 +154,9 @@ def build(days: int, report: dict, splits: dict, rent: dict, live_ids: set[str],
             "unwritten_usd": billed.get("unwritten_measured_usd", 0.0),
             "unwritten_statusline_usd": billed.get("unwritten_statusline_usd", 0.0),
             "unwritten_estimated": billed.get("unwritten_estimated") or {},
+            # the measured requests Claude Code did not write, per day: a layer of its own in the daily bars
+            "unwritten_by_day": {d: v for d, v in ((spend.get("unwritten") or {}).get("measured") or {})
+                                 .get("by_day", {}).items() if since <= d <= until and v},
             "unpriced_models": quality.get("unpriced_models") or [],
             "placeholder_output_calls": quality.get("placeholder_output_calls", 0),
             "days": day_list, "by_model": by_model, "by_project": spend.get("by_project") or {},
