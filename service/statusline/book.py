@@ -61,6 +61,24 @@ def session_point(reading: dict, turns, calls) -> dict:
     return {k: v for k, v in point.items() if v is not None}
 
 
+def _current_window(points: list[dict], name: str) -> list[tuple[float, float, float | None]]:
+    """(at, pct, resets_at) of the window's readings from the newest back to the last reset (the account's
+    readings are in time order: only the current window is walked, not the whole book)."""
+    out: list[tuple[float, float, float | None]] = []
+    newest: float | None = None
+    for p in reversed(points):
+        pct, at = p.get(name), p.get("at")
+        if not isinstance(pct, (int, float)) or not isinstance(at, (int, float)):
+            continue
+        resets = p.get(name + "_resets")
+        if out and _moved(newest, resets):
+            break
+        if not out:
+            newest = resets
+        out.append((at, float(pct), resets))
+    return out[::-1]
+
+
 class _Movers:
     """When sessions reported the 5-hour window: answers "did another session report between two times"
     by bisection (the book is asked this for every turn of every session)."""
@@ -176,8 +194,7 @@ class Book:
             points = list(self.account)
         out = {}
         for name in RUN_OUT_WINDOWS:
-            series = [(p["at"], float(p[name]), p.get(name + "_resets")) for p in points
-                      if isinstance(p.get(name), (int, float)) and isinstance(p.get("at"), (int, float))]
+            series = _current_window(points, name)
             if series:
                 out[name] = run_out(name, series)
         with self.lock:
