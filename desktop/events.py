@@ -25,6 +25,7 @@ class EventStream(QThread):
     reminder = Signal(dict)
     service = Signal(dict)
     limits = Signal(dict)
+    budgets = Signal(dict)
     connected = Signal()
     disconnected = Signal(str)
 
@@ -132,3 +133,5 @@ class EventStream(QThread):
             self.service.emit(obj)
         elif name == "limits":
             self.limits.emit(obj)
+        elif name == "budgets":
+            self.budgets.emit(obj)

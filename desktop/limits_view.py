@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 from desktop import fmt
+from desktop.overview_model import run_out_at
 from desktop.viewmodel import session_name
 
 WINDOW_LABELS = {"five_hour": "5h", "seven_day": "week", "spend_limit": "spend"}
@@ -41,8 +42,10 @@ def limits_text(limits: dict | None, now: float | None = None) -> str | None:
     parts = []
     for name, label, w in _windows(limits):
         text = f"{label} {w['used_percentage']:.0f}%"
-        resets = fmt.parse_time(w.get("resets_at"))
-        if resets is not None and resets > now and name == "five_hour":
+        resets, full = fmt.parse_time(w.get("resets_at")), run_out_at(w, now)
+        if full is not None:
+            text += f" · full at {_clock(full, now)} at this pace"
+        elif resets is not None and resets > now and name == "five_hour":
             text += f" · resets {_clock(resets, now)}"
         parts.append(text)
     return "; ".join(parts) or None
@@ -64,6 +67,15 @@ class LimitNotices:
         now = time.time() if now is None else now
         out = []
         for name, label, w in _windows(limits):
+            full = run_out_at(w, now)
+            key = (name, str(w.get("resets_at") or ""), -1.0)  # -1: the run-out notice of this window
+            if full is not None and key not in self.sent:
+                self.sent.add(key)
+                resets = fmt.parse_time(w.get("resets_at"))
+                out.append((f"ctxlamp: {label} limit runs out before it resets",
+                            f"At this pace your {'5-hour' if name == 'five_hour' else label} plan window is full at "
+                            f"{_clock(full, now)}" + (f", before it resets at {_clock(resets, now)}." if resets
+                                                      else ".")))
             pct = float(w["used_percentage"])
             passed = [t for t in self.thresholds if pct >= t]
             if not passed:

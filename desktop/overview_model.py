@@ -15,6 +15,7 @@ from desktop import fmt
 PERIODS = ((1, "Today"), (7, "Last 7 days"), (30, "Last 30 days"))
 MAX_STACKS = 6  # bars stack the dearest few; the rest is one "other" layer
 OTHER = "other"
+NOT_WRITTEN = "not written down (measured)"  # requests Claude Code billed without writing them (issue 26)
 
 LIMIT_NAMES = {"five_hour": "5-hour limit", "seven_day": "Weekly limit", "spend_limit": "Spend limit"}
 
@@ -52,13 +53,14 @@ def spend_figures(doc: dict | None) -> list[Figure]:
     rent = (doc or {}).get("rent") or {}
     est = spend.get("estimated_usd") or 0.0
     figures = [
-        Figure("Spent", fmt.usd(spend.get("total_usd")),
-               "What the API calls in this period cost, from the tokens Claude Code recorded and the price table "
-               "(the same figure as ctxlamp report)."),
+        Figure("Spent", fmt.usd(spend.get("billed_usd", spend.get("total_usd"))), spent_tip(spend)),
         Figure("Measured", fmt.usd(spend.get("measured_usd")),
                "Calls of a model the price table lists by name, priced at its own price."),
         Figure("Estimated", fmt.usd(est) if est else "$0",
                "Calls of a model missing from the price table, priced like the newest model of its family."),
+        Figure("Not written", fmt.usd(spend.get("unwritten_usd") or 0.0),
+               "Requests Claude Code made and billed without writing them down (compaction summaries), measured "
+               "from its own cost record. Measured + Estimated + Not written = Spent."),
         Figure("Subagents", fmt.usd(spend.get("subagents_usd")), "The part spent by subagents (Task tool)."),
         Figure("Calls", fmt.count(spend.get("calls")), "API calls (one per assistant response)."),
         Figure("Rent on dead weight", fmt.usd(rent.get("rent_usd")),
@@ -70,10 +72,44 @@ def spend_figures(doc: dict | None) -> list[Figure]:
     return figures
 
 
+def days_title(doc: dict | None) -> str:
+    """The daily chart's title, naming the time zone its days are cut in (the report's)."""
+    zone = ((doc or {}).get("period") or {}).get("timezone")
+    where = "this computer's time zone" if zone in (None, "", "local") else f"days in {zone}"
+    return f"Spend per day ({where}, as ctxlamp report counts them)"
+
+
+def spent_tip(spend: dict) -> str:
+    """The headline's parts in words: what was written, what Claude Code billed without writing it, and the
+    estimated range that is left out of the figure."""
+    written, unwritten = spend.get("total_usd") or 0.0, spend.get("unwritten_usd") or 0.0
+    by_line = spend.get("unwritten_statusline_usd") or 0.0
+    text = (f"What the API billed in this period (the same figure as ctxlamp report): {fmt.usd(written)} for the "
+            f"calls Claude Code wrote down + {fmt.usd(unwritten)} for requests it made without writing them "
+            "(compaction summaries), measured from its own cost record")
+    if by_line:
+        text += f" + {fmt.usd(by_line)} reported by its status line"
+    text += "."
+    est = spend.get("unwritten_estimated") or {}
+    if est.get("compactions"):
+        text += (f" Not included: {fmt.plural(est['compactions'], 'compaction')} in sessions without a cost record, "
+                 f"estimated at {fmt.usd(est.get('low_usd'))} to {fmt.usd(est.get('high_usd'))}.")
+    return text
+
+
+def unwritten_note(doc: dict | None) -> str:
+    """The estimated range for compactions without a cost record, apart from the headline (empty without any)."""
+    est = ((doc or {}).get("spend") or {}).get("unwritten_estimated") or {}
+    if not est.get("compactions"):
+        return ""
+    return (f"{fmt.plural(est['compactions'], 'compaction')} in sessions without Claude Code's cost record "
+            f"cost an estimated {fmt.usd(est.get('low_usd'))} to {fmt.usd(est.get('high_usd'))}, not in Spent.")
+
+
 def spend_notes(doc: dict | None) -> str:
     """Data-quality remarks in words (unpriced models, estimated prices, undercounted output)."""
     spend = (doc or {}).get("spend") or {}
-    notes = []
+    notes = [unwritten_note(doc)] if unwritten_note(doc) else []
     est = spend.get("estimated_models") or {}
     if est:
         notes.append("Estimated prices for " + ", ".join(f"{model_name(m)} (priced as {model_name(f)})"
@@ -115,6 +151,9 @@ def daily_stacks(doc: dict | None, by: str = "model") -> Stacks:
     layers = [(name(k), [float((per_day.get(d) or {}).get(k, 0.0)) for d in days]) for k in keep]
     if rest:
         layers.append((OTHER, [sum(float((per_day.get(d) or {}).get(k, 0.0)) for k in rest) for d in days]))
+    unwritten = spend.get("unwritten_by_day") or {}
+    if any(unwritten.values()):  # on top, so the bars add up to Spent (what was billed)
+        layers.append((NOT_WRITTEN, [float(unwritten.get(d, 0.0)) for d in days]))
     return Stacks(days=days, layers=layers)
 
 
@@ -137,8 +176,11 @@ def session_rows(doc: dict | None, now: float | None = None) -> list[SessionRow]
         tip = f"Session {sid} in {s.get('project') or 'an unknown folder'}"
         if sub:
             tip += f"; subagents spent {fmt.usd(sub)} of it"
+        if s.get("unwritten_usd"):
+            tip += (f"; {fmt.usd(s['unwritten_usd'])} of it were requests Claude Code made without writing them "
+                    "(measured from its cost record)")
         rows.append(SessionRow(session_id=sid, name=f"{project_name(s.get('project'))} · {sid[:8]}",
-                               spent=fmt.usd(s.get("usd")), calls=fmt.count(s.get("calls")),
+                               spent=fmt.usd(s.get("billed_usd", s.get("usd"))), calls=fmt.count(s.get("calls")),
                                last=fmt.when(s.get("last_at"), now), live=bool(s.get("live")),
                                tip=tip + (". Live now: click to open it." if s.get("live")
                                           else ". Click to see it in the Session tab.")))
@@ -198,6 +240,45 @@ class Meter:
     tip: str
 
 
+BUDGET_NAMES = (("daily", "Daily budget", "today"), ("monthly", "Monthly budget", "this month"))
+
+
+def budget_meters(status: dict | None) -> list[Meter]:
+    """Budget meters from status.budgets (none without a budget): billed against budget, per day and month."""
+    block = (status or {}).get("budgets") or {}
+    out = []
+    for kind, name, words in BUDGET_NAMES:
+        b = block.get(kind)
+        if not isinstance(b, dict) or not isinstance(b.get("share"), (int, float)):
+            continue
+        pct = float(b["share"]) * 100
+        out.append(Meter(name=name, percent=max(0.0, min(100.0, pct)),
+                         text=f"{fmt.usd(b.get('spent_usd'))} of {fmt.usd(b.get('budget_usd'))} {words} ({pct:.0f} %)",
+                         tip=f"What the API billed {words} ({block.get('timezone') or 'local'} days), against the "
+                             f"budget in Settings; a notice at {float(block.get('notice_pct') or 80):g} % and 100 %."))
+    return out
+
+
+def budgets_text(block: dict | None) -> str | None:
+    """ "budget today $3.20 of $20.00 (16 %); month $120 of $300 (40 %)" for the tray (None: no budget)."""
+    parts = []
+    for kind, _name, words in BUDGET_NAMES:
+        b = (block or {}).get(kind)
+        if isinstance(b, dict) and isinstance(b.get("share"), (int, float)):
+            parts.append(f"{words.replace('this ', '')} {fmt.usd(b.get('spent_usd'))} of {fmt.usd(b.get('budget_usd'))} "
+                         f"({float(b['share']) * 100:.0f} %)")
+    return ("Budget " + "; ".join(parts)) if parts else None
+
+
+def run_out_at(w: dict, now: float | None) -> float | None:
+    """When a plan window fills at the current pace (epoch s), if before its reset (and still ahead of `now`,
+    when given)."""
+    full, resets = fmt.parse_time(w.get("runs_out_at")), fmt.parse_time(w.get("resets_at"))
+    if full is None or (now is not None and full <= now) or (resets is not None and full >= resets):
+        return None
+    return full
+
+
 def limit_meters(status: dict | None, now: float | None = None) -> list[Meter]:
     """Plan-limit meters from status.limits (absent or null: none)."""
     limits = (status or {}).get("limits") or {}
@@ -208,8 +289,15 @@ def limit_meters(status: dict | None, now: float | None = None) -> list[Meter]:
             continue
         pct = max(0.0, min(100.0, float(m["used_percentage"])))
         text = f"{pct:.0f} % used"
-        if m.get("resets_at"):
+        full = run_out_at(m, None)  # as last reported: the tip says when that was
+        if full is not None:  # the sooner of the two, so the bar's text stays one line
+            text += f", full {fmt.when(full, now)} at this pace"
+        elif m.get("resets_at"):
             text += f", resets {fmt.when(m['resets_at'], now)}"
         tip = f"As Claude Code last reported it ({fmt.when(m.get('seen_at'), now)})."
+        if full is not None and m.get("resets_at"):
+            tip += f" At this pace it is full before it resets ({fmt.when(m['resets_at'], now)})."
+        if m.get("pace_pct_per_hour"):
+            tip += f" Lately it fills by {m['pace_pct_per_hour']:.1f} % an hour."
         out.append(Meter(name=name, percent=pct, text=text, tip=tip))
     return out

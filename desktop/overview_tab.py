@@ -5,6 +5,7 @@ the window to open it in the Session tab (signal `open_session`).
 """
 from __future__ import annotations
 
+import html
 import time
 
 from PySide6.QtCore import Qt, Signal
@@ -13,7 +14,7 @@ from PySide6.QtWidgets import (
     QProgressBar, QPushButton, QRadioButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
-from desktop import charts, fmt, overview_model as om
+from desktop import charts, fmt, overview_model as om, theme
 from desktop.datasource import DataError
 from desktop.icons import lamp_icon
 from desktop.viewmodel import STATE_WORDS, lamp_colour, lamp_state, session_name
@@ -61,7 +62,7 @@ class OverviewTab(QWidget):
         self.notes.setWordWrap(True)
 
         # stacked daily bars
-        self.plot = charts.new_plot("Spend per day (UTC days, as ctxlamp report counts them)", "", "",
+        self.plot = charts.new_plot(html.escape(om.days_title(None)), "", "",
                                     left_unit="usd", bottom_unit="day", legend=True)
         self.plot.setMinimumHeight(170)
 
@@ -81,8 +82,11 @@ class OverviewTab(QWidget):
 
         self.live = QListWidget()
         self.live.setToolTip("Sessions being measured now. Click one (or press Enter) to open it.")
-        self.limits_box = QGroupBox("Plan limits")
+        self.live.setMinimumHeight(44)  # room for the meters below on a small window
+        self.limits_box = QGroupBox("Plan limits and budgets")
         self.limits_lay = QVBoxLayout(self.limits_box)
+        self.limits_lay.setSpacing(2)
+        self.limits_lay.setContentsMargins(6, 4, 6, 4)
         live_box = QGroupBox("Live sessions")
         lv = QVBoxLayout(live_box)
         lv.addWidget(self.live)
@@ -145,6 +149,7 @@ class OverviewTab(QWidget):
         now = time.time()
         while self.figures.count():
             self.figures.takeAt(0).widget().deleteLater()
+        self.plot.setTitle(html.escape(om.days_title(doc)), size="10pt", color=theme.colours()["fg"])
         for i, f in enumerate(om.spend_figures(doc)):
             cap, val = QLabel(f.caption), QLabel(f"<b style='font-size:15pt'>{fmt.html_text(f.value)}</b>")
             cap.setTextFormat(Qt.PlainText)
@@ -190,11 +195,14 @@ class OverviewTab(QWidget):
 
     def show_limits(self, status: dict | None, now: float) -> None:
         while self.limits_lay.count():
-            self.limits_lay.takeAt(0).widget().deleteLater()
-        meters = om.limit_meters(status, now)
+            old = self.limits_lay.takeAt(0).widget()
+            old.hide()  # until the event loop deletes it, it would still paint over the box's title
+            old.deleteLater()
+        meters = om.limit_meters(status, now) + om.budget_meters(status)
         self.limits_box.setVisible(bool(meters))
         for m in meters:
             bar = QProgressBar()
+            bar.setMaximumHeight(20)
             bar.setRange(0, 100)
             bar.setValue(round(m.percent))
             bar.setFormat(f"{m.name}: {m.text}")

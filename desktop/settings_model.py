@@ -21,7 +21,7 @@ from desktop import fmt
 class Field:
     key: str            # "section.key" of the service's config
     label: str
-    kind: str           # int, percent, duration, hours, bool, text, list, ratios
+    kind: str           # int, percent, duration, hours, bool, text, list, ratios, zone, usd, share
     help: str
     maximum: float = 1e9
 
@@ -49,6 +49,16 @@ FIELDS = (
           "service's next start; keep its password in the pgpass file, not here."),
     Field("tokenizer.ratio", "Token ratio per model family", "ratios",
           "Claude tokens per counted token for a model family (ctxlamp calibrate measures it); between 0 and 100."),
+    Field("report.timezone", "Days are counted in the time zone", "zone",
+          "Where a day starts and ends for the Overview, the report and budgets: an IANA name such as "
+          "America/Los_Angeles. Empty: this computer's time zone. The team view keeps UTC days."),
+    Field("budgets.daily_usd", "Daily budget", "usd",
+          "A notice when the day's spend reaches the share below and when it reaches the budget. 0: no budget.",
+          1_000_000),
+    Field("budgets.monthly_usd", "Monthly budget", "usd",
+          "The same for the calendar month. 0: no budget.", 1_000_000),
+    Field("budgets.notice_pct", "Budget notice at", "share",
+          "The first notice comes when this share of a budget is spent (the second at 100 %).", 100),
 )
 BY_KEY = {f.key: f for f in FIELDS}
 
@@ -96,6 +106,12 @@ def show_value(field: Field, value) -> str:
         return ", ".join(f"{k} {v:g}" for k, v in sorted(value.items())) if value else "none"
     if field.kind == "text":
         return value or ("no team" if field.key == "team.url" else "the local file")
+    if field.kind == "zone":
+        return value or "this computer's"
+    if field.kind == "usd":
+        return fmt.usd(value) if value else "none"
+    if field.kind == "share":
+        return f"{float(value):g} %"
     return str(value)
 
 

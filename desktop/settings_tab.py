@@ -187,6 +187,21 @@ def make_control(field: sm.Field) -> QWidget:
     if field.kind == "text":
         return url_control("postgresql://member@host/team (empty: no team)" if field.key == "team.url"
                            else "postgresql://user@host/ctxlamp (empty: the local file)")
+    if field.kind == "zone":
+        zone = QLineEdit()
+        zone.setPlaceholderText("e.g. Europe/Berlin (empty: this computer's time zone)")
+        return _Wrap(zone, lambda: zone.text().strip(), lambda v: zone.setText(str(v or "")), zone.textChanged,
+                     stretch=False)
+    if field.kind in ("usd", "share"):
+        money = QDoubleSpinBox()
+        money.setRange(1 if field.kind == "share" else 0, field.maximum)
+        money.setDecimals(2 if field.kind == "usd" else 0)
+        if field.kind == "usd":
+            money.setPrefix("$ ")
+            money.setSpecialValueText("no budget")
+        else:
+            money.setSuffix(" % of the budget")
+        return _Wrap(money, money.value, lambda v: money.setValue(float(v)), money.valueChanged)
     if field.kind == "duration":
         return DurationEditor()
     if field.kind == "list":

@@ -46,8 +46,11 @@ def team_configured(source) -> bool:
 def member_rows(doc: dict) -> list[tuple[str, ...]]:
     """One row per member (highest spend first), as the table shows them."""
     rows = []
-    for name, m in sorted((doc.get("members") or {}).items(), key=lambda kv: -kv[1].get("spend_usd", 0)):
-        rows.append((plain(name), fmt.usd(m.get("spend_usd")), str(m.get("calls", 0)), fmt.usd(m.get("rent_usd")),
+    def billed(m: dict) -> float:  # the calls + what Claude Code billed but did not write (issue 26)
+        return float(m.get("billed_usd", m.get("spend_usd")) or 0)
+
+    for name, m in sorted((doc.get("members") or {}).items(), key=lambda kv: -billed(kv[1])):
+        rows.append((plain(name), fmt.usd(billed(m)), str(m.get("calls", 0)), fmt.usd(m.get("rent_usd")),
                      str(m.get("reminders", 0)), str(m.get("restarts_after_reminder", 0)),
                      fmt.usd(m.get("pinch_saved_usd"))))
     return rows
@@ -74,7 +77,7 @@ def headline(doc: dict) -> str:
         pushed = f"last push {last.get('at')}: {last.get('sent', 0)} rows sent, {last.get('waiting', 0)} waiting"
     else:
         pushed = f"last push {last.get('at')} failed: {last.get('message')}"
-    return (f"<b>Team</b> — {len(doc.get('members') or {})} members, spend {fmt.usd(doc.get('total_usd'))}, "
+    return (f"<b>Team</b> — {len(doc.get('members') or {})} members, spend {fmt.usd(doc.get('billed_usd', doc.get('total_usd')))}, "
             f"rent {fmt.usd(doc.get('rent_usd'))} · you are {rich(doc.get('member', '?'))} · {rich(pushed, 2000)}")
 
 
@@ -112,7 +115,8 @@ class TeamTab(QWidget):
         top.addWidget(self.head, 1)
         top.addWidget(self.refresh)
         self.members = _table(MEMBER_COLUMNS)
-        self.plot = charts.new_plot("Spend and rent by day (team)", "USD", "", date_axis=True, legend=True)
+        # the team server keeps UTC days: its members live in different time zones (issue 26)
+        self.plot = charts.new_plot("Spend and rent by day (team, UTC days)", "USD", "", date_axis=True, legend=True)
         self.projects = _table(("project", "spend"))
         self.projects.setMaximumHeight(180)
         lay = QVBoxLayout(self)

@@ -19,6 +19,7 @@ from desktop.datasource import ApiSource, DataError
 from desktop.handoff_prompt import handoff_prompt
 from desktop.icons import lamp_icon
 from desktop.limits_view import IdleCacheNotice, LimitNotices, limits_text
+from desktop.overview_model import budgets_text
 from desktop.popup import ReminderPopup
 from desktop.viewmodel import (
     lamp_colour, menu_sessions, min_gap_seconds, pick_followed, reminder_message, session_name, tooltip_text,
@@ -67,6 +68,7 @@ class TrayController(QObject):
         self._tray_timer.setSingleShot(True)
         self._tray_timer.timeout.connect(self._try_show_tray)
         self.limits: dict | None = None  # plan limits last seen by Claude Code's status line
+        self.budgets: dict | None = None  # billed today and this month against the budgets (issue 26)
         self.limit_notices, self.idle_notice = LimitNotices(), IdleCacheNotice()
         self._idle_timer = QTimer(self)
         self._idle_timer.setSingleShot(True)
@@ -78,6 +80,7 @@ class TrayController(QObject):
             stream.connected.connect(self.on_connected)
             stream.service.connect(self.on_service)
             stream.limits.connect(self.on_limits)
+            stream.budgets.connect(self.on_budgets)
             stream.disconnected.connect(self.on_disconnected)
         if supervisor is not None:
             supervisor.gave_up.connect(self.on_service_gave_up)
@@ -133,7 +136,8 @@ class TrayController(QObject):
             return "ctxlamp — no live Claude Code session yet\nThe lamp lights up when a transcript grows."
         text = tooltip_text(snap, now)
         limits = limits_text(self.limits, now)
-        return f"{text}\n{limits}" if limits else text
+        budget = budgets_text(self.budgets)
+        return "\n".join(t for t in (text, limits, budget) if t)
 
     def refresh(self) -> None:
         """Redraw icon (only when its colour changed) and tooltip; arm the cache-expiry single shot."""
@@ -157,6 +161,7 @@ class TrayController(QObject):
         self.service_followed = status.get("followed")
         self.down_reason = None
         self.on_limits(status.get("limits"))
+        self.budgets = status.get("budgets") if isinstance(status.get("budgets"), dict) else None
         self.on_service(status.get("service") or {})
 
     def on_service(self, block: dict) -> None:
@@ -214,6 +219,14 @@ class TrayController(QObject):
         self.limits = limits
         for title, body in self.limit_notices.offer(limits):
             self._notify(title, body)
+        self.tray.setToolTip(self.tooltip())
+
+    def on_budgets(self, block: dict) -> None:
+        """The service worked the budgets out again: tooltip, and its new notices (each given once by it)."""
+        self.budgets = block
+        for n in block.get("notices") or []:
+            if isinstance(n, dict) and isinstance(n.get("title"), str) and isinstance(n.get("body"), str):
+                self._notify(n["title"][:120], n["body"][:400])
         self.tray.setToolTip(self.tooltip())
 
     def _arm_idle_notice(self, now: float) -> None:

@@ -90,7 +90,11 @@ class SessionTab(QWidget):
                            " — not live any more")
         rent = sum(float(p.get("rent_usd") or 0) for p in segments)
         laps = sum(int(p.get("laps") or 0) for p in segments)
-        self._facts([("Spent", fmt.usd(row.get("usd")), "What its calls cost in the overview's period."),
+        unwritten = row.get("unwritten_usd") or 0.0
+        self._facts([("Spent", fmt.usd(row.get("billed_usd", row.get("usd"))),
+                      "What the API billed for it in the overview's period"
+                      + (f", {fmt.usd(unwritten)} of it for requests Claude Code made without writing them "
+                         "(measured from its cost record)." if unwritten else ".")),
                      ("Calls", fmt.count(row.get("calls")), "API calls in the overview's period."),
                      ("Last call", fmt.when(row.get("last_at")), "When it last called the API."),
                      ("Rent on dead weight", fmt.usd(rent) if segments else fmt.DASH,

@@ -33,6 +33,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "statusline": {"format": DEFAULT_FORMAT},
     "limits": {"notice_pct": 80.0, "alert_pct": 95.0, "idle_rewrite_usd": 0.5, "idle_notice_s": 60},
     "transcripts": {"max_line_mb": 128},
+    "report": {"timezone": ""},
+    "budgets": {"daily_usd": 0.0, "monthly_usd": 0.0, "notice_pct": 80.0},
 
     "team": {"url": "", "member": "", "projects": "hash", "push_every": "10m", "key": ""},
 }
@@ -51,6 +53,10 @@ COMMENTS = {
     "limits": "notice_pct/alert_pct: plan-limit notices (once each per window); idle_rewrite_usd/idle_notice_s: "
               "warn this long before an idle session's cache expires when re-writing it costs at least this",
     "transcripts": "max_line_mb: a transcript line longer than this (MB) is skipped and counted, never held whole",
+    "report": "timezone: IANA zone the report and the Overview cut days in (e.g. America/Los_Angeles); "
+              "empty: the machine's zone",
+    "budgets": "daily_usd/monthly_usd: what you mean to spend (0: no budget, at most 1000000); notice_pct: "
+               "a notice when this share is spent (1-100), and one at 100 %, once per day or month",
 
     "team": "url: postgresql://... of the team database (empty: no team); member: default user@host; "
             "projects: hash | name | none; push_every: e.g. 10m; key: the project-hash key (docs/team.md)",
@@ -89,6 +95,9 @@ RANGES: dict[tuple[str, str], Range] = {
     ("limits", "idle_notice_s"): Range(0, 3600),
     ("transcripts", "max_line_mb"): Range(0.001, 4096),
     ("team", "push_every"): Range(1, DAY_S),
+    ("budgets", "daily_usd"): Range(0, 1_000_000),
+    ("budgets", "monthly_usd"): Range(0, 1_000_000),
+    ("budgets", "notice_pct"): Range(1, 100),
 }
 RATIO_RANGE = Range(0, 100, low_open=True)
 MAX_TEXT = 4096        # characters of one string setting
@@ -104,6 +113,18 @@ def max_line_bytes(cfg: dict | None) -> int:
     """[transcripts] max_line_mb in bytes (the default when absent; at least 1 KB)."""
     mb = ((cfg or {}).get("transcripts") or {}).get("max_line_mb", DEFAULTS["transcripts"]["max_line_mb"])
     return max(1024, int(float(mb) * (1 << 20)))
+
+
+def configured_timezone() -> str:
+    """[report] timezone of the user's config.toml ("" = the machine's zone; never writes the file)."""
+    from service.paths import app_paths
+
+    path = app_paths().config_file
+    try:
+        cfg = load(path) if path.is_file() else None
+    except (ConfigError, OSError):
+        cfg = None
+    return str(((cfg or {}).get("report") or {}).get("timezone") or "")
 
 
 def configured_max_line() -> int:
@@ -185,6 +206,13 @@ def _check(section: str, key: str, value: Any) -> Any:
             try:
                 check_format(value)
             except ValueError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+        if (section, key) == ("report", "timezone"):
+            from service.report.days import UnknownZone, check_zone
+
+            try:
+                value = check_zone(value)
+            except UnknownZone as exc:
                 raise ConfigError(f"{where}: {exc}") from None
         if (section, key) == ("team", "projects") and value not in TEAM_PROJECTS:
             raise ConfigError(f"{where} must be one of {', '.join(TEAM_PROJECTS)}")

@@ -10,6 +10,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# Days are cut in the machine's time zone (issue 26): every test (and the commands it starts) runs in UTC
+# unless it names another zone, so figures per day do not depend on where the suite runs.
+os.environ["TZ"] = "UTC"
+if hasattr(time, "tzset"):
+    time.tzset()
 # Transcripts the real Claude Code CLI wrote through tests/fakeapi (tests/fakeapi/make_fixtures.py).
 FIXTURES = ROOT / "tests" / "fixtures"
 CC = FIXTURES / "claude-code-2.1.328"

@@ -38,9 +38,33 @@ def _entries(seed: int, s: int, days: int, sid: str, cwd: str) -> list[dict]:
                                   model=MODELS[1])))  # a subagent's call, inline
         out.append(compact(base + 150, pre=30_000 + seed, post=5_000))
         out.append(call(f"msg_{seed}_{s}_{d}_after", base + 160, inn=50, cw5=5_000, cr=0, out=30, model=MODELS[0]))
+    if s == 0:
+        out.append(cost_state(out, extra=(MODELS[0], [0, 0, 0, 30_000 + seed, 5_000])))
     for e in out:
         e["sessionId"], e["cwd"] = sid, cwd
     return out
+
+
+def cost_state(entries: list[dict], extra: tuple[str, list[int]]) -> dict:
+    """Claude Code's cost-state after these entries: their calls' tokens per model, plus one request it made
+    and did not write (a compaction summary: `extra`), so the team's billed figure has something to add."""
+    usage: dict[str, list[int]] = {}
+    for e in entries:
+        u = (e.get("message") or {}).get("usage") if e.get("type") == "assistant" else None
+        if not u:
+            continue
+        acc = usage.setdefault(e["message"]["model"], [0] * 5)
+        split = u.get("cache_creation") or {}
+        for i, v in enumerate((u["input_tokens"], split.get("ephemeral_5m_input_tokens", 0),
+                               split.get("ephemeral_1h_input_tokens", 0), u["cache_read_input_tokens"],
+                               u["output_tokens"])):
+            acc[i] += v
+    model, more = extra
+    usage[model] = [a + b for a, b in zip(usage.get(model, [0] * 5), more)]
+    return {"type": "cost-state", "totalCostUSD": 1.0, "modelUsage": {
+        m: {"inputTokens": u[0], "cacheCreationEphemeral5mInputTokens": u[1],
+            "cacheCreationEphemeral1hInputTokens": u[2], "cacheReadInputTokens": u[3], "outputTokens": u[4],
+            "cacheCreationInputTokens": u[1] + u[2]} for m, u in usage.items()}}
 
 
 def write_member(home: Path, claude: Path, seed: int, days: int = 3, sessions: int = 2) -> list[dict]:

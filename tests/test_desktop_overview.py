@@ -87,6 +87,15 @@ def test_daily_stacks_keep_the_dearest_and_fold_the_rest_into_other():
     assert stacks.totals == pytest.approx([sum(v[0] for v in models.values()), 8.0])
 
 
+def test_the_bars_add_up_to_what_was_billed():
+    """Issue 26: the requests Claude Code did not write are a layer of their own, so the bars sum to Spent."""
+    doc = DemoSource().overview(7)
+    stacks = om.daily_stacks(doc, "model")
+    assert stacks.layers[-1][0] == om.NOT_WRITTEN and sum(stacks.layers[-1][1]) > 0
+    assert sum(stacks.totals) == pytest.approx(doc["spend"]["billed_usd"], abs=1e-6)
+    assert om.spend_figures(doc)[0].value == fmt.usd(doc["spend"]["billed_usd"])
+
+
 def test_model_and_project_names_are_words():
     assert om.model_name("claude-opus-4-8") == "Opus 4.8"
     assert om.model_name("claude-haiku-4-5-20251001") == "Haiku 4.5"
@@ -132,12 +141,15 @@ def test_overview_tab_shows_the_demo_and_a_click_opens_the_session(qtbot):
     doc = src.overview(7)
     assert tab.doc == doc and win.tabs.currentIndex() == 0
     texts = [tab.figures.itemAt(i).widget().text() for i in range(tab.figures.count())]
-    assert any(fmt.usd(doc["spend"]["total_usd"]) in t for t in texts)
+    assert any(fmt.usd(doc["spend"]["billed_usd"]) in t for t in texts)  # the headline: what was billed (issue 26)
     assert any(fmt.usd(doc["spend"]["estimated_usd"]) in t for t in texts)
     assert "Haiku 5.6" in tab.notes.text()  # the estimated part says which model and why
     assert tab.sessions.rowCount() == len(doc["sessions"])
     assert tab.live.count() == len(src.status()["sessions"])
-    assert not tab.limits_box.isVisibleTo(win)  # the demo has no limits: no meters
+    # the demo's plan windows (one runs out before its reset) and budgets (issue 26): a meter each
+    assert tab.limits_box.isVisibleTo(win) and tab.limits_lay.count() == 4
+    texts_of_bars = [tab.limits_lay.itemAt(i).widget().text() for i in range(4)]
+    assert "at this pace" in texts_of_bars[0] and texts_of_bars[2].startswith("Daily budget: ")
     # the period switch loads another period
     tab.period_group.button(30).click()
     assert tab.doc == src.overview(30)
@@ -163,7 +175,7 @@ def test_limit_meters_appear_when_the_status_has_them(qtbot):
     tab = OverviewTab(src)
     qtbot.addWidget(tab)
     tab.show()
-    tab.show_overview(src.overview(7), {**src.status(), "limits": RECORDED_LIMITS})
+    tab.show_overview(src.overview(7), {**src.status(), "limits": RECORDED_LIMITS, "budgets": None})
     assert tab.limits_box.isVisible() and tab.limits_lay.count() == 2
     bar = tab.limits_lay.itemAt(0).widget()
     assert bar.value() == 37 and bar.text().startswith("5-hour limit: 37 % used")
@@ -240,8 +252,8 @@ def test_overview_sums_equal_the_report_on_the_same_transcripts(tmp_path):
                                                         reverse=True)
     # what the tab draws adds up to the same: the stacked bars and the headline figure
     stacks = om.daily_stacks(ov, "project")
-    assert sum(stacks.totals) == pytest.approx(rep["total_usd"], abs=1e-8)
-    assert om.spend_figures(ov)[0].value == fmt.usd(rep["total_usd"])
+    assert sum(stacks.totals) == pytest.approx(rep["billed_usd"], abs=1e-8)
+    assert om.spend_figures(ov)[0].value == fmt.usd(rep["billed_usd"])
     # the week leaves out the session five days ago only when it is older than the week: here it is inside
     assert week["period"]["days"] == 7 and len(week["spend"]["days"]) == 7
     assert week["spend"]["total_usd"] == pytest.approx(rep["total_usd"], abs=1e-8)

@@ -259,6 +259,8 @@ def test_line_from_the_running_service_and_limits_in_status(env, service):
     five = body["limits"]["five_hour"]
     assert status == 200 and five["used_percentage"] == 37.0 and five["resets_at"].endswith("Z")
     assert body["limits"]["seven_day"]["used_percentage"] == 12.0 and five["seen_at"]
+    # one reading gives no pace yet: the run-out is null, named (issue 26; tests/test_runout.py scripts a series)
+    assert five["runs_out_at"] is None and body["limits"]["seven_day"]["runs_out_at"] is None
     status, view = api(service, "GET", f"/api/v1/limits?session={T.SID}")
     assert status == 200 and view["session"]["readings"][0]["five_hour"] == 37.0
 
@@ -433,8 +435,13 @@ def test_the_status_lines_cost_books_what_was_not_written_where_no_cost_state_is
     body = json.loads(subscriber_json())
     body["cost"]["total_cost_usd"] = ours + 0.5
     assert api(service, "POST", "/api/v1/statusline", body)[0] == 200
-    booked = api(service, "GET", "/api/v1/report")[1]["spend"]["unwritten"]["statusline"]
+    spend = api(service, "GET", "/api/v1/report")[1]["spend"]
+    booked = spend["unwritten"]["statusline"]
     assert booked["label"] == "measured" and booked["usd"] == pytest.approx(0.5, abs=1e-6)
+    # the headline counts it, as a labelled part (issue 26)
+    assert spend["billed_usd"] == pytest.approx(spend["total_usd"] + 0.5, abs=1e-6)
+    assert spend["billed"]["unwritten_statusline_usd"] == pytest.approx(0.5, abs=1e-6)
+    assert spend["billed"]["by_session"][T.SID] == pytest.approx(ours + 0.5, abs=1e-6)
     assert booked["by_session"][T.SID]["claude_code_usd"] == pytest.approx(ours + 0.5)
     body["cost"]["total_cost_usd"] = ours - 0.1  # never negative: booked 0, and said
     api(service, "POST", "/api/v1/statusline", body)

@@ -111,11 +111,14 @@ class Team:
     def assert_equals_local(self, members=(A, B), *extra: str) -> dict:
         """team report == the sum of the members' local reports (and of their local databases' figures)."""
         team = self.report(*extra)
-        by_model, by_day, total = {}, {}, 0.0
+        by_model, by_day, total, billed, unwritten = {}, {}, 0.0, 0.0, 0.0
         for m in members:
             loc, got = self.local(m, *extra), team["members"][m]
             sp = loc["spend"]
             assert got["spend_usd"] == pytest.approx(sp["total_usd"], abs=1e-6)
+            assert got["billed_usd"] == pytest.approx(sp["billed_usd"], abs=1e-5)  # issue 26: the headline
+            billed += sp["billed_usd"]
+            unwritten += sp["billed"]["unwritten_measured_usd"]
             assert got["main_usd"] == pytest.approx(sp["main_usd"], abs=1e-6)
             assert got["subagents_usd"] == pytest.approx(sp["subagents_usd"], abs=1e-6)
             assert got["calls"] == sp["calls"]
@@ -139,6 +142,9 @@ class Team:
                 by_day[k] = by_day.get(k, 0.0) + v
             total += sp["total_usd"]
         assert team["total_usd"] == pytest.approx(total, abs=1e-6)
+        assert team["billed_usd"] == pytest.approx(billed, abs=1e-5)
+        assert team["unwritten_usd"] == pytest.approx(unwritten, abs=1e-5)
+        assert unwritten > 0 or extra  # the compaction member A's cost-state counts (not in a one-day period)
         assert team["by_model"] == pytest.approx(by_model, abs=1e-6)
         assert team["by_day"] == pytest.approx(by_day, abs=1e-6)
         assert total > 0 and team["members"][members[0]]["pinch_saved_usd"] > 0
@@ -159,8 +165,11 @@ def test_init_is_idempotent_and_member_add_prints_a_working_url(team):
     from urllib.parse import quote
 
     r = ctl(team.env[A], "team", "init", "--url", team.owner)
-    assert r.returncode == 0 and "version 2" in r.stdout
-    assert team.pg.sql("SELECT version FROM ctxlamp_team.schema_version", database=team.db) == [(2,)]
+    from service.team.migrations import steps
+
+    newest = steps()[-1][0]  # the newest team migration (0003 since issue 26)
+    assert r.returncode == 0 and f"version {newest}" in r.stdout
+    assert team.pg.sql("SELECT version FROM ctxlamp_team.schema_version", database=team.db) == [(newest,)]
     assert team.url[A].startswith("postgresql://ctxlamp_alice_laptop_") and "owner" not in team.url[A]
     assert stat.S_IMODE(os.stat(team.passfile(A)).st_mode) == 0o600
     old_password = team.password(A)

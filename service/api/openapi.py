@@ -25,6 +25,7 @@ def _obj(props: dict | None = None, required: list[str] | None = None, extra: bo
 
 
 NUM = {"type": ["number", "null"]}
+ZONE = "an IANA time zone (default: [report] timezone, else the machine's); 400 when unknown"
 INT = {"type": "integer"}
 STR = {"type": "string"}
 NSTR = {"type": ["string", "null"]}
@@ -165,12 +166,13 @@ PATHS = {
         "edit, pinch or retrieval channel in time buckets", {**_ok(_ref("Channel")), **E503},
         [{"name": "channel", "in": "path", "required": True, "schema": {"enum": ["edit", "pinch", "retrieval"]}},
          _q("since"), _q("until"), _q("bucket", {"enum": ["hour", "day"]})])},
-    "/api/v1/spend": {"get": _op("spend and data quality", {**_ok(_obj()), **E503}, [_q("since"), _q("until")])},
-    "/api/v1/report": {"get": _op("the whole `ctxlamp report --json` for the period (days, UTC)", _ok(_obj()),
-                                  [_q("since"), _q("until")])},
+    "/api/v1/spend": {"get": _op("spend and data quality", {**_ok(_obj()), **E503},
+                                 [_q("since"), _q("until"), _q("timezone", desc=ZONE)])},
+    "/api/v1/report": {"get": _op("the whole `ctxlamp report --json` for the period (days in `timezone`)", _ok(_obj()),
+                                  [_q("since"), _q("until"), _q("timezone", desc=ZONE)])},
     "/api/v1/overview": {"get": _op("the window's overview: spend per day by model and project, dearest sessions, "
-                                    "rent and what restarting at the reminders would have saved (UTC days)",
-                                    {**_ok(_obj()), **E503}, [_q("days", INT)])},
+                                    "rent and what restarting at the reminders would have saved (days in `timezone`)",
+                                    {**_ok(_obj()), **E503}, [_q("days", INT), _q("timezone", desc=ZONE)])},
 
     "/api/v1/team": {"get": _op("the team report (`ctxlamp team report --json`), this member, the last push",
                                 {**_ok(_obj()), **E404, **E503}, [_q("since"), _q("until")])},

@@ -230,14 +230,25 @@ class ApiServer:
     def get_spend(self, q, body):
         from service.report import answers as reports
 
-        return reports.spend(q.get("since") or None, q.get("until") or None)
+        return reports.spend(q.get("since") or None, q.get("until") or None, self._zone(q))
 
     def get_report(self, q, body):
         from service.report import answers as reports
         from service.statusline.serve import book_unwritten
 
         since, until = q.get("since") or None, q.get("until") or None
-        return book_unwritten(reports.report(since, until), self.service.readings, not since and not until)
+        return book_unwritten(reports.report(since, until, self._zone(q)), self.service.readings,
+                              not since and not until)
+
+    def _zone(self, q) -> str:
+        """The zone days are cut in: ?timezone=, else [report] timezone, else the machine's (issue 26)."""
+        from service.report.days import UnknownZone, resolve
+
+        asked = q.get("timezone") or str((self.service.cfg.get("report") or {}).get("timezone") or "")
+        try:
+            return resolve(asked)[0]
+        except UnknownZone as exc:
+            raise HttpError(400, str(exc)) from None
 
     def get_overview(self, q, body):
         from service.report import overview
@@ -246,7 +257,8 @@ class ApiServer:
             segments = list(self.service.reads.segments(limit=100_000))
         except Unavailable:
             segments = []
-        return overview.overview(_int(q, "days", 7), segments, self.service.status()["sessions"])
+        return overview.overview(_int(q, "days", 7), segments, self.service.status()["sessions"],
+                                 timezone=self._zone(q))
 
     def get_team(self, q, body):
         from service.team.job import team_view

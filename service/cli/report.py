@@ -30,8 +30,10 @@ def _day(text: str) -> str:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--since", type=_day, help="first day included (YYYY-MM-DD, UTC)")
-    parser.add_argument("--until", type=_day, help="last day included (YYYY-MM-DD, UTC)")
+    parser.add_argument("--since", type=_day, help="first day included (YYYY-MM-DD, in --timezone)")
+    parser.add_argument("--until", type=_day, help="last day included (YYYY-MM-DD, in --timezone)")
+    parser.add_argument("--timezone", metavar="ZONE", help="IANA time zone days are cut in (e.g. Asia/Tokyo; "
+                        "default: [report] timezone in config.toml, else the machine's zone)")
     fmt = parser.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print JSON")
     fmt.add_argument("--csv", action="store_true", help="print CSV (metric,value,label)")
@@ -54,12 +56,20 @@ _KEPT: list = []
 def request_of(args: argparse.Namespace) -> ReportRequest:
     """The report's input from the command's flags."""
     return ReportRequest(since=args.since, until=args.until, projects=args.projects, lean_ctx=args.lean_ctx,
-                         router_db=args.router_db, usage_db=args.usage_db, use_cache=not args.no_cache)
+                         router_db=args.router_db, usage_db=args.usage_db, use_cache=not args.no_cache,
+                         timezone=args.timezone)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.since and args.until and args.since > args.until:
         print("ctxlamp report: --since is after --until", file=sys.stderr)
+        return 2
+    from service.report.days import UnknownZone, resolve
+
+    try:
+        args.timezone = resolve(args.timezone if args.timezone is not None else _configured_zone())[0]
+    except UnknownZone as exc:
+        print(f"ctxlamp report: {exc}", file=sys.stderr)
         return 2
     summary = None
     if not args.no_service and not any((args.projects, args.lean_ctx, args.router_db, args.usage_db)):
@@ -84,6 +94,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _configured_zone() -> str:
+    from service.config import configured_timezone
+
+    return configured_timezone()
+
+
 def _from_service(args) -> dict | None:
     """The running service's report, or None (no service, old service, any error)."""
     from service.paths import app_paths
@@ -97,12 +113,16 @@ def _from_service(args) -> dict | None:
 
     try:
         info = json.loads(api_file.read_text())
-        query = urllib.parse.urlencode({k: v for k, v in (("since", args.since), ("until", args.until)) if v})
+        query = urllib.parse.urlencode({k: v for k, v in (("since", args.since), ("until", args.until),
+                                                          ("timezone", args.timezone)) if v})
         req = urllib.request.Request(f"http://127.0.0.1:{int(info['port'])}/api/v1/report?{query}",
                                      headers={"Authorization": f"Bearer {info['token']}"})
         with urllib.request.urlopen(req, timeout=2.0) as resp:
             doc = json.loads(resp.read())
-        return doc if isinstance(doc, dict) and "spend" in doc and "edit" in doc else None
+        if not (isinstance(doc, dict) and "spend" in doc and "edit" in doc):
+            return None
+        # an older service cuts UTC days whatever it is asked: then scan here, in the zone asked for
+        return doc if (doc.get("period") or {}).get("timezone") == args.timezone else None
     except Exception:  # any failure means: scan ourselves
         return None
 
@@ -136,19 +156,35 @@ def _write_csv(summary: dict, out) -> None:
                         label])
 
 
-def render_text(s: dict) -> str:
-    e, p, r, sp, dq = s["edit"], s["pinch"], s["retrieval"], s["spend"], s["data_quality"]
-    period = s["period"]
-    lines = [f"ctxlamp report  {period.get('since') or 'start'} .. {period.get('until') or 'now'} (UTC days)", ""]
-    lines.append(f"Spend (measured): ${sp['total_usd']:.2f} over {sp['calls']} calls; subagents ${sp['subagents_usd']:.2f}")
+def _spend_lines(sp: dict) -> list[str]:
+    """The headline (what was billed) and its labelled parts; the estimated range apart, never added in."""
+    billed = sp.get("billed") or {}
+    lines = []
+    if billed:
+        lines.append(f"Billed: ${billed['usd']:.2f} = written calls ${billed['written_usd']:.2f} "
+                     f"+ requests Claude Code made and did not write ${billed['unwritten_measured_usd']:.2f} "
+                     "(measured, from its cost-state)"
+                     + (f" + ${billed['unwritten_statusline_usd']:.2f} (its status line)"
+                        if billed.get("unwritten_statusline_usd") else ""))
+    lines.append(f"Written calls (measured): ${sp['total_usd']:.2f} over {sp['calls']} calls; "
+                 f"subagents ${sp['subagents_usd']:.2f}")
     for model, usd in sorted(sp["by_model"].items(), key=lambda kv: -kv[1]):
         lines.append(f"  {model:<40} ${usd:.2f}")
     unwritten = sp.get("unwritten") or {}
-    if unwritten:
-        m, est = unwritten["measured"], unwritten["estimated"]
-        lines.append(f"  + {m['what']} (measured, from its cost-state): ${m['usd']:.2f}")
-        lines.append(f"  + compactions without a cost-state (estimated, {est['compactions']}): "
+    if unwritten and unwritten["estimated"].get("compactions"):
+        est = unwritten["estimated"]
+        lines.append(f"  not in the billed figure: compactions without a cost-state (estimated, {est['compactions']}): "
                      f"${est['low_usd']:.2f} .. ${est['high_usd']:.2f}")
+    return lines
+
+
+def render_text(s: dict) -> str:
+    e, p, r, sp, dq = s["edit"], s["pinch"], s["retrieval"], s["spend"], s["data_quality"]
+    period = s["period"]
+    head = (f"ctxlamp report  {period.get('since') or 'start'} .. {period.get('until') or 'now'} "
+            f"(days in {period.get('timezone') or 'UTC'})")
+    lines = [head, ""]
+    lines += _spend_lines(sp)
     lines += ["", f"Edits (measured): {e['str_replace_calls']} str_replace calls, "
                   f"{e['str_replace_old_string_tokens']} old_string tokens (${e['str_replace_old_string_usd']:.4f}), "
                   f"misses {e['str_replace_misses']['not_found']} not found / {e['str_replace_misses']['ambiguous']} ambiguous",
@@ -168,7 +204,10 @@ def render_text(s: dict) -> str:
     lines.append(f"  vs Claude Code's cost-state: {'n/a' if diff is None else f'{diff:+.2f}%'}")
     left = dq.get("cost_state_remaining_usd")
     if left is not None:
-        lines.append(f"  left after booking what it did not write: ${left:+.4f} (its prices vs ours)")
+        lines.append(f"  left after booking what it did not write: ${left:+.4f}")
+    for e in dq.get("cost_state_explained") or []:
+        if e.get("kind") != "equal":
+            lines.append(f"    {str(e.get('session_id'))[:8]}: {e.get('text')}")
     lines.append(f"  malformed lines: {dq['malformed_lines']['transcripts']} in transcripts, "
                  f"{dq['malformed_lines']['ledgers']} in ledgers")
     if dq.get("long_lines"):

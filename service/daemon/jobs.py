@@ -79,11 +79,16 @@ class Jobs:
         from service.team.job import TeamPusher  # the team push, when a team is configured (docs/team.md)
 
         self._svc.team = TeamPusher.schedule(self.scheduler, lambda: self._svc.cfg, self._persist.store if self._svc.persist else None)
+        budgets = self._svc.budget_watch
+        budgets.schedule(self.scheduler)  # issue 26: budgets, after spend changed
         self.scheduler.start(paused=False)
         self.scheduler.pause_job("checkpoint")  # armed by the first change: no idle wakeups
+        self.scheduler.pause_job("budgets")
+        budgets.arm()  # a first look at the budgets (when any is set); then after changes only
         self.arm_checkpoint()
 
     def arm_checkpoint(self) -> None:
+        self._svc.budget_watch.arm()
         if self.scheduler is None or self._ckpt_armed:
             return
         if self._registry.changes == self._ckpt_changes:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from service import __version__
 from service import config as config_mod
 from service.api.sse import Hub
+from service.daemon.budget_watch import BudgetWatch
 from service.daemon.following import Defect, Following
 from service.daemon.jobs import Jobs
 from service.api.reads import StoreReads
@@ -139,6 +140,7 @@ class Service:
         self.readings = Book(paths.data / "statusline.json")  # what Claude Code's status line reported
         self.following = Following(self)  # live sessions: catch-up, changes, rotation, selection, reminders
         self.jobs = Jobs(self)            # checkpoints and the history scan
+        self.budget_watch = BudgetWatch(self)  # the budgets job (issue 26)
 
     # ---- setup --------------------------------------------------------------------
     @property
@@ -366,6 +368,8 @@ class Service:
             self.persist.configure(new)
         if self.turn_sink is not None:
             self.turn_sink.configure(store_prompts=bool(new["history"]["store_prompts"]))
+        if "budgets" in changes or "report" in changes:  # issue 26: the budgets are worked out again
+            self.budget_watch.recompute()
         return new
 
     # ---- outputs ---------------------------------------------------------------------------
@@ -387,7 +391,7 @@ class Service:
                     by_project[sess.snapshot.get("project") or sess.project_dir] = sess.session_id
             return {"sessions": snaps, "followed": followed.session_id if followed else None,
                     "followed_by_project": by_project, "service": self.service_block(),
-                    "limits": self.readings.limits()}
+                    "limits": self.readings.limits(), "budgets": self.budget_watch.block}
 
     # ---- endings -------------------------------------------------------------------------------
     def _close_io(self) -> None:

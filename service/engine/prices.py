@@ -7,13 +7,22 @@ a guessed price must be flagged in the data-quality panel:
     "table"    the id (or the id without its `-YYYYMMDD` snapshot date) is in the table
     "family"   not in the table; priced at its family's newest entry
     "unknown"  no family we price (e.g. `<synthetic>`): no price at all
+
+An entry's rates are today's. A price that changed carries its history in `changes`:
+`[{"from": "2026-10-07", "was": {"cache_read": 0.2}, "source": "..."}]` says that from that
+day (00:00 UTC) on the entry's rates apply and that before it the rates in `was` did (the
+others as today). `lookup_at(model, time)` prices a call at the rates of its own time; the
+time comes from the transcript line, so the lookup stays pure. A user's override of a rate
+applies at every date (it removes that rate from the history).
 """
 from __future__ import annotations
 
+import bisect
 import copy
 import math
 import re
 from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime
 from typing import Any, Mapping
 
 PER_MILLION = 1_000_000
@@ -115,6 +124,12 @@ class PriceTable:
             if best is None or self._order_key(mid) > self._order_key(best):
                 self._newest[fam] = mid
         self._memo: dict[str, tuple[Price | None, str]] = {}
+        # entry -> (the UTC instants its changes took effect, ascending; the rates in force before each)
+        self._history: dict[str, tuple[list[float], list[Price]]] = {}
+        for mid, entry in self._raw.items():
+            changes = _parse_changes(mid, entry.get("changes"))
+            if changes:
+                self._history[mid] = _periods(self._prices[mid], changes)
 
     # -- construction -------------------------------------------------------
     @classmethod
@@ -139,7 +154,10 @@ class PriceTable:
                 raise ValueError(f"prices override: model {mid!r}: entry must be an object")
             known = self._index.get(normalize_model_id(mid))
             if known is not None:
-                raw[known].update(copy.deepcopy(dict(entry)))
+                fields = copy.deepcopy(dict(entry))
+                if "changes" not in fields and raw[known].get("changes"):
+                    fields["changes"] = _without_rates(raw[known]["changes"], set(fields) & set(RATE_FIELDS))
+                raw[known].update(fields)
             else:
                 raw[mid] = copy.deepcopy(dict(entry))
         source = self.source
@@ -153,6 +171,26 @@ class PriceTable:
         if hit is None:
             hit = self._memo[model] = self._resolve(model)
         return hit
+
+    def lookup_at(self, model: str, at: float | str | None) -> tuple[Price | None, str]:
+        """The price of a call of `model` made at `at` (epoch seconds or ISO-8601 text from the transcript):
+        the rates in force then. Without a readable time, today's rates (as `lookup`)."""
+        price, how = self.lookup(model)
+        if price is None or at is None:
+            return price, how
+        history = self._history.get(price.model)
+        if history is None:
+            return price, how
+        t = at if isinstance(at, (int, float)) and not isinstance(at, bool) else _epoch(at)
+        if t is None:
+            return price, how
+        starts, before = history
+        k = bisect.bisect_right(starts, t)  # the first change that came after the call
+        return (before[k] if k < len(starts) else price), how
+
+    def changes(self, model: str) -> list[dict[str, Any]]:
+        """The dated changes of a table entry, as the file gives them (for the data-quality panel)."""
+        return copy.deepcopy(list(self._raw[model].get("changes") or []))
 
     def models(self) -> list[str]:
         return sorted(self._prices)
@@ -220,6 +258,78 @@ def _parse_long(mid: str, lc: Any) -> LongContextRates | None:
         raise ValueError(f"prices: model {mid!r}: field 'long_context.threshold_tokens' must be a positive integer, got {thr!r}")
     rates = [_rate(mid, lc, f, f"long_context.{f}") for f in RATE_FIELDS]
     return LongContextRates(thr, *rates)
+
+
+def _epoch(text: Any) -> float | None:
+    """Epoch seconds of an ISO-8601 time (UTC when it names no offset); None when unreadable."""
+    if not isinstance(text, str) or len(text) < 10:
+        return None
+    try:
+        dt = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.timestamp()
+
+
+def _parse_changes(mid: str, changes: Any) -> list[tuple[float, dict[str, float]]]:
+    """[(epoch of the day it took effect, {rate field: USD per token before it})], ascending, checked."""
+    if changes is None:
+        return []
+    where = f"prices: model {mid!r}: field 'changes'"
+    if not isinstance(changes, list):
+        raise ValueError(f"{where} must be a list")  # noqa: TRY004 - a bad price file is a ValueError to callers
+    out: list[tuple[float, dict[str, float]]] = []
+    for i, change in enumerate(changes):
+        if not isinstance(change, Mapping):
+            raise ValueError(f"{where}[{i}] must be an object")  # noqa: TRY004 - as above
+        unknown = set(change) - {"from", "was", "source", "note"}
+        if unknown:
+            raise ValueError(f"{where}[{i}]: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+        day = change.get("from")
+        try:
+            start = date.fromisoformat(day) if isinstance(day, str) and len(day) == 10 else None
+        except ValueError:
+            start = None
+        if start is None:
+            raise ValueError(f"{where}[{i}].from must be a day YYYY-MM-DD, got {day!r}")
+        was = change.get("was")
+        if not isinstance(was, Mapping) or not was or set(was) - set(RATE_FIELDS):
+            raise ValueError(f"{where}[{i}].was must name one or more of {', '.join(RATE_FIELDS)}")
+        rates = {f: _rate(mid, was, f, f"changes[{i}].was.{f}") for f in RATE_FIELDS if f in was}
+        at = datetime(start.year, start.month, start.day, tzinfo=UTC).timestamp()
+        if out and at <= out[-1][0]:
+            raise ValueError(f"{where}: days must be in order, each once ({day!r})")
+        out.append((at, rates))
+    return out
+
+
+def _periods(today: Price, changes: list[tuple[float, dict[str, float]]]) -> tuple[list[float], list[Price]]:
+    """The rates in force before each change: today's, with the later changes' `was` laid on first."""
+    before: list[Price] = []
+    current = today
+    for _, was in reversed(changes):
+        current = replace(current, p_in=was.get("input", current.p_in), p_out=was.get("output", current.p_out),
+                          p_r=was.get("cache_read", current.p_r), p_w5=was.get("cache_write_5m", current.p_w5),
+                          p_w1h=was.get("cache_write_1h", current.p_w1h))
+        before.append(current)
+    return [at for at, _ in changes], before[::-1]
+
+
+def _without_rates(changes: Any, fields: set[str]) -> Any:
+    """The history with the rates a user overrides taken out (the override applies at every date)."""
+    if not isinstance(changes, list) or not fields:
+        return copy.deepcopy(changes)
+    out = []
+    for change in changes:
+        if isinstance(change, Mapping) and isinstance(change.get("was"), Mapping):
+            was = {k: v for k, v in change["was"].items() if k not in fields}
+            if not was:
+                continue
+            change = {**change, "was": was}
+        out.append(copy.deepcopy(change))
+    return out
 
 
 def _parse_released(mid: str, value: Any) -> tuple[int, int, int]:

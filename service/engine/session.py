@@ -451,7 +451,8 @@ class SessionEngine:
         seg.L_peak = max(seg.L_peak, call.cr)
 
     def _bill(self, call: _Call) -> tuple[float, float]:
-        p, _ = self.prices.lookup(call.model)  # each call at its own model, whatever the segment's
+        # each call at its own model, whatever the segment's, and at the rates of its own time (the line's)
+        p, _ = self.prices.lookup_at(call.model, call.t)
         if p is None:
             return 0.0, 0.0
         p = p.for_prompt(call.stock)  # long-context rates apply to the whole request

@@ -27,25 +27,31 @@ def _parse(text: str | None) -> datetime | None:
     return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
 
 
+def _date_of(text: str | None, dt: datetime | None) -> str | None:
+    """A plain day stays that day (it is a day in the report's zone); a time gives its UTC date."""
+    if dt is None or text is None:
+        return None
+    return text[:10] if len(text.strip()) == 10 else _iso(dt)[:10]
+
+
 def _iso(dt: datetime) -> str:
     return dt.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def report(since: str | None = None, until: str | None = None) -> dict:
-    """`ctxlamp report --json` for the period (days, UTC; inclusive)."""
+def report(since: str | None = None, until: str | None = None, timezone: str | None = "UTC") -> dict:
+    """`ctxlamp report --json` for the period (days in `timezone`, inclusive; empty: the machine's zone)."""
     from service.report.build import compute
 
     s, u = _parse(since), _parse(until)
     with _lock:
-        doc = compute(s.date().isoformat() if s else None, u.date().isoformat() if u else None,
-                      workers=1, progress=False)
+        doc = compute(_date_of(since, s), _date_of(until, u), workers=1, progress=False, timezone=timezone)
     doc = dict(doc)
     doc.setdefault("sources", {})
     return doc
 
 
-def spend(since: str | None = None, until: str | None = None) -> dict:
-    doc = report(since, until)
+def spend(since: str | None = None, until: str | None = None, timezone: str | None = "UTC") -> dict:
+    doc = report(since, until, timezone)
     return {"period": doc.get("period"), "spend": doc.get("spend"), "data_quality": doc.get("data_quality")}
 
 

@@ -43,19 +43,28 @@ class ReportRequest:
     router_db: str | None = None   # a router database with route_decisions; None: $CTXLAMP_ROUTER_DB
     usage_db: str | None = None    # a CodeLens-style usage.db; None: its default place
     use_cache: bool = True         # read and write the scan cache and the last summary
+    timezone: str | None = "UTC"   # the zone days are cut in (IANA name; empty: the machine's)
+
+    @property
+    def zone_name(self) -> str:
+        """The zone's resolved name (raises UnknownZone for a name the zone database does not know)."""
+        from service.report.days import resolve
+
+        return resolve(self.timezone)[0]
 
 
 def compute(since: str | None = None, until: str | None = None, *, projects: str | None = None,
             lean_ctx: str | None = None, router_db: str | None = None, usage_db: str | None = None,
             use_cache: bool = True, workers: int | None = None, progress: bool = False,
-            keep: list | None = None) -> dict:
+            keep: list | None = None, timezone: str | None = "UTC") -> dict:
     """The report as a dict, for callers other than the CLI (the service's /api/v1/report, the team push).
 
-    A process with threads (the service) should pass workers=1: the scan's pool forks.
+    A process with threads (the service) should pass workers=1: the scan's pool forks. Days are cut in
+    `timezone` (an IANA name; empty: the machine's zone; the team push keeps UTC, the default).
     `keep` receives what the summary was built from (see build_report).
     """
     request = ReportRequest(since=since, until=until, projects=projects, lean_ctx=lean_ctx, router_db=router_db,
-                            usage_db=usage_db, use_cache=use_cache)
+                            usage_db=usage_db, use_cache=use_cache, timezone=timezone)
     return build_report(request, workers=workers, progress=progress, keep=keep, reuse_last=keep is None)
 
 
@@ -172,7 +181,8 @@ def _cache_key(request: ReportRequest, sources: _Sources, fps: dict[str, Any]) -
     # a SQLite file in WAL mode changes its -wal file first: both are part of the fingerprint
     extra = [sources.lean_ctx, *dbs, *(Path(f"{d}-wal") for d in dbs), *sources.ledger_files,
              sources.prices_override]
-    key_doc = [scan.CACHE_VERSION, sources.max_line, request.since, request.until, str(sources.projects),
+    key_doc = [scan.CACHE_VERSION, sources.max_line, request.since, request.until, request.zone_name,
+               str(sources.projects),
                sorted(fps.items()), [(str(p), scan.fingerprint(str(p))) for p in extra], _prices_fingerprint()]
     return hashlib.sha256(orjson.dumps(key_doc)).hexdigest()
 
@@ -230,7 +240,7 @@ def _scan_transcripts(request: ReportRequest, files: list, fps: dict[str, Any], 
 
     def prepare() -> None:
         table = load_prices()
-        loaded[:] = [table, spend_tally(table.lookup, request.since, request.until)]
+        loaded[:] = [table, spend_tally(table.lookup, request.since, request.until, request.zone_name)]
 
     # each file's calls are summed as it comes in, while the others are still being scanned
     skipped: dict[str, str] = {}  # files that are not readable regular files: named in the data quality
@@ -296,7 +306,7 @@ def _summarize(request: ReportRequest, sources: _Sources, results: dict, table: 
     summary = build_summary(results, table.lookup, since=request.since, until=request.until, external=read.external,
                             router=read.router, lean_ctx_present=read.lean_ctx_present,
                             usage_db_tools=read.usage_db_tools, ledger_stats=read.stats, source_notes=read.notes,
-                            tally=tally)
+                            tally=tally, timezone=request.zone_name)
     summary["data_quality"]["skipped_files"] = [{"path": p, "reason": r} for p, r in sorted(skipped.items())]
     summary["sources"] = {
         "transcripts": str(sources.projects),

@@ -2,8 +2,9 @@
 
 Built from the very figures `ctxlamp report` computes: the report itself for the
 period's totals, and the report's spend tally (same scan cache, same kept call
-revisions, same prices) for the per-day splits it does not print. Days are UTC
-days, as in the report, so every sum here equals the report's.
+revisions, same prices) for the per-day splits it does not print. Days are the
+report's days (the user's time zone, `service/report/days.py`), so every sum here
+equals the report's.
 
 Rent comes from segment profiles (archived) and the live sessions' open
 segments. What restarting at the reminders would have saved is an estimate:
@@ -21,7 +22,7 @@ TOP_SESSIONS = 10
 
 
 def period_days(days: int, today: date | None = None) -> tuple[str, str]:
-    """(since, until) as UTC days: the last `days` days including today."""
+    """(since, until): the last `days` days including today (the caller's today: a date in its zone)."""
     if days < 1 or days > 366:
         raise ValueError("days must be between 1 and 366")
     today = today or datetime.now(timezone.utc).date()
@@ -29,11 +30,13 @@ def period_days(days: int, today: date | None = None) -> tuple[str, str]:
 
 
 def daily_splits(tally, since: str, until: str) -> dict:
-    """USD per (day, model) and (day, project), and each session's last call, from a fed SpendTally."""
+    """USD per (day, model) and (day, project), and each session's last call, from a fed SpendTally
+    (days in the tally's zone)."""
     from service.channels.spend import MODEL, SIDE, TS
-    from service.report.summary import Period, day_of
+    from service.report.summary import Period
 
-    period = Period(since, until)
+    day_of = tally.day_of
+    period = Period(since, until, day_of)
     session_project = {fr["session_id"]: fr.get("cwd") or fr["project"]
                        for _, fr in sorted(tally.files.items()) if not fr["subagent"]}
     by_model: dict[str, dict[str, list[float]]] = {}
@@ -57,33 +60,35 @@ def daily_splits(tally, since: str, until: str) -> dict:
     return {"by_day_model": summed(by_model), "by_day_project": summed(by_project), "last_at": last_at}
 
 
-def _scan_tally(since: str, until: str):
+def _scan_tally(since: str, until: str, zone: str):
     """The report's spend tally over the period, fed from the report's scan cache."""
     from service.report.answers import scan_results
     from service.report.build import load_prices
     from service.report.summary import spend_tally
 
     results = scan_results()
-    tally = spend_tally(load_prices().lookup, since, until)
+    tally = spend_tally(load_prices().lookup, since, until, zone)
     for path in sorted(results):
         tally.add(path, results[path])
     return tally
 
 
 def rent_block(segments: Iterable[dict], live: Iterable[dict], since: str, until: str,
-               restart_usd: Callable[[dict], float | None]) -> dict:
+               restart_usd: Callable[[dict], float | None],
+               day_of: Callable[[object], str | None] | None = None) -> dict:
     """Rent on dead weight over the period and the estimated saving of restarting at each reminder.
 
     `segments` are archived profiles (counted by the day they ended), `live` the live
     snapshots (their open segment, counted by the day of their latest entry).
     """
-    from service.report.summary import day_of
+    from service.report.summary import day_of as utc_day
 
+    day_in = day_of or utc_day
     rows = []
     for p in segments:
-        rows.append((day_of(p.get("ended_at") or p.get("started_at")), p, p.get("rent_usd"), p.get("B")))
+        rows.append((day_in(p.get("ended_at") or p.get("started_at")), p, p.get("rent_usd"), p.get("B")))
     for s in live:
-        rows.append((day_of(s.get("updated_at")), s, s.get("bill_cycle_usd"), s.get("B_default")))
+        rows.append((day_in(s.get("updated_at")), s, s.get("bill_cycle_usd"), s.get("B_default")))
     rent, rebuild, saved = [], [], []
     laps = segs = reminded = 0
     for day, row, usd, b in rows:
@@ -117,26 +122,41 @@ def restart_pricer(lookup) -> Callable[[dict], float | None]:
     return price
 
 
-def build(days: int, report: dict, splits: dict, rent: dict, live_ids: set[str | None], since: str, until: str) -> dict:
+def build(days: int, report: dict, splits: dict, rent: dict, live_ids: set[str | None], since: str, until: str,
+          zone: str = "UTC") -> dict:
     """The OVERVIEW document (docs/api.md) from the report, the daily splits and the rent block."""
     spend = report.get("spend") or {}
     quality = report.get("data_quality") or {}
     family = quality.get("family_priced_models") or {}
     by_model = spend.get("by_model") or {}
     estimated = round(fsum(v for m, v in by_model.items() if m in family), 9)
-    sessions = sorted((spend.get("by_session") or {}).items(), key=lambda kv: (-kv[1]["usd"], kv[0]))
+    billed = spend.get("billed") or {}
+    billed_of = billed.get("by_session") or {}
+
+    def session_billed(sid: str, row: dict) -> float:
+        return float(billed_of.get(sid, row.get("usd") or 0.0))
+
+    sessions = sorted((spend.get("by_session") or {}).items(), key=lambda kv: (-session_billed(*kv), kv[0]))
     top = [{"session_id": sid, "project": s.get("project"), "usd": s.get("usd"),
+            "billed_usd": session_billed(sid, s), "unwritten_usd": round(session_billed(sid, s) - s["usd"], 9),
             "subagents_usd": s.get("subagents_usd"), "calls": s.get("calls"),
             "last_at": splits["last_at"].get(sid), "live": sid in live_ids}
            for sid, s in sessions[:TOP_SESSIONS]]
     d0 = date.fromisoformat(since)
     day_list = [(d0 + timedelta(days=i)).isoformat() for i in range(days)]
     return {
-        "period": {"days": days, "since": since, "until": until, "timezone": "UTC"},
+        "period": {"days": days, "since": since, "until": until, "timezone": zone},
         "spend": {
             "total_usd": spend.get("total_usd", 0.0), "subagents_usd": spend.get("subagents_usd", 0.0),
             "estimated_usd": estimated, "measured_usd": round((spend.get("total_usd") or 0.0) - estimated, 9),
             "estimated_models": dict(family), "calls": spend.get("calls", 0),
+            "billed_usd": spend.get("billed_usd", spend.get("total_usd", 0.0)),
+            "unwritten_usd": billed.get("unwritten_measured_usd", 0.0),
+            "unwritten_statusline_usd": billed.get("unwritten_statusline_usd", 0.0),
+            "unwritten_estimated": billed.get("unwritten_estimated") or {},
+            # the measured requests Claude Code did not write, per day: a layer of its own in the daily bars
+            "unwritten_by_day": {d: v for d, v in ((spend.get("unwritten") or {}).get("measured") or {})
+                                 .get("by_day", {}).items() if since <= d <= until and v},
             "unpriced_models": quality.get("unpriced_models") or [],
             "placeholder_output_calls": quality.get("placeholder_output_calls", 0),
             "days": day_list, "by_model": by_model, "by_project": spend.get("by_project") or {},
@@ -148,13 +168,18 @@ def build(days: int, report: dict, splits: dict, rent: dict, live_ids: set[str |
     }
 
 
-def overview(days: int, segments: list[dict], live: list[dict], today: date | None = None) -> dict:
-    """OVERVIEW for the last `days` UTC days (the service's route and the demo call this)."""
+def overview(days: int, segments: list[dict], live: list[dict], today: date | None = None,
+             timezone: str | None = "UTC") -> dict:
+    """OVERVIEW for the last `days` days in `timezone` (empty: the machine's; the service's route and the demo
+    call this)."""
     from service.report.answers import report
     from service.report.build import load_prices
+    from service.report.days import DayOf
 
-    since, until = period_days(days, today)
-    doc = report(since, until)
-    tally = _scan_tally(since, until)
-    rent = rent_block(segments, live, since, until, restart_pricer(load_prices().lookup))
-    return build(days, doc, daily_splits(tally, since, until), rent, {s.get("session_id") for s in live}, since, until)
+    local = DayOf(timezone)
+    since, until = period_days(days, today or local.today())
+    doc = report(since, until, local.name)
+    tally = _scan_tally(since, until, local.name)
+    rent = rent_block(segments, live, since, until, restart_pricer(load_prices().lookup), local)
+    return build(days, doc, daily_splits(tally, since, until), rent, {s.get("session_id") for s in live}, since,
+                 until, local.name)

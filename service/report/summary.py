@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from math import fsum
 from typing import Any, Callable, Iterable
 
 from service.channels.events import LABELS
 from service.channels.ledgers import iso_ts
 from service.channels.pinch import blended_rate, cache_rate
 from service.report import unwritten
+from service.report.days import UTC_NAME, DayOf
 from service.report.tally import SpendTally
 
 PLACEHOLDER_DEFINITION = ("a call (folded by message.id) whose kept revision reports output_tokens <= 1 "
@@ -37,13 +39,16 @@ def day_of(ts: Any) -> str | None:
 
 
 class Period:
-    def __init__(self, since: str | None = None, until: str | None = None):
-        self.since, self.until = since, until
+    """The days since..until (inclusive), each cut in the zone `day_of` reads times in (UTC by default)."""
+
+    def __init__(self, since: str | None = None, until: str | None = None,
+                 day_of: Callable[[Any], str | None] = day_of):
+        self.since, self.until, self.day_of = since, until, day_of
 
     def __contains__(self, ts: Any) -> bool:
         if self.since is None and self.until is None:
             return True
-        d = day_of(ts)
+        d = self.day_of(ts)
         if d is None:
             return False
         return (self.since is None or d >= self.since) and (self.until is None or d <= self.until)
@@ -54,15 +59,26 @@ def _r(x: float) -> float:
 
 
 class _Prices:
+    """Prices by model (today's rates), and by model and time when the table knows dated changes: a
+    PriceTable's `lookup` brings its `lookup_at` along (issue 26: each call at the rates of its day)."""
+
     def __init__(self, lookup: Lookup):
         self.lookup = lookup
         self.memo: dict[Any, tuple[Any, str]] = {}
+        self.lookup_at: Callable[[str, Any], tuple[Any, str]] | None = getattr(
+            getattr(lookup, "__self__", None), "lookup_at", None)
 
     def __call__(self, model: Any) -> tuple[Any, str]:
         hit = self.memo.get(model)
         if hit is None:
             hit = self.memo[model] = self.lookup(model) if isinstance(model, str) and model else (None, "unknown")
         return hit
+
+    def at(self, model: Any, ts: Any) -> tuple[Any, str]:
+        """The price of a call of `model` at time `ts` (ISO text from the transcript; None: today's)."""
+        if self.lookup_at is None or ts is None or not (isinstance(model, str) and model):
+            return self(model)
+        return self.lookup_at(model, ts)
 
 
 def _distinct_events(files: list[dict]) -> Iterable[dict]:
@@ -79,20 +95,26 @@ def _distinct_events(files: list[dict]) -> Iterable[dict]:
             yield e
 
 
-def spend_tally(lookup: Lookup, since: str | None = None, until: str | None = None) -> SpendTally:
-    """An empty tally for a report over these days, to feed files to as they are scanned."""
-    period = Period(since, until)
+def spend_tally(lookup: Lookup, since: str | None = None, until: str | None = None,
+                timezone: str | None = UTC_NAME) -> SpendTally:
+    """An empty tally for a report over these days (cut in `timezone`; empty: the machine's), to feed files to
+    as they are scanned."""
+    days = DayOf(timezone)
+    period = Period(since, until, days)
     everything = since is None and until is None
-    return SpendTally(_Prices(lookup), None if everything else period.__contains__, day_of)
+    return SpendTally(_Prices(lookup), None if everything else period.__contains__, days)
 
 
 def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None = None, until: str | None = None,
                   external: list[dict] | None = None, router: dict | None = None, lean_ctx_present: bool = False,
                   usage_db_tools: set[str] | None = None, ledger_stats: dict | None = None,
-                  source_notes: dict | None = None, tally: SpendTally | None = None) -> dict:
-    """The report. `tally` may already hold some of the files (fed while they were scanned)."""
-    period = Period(since, until)
-    tally = tally or spend_tally(lookup, since, until)
+                  source_notes: dict | None = None, tally: SpendTally | None = None,
+                  timezone: str | None = UTC_NAME) -> dict:
+    """The report. `tally` may already hold some of the files (fed while they were scanned); its days are
+    the report's days."""
+    tally = tally or spend_tally(lookup, since, until, timezone)
+    local_day = tally.day_of
+    period = Period(since, until, local_day)
     paths = sorted(results)  # the workers' order must not change the report
     files = [results[path] for path in paths]
     external = external or []
@@ -108,16 +130,22 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
     edit, pinch, retrieval = channel_totals(events, tally, tally.main_requests, period, router=router,
                                             lean_ctx_present=lean_ctx_present, usage_db_tools=usage_db_tools,
                                             notes=notes)
-    booked, guessed = _unwritten_requests(covered, files, events, tally)
+    booked, guessed = _unwritten_requests(covered, files, events, tally, local_day)
     remaining = [r["claude_code_usd"] - r["ours_usd"] - booked["by_session"].get(r["session_id"], {}).get("usd", 0.0)
                  for r in cs_rows]
+    left_by_session = {r["session_id"]: left for r, left in zip(cs_rows, remaining)}
+    explained = sorted((unwritten.explain(found, tally, tally.prices, left_by_session[found["session_id"]])
+                        for found in covered if found["session_id"] in left_by_session),
+                       key=lambda e: e["session_id"])
+    billed = billed_block(spend, booked, guessed, since, until)
     return {
-        "period": {"since": since, "until": until, "timezone": "UTC"},
+        "period": {"since": since, "until": until, "timezone": getattr(local_day, "name", UTC_NAME)},
         "edit": edit,
         "pinch": pinch,
         "retrieval": retrieval,
-        "spend": _spend_section(spend, booked, guessed),
-        "data_quality": _data_quality(spend, tally, files, cs_rows, cost_state_diff, remaining, ledger_stats or {}),
+        "spend": _spend_section(spend, booked, guessed, billed),
+        "data_quality": _data_quality(spend, tally, files, cs_rows, cost_state_diff, remaining, explained,
+                                      ledger_stats or {}),
     }
 
 
@@ -143,18 +171,18 @@ def _cost_state_comparison(covered: list[dict], tally: SpendTally) -> tuple[list
 
 
 def _unwritten_requests(covered: list[dict], files: list[dict], events: list[dict],
-                        tally: SpendTally) -> tuple[dict, dict]:
+                        tally: SpendTally, local_day: DayOf) -> tuple[dict, dict]:
     """Requests Claude Code made but did not write: measured from cost-state, else estimated."""
     prices = tally.prices
-    booked = unwritten.measured(covered, tally, prices, day_of)
+    booked = unwritten.measured(covered, tally, prices, local_day)
     with_cost_state = {fr["session_id"] for fr in files if fr.get("cost_state")}
     guessed = unwritten.estimated([e for e in events if e["channel"] == "pinch" and e["kind"] == "compaction"
                                    and e["source"] == "transcript" and e.get("session_id") not in with_cost_state],
-                                  prices, day_of)
+                                  prices, local_day)
     return booked, guessed
 
 
-def _spend_section(spend: dict, booked: dict, guessed: dict) -> dict:
+def _spend_section(spend: dict, booked: dict, guessed: dict, billed: dict) -> dict:
     return {
         "label": LABELS["spend"],
         "source": "transcripts: assistant usage folded by message.id (fallback requestId), highest total kept; "
@@ -167,11 +195,14 @@ def _spend_section(spend: dict, booked: dict, guessed: dict) -> dict:
         "by_session": {k: {**v, "usd": _r(v["usd"]), "subagents_usd": _r(v["subagents_usd"])}
                        for k, v in spend["by_session"].items()},
         "unwritten": {"measured": booked, "estimated": guessed},
+        "billed_usd": billed["usd"],
+        "billed": billed,
     }
 
 
 def _data_quality(spend: dict, tally: SpendTally, files: list[dict], cs_rows: list[dict],
-                  cost_state_diff: float | None, remaining: list[float], ledger_stats: dict) -> dict:
+                  cost_state_diff: float | None, remaining: list[float], explained: list[dict],
+                  ledger_stats: dict) -> dict:
     malformed_transcript = sum(fr.get("malformed", 0) for fr in files)
     return {
         "unpriced_models": sorted(spend["unpriced"]),
@@ -186,13 +217,43 @@ def _data_quality(spend: dict, tally: SpendTally, files: list[dict], cs_rows: li
                            "entries (compaction summaries), so ours can be lower",
         "cost_state_remaining_usd": _r(sum(remaining)) if remaining else None,
         "cost_state_remaining_note": "Claude Code's totalCostUSD minus ours minus the requests it did not write "
-                                     "(measured): what is left comes from its prices differing from ours",
+                                     "(measured); cost_state_explained says per session what the files show "
+                                     "of it",
+        "cost_state_explained": explained,
         "long_lines": sum(fr.get("long_lines", 0) for fr in files),
         "malformed_lines": {"transcripts": malformed_transcript,
                             "ledgers": int(ledger_stats.get("malformed", 0))},
         "files": len(files),
         "ledger_files": int(ledger_stats.get("files", 0)),
     }
+
+
+def _in_days(day: str | None, since: str | None, until: str | None) -> bool:
+    return day is not None and (since is None or day >= since) and (until is None or day <= until)
+
+
+def billed_block(spend: dict, booked: dict, guessed: dict, since: str | None, until: str | None) -> dict:
+    """What was billed: the written calls plus the requests Claude Code made and did not write, measured from
+    its cost-state (booked on the day of the session's last call before it, so only those days in the period
+    count). The estimated range for compactions without a cost-state stays apart: it is no measurement."""
+    unwritten_days = {d: v for d, v in booked["by_day"].items() if _in_days(d, since, until)}
+    written = float(spend["total_usd"])
+    unwritten_usd = fsum(unwritten_days.values())
+    by_day = {d: _r(v) for d, v in spend["by_day"].items()}
+    for d, v in unwritten_days.items():
+        by_day[d] = _r(fsum([by_day.get(d, 0.0), v]))
+    by_session = {}
+    for sid, row in spend["by_session"].items():
+        extra = booked["by_session"].get(sid) or {}
+        more = extra.get("usd", 0.0) if _in_days(extra.get("day"), since, until) else 0.0
+        by_session[sid] = _r(fsum([row["usd"], more]))
+    return {"usd": _r(fsum([written, unwritten_usd])), "written_usd": _r(written),
+            "unwritten_measured_usd": _r(unwritten_usd),
+            "unwritten_estimated": {"low_usd": guessed["low_usd"], "high_usd": guessed["high_usd"],
+                                    "compactions": guessed["compactions"]},
+            "by_day": dict(sorted(by_day.items())), "by_session": dict(sorted(by_session.items())),
+            "what": "the written calls + the requests Claude Code made and did not write (measured from its "
+                    "cost-state); compactions without a cost-state are an estimated range, shown apart"}
 
 
 def period_events(files: list[dict], external: list[dict], period: Period) -> list[dict]:

@@ -52,6 +52,11 @@ class SpendTally:
         self._latest_main: dict[str, tuple] = {}         # session -> (ts, key, model) of its latest main-chain call
         self.calls = self.main_requests = self.placeholder = 0
 
+    def _price_at(self, model: Any, ts: Any) -> tuple[Any, str]:
+        """The rates in force at the call's time when the prices know dated changes, else the model's."""
+        at = getattr(self.prices, "at", None)
+        return at(model, ts) if at is not None else self.prices(model)
+
     def add(self, path: str, fr: dict) -> None:
         """Book one file's calls (a file already added is ignored)."""
         if path in self.files:
@@ -66,7 +71,7 @@ class SpendTally:
                 if total < prev[0] or (total == prev[0] and path > prev[1]):
                     continue
                 self._book(prev, -1)
-            price, how = self.prices(rec[MODEL])
+            price, how = self._price_at(rec[MODEL], rec[TS])
             usd = call_cost(price, rec[IN], rec[CW5], rec[CW1H], rec[CR], rec[OUT]) if price is not None else None
             family = getattr(price, "model", "") if how == "family" else None
             kept = best[key] = (total, path, rec, fr, usd, family)

@@ -29,6 +29,11 @@ def base_cost(price: Any, inp: int, cw5: int, cw1h: int, cr: int, out: int) -> f
     return inp * price.p_in + out * price.p_out + cr * price.p_r + cw5 * price.p_w5 + cw1h * price.p_w1h
 
 
+def _price_at(prices: Callable, model: Any, ts: Any) -> tuple[Any, str]:
+    at = getattr(prices, "at", None)
+    return at(model, ts) if at is not None else prices(model)
+
+
 def _r(x: float) -> float:
     return round(x, 6)
 
@@ -55,7 +60,7 @@ def measured(rows: list[dict], tally, prices: Callable, day_of: Callable) -> dic
                 last_ts = rec[TS]
         models, usd_sum, negative = {}, 0.0, 0.0
         for model, theirs in row["usage"].items():
-            price, _ = prices(model)
+            price, _ = _price_at(prices, model, last_ts)  # the rates of the session's last day
             if price is None:
                 continue
             diff = [t - o for t, o in zip(theirs, ours.get(model, [0] * 5))]
@@ -86,7 +91,7 @@ def estimated(compactions: list[dict], prices: Callable, day_of: Callable) -> di
     unpriced = 0
     for ev in compactions:
         d = ev["data"]
-        price, _ = prices(d.get("model"))
+        price, _ = _price_at(prices, d.get("model"), ev.get("ts"))
         if price is None:
             unpriced += 1
             continue
@@ -128,3 +133,63 @@ def cost_state_rows(files: list[dict], tally, in_period: Callable) -> list[dict]
         rows.append({"session_id": fr["session_id"], "keys": list(dict.fromkeys(keys + sub_keys[fr["session_id"]])),
                      "usage": cs.get("usage") or {}, "models": cs.get("models") or [], "total_usd": cs["total_usd"]})
     return rows
+
+
+def _tokens_of(tally, keys: list[str]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = defaultdict(lambda: [0] * 5)
+    for key in keys:
+        kept = tally.best.get(key)
+        if kept is None:
+            continue
+        rec = kept[2]
+        acc = out[rec[MODEL]]
+        for i, f in enumerate((IN, CW5, CW1H, CR, OUT)):
+            acc[i] += rec[f]
+    return out
+
+
+def _within(ours: dict[str, list[int]], theirs: dict[str, list[int]]) -> bool:
+    """Every token count of ours is at most Claude Code's (what it counted on top: requests it did not write)."""
+    return all(all(o <= t for o, t in zip(counts, theirs.get(model, [0] * 5))) for model, counts in ours.items())
+
+
+def explain(row: dict, tally, prices: Callable, remaining_usd: float) -> dict:
+    """Why ctxlamp's figure for the calls a cost-state covers differs from Claude Code's total, by what can be
+    shown: the tokens it counted against the calls the file holds, and its total against its own tokens at
+    ctxlamp's prices. Prices are blamed only when the tokens agree and the USD do not."""
+    theirs = row["usage"] or {}
+    last = max((tally.ts_of(k) or "" for k in row["keys"] if k in tally.best), default="") or None
+    at_ours, unpriced = 0.0, []
+    for model, counts in theirs.items():
+        price, _ = _price_at(prices, model, last)
+        if price is None:
+            unpriced.append(model)
+            continue
+        at_ours += base_cost(price, *counts)
+    prices_agree = not unpriced and abs(at_ours - row["total_usd"]) <= max(1e-6, 1e-4 * abs(row["total_usd"]))
+    out = {"session_id": row["session_id"], "calls": len(row["keys"]),
+           "claude_code_tokens_at_our_prices_usd": _r(at_ours) if not unpriced else None,
+           "claude_code_usd": _r(row["total_usd"]), "prices_agree": prices_agree}
+    if not theirs:
+        return {**out, "kind": "no_usage", "text": "its cost-state has no token counts: nothing to compare"}
+    if abs(remaining_usd) < 1e-5:
+        return {**out, "kind": "equal", "text": "equal: ctxlamp's figure plus the requests it did not write is what "
+                                                "Claude Code counted"}
+    ordered = sorted((k for k in row["keys"] if k in tally.best), key=lambda k: (tally.ts_of(k) or "", k))
+    if not _within(_tokens_of(tally, ordered), theirs):
+        # its count covers fewer calls than the file holds before it: the latest calls whose tokens fit in it
+        k = next((i for i in range(1, len(ordered) + 1) if _within(_tokens_of(tally, ordered[i:]), theirs)),
+                 len(ordered))
+        since = tally.ts_of(ordered[k]) if k < len(ordered) else None
+        return {**out, "kind": "fewer_calls", "covered_calls": len(ordered) - k, "from": since,
+                "text": f"its cost-state counts only the last {len(ordered) - k} of the {len(ordered)} calls before "
+                        f"it" + (f" (from {since} on)" if since else "") + ": its count restarted (after /clear, "
+                        "or a new session in the same file), so the difference is calls, not prices"}
+    if prices_agree or unpriced:
+        return {**out, "kind": "unexplained",
+                "text": "its tokens priced at ctxlamp's prices give its total, and every call ctxlamp counted is in "
+                        "its count: the difference is not explained by what the files show"}
+    return {**out, "kind": "prices",
+            "text": f"its prices differ: its own tokens at ctxlamp's prices cost ${at_ours:.4f}, it says "
+                    f"${row['total_usd']:.4f}"}
+

@@ -21,6 +21,9 @@ from collections import OrderedDict, deque
 from datetime import datetime, timezone
 
 from service.statusline.reading import LIMIT_WINDOWS
+from service.statusline.runout import RunOut, run_out
+
+RUN_OUT_WINDOWS = ("five_hour", "seven_day")  # the plan windows with a reset (spend_limit has none)
 
 PER_SESSION = 240
 ACCOUNT = 2000
@@ -58,6 +61,24 @@ def session_point(reading: dict, turns, calls) -> dict:
     return {k: v for k, v in point.items() if v is not None}
 
 
+def _current_window(points: list[dict], name: str) -> list[tuple[float, float, float | None]]:
+    """(at, pct, resets_at) of the window's readings from the newest back to the last reset (the account's
+    readings are in time order: only the current window is walked, not the whole book)."""
+    out: list[tuple[float, float, float | None]] = []
+    newest: float | None = None
+    for p in reversed(points):
+        pct, at = p.get(name), p.get("at")
+        if not isinstance(pct, (int, float)) or not isinstance(at, (int, float)):
+            continue
+        resets = p.get(name + "_resets")
+        if out and _moved(newest, resets):
+            break
+        if not out:
+            newest = resets
+        out.append((at, float(pct), resets))
+    return out[::-1]
+
+
 class _Movers:
     """When sessions reported the 5-hour window: answers "did another session report between two times"
     by bisection (the book is asked this for every turn of every session)."""
@@ -93,6 +114,7 @@ class Book:
         self._dirty = False
         self._version = 0                      # bumped on every kept reading: memo key for pct_per_usd
         self._ratio: tuple[int, float, float | None] = (-1, float("-inf"), None)  # (version, when, value)
+        self._runouts: tuple[int, dict[str, RunOut]] = (-1, {})  # (version, window -> its run-out)
         self._saved_at = 0.0
         self._loaded = False
 
@@ -144,18 +166,39 @@ class Book:
         with self.lock:
             latest = {k: dict(v) for k, v in self.latest.items()}
         ratio = None if epoch else self.pct_per_usd()
+        runouts = self.run_outs()
         out: dict = {}
         for name in LIMIT_WINDOWS:
             w = latest.get(name)
             if w is None:
                 out[name] = None
                 continue
+            ro = runouts.get(name)
             if not epoch:
                 w = {"used_percentage": w["used_percentage"], "resets_at": iso(w.get("resets_at")),
                      "seen_at": iso(w.get("seen_at"))}
+            if name in RUN_OUT_WINDOWS:  # issue 26: when it runs out at the current pace (null: it resets first)
+                w["runs_out_at"] = (ro.runs_out_at if epoch else iso(ro.runs_out_at)) if ro else None
+                w["pace_pct_per_hour"] = round(ro.pace_pct_per_hour, 3) if ro and ro.pace_pct_per_hour else None
             if name == "five_hour" and not epoch:
                 w["pct_per_usd"] = ratio
             out[name] = w
+        return out
+
+    def run_outs(self) -> dict[str, RunOut]:
+        """Each plan window's pace and run-out from the account's readings (recomputed after a new one)."""
+        with self.lock:
+            version = self._version
+            if self._runouts[0] == version:
+                return self._runouts[1]
+            points = list(self.account)
+        out = {}
+        for name in RUN_OUT_WINDOWS:
+            series = _current_window(points, name)
+            if series:
+                out[name] = run_out(name, series)
+        with self.lock:
+            self._runouts = (version, out)
         return out
 
     def session_readings(self, session_id: str) -> list[dict]:

@@ -3,7 +3,8 @@
 Facts: `session` (the service's compact view of the session: lamp, dhat, bill_cycle_usd,
 cache) or None, `service` ("up", "down", "busy"), `limits` (window -> {used_percentage,
 resets_at epoch s}), `turn` (the last turn's share of the 5-hour window) or None,
-`cache_expires_at` (epoch s) and `context_pct`. The template picks and orders the parts:
+`cache_expires_at` (epoch s) and `context_pct`. A window's `runs_out_at` (epoch s, from the service)
+shows as "full 15:40" in place of its reset when the pace fills it first. The template picks and orders the parts:
 pieces separated by `|`, each holding `{part}` placeholders and literal text; a piece whose
 parts are all empty is left out, the rest are joined with " · ".
 """
@@ -107,8 +108,10 @@ def limits_part(f: dict, color: bool, now: float) -> str:
             continue
         pct = float(w["used_percentage"])
         text = paint(f"{label} {pct:.0f}%", _pct_colour(pct), color)
-        resets = w.get("resets_at")
-        if isinstance(resets, (int, float)) and resets > now:
+        resets, full = w.get("resets_at"), w.get("runs_out_at")
+        if isinstance(full, (int, float)) and full > now and (not isinstance(resets, (int, float)) or full < resets):
+            text += " " + paint(f"full {_clock(full, now)}", "amber", color)  # at this pace, before the reset
+        elif isinstance(resets, (int, float)) and resets > now:
             text += f" resets {_clock(resets, now)}"
         out.append(text)
     return SEP.join(out)

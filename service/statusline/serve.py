@@ -84,4 +84,12 @@ def book_unwritten(doc: dict, book, whole_history: bool) -> dict:
         "source": "the status line's cost.total_cost_usd minus the written calls, for sessions without a cost-state "
                   "(Claude Code's prices, whole history only)",
         "usd": round(total, 6), "by_session": rows}
+    billed = spend.get("billed")
+    if isinstance(billed, dict) and total:  # the headline counts it too, labelled as its own part
+        billed["unwritten_statusline_usd"] = round(total, 6)
+        billed["usd"] = spend["billed_usd"] = round(float(billed["usd"]) + total, 9)
+        per_session = billed.get("by_session") or {}
+        for sid, row in rows.items():
+            if sid in per_session:
+                per_session[sid] = round(per_session[sid] + row["usd"], 9)
     return doc

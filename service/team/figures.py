@@ -21,7 +21,7 @@ from service.team.settings import TeamSettings
 UNKNOWN_DAY = "1970-01-01"  # calls or events without a readable time (the team tables key on a date)
 RESTART_REASONS = ("compact", "rotation")  # a segment that ended this way was restarted (not a shutdown)
 DAY_SUMS = ("main_usd", "subagents_usd", "estimated_usd", "calls", "main_calls", "unpriced_calls", "rent_usd",
-            "reminders", "restarts_after_reminder")
+            "reminders", "restarts_after_reminder", "unwritten_usd")
 CHANNEL_FIELDS = {  # team column -> (report block, field)
     "pinch_events": ("pinch", "events"),
     "pinch_requests": ("pinch", "requests"),
@@ -108,9 +108,23 @@ def channel_days(results: dict, tally, inputs: dict, breakdown: dict) -> dict[st
     return out
 
 
+def unwritten_by_day(summary: dict) -> dict[tuple[str, str, str], float]:
+    """(UTC day, model, project) -> USD of the requests Claude Code made and did not write (measured from its
+    cost-state), as the report booked them per session: the team's billed figure adds these to the calls."""
+    spend = summary.get("spend") or {}
+    sessions = spend.get("by_session") or {}
+    out: dict[tuple[str, str, str], float] = defaultdict(float)
+    for sid, row in (((spend.get("unwritten") or {}).get("measured") or {}).get("by_session") or {}).items():
+        project = (sessions.get(sid) or {}).get("project") or ""
+        for model, booked in (row.get("by_model") or {}).items():
+            if booked.get("usd"):
+                out[(row.get("day") or "unknown", model, project)] += float(booked["usd"])
+    return dict(out)
+
+
 def local_rows(settings: TeamSettings, store, *, workers: int | None = None) -> dict[tuple[str, str], dict]:
     """Every row this member shares, computed now from the transcripts, ledgers and the local database."""
-    _summary, results, tally, inputs = report_parts(workers=workers)
+    summary, results, tally, inputs = report_parts(workers=workers)
     breakdown = tally.breakdown()
     rows: dict[tuple[str, str], dict] = {}
 
@@ -119,6 +133,8 @@ def local_rows(settings: TeamSettings, store, *, workers: int | None = None) -> 
         acc = day_acc[(_day(day), shared_name(model), shared_name(settings.project_label(project)))]
         for k in ("main_usd", "subagents_usd", "estimated_usd", "calls", "main_calls", "unpriced_calls"):
             acc[k].append(g[k])
+    for (day, model, project), usd in unwritten_by_day(summary).items():
+        day_acc[(_day(day), model, settings.project_label(project))]["unwritten_usd"].append(usd)
     _add_store_figures(settings, store, day_acc, rows)
     for (day, model, project), acc in day_acc.items():
         payload = {"day": day, "model": model, "project": project}

@@ -12,6 +12,7 @@ from types import ModuleType
 MIGRATIONS: tuple[str, ...] = (
     "0001_figures",
     "0002_safe_names",
+    "0003_unwritten",
 )
 
 

@@ -1,0 +1,143 @@
+"""Calendar days in the user's time zone: which day a call's time falls on.
+
+A transcript's times are UTC instants (`...Z`); a user reads "today" on their own
+clock, so the report, the Overview and their per-day figures cut days in one zone:
+the one named by `--timezone`, else the `[report] timezone` setting, else the
+machine's. The team server keeps UTC days (its members live in different zones).
+
+Which zone the machine is in is the one platform difference here (`machine_zone`):
+the `TZ` variable or the `/etc/localtime` link name an IANA zone on Linux and macOS;
+elsewhere the C library's local time converts (its DST rules, no name).
+"""
+from __future__ import annotations
+
+import os
+import time
+from datetime import UTC, date, datetime, timedelta, tzinfo
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from service.channels.ledgers import iso_ts
+
+UTC_NAME = "UTC"
+LOCAL_NAME = "local"  # the machine's zone when it has no IANA name
+# zones that are UTC all year under another name (a machine's /etc/localtime often says Etc/UTC)
+UTC_ALIASES = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/GMT", "GMT", "Etc/Universal", "Universal",
+                         "Etc/Zulu", "Zulu", "Etc/GMT0", "GMT0", "Etc/Greenwich", "Greenwich"})
+
+
+class UnknownZone(ValueError):
+    """A time-zone name that is not an IANA zone this machine knows."""
+
+
+def _iana(name: str) -> ZoneInfo:
+    """The zone, or UnknownZone saying what a valid name looks like."""
+    text = name.strip()
+    if not text or len(text) > 64 or text.startswith(("/", ".")) or ".." in text:
+        raise UnknownZone(f"unknown time zone {name!r} (use an IANA name such as Europe/Berlin or UTC)")
+    try:
+        return ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise UnknownZone(f"unknown time zone {name!r} (use an IANA name such as Europe/Berlin or UTC)") from None
+
+
+def check_zone(name: str) -> str:
+    """The name when it is empty (the machine's zone) or a known IANA zone; UnknownZone otherwise."""
+    if name.strip():
+        _iana(name)
+    return name.strip()
+
+
+def machine_zone() -> tuple[str, tzinfo | None]:
+    """(IANA name, zone) of this machine, or ("local", None) when it has no name we can read
+    (then the C library's local time converts)."""
+    tz = os.environ.get("TZ", "").strip().lstrip(":")
+    if tz:
+        try:
+            return tz, _iana(tz)
+        except UnknownZone:
+            pass
+    try:
+        target = str(Path("/etc/localtime").resolve())
+    except OSError:
+        target = ""
+    marker = "/zoneinfo/"
+    if marker in target:
+        name = target.split(marker, 1)[1]
+        try:
+            return name, _iana(name)
+        except UnknownZone:
+            pass
+    return LOCAL_NAME, None
+
+
+def resolve(name: str | None) -> tuple[str, tzinfo | None]:
+    """(name shown, zone) for a setting or option: empty or None is the machine's zone."""
+    if name is None or not name.strip() or name.strip() == LOCAL_NAME:
+        return machine_zone()
+    return name.strip(), _iana(name)
+
+
+class DayOf:
+    """ts -> "YYYY-MM-DD" in one zone (None for a missing or unreadable time).
+
+    Memoised by the minute of the UTC time: zone offsets and their changes fall on whole minutes,
+    so every call of one minute lands on the same day, and a long history converts each minute once.
+    """
+
+    def __init__(self, name: str | None = UTC_NAME):
+        self.name, self.zone = resolve(name)
+        self._utc = self.name in UTC_ALIASES  # a UTC time's date is its first ten characters
+        self._memo: dict[str, str | None] = {}
+
+    def __call__(self, ts: object) -> str | None:
+        if not isinstance(ts, str) or len(ts) < 10:
+            return None
+        if self._utc and ts.endswith("Z"):
+            return ts[:10]
+        key = ts[:16] if ts.endswith("Z") and len(ts) >= 17 else ts
+        hit = self._memo.get(key, "")
+        if hit != "":
+            return hit
+        day = self._convert(ts)
+        if len(self._memo) < 1_000_000:
+            self._memo[key] = day
+        return day
+
+    def _convert(self, ts: str) -> str | None:
+        iso = iso_ts(ts)
+        if iso is None:
+            return None
+        try:
+            instant = datetime.fromisoformat(iso)
+        except ValueError:
+            return None
+        if instant.tzinfo is None:
+            instant = instant.replace(tzinfo=UTC)
+        return local_date(instant, self.zone).isoformat()
+
+    def today(self, now: datetime | None = None) -> date:
+        """The date on this zone's clock now (or at `now`)."""
+        return local_date(now or datetime.now(UTC), self.zone)
+
+
+def local_date(instant: datetime, zone: tzinfo | None) -> date:
+    """The calendar date of an aware instant in `zone` (None: the C library's local time)."""
+    if zone is not None:
+        return instant.astimezone(zone).date()
+    t = time.localtime(instant.timestamp())
+    return date(t.tm_year, t.tm_mon, t.tm_mday)
+
+
+def day_bounds_utc(day: str, zone: tzinfo | None) -> tuple[datetime, datetime]:
+    """The UTC instants where a local day starts and the next one starts (23 to 25 hours apart)."""
+    d = date.fromisoformat(day)
+    start = _local_midnight(d, zone)
+    end = _local_midnight(d + timedelta(days=1), zone)
+    return start, end
+
+
+def _local_midnight(d: date, zone: tzinfo | None) -> datetime:
+    if zone is not None:
+        return datetime(d.year, d.month, d.day, tzinfo=zone).astimezone(UTC)
+    return datetime.fromtimestamp(time.mktime((d.year, d.month, d.day, 0, 0, 0, 0, 0, -1)), UTC)
