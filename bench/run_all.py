@@ -3,7 +3,8 @@
 At 50 MB and 500 MB of generated history (bench/corpus.py): ctxlamp's cold and
 warm `report --json` against ccusage and claude-monitor (bench/peers.py), the
 per-day totals against ccusage with each difference explained
-(bench/compare_totals.py); then replay throughput (bench/replay.py), the
+(bench/compare_totals.py); then replay throughput (bench/replay.py), one
+long segment's replay (bench/long_segment.py), the
 service's append-to-snapshot latency (bench/latency.py), idle CPU
 (bench/idle.py) and start-up over 500 MB (bench/service_start.py).
 The last line printed is `ratio_vs_ccusage_500mb=<ctxlamp cold / ccusage>`.
@@ -144,6 +145,14 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
         L += [f"- replay throughput (bench/replay.py on the {rep['corpus_label']} MB corpus; the engine's live-session "
               f"path, main transcripts only): **{rep['mb_per_s']:.1f} MB/s**", "",
               "```", rep["output"], "```", ""]
+    ls = extra.get("long_segment") or {}
+    if ls.get("error"):
+        L += [f"- one long segment: TODO, `python bench/long_segment.py` failed: {ls['error']}"]
+    elif ls:
+        from bench.long_segment import format_result
+        L += [f"- one long segment (`python bench/long_segment.py --runs {ls['runs']}`; replayed as "
+              f"`ctxlamp replay --jsonl` does): {format_result(ls)}; target at most 5x: "
+              f"{'met' if ls['ratio'] <= 5 else 'NOT met'}", ""]
     lat = extra.get("latency") or {}
     if lat.get("error"):
         L += [f"- append-to-snapshot latency: TODO, `python bench/snapshot_latency.py` failed: {lat['error']}"]
@@ -183,7 +192,7 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
               f"load average after: {st['loadavg_after']}",
               f"- service RSS after {st['corpus_mb']:.0f} MB of history: **{st['rss_mb']:.0f} MB** "
               f"(peak {st['hwm_mb']:.0f} MB; with live children {st['tree_rss_mb']:.0f} MB)"]
-    if not any((rep, lat, idle, st, sl)):
+    if not any((rep, ls, lat, idle, st, sl)):
         L += ["- not run (--skip-service)"]
     if st and not st.get("error"):
         L += ["- note: the API opens before the recent sessions are read; meanwhile `service.scan.state` is "
@@ -249,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
             if not args.skip_service and mb == min(args.sizes):
                 extra["replay"] = attempt("replay", run_replay, corpus)
                 extra["replay"]["corpus_label"] = label
+                from bench import long_segment
+                extra["long_segment"] = attempt("long segment", long_segment.measure)
             if mb == max(args.sizes):
                 from bench import report_phases
                 s["phases"] = attempt("report phases", report_phases.measure, corpus)
