@@ -79,11 +79,12 @@ def one_segment(copies: int, out: Path) -> dict:
     return {"path": out, "bytes": out.stat().st_size}
 
 
-def replay_seconds(path: Path) -> tuple[float, int, int]:
-    """Wall seconds of a full replay (every event serialized), the calls and the segments seen."""
+def replay_seconds(path: Path) -> tuple[float, int, int, float]:
+    """Wall seconds of a full replay (every event serialized), the calls, the segments seen and CPU seconds."""
     prices = load_prices()
     counter = shared_counter()
     t0 = time.perf_counter()
+    c0 = time.process_time()
     calls = 0
     segments = 0
     for ev in replay_file(path, prices, counter=counter):
@@ -91,7 +92,7 @@ def replay_seconds(path: Path) -> tuple[float, int, int]:
         calls += ev["event"] == "call"
         if ev["event"] == "end":
             segments = len(ev["segments"])
-    return time.perf_counter() - t0, calls, segments
+    return time.perf_counter() - t0, calls, segments, time.process_time() - c0
 
 
 def measure(calls: int = 2000, runs: int = 5, factor: int = 4) -> dict:
@@ -102,21 +103,26 @@ def measure(calls: int = 2000, runs: int = 5, factor: int = 4) -> dict:
         small = one_segment(copies, work / "small.jsonl")
         large = one_segment(copies * factor, work / "large.jsonl")
         times: dict[str, list[float]] = {"small": [], "large": []}
+        cpu: dict[str, list[float]] = {"small": [], "large": []}
         info: dict[str, tuple[int, int]] = {}
         loads = []
         for r in range(runs):
             for name in (("small", "large") if r % 2 == 0 else ("large", "small")):
-                seconds, n, segs = replay_seconds((small if name == "small" else large)["path"])
+                seconds, n, segs, cpu_s = replay_seconds((small if name == "small" else large)["path"])
                 times[name].append(seconds)
+                cpu[name].append(cpu_s)
                 info[name] = (n, segs)
                 loads.append(os.getloadavg()[0])
         med = {k: statistics.median(v) for k, v in times.items()}
+        med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
         return {"runs": runs, "factor": factor,
                 "small_calls": info["small"][0], "large_calls": info["large"][0],
                 "segments": (info["small"][1], info["large"][1]),
                 "small_mb": small["bytes"] / (1 << 20), "large_mb": large["bytes"] / (1 << 20),
                 "small_s": med["small"], "large_s": med["large"], "ratio": med["large"] / med["small"],
                 "small_all": times["small"], "large_all": times["large"],
+                "small_cpu_s": med_cpu["small"], "large_cpu_s": med_cpu["large"],
+                "cpu_ratio": med_cpu["large"] / med_cpu["small"],
                 "loadavg_1m": (min(loads), max(loads))}
     finally:
         for p in work.iterdir():
@@ -128,7 +134,8 @@ def format_result(r: dict) -> str:
     return (f"one segment, {r['small_calls']} calls ({r['small_mb']:.0f} MB): {r['small_s']:.2f} s "
             f"({1e6 * r['small_s'] / r['small_calls']:.0f} us/call); {r['large_calls']} calls ({r['large_mb']:.0f} MB): "
             f"{r['large_s']:.2f} s ({1e6 * r['large_s'] / r['large_calls']:.0f} us/call); "
-            f"{r['factor']}x the calls cost {r['ratio']:.2f}x the time (medians of {r['runs']} interleaved runs; "
+            f"{r['factor']}x the calls cost {r['ratio']:.2f}x the time (CPU {r['small_cpu_s']:.2f} s against "
+            f"{r['large_cpu_s']:.2f} s: {r['cpu_ratio']:.2f}x; medians of {r['runs']} interleaved runs; "
             f"segments seen {r['segments'][0]}/{r['segments'][1]}; 1-minute load average "
             f"{r['loadavg_1m'][0]:.2f} .. {r['loadavg_1m'][1]:.2f})")
 
@@ -140,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     r = measure(args.calls, args.runs)
     print(format_result(r))
-    print(f"long_segment_ratio={r['ratio']:.2f}")
+    print(f"long_segment_ratio={r['ratio']:.2f} cpu_ratio={r['cpu_ratio']:.2f}")
     return 0
 
 

@@ -158,7 +158,7 @@ def test_long_segment_bench_builds_one_segment_of_repeated_calls(tmp_path):
     sys.path.insert(0, str(ROOT))
     from bench.long_segment import one_segment, replay_seconds
 
-    _, once, segments_once = replay_seconds(one_segment(1, tmp_path / "one.jsonl")["path"])
-    _, thrice, segments = replay_seconds(one_segment(3, tmp_path / "three.jsonl")["path"])
+    _, once, segments_once, _ = replay_seconds(one_segment(1, tmp_path / "one.jsonl")["path"])
+    _, thrice, segments, _ = replay_seconds(one_segment(3, tmp_path / "three.jsonl")["path"])
     assert once > 20 and thrice == 3 * once
     assert segments_once == segments == 1
