@@ -204,6 +204,24 @@ def _wanted_type(data: bytes, v: int, start: int, end: int, pending: tuple[dict,
     return False
 
 
+_ASSISTANT, _COST_STATE = _TYPE_KEY + b'assistant"', _TYPE_KEY + b'cost-state"'
+_USER, _SYSTEM = _TYPE_KEY + b'user"', _TYPE_KEY + b'system"'
+
+
+def _any_wanted_type(data: bytes, start: int, end: int, pending: tuple[dict, ...]) -> bool:
+    """Whether any "type" value of the line, at whatever depth, is one `_wanted_type` keeps.
+
+    What trying each `"type":"` of the line in turn decides, found with one search per wanted
+    value: a line holding many typed blocks (tool results, attachments) costs no Python per block.
+    """
+    find = data.find
+    if find(_ASSISTANT, start, end) >= 0 or find(_COST_STATE, start, end) >= 0:
+        return True
+    if (pending[0] or pending[1]) and find(_USER, start, end) >= 0 and answers_pending(data, start, end, pending):
+        return True
+    return find(_SYSTEM, start, end) >= 0 and find(b"compact_boundary", start, end) >= 0
+
+
 def _spaced_wanted(line: bytes, pending: tuple[dict, ...]) -> bool:
     """Substring rules for a line without `"type":"` (JSON written with spaces, or no type at all)."""
     if b'"type": "assistant"' in line:
@@ -233,10 +251,7 @@ def wanted_lines(data: bytes, stop: int, complete: bool, pending: tuple[dict, ..
             if _wanted_type(data, v, start, end, pending):
                 yield start, end
         elif v == UNDECIDED:
-            i = find(_TYPE_KEY, start, end)
-            while i >= 0 and not _wanted_type(data, i + 8, start, end, pending):
-                i = find(_TYPE_KEY, i + 8, end)
-            if i >= 0:
+            if _any_wanted_type(data, start, end, pending):
                 yield start, end
         elif _spaced_wanted(data[start:end], pending):
             yield start, end
