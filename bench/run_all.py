@@ -171,6 +171,15 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
               f"another, service up): wall p50 **{sl['wall_p50_ms']:.1f} ms**, p95 **{sl['wall_p95_ms']:.1f} ms** "
               f"(max {sl['wall_max_ms']:.1f} ms); CPU per run p50 {sl['cpu_p50_ms']:.1f} ms, mean "
               f"{sl['cpu_mean_ms']:.1f} ms; load average after: {' '.join(f'{x:.2f}' for x in sl['loadavg_after'])}"]
+    slc = extra.get("statusline_compare") or {}
+    if slc.get("error"):
+        L += [f"- status line against `python -S -c pass`: TODO, `python bench/statusline.py --compare` failed: {slc['error']}"]
+    elif slc:
+        from bench.statusline import format_compare
+        met = all(ph["p95_ratio"] <= 2 for ph in slc["phases"])
+        L += ["- status line against a bare interpreter (`python bench/statusline.py --compare --runs 100`; target: "
+              f"p95 at most 2x, quiet and with 4 busy processes: {'met' if met else 'NOT met'}): "
+              + format_compare(slc).replace("\n", "; ")]
     idle = extra.get("idle") or {}
     if idle.get("error"):
         L += [f"- idle CPU: TODO, `python bench/idle.py` failed: {idle['error']}"]
@@ -192,7 +201,7 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
               f"load average after: {st['loadavg_after']}",
               f"- service RSS after {st['corpus_mb']:.0f} MB of history: **{st['rss_mb']:.0f} MB** "
               f"(peak {st['hwm_mb']:.0f} MB; with live children {st['tree_rss_mb']:.0f} MB)"]
-    if not any((rep, ls, lat, idle, st, sl)):
+    if not any((rep, ls, lat, idle, st, sl, slc)):
         L += ["- not run (--skip-service)"]
     if st and not st.get("error"):
         L += ["- note: the API opens before the recent sessions are read; meanwhile `service.scan.state` is "
@@ -274,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
             extra["idle"] = attempt("idle", idle.measure, args.idle_seconds)
             from bench import statusline
             extra["statusline"] = attempt("statusline", statusline.measure, 100)
+            extra["statusline_compare"] = attempt("statusline against python -S", statusline.compare, 100)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     write_doc(args.out, m, sizes, extra, args)
