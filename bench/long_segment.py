@@ -19,8 +19,10 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -35,8 +37,8 @@ _UUID = re.compile(rb'(?<![0-9a-f])([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 _TIME = re.compile(rb'"(20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)"')
 
 
-def _fresh(copy: int, keep: bytes):
-    def sub(match: re.Match) -> bytes:
+def _fresh(copy: int, keep: bytes) -> Callable[[re.Match[bytes]], bytes]:
+    def sub(match: re.Match[bytes]) -> bytes:
         old = match.group(1)
         if old == keep:
             return match.group(0)
@@ -53,14 +55,14 @@ def _time(raw: bytes) -> datetime:
     return datetime.fromisoformat(raw.decode())  # Python 3.11 reads the "Z"
 
 
-def _shifted(shift: timedelta):
-    def sub(match: re.Match) -> bytes:
+def _shifted(shift: timedelta) -> Callable[[re.Match[bytes]], bytes]:
+    def sub(match: re.Match[bytes]) -> bytes:
         t = (_time(match.group(1)) + shift).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         return b'"' + t.encode() + b'"'
     return sub
 
 
-def one_segment(copies: int, out: Path) -> dict:
+def one_segment(copies: int, out: Path) -> dict[str, Any]:
     """`copies` copies of the long-session fixture, compaction lines dropped, one after another in time."""
     src = long_session()
     session = src.stem.encode()
@@ -95,7 +97,7 @@ def replay_seconds(path: Path) -> tuple[float, int, int, float]:
     return time.perf_counter() - t0, calls, segments, time.process_time() - c0
 
 
-def measure(calls: int = 2000, runs: int = 5, factor: int = 4) -> dict:
+def measure(calls: int = 2000, runs: int = 5, factor: int = 4) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="ctxlamp-long-"))
     try:
         per_copy = replay_seconds(one_segment(1, work / "one.jsonl")["path"])[1]  # also warms the tokenizer
@@ -130,7 +132,7 @@ def measure(calls: int = 2000, runs: int = 5, factor: int = 4) -> dict:
         work.rmdir()
 
 
-def format_result(r: dict) -> str:
+def format_result(r: dict[str, Any]) -> str:
     return (f"one segment, {r['small_calls']} calls ({r['small_mb']:.0f} MB): {r['small_s']:.2f} s "
             f"({1e6 * r['small_s'] / r['small_calls']:.0f} us/call); {r['large_calls']} calls ({r['large_mb']:.0f} MB): "
             f"{r['large_s']:.2f} s ({1e6 * r['large_s'] / r['large_calls']:.0f} us/call); "
