@@ -205,22 +205,21 @@ def _wanted_type(data: bytes, v: int, start: int, end: int, pending: tuple[dict,
 
 
 _WANTED_VALUES = (b'assistant"', b'cost-state"', b'user"', b'system"')  # what _wanted_type may keep
-_ASSISTANT, _COST_STATE = _TYPE_KEY + b'assistant"', _TYPE_KEY + b'cost-state"'
-_USER, _SYSTEM = _TYPE_KEY + b'user"', _TYPE_KEY + b'system"'
 
 
 def _any_wanted_type(data: bytes, start: int, end: int, pending: tuple[dict, ...]) -> bool:
     """Whether any "type" value of the line, at whatever depth, is one `_wanted_type` keeps.
 
-    What trying each `"type":"` of the line in turn decides, found with one search per wanted
-    value: a line holding many typed blocks (tool results, attachments) costs no Python per block.
+    Undecided lines are mostly attachments, with a few typed objects each: one pass over the line
+    from one `"type":"` to the next, one test of each value against every wanted one.
     """
-    find = data.find
-    if find(_ASSISTANT, start, end) >= 0 or find(_COST_STATE, start, end) >= 0:
-        return True
-    if (pending[0] or pending[1]) and find(_USER, start, end) >= 0 and answers_pending(data, start, end, pending):
-        return True
-    return find(_SYSTEM, start, end) >= 0 and find(b"compact_boundary", start, end) >= 0
+    find, startswith = data.find, data.startswith
+    i = find(_TYPE_KEY, start, end)
+    while i >= 0:
+        if startswith(_WANTED_VALUES, i + 8) and _wanted_type(data, i + 8, start, end, pending):
+            return True
+        i = find(_TYPE_KEY, i + 8, end)
+    return False
 
 
 def _spaced_wanted(line: bytes, pending: tuple[dict, ...]) -> bool:
