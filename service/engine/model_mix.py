@@ -7,7 +7,7 @@ Pure, like the rest of the engine.
 """
 from __future__ import annotations
 
-from typing import Iterable, Protocol
+from typing import Any, Iterable, Protocol
 
 
 class _Billed(Protocol):
@@ -65,7 +65,7 @@ class ModelMix:
         """A revised call's bill was set anew."""
         self._spend[call.model].rebilled(call)
 
-    def listed(self) -> list[dict]:
+    def listed(self) -> list[dict[str, Any]]:
         """Each model's calls and spend, in order of first use (what models_listed gives for the same calls)."""
         return [{"model": model, "calls": len(s.calls), "bill_in_usd": s.bill_in, "bill_out_usd": s.bill_out}
                 for model, s in self._spend.items()]
