@@ -1,4 +1,4 @@
-"""transcript_file.chunks: reads sized to the file, the same pieces, nothing lost when the file grows."""
+"""transcript_file.chunks: whole files or pieces of the given size, nothing lost when the file grows."""
 from __future__ import annotations
 
 import os
@@ -21,7 +21,7 @@ def test_a_file_that_grows_while_read_is_read_to_its_end(tmp_path):
     path.write_bytes(b"a" * 10)
     pieces = []
     for piece in chunks(path, 1 << 20):
-        if not pieces:  # written after the size was taken: the read asked for one byte more
+        if not pieces:  # written after the first read
             with open(path, "ab") as fh:
                 fh.write(b"b" * 5000)
         pieces.append(piece)
