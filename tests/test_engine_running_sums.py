@@ -22,7 +22,8 @@ def session(seed: int, n: int) -> list[dict]:
     """Calls with model switches, revisions of any earlier call (larger), reads and times that sometimes go back."""
     rnd = random.Random(seed)
     entries = [T.prompt("start", 0)]
-    t, stock, model, made = 0.0, 20_000, MODELS[0], []
+    t, stock, model = 0.0, 20_000, MODELS[0]
+    made: list[tuple[str, int, int, str]] = []  # (key, stock, cache read, model) of each call so far
     for i in range(n):
         t += rnd.choice((2, 30, 600, 1500)) * (-1 if rnd.random() < 0.1 else 1)
         r = rnd.random()
