@@ -68,7 +68,8 @@ print(json.dumps(out))
 
 def phases(corpus: Path, workers: int, tokenizer_first: bool, tokenizer_dir: Path) -> dict:
     with tempfile.TemporaryDirectory(prefix="ctxlamp-phases-") as home:  # a fresh data dir, as a cold run has,
-        shutil.copytree(tokenizer_dir, Path(home) / "tiktoken")        # with the tokenizer set up (as bench/peers.py)
+        if tokenizer_dir.is_dir():  # with the tokenizer set up, as bench/peers.py (the install ships the table)
+            shutil.copytree(tokenizer_dir, Path(home) / "tiktoken")
         env = {**os.environ, "CTXLAMP_HOME": home}
         proc = subprocess.run([sys.executable, "-c", _PHASES, str(corpus / ".claude" / "projects"), str(workers),
                                "1" if tokenizer_first else "0"], capture_output=True, text=True, cwd=ROOT, env=env,

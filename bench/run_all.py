@@ -3,7 +3,8 @@
 At 50 MB and 500 MB of generated history (bench/corpus.py): ctxlamp's cold and
 warm `report --json` against ccusage and claude-monitor (bench/peers.py), the
 per-day totals against ccusage with each difference explained
-(bench/compare_totals.py); then replay throughput (bench/replay.py), the
+(bench/compare_totals.py); then replay throughput (bench/replay.py), one
+long segment's replay (bench/long_segment.py), the
 service's append-to-snapshot latency (bench/latency.py), idle CPU
 (bench/idle.py) and start-up over 500 MB (bench/service_start.py).
 The last line printed is `ratio_vs_ccusage_500mb=<ctxlamp cold / ccusage>`.
@@ -146,6 +147,14 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
         L += [f"- replay throughput (bench/replay.py on the {rep['corpus_label']} MB corpus; the engine's live-session "
               f"path, main transcripts only): **{rep['mb_per_s']:.1f} MB/s**", "",
               "```", rep["output"], "```", ""]
+    ls = extra.get("long_segment") or {}
+    if ls.get("error"):
+        L += [f"- one long segment: TODO, `python bench/long_segment.py` failed: {ls['error']}"]
+    elif ls:
+        from bench.long_segment import format_result
+        L += [f"- one long segment (`python bench/long_segment.py --runs {ls['runs']}`; replayed as "
+              f"`ctxlamp replay --jsonl` does): {format_result(ls)}; target at most 5x: "
+              f"{'met' if ls['ratio'] <= 5 else 'NOT met'}", ""]
     lat = extra.get("latency") or {}
     if lat.get("error"):
         L += [f"- append-to-snapshot latency: TODO, `python bench/snapshot_latency.py` failed: {lat['error']}"]
@@ -164,6 +173,15 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
               f"another, service up): wall p50 **{sl['wall_p50_ms']:.1f} ms**, p95 **{sl['wall_p95_ms']:.1f} ms** "
               f"(max {sl['wall_max_ms']:.1f} ms); CPU per run p50 {sl['cpu_p50_ms']:.1f} ms, mean "
               f"{sl['cpu_mean_ms']:.1f} ms; load average after: {' '.join(f'{x:.2f}' for x in sl['loadavg_after'])}"]
+    slc = extra.get("statusline_compare") or {}
+    if slc.get("error"):
+        L += [f"- status line against `python -S -c pass`: TODO, `python bench/statusline.py --compare` failed: {slc['error']}"]
+    elif slc:
+        from bench.statusline import format_compare
+        met = all(ph["p95_ratio"] <= 2 for ph in slc["phases"])
+        L += ["- status line against a bare interpreter (`python bench/statusline.py --compare --runs 100`; target: "
+              f"p95 at most 2x, quiet and with 4 busy processes: {'met' if met else 'NOT met'}): "
+              + format_compare(slc).replace("\n", "; ")]
     idle = extra.get("idle") or {}
     if idle.get("error"):
         L += [f"- idle CPU: TODO, `python bench/idle.py` failed: {idle['error']}"]
@@ -185,7 +203,7 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
               f"load average after: {st['loadavg_after']}",
               f"- service RSS after {st['corpus_mb']:.0f} MB of history: **{st['rss_mb']:.0f} MB** "
               f"(peak {st['hwm_mb']:.0f} MB; with live children {st['tree_rss_mb']:.0f} MB)"]
-    if not any((rep, lat, idle, st, sl)):
+    if not any((rep, ls, lat, idle, st, sl, slc)):
         L += ["- not run (--skip-service)"]
     if st and not st.get("error"):
         L += ["- note: the API opens before the recent sessions are read; meanwhile `service.scan.state` is "
@@ -206,10 +224,19 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
         t = big["peers"]["tools"]
         ratio = t["ctxlamp cold"]["ratio_vs_ccusage"]
         rr = t["ctxlamp cold"].get("round_ratios") or [ratio]
-        L += [f"- cold `ctxlamp report --json` over {max(sizes)} MB at most 1.5x ccusage `daily --json`: "
-              f"{ratio:.2f}x (rounds {rr[0]:.2f} .. {rr[-1]:.2f}) -> {'met' if ratio <= 1.5 else 'NOT met'}",
+        L += [f"- cold `ctxlamp report --json` over {max(sizes)} MB at most 1.0x ccusage `daily --json`: "
+              f"{ratio:.2f}x (rounds {rr[0]:.2f} .. {rr[-1]:.2f}) -> {'met' if ratio <= 1.0 else 'NOT met'}",
               f"- warm report (unchanged history) under 100 ms: {t['ctxlamp warm']['wall_s'] * 1000:.0f} ms -> "
               f"{'met' if t['ctxlamp warm']['wall_s'] < 0.1 else 'NOT met'}"]
+    ls = extra.get("long_segment") or {}
+    if ls and not ls.get("error"):
+        L.append(f"- 4x the calls in one segment at most 5x the replay time: {ls['ratio']:.2f}x -> "
+                 f"{'met' if ls['ratio'] <= 5 else 'NOT met'}")
+    slc = extra.get("statusline_compare") or {}
+    if slc and not slc.get("error"):
+        worst = max(ph["p95_ratio"] for ph in slc["phases"])
+        L.append(f"- the installed status line's p95 at most 2x `python -S -c pass`, quiet and at load 4: "
+                 f"{worst:.2f}x at worst -> {'met' if worst <= 2 else 'NOT met'}")
     L.append("")
     text = "\n".join(L)
     path.write_text(text)
@@ -251,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
             if not args.skip_service and mb == min(args.sizes):
                 extra["replay"] = attempt("replay", run_replay, corpus)
                 extra["replay"]["corpus_label"] = label
+                from bench import long_segment
+                extra["long_segment"] = attempt("long segment", long_segment.measure)
             if mb == max(args.sizes):
                 from bench import report_phases
                 s["phases"] = attempt("report phases", report_phases.measure, corpus)
@@ -265,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
             extra["idle"] = attempt("idle", idle.measure, args.idle_seconds)
             from bench import statusline
             extra["statusline"] = attempt("statusline", statusline.measure, 100)
+            extra["statusline_compare"] = attempt("statusline against python -S", statusline.compare, 100)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     write_doc(args.out, m, sizes, extra, args)

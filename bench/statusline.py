@@ -7,6 +7,7 @@ the child, from wait4) per run. Forms: `script` is what `ctxlamp install` writes
 (`python -S .../service/statusline/fast.py`), `module` is `python -m service.cli statusline`.
 
     .venv/bin/python bench/statusline.py [--runs 100] [--form script|module]
+    .venv/bin/python bench/statusline.py --compare [--runs 100]   # p95 against `python -S -c pass`, quiet and at load 4
 """
 from __future__ import annotations
 
@@ -131,11 +132,103 @@ def measure(runs: int = 100, form: str = "script") -> dict:
             "line": check.stdout.decode().strip(), "five_hour_seen": five, "loadavg_after": os.getloadavg()}
 
 
+def _busy(n: int) -> list[subprocess.Popen]:
+    """n processes that only burn CPU (the load the comparison runs under)."""
+    return [subprocess.Popen([sys.executable, "-S", "-c", "while True: pass"], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(n)]
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        p.kill()
+    for p in procs:
+        p.wait()
+
+
+def compare(runs: int = 100, loads: tuple[int, ...] = (0, 4)) -> dict:
+    """The installed command against a bare `python -S -c pass`, both through `sh -c` as Claude Code
+    runs them, interleaved (the order swaps every round); once per load (that many busy processes)."""
+    import compileall
+    import shlex
+
+    from service.statusline.settings import command as installed_command
+
+    compileall.compile_dir(str(ROOT / "service" / "statusline"), quiet=1)
+    compileall.compile_file(str(ROOT / "service" / "__init__.py"), quiet=1)
+    line_cmd = installed_command(python=sys.executable)
+    floor_cmd = f"{shlex.quote(sys.executable)} -S -c pass"
+    phases = []
+    with tempfile.TemporaryDirectory(prefix="ctxlamp-bench-sl-") as tmp:
+        home, claude = Path(tmp) / "home", Path(tmp) / "claude"
+        write_session(claude)
+        with SourceService(home, claude, {"CTXLAMP_LIVE_HOURS": "1000000"}) as svc:
+            svc.wait_status()
+            svc.wait_idle()
+            env = dict(svc.env)
+            env.pop("PYTHONPATH", None)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            saved = os.dup(1)
+            os.dup2(devnull, 1)
+            try:
+                for load in loads:
+                    busy = _busy(load)
+                    try:
+                        cmds = {"line": ["/bin/sh", "-c", line_cmd], "floor": ["/bin/sh", "-c", floor_cmd]}
+                        for i in range(3):
+                            for c in cmds.values():
+                                run_once(c, env, status_json(i))
+                        walls: dict[str, list[float]] = {"line": [], "floor": []}
+                        cpus: dict[str, list[float]] = {"line": [], "floor": []}
+                        for i in range(runs):
+                            for name in (("line", "floor") if i % 2 == 0 else ("floor", "line")):
+                                wall, cpu, _ = run_once(cmds[name], env, status_json(i))
+                                walls[name].append(wall)
+                                cpus[name].append(cpu)
+                        la = os.getloadavg()
+                    finally:
+                        _stop(busy)
+                    ph = {"busy": load, "loadavg_after": la}
+                    for name in walls:
+                        ph[name] = {"p50_ms": 1000 * statistics.median(walls[name]),
+                                    "p95_ms": 1000 * pct(walls[name], 0.95),
+                                    "cpu_p50_ms": 1000 * statistics.median(cpus[name])}
+                    ph["p95_ratio"] = ph["line"]["p95_ms"] / ph["floor"]["p95_ms"]
+                    ph["p50_ratio"] = ph["line"]["p50_ms"] / ph["floor"]["p50_ms"]
+                    phases.append(ph)
+            finally:
+                os.dup2(saved, 1)
+                os.close(saved)
+                os.close(devnull)
+            check = subprocess.run(["/bin/sh", "-c", line_cmd], env=env, input=status_json(0), capture_output=True,
+                                   timeout=5)
+    return {"runs": runs, "command": line_cmd.replace(sys.executable, "<python>").replace(str(ROOT), "<checkout>"),
+            "floor": "<python> -S -c pass", "phases": phases, "line": check.stdout.decode().strip()}
+
+
+def format_compare(r: dict) -> str:
+    out = [f"`sh -c '{r['command']}'` against `sh -c '{r['floor']}'`, {r['runs']} interleaved runs each:"]
+    for ph in r["phases"]:
+        la = " ".join(f"{x:.2f}" for x in ph["loadavg_after"])
+        out.append(f"  {ph['busy']} busy processes: line p50 {ph['line']['p50_ms']:.1f} ms p95 {ph['line']['p95_ms']:.1f} ms "
+                   f"(CPU {ph['line']['cpu_p50_ms']:.1f} ms); python -S -c pass p50 {ph['floor']['p50_ms']:.1f} ms (CPU {ph['floor']['cpu_p50_ms']:.1f} ms) "
+                   f"p95 {ph['floor']['p95_ms']:.1f} ms; p95 ratio {ph['p95_ratio']:.2f} (p50 {ph['p50_ratio']:.2f}); "
+                   f"load average after: {la}")
+    return "\n".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--form", choices=("script", "module"), default="script")
+    ap.add_argument("--compare", action="store_true",
+                    help="the installed command against `python -S -c pass` through sh -c, quiet and with 4 busy processes")
     args = ap.parse_args()
+    if args.compare:
+        r = compare(args.runs)
+        print(format_compare(r))
+        print(f"  line: {r['line']}")
+        print("statusline_p95_ratio=" + ",".join(f"{ph['p95_ratio']:.2f}" for ph in r["phases"]))
+        return 0
     r = measure(args.runs, args.form)
     print(f"statusline ({r['form']}: {r['command']}), {r['runs']} runs, service up")
     print(f"  wall  p50 {r['wall_p50_ms']:.1f} ms  p95 {r['wall_p95_ms']:.1f} ms  max {r['wall_max_ms']:.1f} ms")

@@ -151,3 +151,26 @@ def test_statusline_bench_runs_and_reports_figures():
     p50 = float(re.search(r"wall  p50 ([\d.]+) ms", out.stdout).group(1))
     cpu = float(re.search(r"cpu   p50 ([\d.]+) ms", out.stdout).group(1))
     assert 0 < cpu <= p50 * 3 and "5h 30%" in out.stdout
+
+
+def test_long_segment_bench_builds_one_segment_of_repeated_calls(tmp_path):
+    """bench/long_segment.py's transcript is one segment (the compaction left out) of whole copies."""
+    sys.path.insert(0, str(ROOT))
+    from bench.long_segment import one_segment, replay_seconds
+
+    _, once, segments_once, _ = replay_seconds(one_segment(1, tmp_path / "one.jsonl")["path"])
+    _, thrice, segments, _ = replay_seconds(one_segment(3, tmp_path / "three.jsonl")["path"])
+    assert once > 20 and thrice == 3 * once
+    assert segments_once == segments == 1
+
+
+def test_statusline_compare_reports_both_loads_and_the_installed_line():
+    """`bench/statusline.py --compare` times the command `ctxlamp install` writes beside a bare interpreter."""
+    out = subprocess.run([sys.executable, "bench/statusline.py", "--compare", "--runs", "2"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    assert "service/statusline/fast.py" in out.stdout and "-S -c pass" in out.stdout
+    assert "0 busy processes" in out.stdout and "4 busy processes" in out.stdout
+    ratios = re.search(r"statusline_p95_ratio=([\d.]+),([\d.]+)", out.stdout)
+    assert ratios and all(float(r) > 0 for r in ratios.groups())
+    assert "5h 30%" in out.stdout  # the line the service answered, not the fallback

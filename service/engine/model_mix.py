@@ -18,14 +18,57 @@ class _Billed(Protocol):
     bill_out: float
 
 
+class _Spend:
+    """One model's calls and its running bill, summed in call order (as the segment's bill is)."""
+    __slots__ = ("before_last_in", "before_last_out", "bill_in", "bill_out", "calls")
+
+    def __init__(self) -> None:
+        self.calls: list[_Billed] = []
+        self.bill_in = self.bill_out = 0.0
+        self.before_last_in = self.before_last_out = 0.0  # the bill without the latest call
+
+    def add(self, call: _Billed) -> None:
+        self.calls.append(call)
+        self.before_last_in, self.before_last_out = self.bill_in, self.bill_out
+        self.bill_in += call.bill_in
+        self.bill_out += call.bill_out
+
+    def rebilled(self, call: _Billed) -> None:
+        """A call's bill changed: the latest call's costs one addition, an older one's a new sum."""
+        if self.calls[-1] is call:
+            self.bill_in = self.before_last_in + call.bill_in
+            self.bill_out = self.before_last_out + call.bill_out
+            return
+        calls, self.calls = self.calls, []
+        self.bill_in = self.bill_out = 0.0
+        for c in calls:
+            self.add(c)
+
+
 class ModelMix:
-    """Cache-write tokens per model (exact integers, kept as calls come and are revised), in order of first use."""
+    """Cache-write tokens (exact integers) and the bill per model, kept as calls come and are revised,
+    in order of first use."""
 
     def __init__(self) -> None:
         self._writes: dict[str, list[int]] = {}
+        self._spend: dict[str, _Spend] = {}
 
     def add(self, call: _Billed) -> None:
+        """A new call, its bill already set."""
         self.revised(call, 0, 0)
+        spend = self._spend.get(call.model)
+        if spend is None:
+            spend = self._spend[call.model] = _Spend()
+        spend.add(call)
+
+    def rebilled(self, call: _Billed) -> None:
+        """A revised call's bill was set anew."""
+        self._spend[call.model].rebilled(call)
+
+    def listed(self) -> list[dict[str, Any]]:
+        """Each model's calls and spend, in order of first use (what models_listed gives for the same calls)."""
+        return [{"model": model, "calls": len(s.calls), "bill_in_usd": s.bill_in, "bill_out_usd": s.bill_out}
+                for model, s in self._spend.items()]
 
     def revised(self, call: _Billed, old_cw5: int, old_cw1h: int) -> None:
         """A call's writes changed from (old_cw5, old_cw1h) to its own (0, 0 for a new call)."""

@@ -13,13 +13,14 @@ from __future__ import annotations
 import fnmatch
 import math
 import posixpath
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, cast
 
 from service.engine.branches import PROMPT, Fork, LiveBranch
 from service.engine.curve import Curve
-from service.engine.model_mix import ModelMix, models_listed
+from service.engine.model_mix import ModelMix
 from service.engine.parse import Entry, Malformed, human_prompt, parse_line
 from service.engine.prices import Price, PriceTable, family_of
 from service.engine.snapshot import Lamp, LastReminder, Skeleton, Snapshot
@@ -111,6 +112,10 @@ class _Call:
     interval: float = 0.0
     bill_in: float = 0.0
     bill_out: float = 0.0
+    pos: int = -1  # place in its segment's calls
+    cum_in: float = 0.0  # the segment's bill up to and including this call, summed in call order
+    cum_out: float = 0.0
+    timed: int = -1  # place among its segment's timed calls (the burn rate's window), -1 without a time
 
     @property
     def total(self) -> int:
@@ -147,6 +152,16 @@ class _Segment:
     laps: int = 0
     started_t: float | None = None
     last_t: float | None = None
+    contrib_total: int = 0  # sum of contrib, kept as it changes
+    selected_total: int = 0  # sum of the selected paths' contrib under selected_basis
+    selected_basis: tuple[int, str | None] | None = None  # (selection version, cwd); None: sum afresh
+    timed_t: list[float] = field(default_factory=list)  # times of the timed calls, in call order
+    timed_max: list[float] = field(default_factory=list)  # running maximum of timed_t (bisected)
+    timed_drent: list[float] = field(default_factory=list)  # their rent increments, kept as revisions top up
+    timed_in_order: bool = True  # timed_t never went back
+    br_key: tuple[float, int, int] | None = None
+    br_total: float = 0.0
+    drent_version: int = 0
 
 
 class SessionEngine:
@@ -261,6 +276,8 @@ class SessionEngine:
         before = self.b_default()
         self._branch.take(fork, seg.contrib)
         seg.contrib_version += 1
+        seg.contrib_total = sum(seg.contrib.values())  # many paths at once: summed afresh
+        seg.selected_basis = None
         mark = {"call": len(self._calls), "at": _iso(t), "segment": seg.index}
         self.rewinds.append(mark)
         self._events.append({"event": "rewind", "session_id": self._session_id(), **mark,
@@ -375,10 +392,15 @@ class SessionEngine:
             for old, new in payload:
                 c = max(0, c + self.counter.tok(new, ratio) - self.counter.tok(old, ratio))
             seg.contrib[path] = c
-        self._branch.record(path, before, seg.contrib[path])  # undone whole if this branch is left
+        after = seg.contrib[path]
+        self._branch.record(path, before, after)  # undone whole if this branch is left
         seg.contrib_version += 1
         if path not in self._exists_cache:
             self._exists_cache[path] = bool(self._path_exists(path))
+        change = after - (before or 0)
+        seg.contrib_total += change
+        if seg.selected_basis == (self._selection_version, self.cwd) and self._selected(path) is None:
+            seg.selected_total += change  # the other paths' selection has not changed
 
     # ---- calls, folding, rent (sections 3, 6, 7, 9) ----------------------------------
 
@@ -404,16 +426,33 @@ class SessionEngine:
             queued, seg.queued = seg.queued, []
             for event in queued:
                 self._apply_tool_event(event)
+        call.pos = len(seg.calls)
         seg.calls.append(call)
         if call.t is not None:
             seg.last_t = call.t
+            self._time_call(call)
         self._observe(call)
         call.bill_in, call.bill_out = self._bill(call)
         seg.bill_in += call.bill_in
         seg.bill_out += call.bill_out
+        call.cum_in, call.cum_out = seg.bill_in, seg.bill_out
         seg.mix.add(call)
         self._book_rent(call, first=True)
         self._pending_line = call
+
+    def _time_call(self, call: _Call) -> None:
+        """Enter a timed call in the burn rate's window (its times, their running maximum, its increment)."""
+        seg = self._seg
+        assert call.t is not None
+        if seg.timed_max:
+            if call.t < seg.timed_t[-1]:
+                seg.timed_in_order = False
+            seg.timed_max.append(max(seg.timed_max[-1], call.t))
+        else:
+            seg.timed_max.append(call.t)
+        call.timed = len(seg.timed_t)
+        seg.timed_t.append(call.t)
+        seg.timed_drent.append(call.drent)
 
     def _use_model(self, model: str) -> None:
         """The segment's opening model, or a /model switch: from this call on, its prices and family.
@@ -440,10 +479,25 @@ class SessionEngine:
             seg.L = known.cr
         seg.L_peak = max(seg.L_peak, known.cr)
         known.bill_in, known.bill_out = self._bill(known)
-        # re-summed, not adjusted: folding must give to the bit what the final revision alone gives
-        seg.bill_in = sum(c.bill_in for c in seg.calls)
-        seg.bill_out = sum(c.bill_out for c in seg.calls)
+        seg.mix.rebilled(known)
+        self._resum_bill(known.pos)
         self._book_rent(known, first=False)
+
+    def _resum_bill(self, pos: int) -> None:
+        """The segment's bill after the call at `pos` changed: its running sums from there on.
+
+        Summed again in call order, not adjusted by the difference, so folding gives to the bit
+        what the final revision alone gives; a revision of the latest call (the usual one) costs
+        one addition whatever the segment's length.
+        """
+        seg = self._seg
+        calls = seg.calls
+        cum_in, cum_out = (calls[pos - 1].cum_in, calls[pos - 1].cum_out) if pos > 0 else (0.0, 0.0)
+        for call in calls[pos:]:
+            cum_in += call.bill_in
+            cum_out += call.bill_out
+            call.cum_in, call.cum_out = cum_in, cum_out
+        seg.bill_in, seg.bill_out = cum_in, cum_out
 
     def _observe(self, call: _Call) -> None:
         seg = self._seg
@@ -483,7 +537,7 @@ class SessionEngine:
         stock = call.stock
         gate_open = call.B0 > 0 and self._c_ratio() > 0 and stock > 0
         rho = call.bill_in * max(0.0, stock - call.B0) / stock if gate_open else 0.0
-        pos = seg.calls.index(call) if not first else len(seg.calls) - 1
+        pos = call.pos
         prev_rho = seg.calls[pos - 1].rho if pos > 0 else 0.0
         drent = (prev_rho + rho) / 2 if gate_open else 0.0
         if first:
@@ -498,6 +552,9 @@ class SessionEngine:
             call.rho = max(call.rho, rho)
             added = max(0.0, drent - call.drent)
             call.drent += added
+        if call.timed >= 0:
+            seg.timed_drent[call.timed] = call.drent
+            seg.drent_version += 1
         if added <= 0 or call.interval <= 0:
             seg.bill_cycle += max(0.0, added)
             return
@@ -552,12 +609,21 @@ class SessionEngine:
         key = (id(seg), seg.floor, seg.contrib_version, self._selection_version)
         if self._b_default_key != key:
             self._b_default_key = key
-            self._b_default = seg.floor + sum(c for p, c in seg.contrib.items() if self._selected(p) is None)
+            self._b_default = seg.floor + self._selected_total()
         return self._b_default
+
+    def _selected_total(self) -> int:
+        """Tokens of the selected paths: summed afresh only when the selection may have changed."""
+        seg = self._seg
+        basis = (self._selection_version, self.cwd)
+        if seg.selected_basis != basis:
+            seg.selected_total = sum(c for p, c in seg.contrib.items() if self._selected(p) is None)
+            seg.selected_basis = basis
+        return seg.selected_total
 
     def b_all(self) -> float:
         seg = self._seg
-        return (seg.floor or 0) + sum(seg.contrib.values())
+        return (seg.floor or 0) + seg.contrib_total
 
     def set_excluded(self, paths: set[str]) -> None:
         """Revaluation: later increments use the new baseline; nothing booked is withdrawn."""
@@ -724,10 +790,29 @@ class SessionEngine:
         if not seg.calls or seg.last_t is None:
             return None
         start = seg.last_t - self.config.br_window_s
-        total = sum(c.drent for c in seg.calls if c.t is not None and c.t >= start)
+        total = self._window_rent(start)
         first = seg.started_t if seg.started_t is not None else seg.last_t
         span = max(60.0, seg.last_t - max(start, first))
         return total * 3600.0 / span
+
+    def _window_rent(self, start: float) -> float:
+        """Rent of the timed calls at or after `start`, summed in call order.
+
+        No call before the first whose running maximum time reaches `start` can be in the window
+        (a bisection); when times never went back, every call from there on is. The sum itself
+        runs over the window's increments only (never the segment's), in C, and is kept until
+        the window or an increment in it changes.
+        """
+        seg = self._seg
+        first = bisect_left(seg.timed_max, start)
+        key = (start, len(seg.timed_t), seg.drent_version)
+        if seg.br_key != key:
+            if seg.timed_in_order:
+                total = sum(seg.timed_drent[first:])
+            else:
+                total = sum(d for t, d in zip(seg.timed_t[first:], seg.timed_drent[first:]) if t >= start)
+            seg.br_key, seg.br_total = key, total
+        return seg.br_total
 
     # ---- segment profiles (sections 5 settlement, 10) ------------------------------------
 
@@ -753,7 +838,7 @@ class SessionEngine:
             "path_totals": {p: int(math.floor(c * scale)) for p, c in sorted(seg.contrib.items())},
         }
         if len(seg.mix) > 1:  # a /model switch: each model's calls and spend (one model: the fields above)
-            profile["models"] = models_listed(seg.calls)
+            profile["models"] = seg.mix.listed()
         self.profiles.append(profile)
         return profile
 

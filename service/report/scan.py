@@ -204,6 +204,24 @@ def _wanted_type(data: bytes, v: int, start: int, end: int, pending: tuple[dict,
     return False
 
 
+_WANTED_VALUES = (b'assistant"', b'cost-state"', b'user"', b'system"')  # what _wanted_type may keep
+
+
+def _any_wanted_type(data: bytes, start: int, end: int, pending: tuple[dict, ...]) -> bool:
+    """Whether any "type" value of the line, at whatever depth, is one `_wanted_type` keeps.
+
+    Undecided lines are mostly attachments, with a few typed objects each: one pass over the line
+    from one `"type":"` to the next, one test of each value against every wanted one.
+    """
+    find, startswith = data.find, data.startswith
+    i = find(_TYPE_KEY, start, end)
+    while i >= 0:
+        if startswith(_WANTED_VALUES, i + 8) and _wanted_type(data, i + 8, start, end, pending):
+            return True
+        i = find(_TYPE_KEY, i + 8, end)
+    return False
+
+
 def _spaced_wanted(line: bytes, pending: tuple[dict, ...]) -> bool:
     """Substring rules for a line without `"type":"` (JSON written with spaces, or no type at all)."""
     if b'"type": "assistant"' in line:
@@ -221,24 +239,28 @@ def wanted_lines(data: bytes, stop: int, complete: bool, pending: tuple[dict, ..
     A line whose top-level type is undecided is kept when any of its type
     values would be kept at the top level (the top-level one is among them).
     """
-    find = data.find
+    # type_value_at and _wanted_type, inlined: this loop runs once per line of the history
+    find, rfind, startswith = data.find, data.rfind, data.startswith
     pos = 0
     while pos < stop:
         end = find(b"\n", pos, stop) if complete else stop
         start, pos = pos, end + 1
         if end - start < 2:
             continue
-        v = type_value_at(data, start, end)
-        if v >= 0:
-            if _wanted_type(data, v, start, end, pending):
+        i = find(_TYPE_KEY, start, end)
+        if i < 0:
+            if _spaced_wanted(data[start:end], pending):
                 yield start, end
-        elif v == UNDECIDED:
-            i = find(_TYPE_KEY, start, end)
-            while i >= 0 and not _wanted_type(data, i + 8, start, end, pending):
-                i = find(_TYPE_KEY, i + 8, end)
-            if i >= 0:
-                yield start, end
-        elif _spaced_wanted(data[start:end], pending):
+            continue
+        if find(b"{", start + 1, i) >= 0:  # the first "type" is nested: is the last one at the top level?
+            i = rfind(_TYPE_KEY, i, end)
+            last = rfind(b"}", i, end)
+            if last < 0 or find(b"}", i, last) >= 0:  # undecided
+                if _any_wanted_type(data, start, end, pending):
+                    yield start, end
+                continue
+        # most lines' type is none of these: one test, then the one that matches
+        if startswith(_WANTED_VALUES, i + 8) and _wanted_type(data, i + 8, start, end, pending):
             yield start, end
 
 

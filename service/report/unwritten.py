@@ -48,16 +48,21 @@ def measured(rows: list[dict], tally, prices: Callable, day_of: Callable) -> dic
             continue
         ours: dict[str, list[int]] = defaultdict(lambda: [0] * 5)
         last_ts = None
-        for key in row["keys"]:
-            kept = tally.best.get(key)
+        best = tally.best
+        for key in row["keys"]:  # every call of the session before its cost-state: no loop per field
+            kept = best.get(key)
             if kept is None:
                 continue
             rec = kept[2]
             acc = ours[rec[MODEL]]
-            for i, f in enumerate((IN, CW5, CW1H, CR, OUT)):
-                acc[i] += rec[f]
-            if rec[TS] is not None and (last_ts is None or rec[TS] > last_ts):
-                last_ts = rec[TS]
+            acc[0] += rec[IN]
+            acc[1] += rec[CW5]
+            acc[2] += rec[CW1H]
+            acc[3] += rec[CR]
+            acc[4] += rec[OUT]
+            ts = rec[TS]
+            if ts is not None and (last_ts is None or ts > last_ts):
+                last_ts = ts
         models, usd_sum, negative = {}, 0.0, 0.0
         for model, theirs in row["usage"].items():
             price, _ = _price_at(prices, model, last_ts)  # the rates of the session's last day

@@ -297,9 +297,11 @@ def build_line(argv: list[str], start: float) -> str:
             elif isinstance(answer, dict):
                 fmt = answer.get("format") if isinstance(answer.get("format"), str) else line_mod.DEFAULT_FORMAT
                 line = line_mod.render(_merge(facts, answer), fmt, color=color)
-                if not os.path.exists(cache):
+                before = _read_text(cache)
+                if before is None:
                     _prune(state, time.time())
-                _write_text(cache, line)
+                if line != before:  # most runs print what the last one did: a read, not a write and a rename
+                    _write_text(cache, line)
             if lock is not None and lock >= 0:
                 os.close(lock)
     if line is None:
