@@ -78,8 +78,11 @@ def system_kind(system: str = sys.platform) -> str:
 
 def tray_argv(system: str = sys.platform) -> list[str]:
     """The command line that starts the tray, as a list of words."""
-    if getattr(sys, "frozen", False):
-        return [sys.executable]  # the frozen build starts the tray by default
+    if getattr(sys, "frozen", False):  # the packaged build starts the tray by default
+        windowless = Path(sys.executable).with_name("ctxlampw.exe")  # Windows: no console window
+        if system_kind(system) == "windows" and windowless.is_file():
+            return [str(windowless)]
+        return [sys.executable]
     if system_kind(system) == "windows":
         windowless = Path(sys.executable).with_name("pythonw.exe")
         python = str(windowless) if windowless.is_file() else sys.executable
