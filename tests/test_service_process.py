@@ -633,7 +633,7 @@ def test_an_engine_defect_stops_measurement_archives_nothing_and_exits_non_zero(
 def test_inotify_out_of_watches_falls_back_to_polling_and_says_why_once(tmp_path, monkeypatch, capsys):
     import errno
 
-    from watchdog.observers import inotify
+    inotify = pytest.importorskip("watchdog.observers.inotify", reason="no inotify observer here")
 
     from service.ingest.watch import Watcher
 
