@@ -329,6 +329,7 @@ def test_a_scan_worker_that_dies_is_a_clear_error_and_leaves_no_process(env, mon
     for k in ("CLAUDE_CONFIG_DIR", "HOME", "CTXLAMP_HOME"):
         monkeypatch.setenv(k, env[k])
     monkeypatch.setattr(scan, "POOL_MIN_BYTES", 0)  # workers even for the small fixtures
+    monkeypatch.setattr(scan.forked, "SPAWN_MIN_BYTES", 0)  # spawned ones too (no fork)
     from tests import worker_probe  # module-level, so spawned workers (no fork) can run it too
 
     monkeypatch.setattr(scan, "_scan_one", worker_probe.killed_on_the_biggest)

@@ -56,6 +56,22 @@ def start_method(platform: str = sys.platform, *, has_fork: bool | None = None,
     return "fork"
 
 
+# Spawned workers start an interpreter and import the scan (about 0.1 s on an idle machine, 0.5 s on
+# a loaded one) where forked ones start at once: below this much unscanned history one process is
+# as fast (bench/workers.py: docs/platforms.md).
+SPAWN_MIN_BYTES = 64 * 1024 * 1024
+
+
+def min_bytes(fork_min: int, method: str | None = None) -> int:
+    """The least unscanned bytes for which a pool started by `method` pays (`fork_min` for fork)."""
+    method = method or start_method()
+    if method == "fork":
+        return fork_min
+    if method == "spawn":
+        return max(fork_min, SPAWN_MIN_BYTES)
+    return sys.maxsize  # serial: the caller's own loop does the same work without a pool
+
+
 def pool(func: Callable[[Any], Any], jobs: Sequence[Any], workers: int,
          init: Callable[[], None] | None = None, *, method: str | None = None) -> WorkerMap:
     """func(job) for every job in `workers` processes, started the way this system allows.

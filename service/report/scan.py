@@ -464,7 +464,7 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
             progress(done_files, len(todo), done_bytes, total_bytes)
 
     if pool_min_bytes is None:
-        pool_min_bytes = POOL_MIN_BYTES
+        pool_min_bytes = forked.min_bytes(POOL_MIN_BYTES)  # spawned workers cost more to start
     if workers > 1 and len(todo) > 1 and total_bytes >= pool_min_bytes and forked.available():
         # workers never load the tokenizer: the parent loads it once, while they scan, and counts in collect
         with collector_paused(), forked.pool(_scan_one, jobs, workers,
