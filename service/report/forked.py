@@ -56,9 +56,9 @@ def start_method(platform: str = sys.platform, *, has_fork: bool | None = None,
     return "fork"
 
 
-# Spawned workers start an interpreter and import the scan (about 0.1 s on an idle machine, 0.5 s on
-# a loaded one) where forked ones start at once: below this much unscanned history one process is
-# as fast (bench/workers.py: docs/platforms.md).
+# Spawned workers start an interpreter and import the scan (0.5 s on a loaded 2-core machine) where
+# forked ones start at once: below this much unscanned history one process is as fast. A guess for
+# an idle desktop, to measure there with bench/workers.py (docs/decisions.md 118).
 SPAWN_MIN_BYTES = 64 * 1024 * 1024
 
 
