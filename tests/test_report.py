@@ -321,8 +321,6 @@ def test_in_process_compute_matches_the_cli(env, monkeypatch):
 
 def test_a_scan_worker_that_dies_is_a_clear_error_and_leaves_no_process(env, monkeypatch, capsys):
     """The OOM killer, say: the report says what happened and exits 1, instead of hanging or a traceback."""
-    import signal
-
     from service.report import scan
     from service.cli import main
 
