@@ -1,7 +1,8 @@
 """Make this interpreter look like one without POSIX's extras, as on Windows: no `fcntl`, no
 `os.fork`, and watchdog's inotify observer failing to load the way it does on a system without
-inotify. On PYTHONPATH, every Python started in the test run (services, hooks, workers) gets it
-too. Used by .ci/run's portable leg; see docs/platforms.md.
+inotify. On PYTHONPATH (an absolute one: children started in another folder must find it too),
+every Python started in the test run (services, hooks, workers) gets it. Used by .ci/run's
+portable leg; see docs/platforms.md.
 """
 import importlib.abc
 import os
