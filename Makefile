@@ -1,10 +1,10 @@
 # Two commands for a newcomer: `make run` (the product) and `make test` (everything).
 PY ?= python3
 VENV := .venv
-BIN := $(VENV)/bin
+BIN := $(VENV)/$(if $(filter Windows_NT,$(OS)),Scripts,bin)
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench demo clean
+.PHONY: run test lint bench demo clean dist
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -38,6 +38,13 @@ lint: $(STAMP)
 bench: $(STAMP)
 	@$(COMPILE)
 	$(BIN)/python bench/run_all.py
+
+# The packaged build for this machine (packaging/targets.py): Linux dist/ctxlamp/, Windows
+# dist/ctxlamp/ctxlamp.exe, macOS dist/ctxlamp.app (menu bar only).
+dist: $(STAMP)
+	@$(BIN)/python -c "import PyInstaller" 2>/dev/null || $(BIN)/pip install --quiet pyinstaller
+	$(BIN)/python -m PyInstaller packaging/ctxlamp.spec --noconfirm --distpath dist --workpath build/pyinstaller --log-level WARN
+	@$(BIN)/python -c "import sys; sys.path.insert(0, 'packaging'); from targets import built_executable; print('built', built_executable(sys.platform, 'dist'))"
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from desktop.datasource import ApiSource
     from desktop.events import EventStream
     from desktop.icons import lamp_icon
+    from desktop.platform_tray import prepare_app
     from desktop.supervisor import ServiceSupervisor
     from desktop.tray import TrayController
 
@@ -85,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
     app.setApplicationName("ctxlamp")
     app.setQuitOnLastWindowClosed(False)
     app.setWindowIcon(lamp_icon("green"))
+    for step in prepare_app():  # no Dock icon on macOS, the AppUserModelID on Windows
+        print(f"ctxlamp: {step}", file=sys.stderr)
     _quit_on_signals(app)
 
     stream = EventStream()

@@ -1,12 +1,14 @@
 """Find the running service: api.json in the runtime dir (docs/api.md).
 
 Duplicates the tiny path rule of service/paths.py on purpose: the desktop must
-not import service/. CTXLAMP_HOME wins, else platformdirs' user runtime dir.
+not import service/. CTXLAMP_HOME wins, else platformdirs' user runtime dir (on Linux
+without $XDG_RUNTIME_DIR, `<data>/run`); tests/test_platform_folders.py checks they agree.
 """
 from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +21,9 @@ def runtime_dir() -> Path:
         return Path(home).expanduser().resolve()
     import platformdirs
 
+    if sys.platform not in ("darwin", "win32") and not os.environ.get("XDG_RUNTIME_DIR", "").startswith("/"):
+        # no per-login runtime dir (containers, cron): the service stays private under its data dir
+        return Path(platformdirs.user_data_dir(APP, appauthor=False)) / "run"
     return Path(platformdirs.user_runtime_dir(APP, appauthor=False))
 
 

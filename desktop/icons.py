@@ -50,9 +50,9 @@ def lamp_pixmap(colour: str, size: int) -> QPixmap:
 MARK_INK = {"red": QColor(255, 255, 255, 240)}  # a light mark on the dark red, dark marks elsewhere
 
 
-def draw_mark(p: QPainter, colour: str, r: QRectF) -> None:
-    """The state's shape inside the disc `r`."""
-    ink = MARK_INK.get(colour, QColor(30, 30, 30, 235))
+def draw_mark(p: QPainter, colour: str, r: QRectF, ink: QColor | None = None) -> None:
+    """The state's shape inside the disc `r` (in `ink`, else the state's own mark colour)."""
+    ink = ink if ink is not None else MARK_INK.get(colour, QColor(30, 30, 30, 235))
     w = r.width()
     c = r.center()
     stroke = max(1.4, w / 7.0)

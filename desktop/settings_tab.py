@@ -468,7 +468,7 @@ class SettingsTab(QWidget):
             self.paths_form.removeRow(0)
         for label, path in [("Claude Code transcripts", claude_projects_dir()), ("How the tray finds the service",
                                                                                   api_file()),
-                            ("Settings and prices", config_dir()), ("Start at login entry", autostart.autostart_file())]:
+                            ("Settings and prices", config_dir()), ("Start at login entry", autostart.location())]:
             value = QLabel(str(path))
             value.setTextFormat(Qt.PlainText)
             value.setTextInteractionFlags(value.textInteractionFlags() | Qt.TextSelectableByMouse)

@@ -18,6 +18,8 @@ from desktop.restart_policy import RestartPolicy
 
 
 def service_command() -> tuple[str, list[str]]:
+    if getattr(sys, "frozen", False):  # the packaged build: the same executable runs every command
+        return sys.executable, ["serve"]
     return sys.executable, ["-m", "service.cli", "serve"]
 
 

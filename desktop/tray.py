@@ -18,6 +18,7 @@ from desktop.coalesce import DEFAULT_SNOOZE_S, ReminderCoalescer
 from desktop.datasource import ApiSource, DataError
 from desktop.handoff_prompt import handoff_prompt
 from desktop.icons import lamp_icon
+from desktop.platform_tray import tray_icon
 from desktop.limits_view import IdleCacheNotice, LimitNotices, limits_text
 from desktop.overview_model import budgets_text
 from desktop.popup import ReminderPopup
@@ -144,7 +145,7 @@ class TrayController(QObject):
         colour = self.colour()
         if colour != self._colour:
             self._colour = colour
-            self.tray.setIcon(lamp_icon(colour))
+            self.tray.setIcon(tray_icon(colour))
             if self.popup is not None:
                 self.popup.setWindowIcon(lamp_icon(colour))
         now = time.time()

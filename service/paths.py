@@ -7,8 +7,10 @@ The desktop finds the service through the same rules (see docs/api.md).
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from service.privdir import make_private_dirs
 
@@ -64,23 +66,40 @@ class Paths:
         return self
 
 
-def app_paths() -> Paths:
+def app_paths(system: str | None = None) -> Paths:
+    """This user's folders; `system` (a sys.platform value) asks for another system's rules (tests)."""
     home = os.environ.get("CTXLAMP_HOME")
     if home:
         root = Path(home).expanduser().resolve()
         return Paths(data=root, config=root, runtime=root)
-    import platformdirs
-
-    data = Path(platformdirs.user_data_dir(APP, appauthor=False))
-    if os.name == "posix" and not os.environ.get("XDG_RUNTIME_DIR") and os.uname().sysname == "Linux":
+    dirs = _platform_dirs(system)
+    data = Path(dirs.user_data_dir)
+    system = system or sys.platform
+    posix_not_mac = not system.startswith("win") and system != "darwin"
+    if posix_not_mac and not os.environ.get("XDG_RUNTIME_DIR", "").startswith("/"):
         runtime = data / "run"  # no per-login runtime dir (containers, cron): stay private under data
     else:
-        runtime = Path(platformdirs.user_runtime_dir(APP, appauthor=False))
-    return Paths(data=data, config=Path(platformdirs.user_config_dir(APP, appauthor=False)), runtime=runtime)
+        runtime = Path(dirs.user_runtime_dir)
+    return Paths(data=data, config=Path(dirs.user_config_dir), runtime=runtime)
+
+
+def _platform_dirs(system: str | None) -> Any:
+    if system is None:
+        import platformdirs
+
+        return platformdirs.PlatformDirs(APP, appauthor=False)
+    if system == "darwin":
+        from platformdirs.macos import MacOS as cls
+    elif system.startswith("win"):
+        from platformdirs.windows import Windows as cls  # type: ignore[assignment]
+    else:
+        from platformdirs.unix import Unix as cls  # type: ignore[assignment]
+    return cls(APP, appauthor=False)
 
 
 def claude_dir() -> Path:
-    """Claude Code's config folder: $CLAUDE_CONFIG_DIR, else ~/.claude."""
+    """Claude Code's config folder: $CLAUDE_CONFIG_DIR, else ~/.claude (on Windows the home is
+    %USERPROFILE%, so %USERPROFILE%\\.claude)."""
     env = os.environ.get("CLAUDE_CONFIG_DIR")
     return Path(env).expanduser() if env else Path.home() / ".claude"
 

@@ -258,7 +258,7 @@ def test_handoff_prompt_names_the_tool_and_the_selected_paths_largest_first():
 
 def test_autostart_respects_xdg_config_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
-    path = autostart.set_enabled(True)
+    path = Path(autostart.set_enabled(True))
     assert path == tmp_path / "cfg" / "autostart" / "ctxlamp.desktop"
     text = path.read_text()
     assert "[Desktop Entry]" in text and "Exec=" in text and "tray" in text

@@ -17,10 +17,16 @@ from pathlib import Path
 
 import pytest
 
+from service.cli.doctor import diagnose
+
 ROOT = Path(__file__).resolve().parents[1]
 MISSING = [tool for tool in ("Xvfb", "tesseract") if shutil.which(tool) is None]
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"{' and '.join(MISSING)} not installed "
-                                                      "(.ci/run installs xvfb and tesseract-ocr)")
+XCB = diagnose("xcb", try_qt=False)  # the system libraries Qt's xcb plugin needs, named by the doctor
+pytestmark = [
+    pytest.mark.skipif(bool(MISSING), reason=f"{' and '.join(MISSING)} not installed "
+                                             "(.ci/run installs xvfb and tesseract-ocr)"),
+    pytest.mark.skipif(not XCB.ok, reason=f"the screenshots need Qt's xcb platform: {XCB.text()}"),
+]
 
 FIELD_NAMES = ("totalStock", "xSweet", "bill_cycle", "share_pinched", "bytes_saved", "bytes_served", "eps_amber",
                "eps_crit", "g_floor", "old_string", "min_gap", "store_prompts", "live_hours", "str_replace",

@@ -10,7 +10,7 @@ import pytest
 from service.report import forked
 from tests.conftest import children_of, no_children_left
 
-pytestmark = pytest.mark.skipif(not forked.available(), reason="needs os.fork")
+pytestmark = pytest.mark.skipif(not forked.can_fork(), reason="needs os.fork")
 
 
 def _square_with_pid(n: int) -> tuple[int, int, int]:

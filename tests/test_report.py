@@ -321,22 +321,16 @@ def test_in_process_compute_matches_the_cli(env, monkeypatch):
 
 def test_a_scan_worker_that_dies_is_a_clear_error_and_leaves_no_process(env, monkeypatch, capsys):
     """The OOM killer, say: the report says what happened and exits 1, instead of hanging or a traceback."""
-    import signal
-
     from service.report import scan
     from service.cli import main
 
     for k in ("CLAUDE_CONFIG_DIR", "HOME", "CTXLAMP_HOME"):
         monkeypatch.setenv(k, env[k])
     monkeypatch.setattr(scan, "POOL_MIN_BYTES", 0)  # workers even for the small fixtures
-    scan_one = scan._scan_one
+    monkeypatch.setattr(scan.forked, "SPAWN_MIN_BYTES", 0)  # spawned ones too (no fork)
+    from tests import worker_probe  # module-level, so spawned workers (no fork) can run it too
 
-    def killed_on_the_biggest(tf):
-        if tf.session_hint.startswith("agent-") or os.path.getsize(tf.path) < 100_000:
-            return scan_one(tf)
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    monkeypatch.setattr(scan, "_scan_one", killed_on_the_biggest)
+    monkeypatch.setattr(scan, "_scan_one", worker_probe.killed_on_the_biggest)
     before = children_of(os.getpid())
     assert main(["report", "--json", "--no-service"]) == 1
     err = capsys.readouterr().err

@@ -71,7 +71,7 @@ SCHEMAS = {
         "version": STR, "started_at": STR, "pid": INT,
         "scan": _obj({"state": {"enum": ["idle", "catching_up", "scanning"]}, "done": INT, "total": INT}),
         "db": _obj({"ok": {"type": "boolean"}, "error": NSTR}),
-        "observer": {"enum": ["inotify", "polling", None]}, "observer_reason": NSTR,
+        "observer": {"enum": ["inotify", "fsevents", "kqueue", "windows", "polling", None]}, "observer_reason": NSTR,
         "checkpoint": _obj({"loaded": {"type": ["integer", "null"]}, "rejected": {"type": "array"}}),
         "skipped_files": {"type": "array", "items": _obj({"path": STR, "reason": STR}, ["path", "reason"])},
     }),

@@ -22,7 +22,6 @@ import difflib
 import json
 import os
 import re
-import shlex
 import stat
 import subprocess
 import sys
@@ -35,7 +34,8 @@ HOOK_TIMEOUT_S = 5
 BACKUP_SUFFIX = ".ctxlamp-backup"
 ROOT = Path(__file__).resolve().parents[1]
 # Our hook entry: a command that runs ctxlamp (the script or `-m service.cli`) with `hook session-start`.
-_OUR_HOOK = re.compile(r"(?:(?:^|[\s/'\"])ctxlamp['\"]?|-m\s+service\.cli)\s+hook\s+session-start\s*$")
+_OUR_HOOK = re.compile(r"(?:(?:^|[\s/\\'\"])ctxlamp(?:\.exe)?['\"]?|-m\s+service\.cli)\s+hook\s+session-start\s*$")
+SCRIPT_NAMES = ("ctxlamp", "ctxlamp.exe")
 
 
 class SettingsError(Exception):
@@ -57,22 +57,25 @@ class Launcher:
     prefix_args: list[str]  # arguments before the subcommand (e.g. -m service.cli)
     env: dict[str, str]     # environment the command needs (PYTHONPATH for a source checkout)
 
-    def shell(self, *args: str) -> str:
-        words = [self.command, *self.prefix_args, *args]
-        line = " ".join(shlex.quote(w) for w in words)
-        if self.env:
-            line = "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in self.env.items()) + " " + line
-        return line
+    def shell(self, *args: str, system: str = sys.platform) -> str:
+        """The command line Claude Code's shell runs (service/claude/command_line.py: every system)."""
+        from service.claude.command_line import command_line, portable_path
+
+        env = {k: portable_path(v, system) for k, v in self.env.items()}
+        return command_line(self.command, [*self.prefix_args, *args], env=env, system=system)
 
 
 def find_launcher() -> Launcher:
     """This installation's `ctxlamp` script when there is one, else this Python with -m service.cli."""
+    if getattr(sys, "frozen", False):  # a PyInstaller build: the executable is ctxlamp itself
+        return Launcher(str(Path(sys.executable).absolute()), [], {})
     argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
-    if argv0 is not None and argv0.name == "ctxlamp" and argv0.is_file():
+    if argv0 is not None and argv0.name in SCRIPT_NAMES and argv0.is_file():
         return Launcher(str(argv0.resolve()), [], {})
-    beside = Path(sys.executable).parent / "ctxlamp"
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return Launcher(str(beside.absolute()), [], {})
+    for name in SCRIPT_NAMES:  # pip's script: bin/ctxlamp, or Scripts\ctxlamp.exe on Windows
+        beside = Path(sys.executable).parent / name
+        if beside.is_file() and os.access(beside, os.X_OK):
+            return Launcher(str(beside.absolute()), [], {})
     python = str(Path(sys.executable).absolute())
     env = {} if _importable_anywhere(python) else {"PYTHONPATH": str(ROOT)}
     return Launcher(python, ["-m", "service.cli"], env)
@@ -115,7 +118,8 @@ def is_our_server(server: object) -> bool:
         return False
     args = server.get("args") if isinstance(server.get("args"), list) else []
     command = server.get("command") if isinstance(server.get("command"), str) else ""
-    return bool(args) and args[-1] == "mcp" and (Path(command).name == "ctxlamp" or "service.cli" in args)
+    name = command.replace("\\", "/").rsplit("/", 1)[-1]  # a Windows path read on any system
+    return bool(args) and args[-1] == "mcp" and (name in SCRIPT_NAMES or "service.cli" in args)
 
 
 # -- reading and writing --------------------------------------------------------

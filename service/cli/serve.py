@@ -9,7 +9,7 @@ import sys
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--polling", action="store_true",
-                        help="use the polling observer instead of inotify (also: CTXLAMP_POLLING=1)")
+                        help="use the polling observer instead of the system's native one (also: CTXLAMP_POLLING=1)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -69,17 +69,17 @@ def run(args) -> int:
     children: list[subprocess.Popen] = []
     try:
         if has_display() and not args.headless:
-            from service.cli.doctor import qt_problem
+            from service.cli.doctor import diagnose
 
-            problem = qt_problem(platform="")
-            if problem is None:
+            diagnosis = diagnose()
+            if diagnosis.ok:
                 tray = _child(["tray"], env)
                 children.append(tray)
                 if demo:
                     time.sleep(2)  # let the tray start its service first
                     children.append(_child(["demo", "--quiet"], env))
                 return tray.wait()
-            print(f"ctxlamp: the tray cannot start ({problem}); `python -m service.cli.doctor` names the fix. "
+            print(f"ctxlamp: the tray cannot start. {diagnosis.text()} "
                   "Falling back to the terminal view.", file=sys.stderr)
         else:
             print("ctxlamp: no display; running the service with a live status here (Ctrl-C stops both).",

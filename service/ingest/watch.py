@@ -1,28 +1,54 @@
 """Watch Claude Code's projects folder and hand changed transcript paths to a callback.
 
-inotify (watchdog's native observer) where it works; the polling observer only
-where it does not: no inotify, or the user's watch/instance limits are used
-up (ENOSPC/EMFILE). The reason is said once, on stderr and in SERVICE.
+watchdog's native observer for the system (`watchdog.observers.Observer`: inotify on Linux,
+FSEvents on macOS, ReadDirectoryChangesW on Windows, kqueue on BSD); the polling observer
+only where the native one fails: not available, or the user's watch/instance limits are used
+up (ENOSPC/EMFILE). The reason is said once, in the log, on stderr and in the service's status.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
+import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 
 from service.privdir import make_private_dirs
 
 POLL_INTERVAL_S = 2.0
+log = logging.getLogger("ctxlamp.service")
+
+# watchdog's native observer classes, by the name the status reports
+KINDS = {"InotifyObserver": "inotify", "FSEventsObserver": "fsevents", "FSEventsObserver2": "fsevents",
+         "KqueueObserver": "kqueue", "WindowsApiObserver": "windows", "PollingObserver": "polling"}
 
 _WHY = {
     errno.ENOSPC: "inotify watch limit reached (raise fs.inotify.max_user_watches)",
     errno.EMFILE: "inotify instance limit reached (raise fs.inotify.max_user_instances)",
     errno.ENOSYS: "inotify is not available on this system",
 }
+
+
+def native_observer() -> tuple[Any, str | None]:
+    """(watchdog's native observer class, None), or (None, why there is none here)."""
+    try:
+        from watchdog.observers import Observer
+    except Exception as exc:  # noqa: BLE001 - any failure to load watchdog's choice means: poll, and say why
+        return None, f"the native observer cannot be loaded ({type(exc).__name__}: {exc})"
+    if KINDS.get(getattr(Observer, "__name__", "")) == "polling":
+        return None, f"watchdog has no native observer on this system ({sys.platform})"
+    return Observer, None
+
+
+def why_failed(exc: OSError, kind: str) -> str:
+    if kind == "inotify" and exc.errno in _WHY:
+        return _WHY[exc.errno]
+    return f"{kind} failed: {exc}"
 
 
 class _Handler(FileSystemEventHandler):
@@ -49,47 +75,48 @@ class _Handler(FileSystemEventHandler):
 
 
 class Watcher:
-    """Starts the best observer it can; `kind` and `reason` say which and why."""
+    """Starts the best observer it can; `kind` and `reason` say which and why.
 
-    def __init__(self, root: Path, on_change: Callable[[Path, bool], None], *, force_polling: bool = False) -> None:
+    `native` stands in for `native_observer` in tests (a system's observer that fails, say).
+    """
+
+    def __init__(self, root: Path, on_change: Callable[[Path, bool], None], *, force_polling: bool = False,
+                 native: Callable[[], tuple[Any, str | None]] = native_observer) -> None:
         self.root = root
         self.on_change = on_change
         self.kind = ""
         self.reason: str | None = None
-        self._observer = None
+        self._observer: Any = None
         self._force_polling = force_polling
+        self._native = native
 
     def start(self) -> None:
         make_private_dirs(self.root)
         handler = _Handler(self.on_change)
-        if not self._force_polling:
-            try:
-                from watchdog.observers.inotify import InotifyObserver
-
-                obs = InotifyObserver()
-                obs.schedule(handler, str(self.root), recursive=True)
-                try:
-                    obs.start()
-                except BaseException:
-                    try:
-                        obs.stop()
-                    except Exception:
-                        pass
-                    raise
-                self._observer, self.kind = obs, "inotify"
-                return
-            except ImportError:
-                self.reason = "inotify is not available on this platform"
-            except OSError as exc:
-                self.reason = _WHY.get(exc.errno, f"inotify failed: {exc}")
-        else:
+        if self._force_polling:
             self.reason = "polling forced (CTXLAMP_POLLING)"
+        else:
+            cls, self.reason = self._native()
+            if cls is not None:
+                kind = KINDS.get(cls.__name__, cls.__name__)
+                obs = cls()
+                try:
+                    obs.schedule(handler, str(self.root), recursive=True)
+                    obs.start()
+                except OSError as exc:
+                    self.reason = why_failed(exc, kind)
+                    with contextlib.suppress(Exception):  # half-started: stopping is best effort
+                        obs.stop()
+                else:
+                    self._observer, self.kind = obs, kind
+                    return
         from watchdog.observers.polling import PollingObserver
 
         obs = PollingObserver(timeout=POLL_INTERVAL_S)
         obs.schedule(handler, str(self.root), recursive=True)
         obs.start()
         self._observer, self.kind = obs, "polling"
+        log.warning("watching with the polling observer: %s", self.reason)
         print(f"ctxlamp: watching with the polling observer: {self.reason}", file=sys.stderr, flush=True)
 
     def stop(self) -> None:

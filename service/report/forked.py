@@ -8,17 +8,24 @@ Why not multiprocessing.Pool, for a scan that takes half a second:
 Here each child takes the next job number from a shared pipe (callers order jobs biggest
 first, so the children finish together) and writes each pickled, length-prefixed
 result to its own pipe. A thread per child reads that pipe, so a child never waits
-while the parent is busy. POSIX only (os.fork); callers run serially elsewhere.
+while the parent is busy.
+
+`pool` picks the way for the system (`start_method`): forked children where fork is safe
+(Linux, BSD); fresh interpreters (`SpawnedMap`, `service/report/spawned.py`) where fork is
+missing (Windows) or unsafe after system frameworks are loaded (macOS); in-process in a frozen
+build, which cannot start `python -m`. Every way gives the same results. docs/decisions.md 109.
 """
 from __future__ import annotations
 
 import os
 import pickle
 import signal
+import sys
 import threading
 import traceback
-from queue import SimpleQueue
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from queue import Empty, SimpleQueue
+from typing import IO, Any, Self
 
 _NUMBER = 4    # bytes of a job number in the job pipe
 _LENGTH = 8    # bytes of a result's length prefix
@@ -29,7 +36,56 @@ class WorkerFailed(RuntimeError):
 
 
 def available() -> bool:
+    """A pool of workers can run here (by fork, or by spawn where fork is missing)."""
+    return True
+
+
+def can_fork() -> bool:
     return hasattr(os, "fork")
+
+
+def start_method(platform: str = sys.platform, *, has_fork: bool | None = None,
+                 frozen: bool | None = None) -> str:
+    """'fork', 'spawn' or 'serial' for this system (arguments: another system's, in tests)."""
+    if frozen if frozen is not None else getattr(sys, "frozen", False):
+        return "serial"
+    if not (has_fork if has_fork is not None else can_fork()):
+        return "spawn"
+    if platform == "darwin" or platform.startswith("win"):
+        return "spawn"
+    return "fork"
+
+
+# Spawned workers start an interpreter and import the scan (0.5 s on a loaded 2-core machine) where
+# forked ones start at once: below this much unscanned history one process is as fast. A guess for
+# an idle desktop, to measure there with bench/workers.py (docs/decisions.md 118).
+SPAWN_MIN_BYTES = 64 * 1024 * 1024
+
+
+def min_bytes(fork_min: int, method: str | None = None) -> int:
+    """The least unscanned bytes for which a pool started by `method` pays (`fork_min` for fork)."""
+    method = method or start_method()
+    if method == "fork":
+        return fork_min
+    if method == "spawn":
+        return max(fork_min, SPAWN_MIN_BYTES)
+    return sys.maxsize  # serial: the caller's own loop does the same work without a pool
+
+
+def pool(func: Callable[[Any], Any], jobs: Sequence[Any], workers: int,
+         init: Callable[[], None] | None = None, *, method: str | None = None) -> WorkerMap:
+    """func(job) for every job in `workers` processes, started the way this system allows.
+
+    For 'spawn', `func` and `init` must pickle (module-level functions, functools.partial).
+    """
+    method = method or start_method()
+    if method == "fork":
+        return ForkedMap(func, jobs, workers, init)
+    if method == "spawn":
+        return SpawnedMap(func, jobs, workers, init)
+    if method == "serial":
+        return SerialMap(func, jobs, init)
+    raise ValueError(f"unknown start method {method!r}")
 
 
 class ForkedMap:
@@ -88,7 +144,7 @@ class ForkedMap:
                     raise WorkerFailed(f"a worker process ended early ({payload}); "
                                        f"{self.expected - self.received} of {self.expected} jobs were not done")
 
-    def __enter__(self) -> "ForkedMap":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -101,6 +157,136 @@ class ForkedMap:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+class SerialMap:
+    """The same iteration in this process (a frozen build cannot start `python -m` workers)."""
+
+    def __init__(self, func: Callable[[Any], Any], jobs: Sequence[Any],
+                 init: Callable[[], None] | None = None) -> None:
+        self.func, self.jobs, self.init = func, jobs, init
+        self.expected = len(jobs)
+        self.received = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        if self.init is not None:
+            self.init()
+        for job in self.jobs:
+            result = self.func(job)
+            self.received += 1
+            yield result
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+class SpawnedMap:
+    """func(job) for every job in `workers` fresh interpreters, in the order they finish.
+
+    Each child gets the pickled (func, init), then jobs one at a time from a shared queue,
+    two in flight so it never waits for the parent (biggest first, as with ForkedMap).
+    A thread per child feeds it and reads its results. Leaving the `with` block early kills them.
+    """
+
+    IN_FLIGHT = 2
+
+    def __init__(self, func: Callable[[Any], Any], jobs: Sequence[Any], workers: int,
+                 init: Callable[[], None] | None = None) -> None:
+        import subprocess
+
+        self.expected = len(jobs)
+        self.received = 0
+        self._results: SimpleQueue[tuple[str, Any]] = SimpleQueue()
+        self._todo: SimpleQueue[Any] = SimpleQueue()
+        for job in jobs:
+            self._todo.put(job)
+        header = pickle.dumps((func, init), protocol=5)  # fails here, in the caller, if func cannot pickle
+        flags = getattr(subprocess, "CREATE_NO_WINDOW", 0)  # Windows: no console window flashes up
+        self._children: list[Any] = []
+        try:
+            for _ in range(max(1, min(workers, len(jobs)))):
+                child = subprocess.Popen([sys.executable, "-m", "service.report.spawned"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, creationflags=flags)
+                self._children.append(child)
+        except BaseException:
+            self._kill()
+            raise
+        for child in self._children:
+            threading.Thread(target=self._serve, args=(child, header), daemon=True).start()
+
+    def _serve(self, child: Any, header: bytes) -> None:
+        from service.report.spawned import read_frame, write_frame
+
+        stdin: IO[bytes] = child.stdin
+        sent = done = 0
+        more = True
+        try:
+            write_frame(stdin, header)
+            while True:
+                while more and sent - done < self.IN_FLIGHT:
+                    try:
+                        job = self._todo.get_nowait()
+                    except Empty:
+                        stdin.close()  # the child ends after its last result
+                        more = False
+                        break
+                    write_frame(stdin, pickle.dumps(job, protocol=5))
+                    sent += 1
+                if not more and done == sent:
+                    break
+                frame = read_frame(child.stdout)
+                if frame is None:
+                    break
+                body, flag = frame
+                self._results.put(("error" if flag else "result", body))
+                if flag:
+                    break
+                done += 1
+        except OSError:
+            pass  # the child died: its end is reported below
+        finally:
+            try:
+                stdin.close()
+            except OSError:
+                pass
+            code = child.wait()
+            child.stdout.close()
+            self._results.put(("ended", f"exit status {code}" if code >= 0 else f"killed by signal {-code}"))
+
+    def __iter__(self) -> Iterator[Any]:
+        ended = 0
+        while self.received < self.expected:
+            kind, payload = self._results.get()
+            if kind == "result":
+                self.received += 1
+                yield pickle.loads(payload)
+            elif kind == "error":
+                raise WorkerFailed(payload.decode("utf-8", "replace"))
+            else:
+                ended += 1
+                if ended == len(self._children) and self.received < self.expected:
+                    raise WorkerFailed(f"a worker process ended early ({payload}); "
+                                       f"{self.expected - self.received} of {self.expected} jobs were not done")
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.received < self.expected:
+            self._kill()
+
+    def _kill(self) -> None:
+        for child in self._children:
+            try:
+                child.kill()
+            except OSError:
+                pass
+
+
+WorkerMap = ForkedMap | SpawnedMap | SerialMap
 
 
 def _widen(fd: int) -> None:

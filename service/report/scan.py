@@ -18,6 +18,7 @@ workers' result format change together.
 from __future__ import annotations
 
 import errno
+import functools
 import gc
 import os
 import time
@@ -485,11 +486,11 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
             progress(done_files, len(todo), done_bytes, total_bytes)
 
     if pool_min_bytes is None:
-        pool_min_bytes = POOL_MIN_BYTES
+        pool_min_bytes = forked.min_bytes(POOL_MIN_BYTES)  # spawned workers cost more to start
     if workers > 1 and len(todo) > 1 and total_bytes >= pool_min_bytes and forked.available():
         # workers never load the tokenizer: the parent loads it once, while they scan, and counts in collect
-        with collector_paused(), forked.ForkedMap(_scan_one, jobs, workers,
-                                                  init=lambda: _init_worker(cache.sizes, max_line)) as scanned:
+        with collector_paused(), forked.pool(_scan_one, jobs, workers,
+                                             init=functools.partial(_init_worker, cache.sizes, max_line)) as scanned:
             _lazy_counter("")
             if meanwhile:
                 meanwhile()

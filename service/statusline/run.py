@@ -84,11 +84,19 @@ def _try_lock(path: str):
     """An fd holding an exclusive lock on `path`, or None when another run holds it."""
     try:
         import fcntl
-    except ImportError:  # pragma: no cover - no flock (Windows): runs do not coordinate
-        return -1
+    except ImportError:
+        fcntl = None
+    if fcntl is None:
+        try:
+            import msvcrt  # Windows: a one-byte range lock, dropped when the fd closes or the run dies
+        except ImportError:  # neither: runs do not coordinate (each still ends within its deadline)
+            return -1
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        else:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
     except OSError:
         os.close(fd)
         return None

@@ -18,17 +18,20 @@ from pathlib import Path
 
 KEY = "statusLine"
 SCRIPT = Path(__file__).resolve().parent / "fast.py"
-_OURS = re.compile(r"service/statusline/fast\.py|(?:^|[\s/'\"])ctxlamp['\"]?\s+statusline|-m\s+service\.cli\s+statusline")
+_OURS = re.compile(r"service/statusline/fast\.py|(?:^|[\s/'\"])ctxlamp(?:\.exe)?['\"]?\s+statusline|-m\s+service\.cli\s+statusline")
 
 
-def command(wrap: str | None = None, python: str | None = None) -> str:
+def command(wrap: str | None = None, python: str | None = None, *, system: str = sys.platform) -> str:
+    """Our status-line command line (quoted for Claude Code's shell on `system`: command_line.py)."""
+    from service.claude.command_line import command_line, portable_path
+
     if getattr(sys, "frozen", False):  # a PyInstaller build has no Python to run the script with
-        words = [sys.executable, "statusline"]
+        program, args = sys.executable, ["statusline"]
     else:
-        words = [python or sys.executable, "-S", str(SCRIPT)]
+        program, args = python or sys.executable, ["-S", portable_path(str(SCRIPT), system)]
     if wrap:
-        words += ["--wrap", wrap]
-    return " ".join(shlex.quote(w) for w in words)
+        args += ["--wrap", wrap]
+    return command_line(program, args, system=system)
 
 
 def _words(entry: object) -> list[str] | None:

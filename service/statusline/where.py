@@ -1,28 +1,53 @@
 """Where api.json is, found without importing pathlib, dataclasses or platformdirs in the common cases
 (the status-line command must not pay for those imports; it may run under `python -S`).
 
-The cheap candidates follow service.paths: `$CTXLAMP_HOME`, and on Linux
-`$XDG_RUNTIME_DIR/ctxlamp` or `<data>/run` without it. When none holds an api.json, service.paths
-itself decides (platformdirs' full rules), when it can be imported.
+`folders` computes ctxlamp's data and runtime folders for each system with the standard library,
+by the rules `service.paths` takes from platformdirs (tests check they agree for Linux, macOS and
+Windows): `$CTXLAMP_HOME`; Linux and other POSIX `$XDG_RUNTIME_DIR/ctxlamp` or `<data>/run`;
+macOS `$XDG_RUNTIME_DIR/ctxlamp` or `~/Library/Caches/TemporaryItems/ctxlamp`; Windows `%LOCALAPPDATA%\\Temp\\ctxlamp`.
+When no api.json is there, service.paths itself decides (platformdirs' full rules, e.g. a
+`$XDG_RUNTIME_DIR` it refuses), when it can be imported.
 """
 
 import os
 import sys
 
+TYPE_CHECKING = False  # typing's own flag costs an import on the status line's clock
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 APP = "ctxlamp"
 
 
-def candidates() -> list[str]:
-    home = os.environ.get("CTXLAMP_HOME")
+def folders(system: str = sys.platform, env: "Mapping[str, str] | None" = None) -> tuple[str, str]:
+    """(data folder, runtime folder) for `system` (a sys.platform value) and environment `env`."""
+    env = os.environ if env is None else env
+    home = env.get("CTXLAMP_HOME")
     if home:
-        return [os.path.realpath(os.path.expanduser(home))]
-    if not sys.platform.startswith("linux"):
-        return []
-    xdg_runtime = os.environ.get("XDG_RUNTIME_DIR", "").strip()
-    if xdg_runtime:
-        return [os.path.join(xdg_runtime, APP)]
-    data_home = os.environ.get("XDG_DATA_HOME", "").strip() or os.path.expanduser("~/.local/share")
-    return [os.path.join(data_home, APP, "run")]
+        root = os.path.realpath(os.path.expanduser(home))
+        return root, root
+    if system.startswith("win"):
+        import ntpath
+
+        profile = env.get("USERPROFILE") or ntpath.expanduser("~")
+        local = env.get("LOCALAPPDATA") or ntpath.join(profile, "AppData", "Local")
+        return ntpath.join(local, APP), ntpath.join(local, "Temp", APP)
+    user_home = env.get("HOME") or os.path.expanduser("~")
+    xdg_data = env.get("XDG_DATA_HOME", "")
+    xdg_runtime = env.get("XDG_RUNTIME_DIR", "")  # platformdirs takes XDG folders only when absolute
+    if system == "darwin":
+        data_base = xdg_data if xdg_data.startswith("/") else os.path.join(user_home, "Library", "Application Support")
+        runtime_base = xdg_runtime if xdg_runtime.startswith("/") else os.path.join(
+            user_home, "Library", "Caches", "TemporaryItems")
+        return os.path.join(data_base, APP), os.path.join(runtime_base, APP)
+    data = os.path.join(xdg_data if xdg_data.startswith("/") else os.path.join(user_home, ".local", "share"), APP)
+    if xdg_runtime.startswith("/"):
+        return data, os.path.join(xdg_runtime, APP)
+    return data, os.path.join(data, "run")  # no per-login runtime folder (containers, cron): private under data
+
+
+def candidates() -> list[str]:
+    return [folders()[1]]
 
 
 def runtime_dir() -> str | None:
@@ -37,5 +62,5 @@ def runtime_dir() -> str | None:
         import platformdirs  # noqa: F401 - (checked first: service.paths costs pathlib and dataclasses)
         from service.paths import app_paths
     except ImportError:  # platformdirs is not importable (python -S): the cheap guess is the answer
-        return found[0] if found else None
+        return found[0]
     return str(app_paths().runtime)

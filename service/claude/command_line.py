@@ -1,0 +1,58 @@
+"""The command lines `ctxlamp install` writes into Claude Code's settings, for each system.
+
+Claude Code runs a hook or status-line command through a shell: `sh -c` on Linux and macOS,
+Git Bash on Windows, or PowerShell where Git Bash is missing. So on every system the words
+are quoted the POSIX way (single quotes: literal in sh, bash and PowerShell alike). On Windows
+our own paths are written with forward slashes (backslashes are escapes in bash; Windows and
+Git Bash both take `C:/...`), and the program's path, when it holds a space, becomes its 8.3
+short form: PowerShell reads a quoted word at the start of a line as a string, not a command,
+so the program must need no quotes. docs/decisions.md 111.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from collections.abc import Callable, Mapping, Sequence
+
+_BARE = re.compile(r"[A-Za-z0-9_@%+=:,./-][A-Za-z0-9_@%+=:,./~-]*")  # needs no quotes in sh or PowerShell
+ShortPath = Callable[[str], str | None]
+
+
+def is_windows(system: str) -> bool:
+    return system.startswith("win")
+
+
+def portable_path(path: str, system: str = sys.platform) -> str:
+    """A path of ours as a command line should carry it (forward slashes on Windows)."""
+    return path.replace("\\", "/") if is_windows(system) else path
+
+
+def windows_short_path(path: str) -> str | None:
+    """The 8.3 name of an existing path (None where there is none: 8.3 names turned off, not Windows)."""
+    if sys.platform != "win32":
+        return None
+    import ctypes
+
+    size = ctypes.windll.kernel32.GetShortPathNameW(path, None, 0)
+    if not size:
+        return None
+    buf = ctypes.create_unicode_buffer(size)
+    ctypes.windll.kernel32.GetShortPathNameW(path, buf, size)
+    return buf.value or None
+
+
+def command_line(program: str, args: Sequence[str], *, env: Mapping[str, str] | None = None,
+                 system: str = sys.platform, short_path: ShortPath = windows_short_path) -> str:
+    """`program args...` for Claude Code's shell; `env` becomes an `env K=V` prefix (sh, Git Bash)."""
+    if is_windows(system):
+        program = portable_path(program, system)
+        if " " in program:
+            short = short_path(program.replace("/", "\\"))
+            if short and " " not in short:
+                program = portable_path(short, system)
+    first = program if is_windows(system) and _BARE.fullmatch(program) else shlex.quote(program)
+    line = " ".join([first, *(shlex.quote(word) for word in args)])
+    if env:
+        line = "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()) + " " + line
+    return line

@@ -1,0 +1,111 @@
+"""The folders seam: the status line's standard-library folders agree with service.paths
+(platformdirs) on Linux, macOS and Windows; Claude Code's folder on each system."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from service import paths
+from service.statusline import where
+
+WIN_LOCAL = "C:\\Users\\Ada Lovelace\\AppData\\Local"
+
+
+def _clean(monkeypatch, **env: str) -> None:
+    for key in ("CTXLAMP_HOME", "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "LOCALAPPDATA",
+                "WIN_PD_OVERRIDE_LOCAL_APPDATA", "CLAUDE_CONFIG_DIR"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+
+
+def _same(system: str, ours: tuple[str, str]) -> None:
+    theirs = paths.app_paths(system)
+    got = (str(theirs.data), str(theirs.runtime))
+    if system == "win32":  # platformdirs joins with this machine's separator when asked for Windows' rules
+        got = tuple(p.replace("/", "\\") for p in got)
+    assert ours == got
+
+
+@pytest.mark.parametrize("system", ["linux", "freebsd14", "darwin", "win32"])
+def test_the_status_lines_folders_agree_with_service_paths(system, monkeypatch, tmp_path):
+    home = tmp_path / "home with space"
+    home.mkdir()
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    cases = [
+        {"HOME": str(home)},
+        {"HOME": str(home), "XDG_DATA_HOME": str(tmp_path / "xdg data")},
+        {"HOME": str(home), "XDG_RUNTIME_DIR": str(runtime)},
+        {"HOME": str(home), "XDG_DATA_HOME": "relative/is/ignored"},
+    ]
+    if system == "win32":
+        cases = [{"LOCALAPPDATA": WIN_LOCAL, "WIN_PD_OVERRIDE_LOCAL_APPDATA": WIN_LOCAL}]
+    for env in cases:
+        _clean(monkeypatch, **env)
+        _same(system, where.folders(system, dict(os.environ)))
+
+
+def test_ctxlamp_home_wins_everywhere(monkeypatch, tmp_path):
+    _clean(monkeypatch, CTXLAMP_HOME=str(tmp_path / "x" / ".." / "ctx"))
+    for system in ("linux", "darwin", "win32"):
+        data, runtime = where.folders(system)
+        assert data == runtime == str(tmp_path / "ctx") == str(paths.app_paths(system).runtime)
+
+
+def test_the_folders_per_system_are_the_documented_ones():
+    assert where.folders("darwin", {"HOME": "/Users/ada"}) == (
+        "/Users/ada/Library/Application Support/ctxlamp", "/Users/ada/Library/Caches/TemporaryItems/ctxlamp")
+    assert where.folders("win32", {"LOCALAPPDATA": WIN_LOCAL}) == (
+        WIN_LOCAL + "\\ctxlamp", WIN_LOCAL + "\\Temp\\ctxlamp")
+    assert where.folders("win32", {"USERPROFILE": "C:\\Users\\ada"}) == (
+        "C:\\Users\\ada\\AppData\\Local\\ctxlamp", "C:\\Users\\ada\\AppData\\Local\\Temp\\ctxlamp")
+    assert where.folders("linux", {"HOME": "/home/ada", "XDG_RUNTIME_DIR": "/run/user/1000"}) == (
+        "/home/ada/.local/share/ctxlamp", "/run/user/1000/ctxlamp")
+    assert where.folders("linux", {"HOME": "/home/ada"}) == (
+        "/home/ada/.local/share/ctxlamp", "/home/ada/.local/share/ctxlamp/run")
+
+
+def test_the_status_line_finds_the_service_where_service_paths_puts_it(monkeypatch, tmp_path):
+    _clean(monkeypatch, HOME=str(tmp_path), XDG_DATA_HOME=str(tmp_path / "data"))
+    runtime = paths.app_paths().runtime
+    runtime.mkdir(parents=True)
+    (runtime / "api.json").write_text("{}")
+    assert where.runtime_dir() == str(runtime)
+
+
+def test_claude_codes_folder(monkeypatch, tmp_path):
+    _clean(monkeypatch, HOME=str(tmp_path))
+    assert paths.claude_dir() == tmp_path / ".claude"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", "~/elsewhere")
+    assert paths.claude_dir() == tmp_path / "elsewhere"
+
+
+def test_on_windows_claude_codes_folder_is_under_userprofile():
+    """Path.home() on Windows reads USERPROFILE (ntpath.expanduser), so ~/.claude is %USERPROFILE%\\.claude."""
+    import ntpath
+
+    env = {"USERPROFILE": "C:\\Users\\Ada Lovelace", "HOME": "/c/Users/other"}
+    old = dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        assert ntpath.join(ntpath.expanduser("~"), ".claude") == "C:\\Users\\Ada Lovelace\\.claude"
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    assert sys.platform  # this machine's own rule is tested above
+
+
+@pytest.mark.parametrize("env", [{}, {"XDG_RUNTIME_DIR": "RUNTIME"}, {"CTXLAMP_HOME": "HOME/ctx"}])
+def test_the_tray_finds_the_service_where_service_paths_puts_it(env, monkeypatch, tmp_path):
+    from desktop import discovery
+
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    values = {k: v.replace("RUNTIME", str(runtime)).replace("HOME", str(tmp_path)) for k, v in env.items()}
+    _clean(monkeypatch, HOME=str(tmp_path), **values)
+    assert discovery.runtime_dir() == paths.app_paths().runtime
+    assert discovery.config_dir() == paths.app_paths().config

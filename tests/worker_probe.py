@@ -1,0 +1,65 @@
+"""Jobs for the spawned workers' tests: module-level, so a fresh interpreter can import them,
+and importing nothing beyond what each job uses (the point of one test)."""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from service.report.scan import _scan_one as _real_scan_one  # before any test replaces it
+
+
+def square_with_pid(n: int) -> tuple[int, int, int]:
+    return n, n * n, os.getpid()
+
+
+def fail_on_seven(n: int) -> int:
+    if n == 7:
+        raise ValueError("job seven is bad")
+    return n
+
+
+def die_on_three(n: int) -> int:
+    if n == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return n
+
+
+def slow(n: int) -> int:
+    time.sleep(0.05)
+    return n
+
+
+def noisy(n: int) -> int:
+    print("a job that prints", n)  # must not break the result stream
+    return n
+
+
+_marks: list[str] = []
+
+
+def mark_ready() -> None:
+    _marks.append("ready")
+
+
+def marks(_: int) -> list[str]:
+    return list(_marks)
+
+
+def scan_and_list_modules(tf: Any) -> tuple[Any, list[str]]:
+    """A report worker's job, and every module its interpreter holds afterwards."""
+    from service.report import scan
+
+    scan._init_worker({})
+    return scan._scan_one(tf), sorted(sys.modules)
+
+
+def killed_on_the_biggest(tf: Any) -> Any:
+    """A report worker the OOM killer takes while it scans a big main transcript (the test puts
+    this in scan._scan_one's place: the real one is kept here, for a forked child too)."""
+    if tf.session_hint.startswith("agent-") or os.path.getsize(tf.path) < 100_000:
+        return _real_scan_one(tf)
+    os.kill(os.getpid(), signal.SIGKILL)
+    return None
