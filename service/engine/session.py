@@ -22,6 +22,7 @@ from service.engine.curve import Curve
 from service.engine.model_mix import ModelMix, models_listed
 from service.engine.parse import Entry, Malformed, human_prompt, parse_line
 from service.engine.prices import Price, PriceTable, family_of
+from service.engine.restart_savings import RestartLedger
 from service.engine.tokens import TokenCounter
 
 _EDIT_TOOLS = ("Edit", "MultiEdit")
@@ -143,6 +144,7 @@ class _Segment:
     laps: int = 0
     started_t: float | None = None
     last_t: float | None = None
+    restart: RestartLedger = field(default_factory=RestartLedger)  # section 14
 
 
 class SessionEngine:
@@ -499,6 +501,7 @@ class SessionEngine:
             seg.laps += crossed
             seg.phase -= crossed
             reminder = {"lap": seg.laps, "call": call.index, "at": _iso(call.t)}
+            seg.restart.mark_reminder(call.index)
             self.last_reminder = reminder
             self.reminders.append({"segment": seg.index, **reminder})
             if self.full_events:  # the replay contract: after the call's own line
@@ -582,6 +585,7 @@ class SessionEngine:
         call, self._pending_line = self._pending_line, None
         if call is None:
             return
+        self._count_restart(call)
         snap = self.snapshot(with_curve=self.full_events)
         row = self._series_row(snap, call)
         self.series.append(row)
@@ -590,6 +594,13 @@ class SessionEngine:
         for reminder in self._reminders_waiting:
             self._events.append(self._reminder_event(reminder))
         self._reminders_waiting.clear()
+
+    def _count_restart(self, call: _Call) -> None:
+        """Feed the call, as its replay line shows it, to the segment's restart counterfactual (section 14)."""
+        p, _ = self.prices.lookup(call.model)
+        tier = p.for_prompt(call.stock) if p is not None else None  # the call's own model and tier
+        self._seg.restart.add_call(call.index, tier.p_r if tier else 0.0, tier.p_w5 if tier else 0.0,
+                                   call.stock, int(self.b_default()))
 
     def _session_id(self) -> str:
         return self.session_id or posixpath.basename(self.transcript).removesuffix(".jsonl")
@@ -677,6 +688,7 @@ class SessionEngine:
             "skeleton": skeleton,
             "reminder": self.last_reminder,
             "rewinds": len(self.rewinds),
+            "restart_savings": seg.restart.figures().as_dict(),
             "spend": {"bill_in_usd": seg.bill_in, "bill_out_usd": seg.bill_out},
             "window": {"tokens": stock, "limit": limit, "pct": 100.0 * stock / limit if limit else None},
             "cache": {"ttl_s": ttl, "expires_at": _iso(seg.last_t + ttl) if seg.last_t is not None else None,
@@ -737,7 +749,7 @@ class SessionEngine:
             "model": seg.mix.opening_model(), "calls": len(seg.calls), "turns": seg.turns,
             "B": snap["B"], "L_peak": seg.L_peak, "g": snap["g"], "br": snap["br"], "mf": snap["mf"],
             "bill_in_usd": seg.bill_in, "bill_out_usd": seg.bill_out, "rent_usd": seg.bill_cycle,
-            "laps": seg.laps,
+            "laps": seg.laps, "restart_savings": seg.restart.figures().as_dict(),
             "duration_s": (ended - seg.started_t) if ended is not None and seg.started_t is not None else 0.0,
             "path_totals": {p: int(math.floor(c * scale)) for p, c in sorted(seg.contrib.items())},
         }
