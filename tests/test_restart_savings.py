@@ -1,0 +1,221 @@
+"""What one restart would have saved (docs/measurement.md section 14), counted by hand and by brute force.
+
+Prices here are read from resources/prices.json as the file gives them (USD per million tokens),
+not through the engine's price table, so the expected figures are computed independently.
+"""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from resources import resource_path
+from service.engine.restart_savings import RestartLedger
+from tests import transcripts as T
+from tests.test_engine_properties import calls_of, run
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+TABLE = json.load(open(resource_path("prices.json"), encoding="utf-8"))["models"]
+M = 1e-6
+
+
+def rates(model: str, prompt: int) -> tuple[float, float]:
+    """(cache read, 5-minute cache write) in USD per token of a call, long-context tier included."""
+    entry = TABLE[model]
+    lc = entry.get("long_context")
+    if lc and prompt > lc["threshold_tokens"]:
+        entry = lc
+    return entry["cache_read"] * M, entry["cache_write_5m"] * M
+
+
+def brute_force(rows: list[tuple[int, float, float, int, float]], first_reminder: int | None = None) -> dict:
+    """Every restart at every call tried against the segment's whole list: O(n^2) and plain.
+
+    rows: (call, read price, write price, totalStock, B_default) in order.
+    """
+    best, best_call, first = 0.0, None, 0.0
+    for i, (call, p_r, p_w5, stock, b) in enumerate(rows):
+        saved = sum((stock - b) * later[1] for later in rows[i + 1:]) - b * (p_w5 - p_r)
+        if saved > best:
+            best, best_call = saved, call
+        if call == first_reminder:
+            first = saved
+    return {"best_usd": best, "best_call": best_call, "first_reminder_usd": first}
+
+
+def segment(stocks: list[int], models: list[str] | None = None) -> list[dict]:
+    """A segment whose calls have these prompts (the first is the floor, nothing read: B_default = floor)."""
+    models = models or ["claude-sonnet-4-5"] * len(stocks)
+    entries, prev, prev_model = [T.prompt("go", 0)], 0, None
+    for i, (stock, model) in enumerate(zip(stocks, models)):
+        cr = prev if model == prev_model else 0
+        entries.append(T.call(f"m{i}", 10.0 * (i + 1), inn=0, cw5=stock - cr, cr=cr, out=10, model=model))
+        prev, prev_model = stock, model
+    return entries
+
+
+def profile_of(entries: list[dict]) -> dict:
+    _, events = run(entries)
+    (profile,) = events[-1]["segments"]
+    return profile["restart_savings"]
+
+
+# ---- by hand ----------------------------------------------------------------------------------------
+
+def test_a_growing_segment_by_hand():
+    # Sonnet 4.5: reads $0.30/MTok, 5-minute writes $3.75/MTok. B_default = floor = 10,000 throughout,
+    # so a restart rebuilds 10,000 tokens for 10,000 x $3.45/MTok = $0.0345 more than reading them.
+    # Restart after call 2: 100,000 fewer tokens on calls 3, 4, 5: 3 x 100,000 x $0.30/MTok = $0.09 -> $0.0555
+    # after call 3: 2 x 140,000 x 0.3e-6 = $0.084 -> $0.0495; after call 4: 180,000 x 0.3e-6 -> $0.0195
+    got = profile_of(segment([10_000, 110_000, 150_000, 190_000, 199_000]))
+    assert got["best_call"] == 2
+    assert got["best_usd"] == pytest.approx(0.0555, abs=1e-12)
+    # the jump to 110,000 pays a restart's worth of rent at once: the lamp's reminder comes at call 2
+    assert got["first_reminder_call"] == 2 and got["calls_after_reminder"] == 3
+    assert got["first_reminder_usd"] == pytest.approx(0.0555, abs=1e-12)
+
+
+def test_no_restart_saves_on_a_short_segment():
+    # after call 2: 20,000 x 0.3e-6 = $0.006 against a $0.0345 rebuild: every restart loses
+    got = profile_of(segment([10_000, 20_000, 30_000]))
+    assert got["best_usd"] == 0.0 and got["best_call"] is None
+
+
+def test_later_calls_at_their_long_context_tier():
+    # Sonnet 4.5 over 200K prompt tokens: reads $0.60/MTok, writes $7.50/MTok (the whole request).
+    # After call 2 (150,000, standard tier): 140,000 fewer on calls 3 and 4, both long-context:
+    #   2 x 140,000 x 0.6e-6 = $0.168, minus 10,000 x (3.75 - 0.30)e-6 = $0.0345 -> $0.1335
+    # After call 3 (250,000, long tier): 240,000 x 0.6e-6 = $0.144 minus 10,000 x (7.5 - 0.6)e-6 = $0.069 -> $0.075
+    got = profile_of(segment([10_000, 150_000, 250_000, 260_000]))
+    assert got["best_call"] == 2
+    assert got["best_usd"] == pytest.approx(0.1335, abs=1e-12)
+
+
+def test_a_model_switch_inside_the_segment():
+    # Calls 1-2 on Sonnet 4.5, 3-4 on Opus 4.5 (reads $0.50/MTok, writes $6.25/MTok); no reset.
+    # After call 2: 90,000 fewer on calls 3 and 4 at Opus's read price: 2 x 90,000 x 0.5e-6 = $0.09,
+    #   rebuild at Sonnet's prices: $0.0345 -> $0.0555
+    # After call 3: 110,000 x 0.5e-6 = $0.055 minus 10,000 x (6.25 - 0.5)e-6 = $0.0575 -> -$0.0025
+    got = profile_of(segment([10_000, 100_000, 120_000, 130_000],
+                             ["claude-sonnet-4-5", "claude-sonnet-4-5", "claude-opus-4-5", "claude-opus-4-5"]))
+    assert got["best_call"] == 2
+    assert got["best_usd"] == pytest.approx(0.0555, abs=1e-12)
+
+
+def test_the_first_reminder_is_signed_and_counted_from_its_own_call():
+    ledger = RestartLedger()
+    # (call, read, write, stock, B_default): the useful stock grows at call 3 (a file read)
+    for row in [(7, 0.3 * M, 3.75 * M, 10_000, 10_000), (8, 0.3 * M, 3.75 * M, 60_000, 10_000),
+                (9, 0.3 * M, 3.75 * M, 90_000, 40_000), (10, 0.3 * M, 3.75 * M, 95_000, 40_000)]:
+        ledger.add_call(*row)
+        if row[0] == 9:
+            ledger.mark_reminder(9)
+            ledger.mark_reminder(10)  # a second reminder is not the lamp's first advice
+    got = ledger.figures()
+    # after call 9: 50,000 fewer on call 10 = $0.015, rebuild 40,000 x 3.45e-6 = $0.138 -> -$0.123
+    assert got.first_reminder_call == 9 and got.calls_after_reminder == 1
+    assert got.first_reminder_usd == pytest.approx(-0.123, abs=1e-12)
+    # after call 8: 50,000 fewer on calls 9, 10 = $0.03, rebuild $0.0345 -> -$0.0045: nothing saves
+    assert got.best_usd == 0.0 and got.best_call is None
+    now = ledger.restart_now(calls_ahead=20, read_price=0.3 * M)
+    # a restart after call 10: 55,000 fewer on 20 calls = $0.33, minus $0.138 -> $0.192; pays back in 8.36 calls
+    assert now["saving_usd"] == pytest.approx(0.192, abs=1e-12)
+    assert now["payback_calls"] == pytest.approx(0.138 / (55_000 * 0.3 * M))
+
+
+# ---- properties -------------------------------------------------------------------------------------
+
+row = st.tuples(st.sampled_from([0.0, 0.1, 0.3, 0.5, 0.6, 1.5]), st.floats(0, 20),
+                st.integers(0, 2_000_000), st.integers(0, 2_000_000))
+
+
+@SETTINGS
+@given(st.lists(row, min_size=1, max_size=60), st.integers(0, 80))
+def test_the_envelope_equals_brute_force_at_every_call(plan, reminder_at):
+    """Slopes in any order (the useful stock may even exceed the prompt): the Li Chao envelope
+    gives, after every call, what trying every restart gives."""
+    ledger, rows = RestartLedger(), []
+    for i, (p_r, extra_w, stock, b) in enumerate(plan):
+        call = 100 + i
+        p_r *= M
+        p_w5 = p_r + extra_w * M
+        ledger.add_call(call, p_r, p_w5, stock, b)
+        rows.append((call, p_r, p_w5, stock, b))
+        if i == reminder_at:
+            ledger.mark_reminder(call)
+        got, want = ledger.figures(), brute_force(rows, 100 + reminder_at if reminder_at <= i else None)
+        assert got.best_usd == pytest.approx(want["best_usd"], rel=1e-9, abs=1e-12)
+        assert got.first_reminder_usd == pytest.approx(want["first_reminder_usd"], rel=1e-9, abs=1e-12)
+        assert got.best_usd >= got.first_reminder_usd - 1e-12
+        if got.best_call is not None:  # the call named saves what is claimed
+            k = got.best_call - 100
+            assert brute_force(rows[k:])["best_usd"] >= 0  # a suffix, tried alone
+            mine = sum((rows[k][3] - rows[k][4]) * r[1] for r in rows[k + 1:]) - rows[k][4] * (rows[k][2] - rows[k][1])
+            assert mine == pytest.approx(got.best_usd, rel=1e-9, abs=1e-12)
+
+
+MODELS = ["claude-sonnet-4-5", "claude-opus-4-5", "claude-haiku-4-5", "claude-opus-5-5"]
+step = st.one_of(st.tuples(st.just("grow"), st.integers(0, 60_000), st.sampled_from(MODELS)),
+                 st.tuples(st.just("read"), st.integers(1, 400), st.sampled_from(MODELS)),
+                 st.tuples(st.just("compact"), st.just(0), st.just("")))
+
+
+def realistic(steps: list[tuple], seed: int) -> list[dict]:
+    """A session whose prompt holds what it read: each read's text enters the next call's prompt."""
+    rnd = random.Random(seed)
+    entries, stock, cached, model_before, n, t = [T.prompt("start", 0)], 20_000, 0, None, 0, 0.0
+    carried = 0
+    for kind, a, model in steps:
+        t += 7
+        if kind == "compact":
+            entries += [T.compact(t), T.summary_user(t + 1)]
+            stock, cached, model_before, carried = 20_000 + rnd.randint(0, 5000), 0, None, 0
+            continue
+        n += 1
+        stock += carried + (a if kind == "grow" else 500)
+        carried = 0
+        cr = cached if model == model_before else 0
+        tools = [T.tool(f"t{n}", "Read", file_path=f"{T.CWD}/f{n}.py")] if kind == "read" else []
+        entries.append(T.call(f"m{n}", t, inn=3, cw5=stock - cr - 3, cr=cr, out=20, model=model, tools=tools))
+        if tools:
+            entries.append(T.result(f"t{n}", "x = 1\n" * a, t + 1))
+            carried = 10 * a  # at least the result's tokens
+        cached, model_before = stock, model
+    return entries
+
+
+@SETTINGS
+@given(st.lists(step, min_size=1, max_size=40), st.integers(0, 1000))
+def test_engine_figures_against_brute_force_and_the_rent(steps, seed):
+    """From the engine's own replay lines: after every call, the snapshot's figures equal brute force
+    over the segment so far; the best restart saves at least the first reminder's; and no restart
+    saves more than the rent its segment's remaining calls paid (dead weight priced at their bills)."""
+    _, events = run(realistic(steps, seed))
+    by_segment: dict[int, list[dict]] = {}
+    reminders: dict[int, int] = {}  # the first reminder of each segment (its line follows its call's line)
+    for e in events:
+        if e["event"] == "reminder":
+            reminders.setdefault(e["segment"], e["call"])
+    for e in calls_of(events):
+        rows = by_segment.setdefault(e["segment"], [])
+        rows.append(e)
+        plain = [(c["calls"], *rates(c["model"], c["totalStock"]), c["totalStock"], c["B_default"]) for c in rows]
+        want = brute_force(plain, reminders.get(e["segment"]))
+        got = e["restart_savings"]
+        assert got["best_usd"] == pytest.approx(want["best_usd"], rel=1e-9, abs=1e-12)
+        assert got["first_reminder_usd"] == pytest.approx(want["first_reminder_usd"], rel=1e-9, abs=1e-12)
+        assert got["best_usd"] >= got["first_reminder_usd"] - 1e-12
+    for seg, rows in by_segment.items():
+        for i, c in enumerate(rows):
+            p_r, p_w5 = rates(c["model"], c["totalStock"])
+            b = c["B_default"]
+            saved = sum((c["totalStock"] - b) * rates(r["model"], r["totalStock"])[0] for r in rows[i + 1:]) \
+                - b * (p_w5 - p_r)
+            assert saved <= sum(r["bp"] for r in rows[i + 1:]) + 1e-12
+    profiles = events[-1]["segments"]
+    for p in profiles:
+        last = by_segment[p["segment"]][-1]["restart_savings"]
+        assert p["restart_savings"] == last
