@@ -172,6 +172,8 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None, 
                             router=router, lean_ctx_present=lean is not None, usage_db_tools=usage_tools,
                             ledger_stats=ledger_stats, source_notes=notes, tally=tally)
     summary["data_quality"]["skipped_files"] = [{"path": p, "reason": r} for p, r in sorted(skipped.items())]
+    summary["restart_savings"] = _restart_savings(files, skipped, table, cache_dir if use_cache else None,
+                                                  args.since, args.until, max_line)
     summary["sources"] = {
         "transcripts": str(projects),
         "lean_ctx": str(lean_path) if lean is not None else None,
@@ -189,6 +191,19 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None, 
         from service.paths import write_private
         write_private(last_path, orjson.dumps({"key": key, "summary": summary}), durable=False)
     return summary
+
+
+def _restart_savings(files: list, skipped: dict[str, str], table: object, cache_dir: object,
+                     since: str | None, until: str | None, max_line: int) -> dict:
+    """What restarting would have saved (docs/measurement.md 14): the main transcripts replayed, cached."""
+    from pathlib import Path
+
+    from service.report import restart, scan
+
+    mains = [tf.path for tf in files if not tf.subagent and tf.path not in skipped]
+    cache_file = Path(str(cache_dir)) / "report-restart.json" if cache_dir is not None else None
+    segments = restart.replayed_segments(mains, table, cache_file, scan.fingerprint, max_line)
+    return restart.block(segments, [], since, until)
 
 
 def _prices_fingerprint():
