@@ -6,7 +6,11 @@ not through the engine's price table, so the expected figures are computed indep
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,16 +19,17 @@ from hypothesis import strategies as st
 from resources import resource_path
 from service.engine.restart_savings import RestartLedger
 from tests import transcripts as T
+from tests.conftest import ROOT, scenario_session
 from tests.test_engine_properties import calls_of, run
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-TABLE = json.load(open(resource_path("prices.json"), encoding="utf-8"))["models"]
+TABLE = json.loads(Path(resource_path("prices.json")).read_text(encoding="utf-8"))["models"]
 M = 1e-6
 
 
 def rates(model: str, prompt: int) -> tuple[float, float]:
     """(cache read, 5-minute cache write) in USD per token of a call, long-context tier included."""
-    entry = TABLE[model]
+    (entry,) = [v for k, v in TABLE.items() if model == k or model in v.get("aliases", ())]
     lc = entry.get("long_context")
     if lc and prompt > lc["threshold_tokens"]:
         entry = lc
@@ -208,7 +213,7 @@ def test_engine_figures_against_brute_force_and_the_rent(steps, seed):
         assert got["best_usd"] == pytest.approx(want["best_usd"], rel=1e-9, abs=1e-12)
         assert got["first_reminder_usd"] == pytest.approx(want["first_reminder_usd"], rel=1e-9, abs=1e-12)
         assert got["best_usd"] >= got["first_reminder_usd"] - 1e-12
-    for seg, rows in by_segment.items():
+    for rows in by_segment.values():
         for i, c in enumerate(rows):
             p_r, p_w5 = rates(c["model"], c["totalStock"])
             b = c["B_default"]
@@ -219,3 +224,81 @@ def test_engine_figures_against_brute_force_and_the_rent(steps, seed):
     for p in profiles:
         last = by_segment[p["segment"]][-1]["restart_savings"]
         assert p["restart_savings"] == last
+
+
+# ---- the project's own long session, recomputed from `ctxlamp replay --jsonl` ---------------------------
+
+def recomputed(events: list[dict]) -> dict[int, dict]:
+    """Each segment's figures from the replay's call lines and reminder lines alone, by brute force."""
+    rows: dict[int, list[tuple]] = {}
+    first: dict[int, int] = {}
+    for e in events:
+        if e["event"] == "call":
+            rows.setdefault(e["segment"], []).append(
+                (e["calls"], *rates(e["model"], e["totalStock"]), e["totalStock"], e["B_default"]))
+        elif e["event"] == "reminder":
+            first.setdefault(e["segment"], e["call"])
+    return {seg: {**brute_force(r, first.get(seg)), "first_reminder_call": first.get(seg)} for seg, r in rows.items()}
+
+
+@pytest.mark.parametrize("scenario", ["long-session", "model-switch"])
+def test_the_fixture_figures_from_replay_lines_and_in_the_report(scenario, tmp_path):
+    transcript = scenario_session(scenario)
+    proc = subprocess.run([sys.executable, "-m", "service.cli", "replay", str(transcript), "--jsonl"],
+                          capture_output=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    want = recomputed(events)
+    profiles = {p["segment"]: p["restart_savings"] for p in events[-1]["segments"]}
+    assert set(profiles) == set(want)
+    for seg, w in want.items():
+        got = profiles[seg]
+        assert got["first_reminder_call"] == w["first_reminder_call"]
+        assert got["best_call"] == w["best_call"]
+        assert got["best_usd"] == pytest.approx(w["best_usd"], rel=1e-12, abs=1e-15)
+        assert got["first_reminder_usd"] == pytest.approx(w["first_reminder_usd"], rel=1e-12, abs=1e-15)
+    if scenario == "long-session":  # the lamp's advice, and a better restart it did not name
+        reminded = [w for w in want.values() if w["first_reminder_call"] is not None]
+        assert reminded and all(0 < w["first_reminder_usd"] < w["best_usd"] for w in reminded)
+
+    env = {**os.environ, "CTXLAMP_HOME": str(tmp_path / "home"), "HOME": str(tmp_path / "user"),
+           "CLAUDE_CONFIG_DIR": str(transcript.parents[2])}
+    report = subprocess.run([sys.executable, "-m", "service.cli", "report", "--json", "--since", "2000-01-01",
+                             "--no-service"], capture_output=True, cwd=ROOT, env=env, timeout=120)
+    assert report.returncode == 0, report.stderr
+    block = json.loads(report.stdout)["restart_savings"]
+    with_reminder = [w for w in want.values() if w["first_reminder_call"] is not None]
+    missed = [w["best_usd"] for w in want.values() if w["first_reminder_call"] is None and w["best_usd"] > 0]
+    assert block["label"] == "estimated"
+    assert block["segments"] == len(want)
+    assert block["segments_with_reminders"] == len(with_reminder)
+    assert block["first_reminder_usd"] == pytest.approx(sum(w["first_reminder_usd"] for w in with_reminder), abs=1e-9)
+    assert block["best_single_usd"] == pytest.approx(sum(w["best_usd"] for w in want.values()), abs=1e-9)
+    assert block["missed_usd"] == pytest.approx(sum(missed), abs=1e-9)
+
+
+def test_the_overview_sums_the_demo_segments_and_says_so():
+    """The Overview's figures are the segments' own: archived ones by the day they ended, live ones open."""
+    from desktop import fmt
+    from desktop.overview_model import rent_sentence, spend_figures
+
+    demo = ROOT / "resources" / "demo"
+    overview = json.loads((demo / "overview.json").read_text())["30"]
+    live = json.loads((demo / "status.json").read_text())["sessions"]
+    live_keys = {(s["session_id"], s["segment"]) for s in live}
+    archived = [p for p in json.loads((demo / "segments.json").read_text())["segments"]
+                if (p["session_id"], p["segment"]) not in live_keys]
+    since, until = overview["period"]["since"], overview["period"]["until"]
+    rows = [p["restart_savings"] for p in archived if since <= p["ended_at"][:10] <= until]
+    rows += [s["restart_savings"] for s in live]
+    got = overview["restart_savings"]
+    assert got["segments"] == len(rows) == overview["rent"]["segments"]
+    reminded = [r for r in rows if r["first_reminder_call"] is not None]
+    assert got["segments_with_reminders"] == len(reminded) > 0
+    assert got["first_reminder_usd"] == pytest.approx(sum(r["first_reminder_usd"] for r in reminded), abs=1e-8)
+    assert got["best_single_usd"] == pytest.approx(sum(r["best_usd"] for r in rows), abs=1e-8)
+    assert got["missed_usd"] == pytest.approx(sum(r["best_usd"] for r in rows if r not in reminded), abs=1e-8)
+    tile = [f for f in spend_figures(overview) if f.caption == "Restarting at reminders would save"]
+    assert tile and tile[0].value == fmt.usd(got["first_reminder_usd"])
+    sentence = rent_sentence(overview)
+    assert fmt.usd(got["best_single_usd"]) in sentence and f"{got['capture'] * 100:.0f}%" in sentence
