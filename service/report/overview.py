@@ -12,9 +12,9 @@ of each segment (docs/measurement.md section 14), summed here.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import date, datetime, timedelta, timezone
 from math import fsum
-from typing import Iterable
 
 TOP_SESSIONS = 10
 
