@@ -364,6 +364,7 @@ SEGMENT_COLUMNS = [
     ("started_at", "Started"), ("session_id", "Session"), ("segment", "Part"), ("end_reason", "Ended by"),
     ("model", "Model"), ("calls", "Calls"), ("turns", "Prompts"), ("B", "Useful context"),
     ("L_peak", "Largest context"), ("g", "Growth per call"), ("rent_usd", "Rent"), ("laps", "Reminders"),
+    ("restart_first", "Restart at reminder (est.)"), ("restart_best", "Best restart (est.)"),
     ("bill_in_usd", "Paid for input"), ("bill_out_usd", "Paid for output"), ("duration_s", "Duration"),
     ("models", "Models used (calls, spend)"),
 ]
@@ -374,7 +375,22 @@ SEGMENT_TIPS = {
     "g": "How much the context grew per call on average (tokens).",
     "rent_usd": "What calls paid to re-read context a fresh session would not need (dead weight).",
     "laps": "Reminders raised: each time the rent paid added up to about one restart's cost.",
+    "restart_first": "An estimate: what a restart with a handoff at this part's first reminder would have saved "
+                     "(the later calls re-read less, one rebuild of the useful context paid). Negative: it would "
+                     "have cost.",
+    "restart_best": "An estimate: the one restart that would have saved most, in hindsight, and after which call.",
 }
+
+
+def fmt_restart(figures, key: str) -> str:
+    """A part's restart estimate: `$0.78 after call 57`, or why there is none."""
+    if not isinstance(figures, dict):
+        return "–"
+    if key == "restart_first":
+        call, usd = figures.get("first_reminder_call"), figures.get("first_reminder_usd")
+        return "no reminder" if call is None else f"{fmt.usd(usd)} after call {fmt.count(call)}"
+    call, usd = figures.get("best_call"), figures.get("best_usd")
+    return "none would save" if call is None else f"{fmt.usd(usd)} after call {fmt.count(call)}"
 END_WORDS = {"compact": "compaction", "rotation": "new session", "end": "end of transcript",
              "shutdown": "service stopped", "checkpoint": "service stopped"}
 
@@ -396,7 +412,9 @@ def segment_rows(segments: dict | list | None) -> list[list[str]]:
         row = []
         for key, _ in SEGMENT_COLUMNS:
             v = s.get(key)
-            if v is None:
+            if key.startswith("restart_"):
+                row.append(fmt_restart(s.get("restart_savings"), key))
+            elif v is None:
                 row.append("–")
             elif key.endswith("usd"):
                 row.append(fmt.usd(v))

@@ -303,3 +303,37 @@ def test_the_overview_sums_the_demo_segments_and_says_so():
     assert tile and tile[0].value == fmt.usd(got["first_reminder_usd"])
     sentence = rent_sentence(overview)
     assert fmt.usd(got["best_single_usd"]) in sentence and f"{got['capture'] * 100:.0f}%" in sentence
+
+
+def test_the_store_keeps_a_profiles_restart_figures_and_refuses_wrong_types(tmp_path):
+    from service.store import Store
+
+    _, events = run(segment([10_000, 110_000, 150_000, 190_000, 199_000]))
+    (profile,) = events[-1]["segments"]
+    store = Store(tmp_path / "ctxlamp.db")
+    try:
+        store.archive_profile(profile)
+        store.archive_profile({**profile, "segment": 1, "restart_savings": {"best_usd": "a lot"}})  # refused
+        store.archive_profile({**profile, "segment": 2, "restart_savings": None})  # an older engine's: kept, none
+        rows = {p["segment"]: p for p in store.segments(profile["session_id"])}
+    finally:
+        store.close()
+    assert set(rows) == {0, 2}
+    assert rows[0]["restart_savings"] == profile["restart_savings"]
+    assert rows[2]["restart_savings"] is None
+
+
+def test_history_shows_each_parts_restart_estimates():
+    from desktop.viewmodel import SEGMENT_COLUMNS, segment_rows
+
+    _, events = run(segment([10_000, 110_000, 150_000, 190_000, 199_000]))
+    (profile,) = events[-1]["segments"]
+    older = {k: v for k, v in profile.items() if k != "restart_savings"}  # archived before the figures existed
+    quiet = {**profile, "restart_savings": {"first_reminder_call": None, "first_reminder_usd": 0.0,
+                                            "best_call": None, "best_usd": 0.0, "calls_after_reminder": None}}
+    cols = [k for k, _ in SEGMENT_COLUMNS]
+    first, best = cols.index("restart_first"), cols.index("restart_best")
+    rows = segment_rows([profile, older, quiet])
+    assert (rows[0][first], rows[0][best]) == ("$0.06 after call 2", "$0.06 after call 2")  # $0.0555 to the cent
+    assert (rows[1][first], rows[1][best]) == ("–", "–")
+    assert (rows[2][first], rows[2][best]) == ("no reminder", "none would save")

@@ -126,6 +126,29 @@ class RestartFigures:
     best_usd: float  # >= 0
     calls_after_reminder: int | None  # calls of the segment after its first reminder's call
 
+    @classmethod
+    def from_dict(cls, doc: object) -> RestartFigures | None:
+        """Figures from a stored or received dict, types checked; None when it is not one."""
+        if not isinstance(doc, dict):
+            return None
+
+        def call(name: str) -> int | None:
+            v = doc.get(name)
+            if v is None:
+                return None
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ValueError(f"restart_savings.{name} is not a call number")
+            return v
+
+        def usd(name: str) -> float:
+            v = doc.get(name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"restart_savings.{name} is not an amount")
+            return float(v)
+
+        return cls(call("first_reminder_call"), usd("first_reminder_usd"), call("best_call"), usd("best_usd"),
+                   call("calls_after_reminder"))
+
     def as_dict(self) -> dict[str, float | int | None]:
         return {"first_reminder_call": self.first_reminder_call, "first_reminder_usd": self.first_reminder_usd,
                 "best_call": self.best_call, "best_usd": self.best_usd,
