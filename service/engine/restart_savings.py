@@ -137,13 +137,13 @@ class RestartFigures:
             if v is None:
                 return None
             if isinstance(v, bool) or not isinstance(v, int):
-                raise ValueError(f"restart_savings.{name} is not a call number")
+                raise TypeError(f"restart_savings.{name} is not a call number")
             return v
 
         def usd(name: str) -> float:
             v = doc.get(name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ValueError(f"restart_savings.{name} is not an amount")
+                raise TypeError(f"restart_savings.{name} is not an amount")
             return float(v)
 
         return cls(call("first_reminder_call"), usd("first_reminder_usd"), call("best_call"), usd("best_usd"),
