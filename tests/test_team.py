@@ -106,6 +106,13 @@ class Team:
                 assert got["rent_usd"] == pytest.approx(sum(p["rent_usd"] for p in profiles), abs=1e-6)
                 assert got["reminders"] == sum(1 for p in profiles if p["segment"] != 1)
                 assert got["restarts_after_reminder"] == sum(1 for p in profiles if p["segment"] != 1)
+                figures = [p["restart_savings"] for p in profiles]
+                reminded = [f for f in figures if f["first_reminder_call"] is not None]
+                assert got["restart_savings"] == pytest.approx({
+                    "label": "estimated", "first_reminder_usd": sum(f["first_reminder_usd"] for f in reminded),
+                    "best_single_usd": sum(f["best_usd"] for f in figures),
+                    "missed_usd": sum(f["best_usd"] for f in figures if f not in reminded),
+                    "segments_with_reminders": len(reminded)}, abs=1e-6)
             for k, v in sp["by_model"].items():
                 by_model[k] = by_model.get(k, 0.0) + v
             for k, v in sp["by_day"].items():
@@ -128,8 +135,11 @@ def team(pg, tmp_path, request):
 
 def test_init_is_idempotent_and_member_add_prints_a_working_url(team):
     r = ctl(team.env[A], "team", "init", "--url", team.owner)
-    assert r.returncode == 0 and "version 1" in r.stdout
-    assert team.pg.sql("SELECT version FROM ctxlamp_team.schema_version", database=team.db) == [(1,)]
+    from service.team.migrations import steps
+
+    newest = steps()[-1][0]  # the team schema's newest migration
+    assert r.returncode == 0 and f"version {newest}" in r.stdout
+    assert team.pg.sql("SELECT version FROM ctxlamp_team.schema_version", database=team.db) == [(newest,)]
     assert team.url[A].startswith("postgresql://ctxlamp_alice_laptop_") and "owner" not in team.url[A]
     again = team.add(A)  # a new password; the old URL stops working
     assert again != team.url[A]

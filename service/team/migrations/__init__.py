@@ -11,6 +11,7 @@ from types import ModuleType
 
 MIGRATIONS: tuple[str, ...] = (
     "0001_figures",
+    "0004_restart_savings",
 )
 
 
