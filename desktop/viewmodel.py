@@ -150,11 +150,30 @@ def reminder_message(reminder: dict, snapshot: dict | None = None) -> tuple[str,
             parts[-1] += f" and pays for itself after {max(1, math.ceil(float(pp)))} calls."
         else:
             parts[-1] += "."
+    estimate = restart_now_note(reminder.get("restart_now"))
+    if estimate:
+        parts.append(estimate)
     colour = lamp_colour(snapshot) if snapshot else None
     if colour in ("white", "green"):
         parts.append(early_reminder_note(snapshot))
     parts.append("Prepare a handoff, then start a fresh session.")
     return title, " ".join(parts)
+
+
+def restart_now_note(estimate: dict | None) -> str:
+    """What a restart now would save over the calls this user's sessions usually run after a reminder."""
+    if not isinstance(estimate, dict) or estimate.get("calls_ahead") is None or estimate.get("saving_usd") is None:
+        return ""
+    ahead = max(0, round(float(estimate["calls_ahead"])))
+    saving = float(estimate["saving_usd"])
+    runs = f"{fmt.plural(ahead, 'more call')}, as your sessions usually do after a reminder"
+    if saving <= 0:
+        return f"Estimate: over {runs}, a restart now would not earn its rebuild back."
+    text = f"Estimate: if this session runs on for {runs}, a restart now saves about {fmt.usd(saving)}"
+    payback = estimate.get("payback_calls")
+    if payback is not None:
+        text += f"; it pays for itself after {fmt.plural(max(1, math.ceil(float(payback))), 'call')}"
+    return text + "."
 
 
 def early_reminder_note(snapshot: dict | None) -> str:

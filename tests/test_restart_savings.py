@@ -5,6 +5,7 @@ not through the engine's price table, so the expected figures are computed indep
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from resources import resource_path
-from service.engine.restart_savings import RestartLedger
+from service.engine.restart_savings import RestartLedger, restart_now
 from tests import transcripts as T
 from tests.conftest import ROOT, scenario_session
 from tests.test_engine_properties import calls_of, run
@@ -125,7 +126,7 @@ def test_the_first_reminder_is_signed_and_counted_from_its_own_call():
     assert got.first_reminder_usd == pytest.approx(-0.123, abs=1e-12)
     # after call 8: 50,000 fewer on calls 9, 10 = $0.03, rebuild $0.0345 -> -$0.0045: nothing saves
     assert got.best_usd == 0.0 and got.best_call is None
-    now = ledger.restart_now(calls_ahead=20, read_price=0.3 * M)
+    now = restart_now(95_000, 40_000, 0.3 * M, 3.75 * M, calls_ahead=20)
     # a restart after call 10: 55,000 fewer on 20 calls = $0.33, minus $0.138 -> $0.192; pays back in 8.36 calls
     assert now["saving_usd"] == pytest.approx(0.192, abs=1e-12)
     assert now["payback_calls"] == pytest.approx(0.138 / (55_000 * 0.3 * M))
@@ -337,3 +338,81 @@ def test_history_shows_each_parts_restart_estimates():
     assert (rows[0][first], rows[0][best]) == ("$0.06 after call 2", "$0.06 after call 2")  # $0.0555 to the cent
     assert (rows[1][first], rows[1][best]) == ("–", "–")
     assert (rows[2][first], rows[2][best]) == ("no reminder", "none would save")
+
+
+def test_the_reminder_says_what_a_restart_now_would_save_over_the_usual_run(tmp_path):
+    """A real service with a History: each reminder carries the estimate over the median run after a
+    reminder of the archived segments, priced from the snapshot published just before it."""
+    import threading
+
+    from service.api.client import ApiClient
+    from service.store import Store
+    from tests.reliability.harness import wait_for
+    from tests.test_service_process import Svc
+
+    home, claude = tmp_path / "home", tmp_path / "claude"
+    (claude / "projects" / "-p").mkdir(parents=True)
+    home.mkdir()
+    store = Store(home / "ctxlamp.db")
+    try:  # this user's History: runs of 4, 10 and 30 calls after a first reminder, and a part without one
+        for seg, after in enumerate([4, 10, 30, None]):
+            store.archive_profile({"session_id": "old", "segment": seg, "started_at": "2026-11-01T09:00:00Z",
+                                   "ended_at": "2026-11-01T10:00:00Z", "calls": 40, "path_totals": {},
+                                   "restart_savings": {"first_reminder_call": None if after is None else 5,
+                                                       "first_reminder_usd": 0.0, "best_call": None, "best_usd": 0.0,
+                                                       "calls_after_reminder": after}})
+    finally:
+        store.close()
+    s = Svc(home, claude).start()
+    try:
+        got: list = []
+        client = ApiClient(s.info)
+
+        def read() -> None:
+            with contextlib.suppress(Exception):  # the stream ends with the service
+                got.extend(client.events())
+
+        threading.Thread(target=read, daemon=True).start()
+        wait_for(lambda: any(k == "service" for k, _ in got), what="SSE stream to open")
+        transcript = scenario_session("long-session")
+        (claude / "projects" / "-p" / transcript.name).write_bytes(transcript.read_bytes())
+        def three() -> list[int] | None:  # the three reminders of the replay
+            at = [i for i, (k, _) in enumerate(list(got)) if k == "reminder"]
+            return at if len(at) == 3 else None
+
+        reminders = wait_for(three, what="the reminders on SSE")
+    finally:
+        s.stop()
+    # Each reminder is priced with the snapshot its read ended on (a big write is read in slices, so that
+    # may be a snapshot never published): the estimate must be a call's state of the replay, over 10 calls.
+    proc = subprocess.run([sys.executable, "-m", "service.cli", "replay", str(transcript), "--jsonl"],
+                          check=False, capture_output=True, cwd=ROOT, timeout=120)
+    states = {(e["totalStock"], e["B_default"]): e["model"] for e in map(json.loads, proc.stdout.splitlines())
+              if e["event"] == "call"}
+    assert len(reminders) == 3
+    for i in reminders:
+        now = got[i][1]["restart_now"]
+        assert now["label"] == "estimated" and now["calls_ahead"] == 10.0 and now["history_segments"] == 3
+        matches = []
+        for (stock, b), model in states.items():
+            p_r, p_w5 = rates(model, stock)
+            per_call, rebuild = (stock - b) * p_r, b * (p_w5 - p_r)
+            if now["saving_usd"] == pytest.approx(10 * per_call - rebuild, rel=1e-9) and \
+                    now["payback_calls"] == pytest.approx(rebuild / per_call, rel=1e-9):
+                matches.append(stock)
+        assert matches, now
+
+
+def test_the_popup_words_the_estimate():
+    from desktop import viewmodel as vm
+
+    base = {"lap": 1, "restart_usd": 0.5, "payback_calls": 4.2, "rent_usd": 0.6}
+    _, body = vm.reminder_message({**base, "restart_now": {"label": "estimated", "calls_ahead": 12.0,
+                                                            "saving_usd": 0.91, "payback_calls": 3.2}})
+    assert ("Estimate: if this session runs on for 12 more calls, as your sessions usually do after a reminder, "
+            "a restart now saves about $0.91; it pays for itself after 4 calls.") in body
+    _, body = vm.reminder_message({**base, "restart_now": {"calls_ahead": 2.0, "saving_usd": -0.1,
+                                                            "payback_calls": 7.0}})
+    assert "would not earn its rebuild back" in body
+    _, body = vm.reminder_message({**base, "restart_now": None})  # no History yet: no estimate
+    assert "Estimate" not in body

@@ -201,11 +201,14 @@ class RestartLedger:
             best_usd, best_call = top.at(p), top.call
         return RestartFigures(self.first_reminder, first_usd, best_call, best_usd, after)
 
-    def restart_now(self, calls_ahead: float, read_price: float) -> dict[str, float | None] | None:
-        """A restart at the latest call if `calls_ahead` more calls come at `read_price` (the popup's estimate)."""
-        if self.last_call is None:
-            return None
-        line = self.envelope.lines[-1]
-        per_call = line.slope * read_price
-        return {"calls_ahead": calls_ahead, "saving_usd": per_call * calls_ahead - line.rebuild,
-                "payback_calls": line.rebuild / per_call if per_call > 0 else None}
+
+def restart_now(total_stock: int, b_default: float, read_price: float, write5_price: float,
+                calls_ahead: float) -> dict[str, float | None]:
+    """A restart after the latest call if `calls_ahead` more calls come at its read price (the reminder's estimate).
+
+    `payback_calls`: how many later calls repay the rebuild (None when a restart drops nothing).
+    """
+    per_call = (total_stock - b_default) * read_price
+    rebuild = b_default * (write5_price - read_price)
+    return {"calls_ahead": calls_ahead, "saving_usd": per_call * calls_ahead - rebuild,
+            "payback_calls": rebuild / per_call if per_call > 0 else None}

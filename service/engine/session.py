@@ -22,7 +22,7 @@ from service.engine.curve import Curve
 from service.engine.model_mix import ModelMix, models_listed
 from service.engine.parse import Entry, Malformed, human_prompt, parse_line
 from service.engine.prices import Price, PriceTable, family_of
-from service.engine.restart_savings import RestartLedger
+from service.engine.restart_savings import RestartLedger, restart_now
 from service.engine.tokens import TokenCounter
 
 _EDIT_TOOLS = ("Edit", "MultiEdit")
@@ -601,6 +601,22 @@ class SessionEngine:
         tier = p.for_prompt(call.stock) if p is not None else None  # the call's own model and tier
         self._seg.restart.add_call(call.index, tier.p_r if tier else 0.0, tier.p_w5 if tier else 0.0,
                                    call.stock, int(self.b_default()))
+
+    def restart_estimate(self, calls_ahead: float, snapshot: dict | None = None) -> dict[str, float | None] | None:
+        """What a restart after the latest call would save if `calls_ahead` more calls come (section 14).
+
+        With `snapshot`, priced from its model, totalStock and B_default (the figures a reminder shows).
+        """
+        if snapshot is None:
+            snapshot = self.snapshot(with_curve=False)
+        model, stock = snapshot.get("model"), snapshot.get("totalStock")
+        if not isinstance(model, str) or not isinstance(stock, int) or stock <= 0:
+            return None
+        p, _ = self.prices.lookup(model)
+        if p is None:
+            return None
+        tier = p.for_prompt(stock)
+        return restart_now(stock, float(snapshot.get("B_default") or 0), tier.p_r, tier.p_w5, calls_ahead)
 
     def _session_id(self) -> str:
         return self.session_id or posixpath.basename(self.transcript).removesuffix(".jsonl")
