@@ -138,7 +138,7 @@ row = st.tuples(st.sampled_from([0.0, 0.1, 0.3, 0.5, 0.6, 1.5]), st.floats(0, 20
                 st.integers(0, 2_000_000), st.integers(0, 2_000_000))
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=300)
 @given(st.lists(row, min_size=1, max_size=60), st.integers(0, 80))
 def test_the_envelope_equals_brute_force_at_every_call(plan, reminder_at):
     """Slopes in any order (the useful stock may even exceed the prompt): the Li Chao envelope
@@ -148,10 +148,12 @@ def test_the_envelope_equals_brute_force_at_every_call(plan, reminder_at):
         call = 100 + i
         p_r *= M
         p_w5 = p_r + extra_w * M
-        ledger.add_call(call, p_r, p_w5, stock, b)
-        rows.append((call, p_r, p_w5, stock, b))
         if i == reminder_at:
             ledger.mark_reminder(call)
+        ahead = ledger.figures((call, p_r, p_w5, stock, b))  # the live view: the call counted, not added
+        ledger.add_call(call, p_r, p_w5, stock, b)
+        rows.append((call, p_r, p_w5, stock, b))
+        assert ledger.figures() == ahead  # to the bit: what a replay line shows later is what live showed
         got, want = ledger.figures(), brute_force(rows, 100 + reminder_at if reminder_at <= i else None)
         assert got.best_usd == pytest.approx(want["best_usd"], rel=1e-9, abs=1e-12)
         assert got.first_reminder_usd == pytest.approx(want["first_reminder_usd"], rel=1e-9, abs=1e-12)

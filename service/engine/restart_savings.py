@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-MAX_DEPTH = 48  # leaves narrower than the domain / 2**48: two lines crossing inside one differ by ~1e-10 USD
+MAX_DEPTH = 48  # the walk's bound; lines that still tie for a leaf this narrow are all kept there
 FIRST_DOMAIN = 2.0 ** -16  # USD per token summed: about 30 calls at $0.50/MTok before the first doubling
 
 
@@ -42,12 +42,13 @@ class Line:
 
 
 class _Node:
-    __slots__ = ("left", "line", "right")
+    __slots__ = ("kept", "left", "line", "right")
 
     def __init__(self, line: Line) -> None:
         self.line = line
         self.left: _Node | None = None
         self.right: _Node | None = None
+        self.kept: list[Line] = []  # at the deepest level: every line that lost here, so none is lost
 
 
 def _better(a: Line, b: Line, p: float) -> bool:
@@ -57,7 +58,11 @@ def _better(a: Line, b: Line, p: float) -> bool:
 
 
 class Envelope:
-    """The maximum of lines at non-decreasing query points (a Li Chao tree over [0, width))."""
+    """The maximum of lines at query points past every line's own P (a Li Chao tree over [0, width)).
+
+    Only insertions change the tree (a query never does), so its answers depend on the lines
+    alone, not on how often or when it was asked: a replay and a live service agree to the bit.
+    """
 
     def __init__(self) -> None:
         self.width = FIRST_DOMAIN
@@ -66,32 +71,37 @@ class Envelope:
 
     def add(self, line: Line) -> None:
         self.lines.append(line)
-        self._insert(line)
+        if not math.isfinite(line.p_at) or line.p_at * 2 < self.width:
+            self._insert(line)
+            return
+        while self.width <= line.p_at * 2:  # room for queries up to twice the sum so far
+            self.width *= 2
+        self.root = None
+        for known in self.lines:  # amortised: the sum doubled since the last time
+            self._insert(known)
 
     def best(self, p: float) -> Line | None:
-        """The line highest at p (p at least every earlier query and every line's own P)."""
+        """The line highest at p; past the domain (a price above every earlier one summed), by trying each."""
         if not math.isfinite(p):
             return None
         if p >= self.width:
-            self._widen(p)
+            found: Line | None = None
+            for line in self.lines:
+                if found is None or _better(line, found, p):
+                    found = line
+            return found
         node, lo, hi = self.root, 0.0, self.width
-        found: Line | None = None
+        found = None
         while node is not None:
-            if found is None or _better(node.line, found, p):
-                found = node.line
+            for line in (node.line, *node.kept):
+                if found is None or _better(line, found, p):
+                    found = line
             mid = (lo + hi) / 2
             if p < mid:
                 node, hi = node.left, mid
             else:
                 node, lo = node.right, mid
         return found
-
-    def _widen(self, p: float) -> None:
-        while self.width <= p:
-            self.width *= 2
-        self.root = None
-        for line in self.lines:
-            self._insert(line)
 
     def _insert(self, line: Line) -> None:
         if self.root is None:
@@ -114,6 +124,7 @@ class Envelope:
                     node.right = _Node(line)
                     return
                 node, lo = node.right, mid
+        node.kept.append(line)  # two lines crossing within a leaf: both kept, the query weighs both
 
 
 @dataclass(frozen=True)
@@ -185,17 +196,31 @@ class RestartLedger:
         pos = call - lines[0].call
         return lines[pos] if 0 <= pos < len(lines) else None
 
-    def figures(self) -> RestartFigures:
+    def figures(self, pending: tuple[int, float, float, int, float] | None = None) -> RestartFigures:
+        """The figures now; `pending` (call, read price, write price, totalStock, B_default): the latest
+        call, whose replay line is not written yet, as it stands (counted without being added)."""
         p = self.p_sum
+        extra: Line | None = None
+        last = self.last_call
+        if pending is not None:
+            call, read_price, write5_price, total_stock, b_default = pending
+            p += read_price
+            slope = total_stock - b_default
+            rebuild = b_default * (write5_price - read_price)
+            extra = Line(call, slope, -slope * p - rebuild, p, rebuild)
+            last = call
         first_usd = 0.0
         after: int | None = None
         if self.first_reminder is not None:
-            line = self._line_of(self.first_reminder)
+            line = extra if extra is not None and extra.call == self.first_reminder else self._line_of(
+                self.first_reminder)
             if line is not None:
                 first_usd = line.at(p)
-            if self.last_call is not None:
-                after = max(0, self.last_call - self.first_reminder)
+            if last is not None:
+                after = max(0, last - self.first_reminder)
         top = self.envelope.best(p)
+        if extra is not None and (top is None or _better(extra, top, p)):
+            top = extra
         best_usd, best_call = 0.0, None
         if top is not None and top.at(p) > 0:
             best_usd, best_call = top.at(p), top.call

@@ -595,12 +595,24 @@ class SessionEngine:
             self._events.append(self._reminder_event(reminder))
         self._reminders_waiting.clear()
 
+    def _restart_row(self, call: _Call) -> tuple[int, float, float, int, float]:
+        """(call, read price, write price, totalStock, B_default) of a call for section 14: its own model
+        and tier, and B_default as its replay line shows it."""
+        p, _ = self.prices.lookup(call.model)
+        tier = p.for_prompt(call.stock) if p is not None else None
+        return (call.index, tier.p_r if tier else 0.0, tier.p_w5 if tier else 0.0, call.stock,
+                float(int(self.b_default())))
+
     def _count_restart(self, call: _Call) -> None:
         """Feed the call, as its replay line shows it, to the segment's restart counterfactual (section 14)."""
-        p, _ = self.prices.lookup(call.model)
-        tier = p.for_prompt(call.stock) if p is not None else None  # the call's own model and tier
-        self._seg.restart.add_call(call.index, tier.p_r if tier else 0.0, tier.p_w5 if tier else 0.0,
-                                   call.stock, int(self.b_default()))
+        self._seg.restart.add_call(*self._restart_row(call))
+
+    def _restart_pending(self) -> tuple[int, float, float, int, float] | None:
+        """The latest call while its line waits for revisions: counted as it stands, not added."""
+        call = self._pending_line
+        if call is None or call.segment != self._seg.index:
+            return None
+        return self._restart_row(call)
 
     def restart_estimate(self, calls_ahead: float, snapshot: dict | None = None) -> dict[str, float | None] | None:
         """What a restart after the latest call would save if `calls_ahead` more calls come (section 14).
@@ -704,7 +716,7 @@ class SessionEngine:
             "skeleton": skeleton,
             "reminder": self.last_reminder,
             "rewinds": len(self.rewinds),
-            "restart_savings": seg.restart.figures().as_dict(),
+            "restart_savings": seg.restart.figures(self._restart_pending()).as_dict(),
             "spend": {"bill_in_usd": seg.bill_in, "bill_out_usd": seg.bill_out},
             "window": {"tokens": stock, "limit": limit, "pct": 100.0 * stock / limit if limit else None},
             "cache": {"ttl_s": ttl, "expires_at": _iso(seg.last_t + ttl) if seg.last_t is not None else None,
