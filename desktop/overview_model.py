@@ -146,8 +146,9 @@ def session_rows(doc: dict | None, now: float | None = None) -> list[SessionRow]
 def restart_figure(doc: dict | None) -> Figure:
     """What restarting at the first reminder would have saved (an estimate, docs/measurement.md 14)."""
     rs = (doc or {}).get("restart_savings") or {}
-    return Figure("Restarting at reminders would save", fmt.usd(rs.get("first_reminder_usd")),
-                  "An estimate per stretch of work: a restart with a handoff at its first reminder, against what the "
+    return Figure("Restart savings (est.)", fmt.usd(rs.get("first_reminder_usd")),
+                  "What restarting at the reminders would have saved, an estimate per stretch of work: a restart "
+                  "with a handoff at its first reminder, against what the "
                   "later calls paid to re-read what the handoff would have left behind, less one rebuild of the "
                   f"useful context. The best single restart in hindsight: {fmt.usd(rs.get('best_single_usd'))}.")
 
