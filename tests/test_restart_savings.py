@@ -418,3 +418,27 @@ def test_the_popup_words_the_estimate():
     assert "would not earn its rebuild back" in body
     _, body = vm.reminder_message({**base, "restart_now": None})  # no History yet: no estimate
     assert "Estimate" not in body
+
+
+def test_the_reports_replay_is_cached_and_skips_files_written_before_the_period(tmp_path):
+    import os
+    import shutil
+
+    from service.measure.engines import load_prices
+    from service.report import restart, scan
+
+    src = scenario_session("long-session")
+    path = tmp_path / src.name
+    shutil.copyfile(src, path)
+    os.utime(path, (1_577_836_800, 1_577_836_800))  # last written on 2020-01-01
+    cache = tmp_path / "report-restart.json"
+    prices = load_prices()
+    assert restart.replayed_segments([str(path)], prices, cache, scan.fingerprint, since="2026-11-01") == []
+    assert not cache.exists()  # not replayed at all: nothing to remember
+    everything = restart.replayed_segments([str(path)], prices, cache, scan.fingerprint)
+    _, events = run([json.loads(line) for line in src.read_text().splitlines()])
+    assert [s["restart_savings"] for s in everything] == [p["restart_savings"] for p in events[-1]["segments"]]
+    cached = json.loads(cache.read_text())["files"][str(path)]
+    assert cached["fp"] == scan.fingerprint(str(path)) and cached["segments"] == everything
+    # a file the cache holds is served from it, the period filter or not
+    assert restart.replayed_segments([str(path)], prices, cache, scan.fingerprint, since="2026-11-01") == everything

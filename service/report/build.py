@@ -173,7 +173,7 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None, 
                             ledger_stats=ledger_stats, source_notes=notes, tally=tally)
     summary["data_quality"]["skipped_files"] = [{"path": p, "reason": r} for p, r in sorted(skipped.items())]
     summary["restart_savings"] = _restart_savings(files, skipped, table, cache_dir if use_cache else None,
-                                                  args.since, args.until, max_line)
+                                                  args.since, args.until, max_line, workers)
     summary["sources"] = {
         "transcripts": str(projects),
         "lean_ctx": str(lean_path) if lean is not None else None,
@@ -194,7 +194,7 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None, 
 
 
 def _restart_savings(files: list, skipped: dict[str, str], table: object, cache_dir: object,
-                     since: str | None, until: str | None, max_line: int) -> dict:
+                     since: str | None, until: str | None, max_line: int, workers: int | None) -> dict:
     """What restarting would have saved (docs/measurement.md 14): the main transcripts replayed, cached."""
     from pathlib import Path
 
@@ -202,7 +202,8 @@ def _restart_savings(files: list, skipped: dict[str, str], table: object, cache_
 
     mains = [tf.path for tf in files if not tf.subagent and tf.path not in skipped]
     cache_file = Path(str(cache_dir)) / "report-restart.json" if cache_dir is not None else None
-    segments = restart.replayed_segments(mains, table, cache_file, scan.fingerprint, max_line)
+    segments = restart.replayed_segments(mains, table, cache_file, scan.fingerprint, max_line, since=since,
+                                         workers=workers)
     return restart.block(segments, [], since, until)
 
 

@@ -88,13 +88,53 @@ def median_calls_after_reminder(segments: Iterable[dict]) -> float | None:
 
 # ---- the report's own replay of the transcripts ---------------------------------------------------
 
-def replayed_segments(paths: list[str], prices: Any, cache_file: Path | None,
-                      fingerprint: Callable[[str], Any], max_line: int | None = None) -> list[dict]:
-    """Every segment profile of these main transcripts, replayed (cached by each file's fingerprint)."""
-    import orjson
-
+def _replay_one(job: tuple[str, Any, int | None]) -> tuple[str, list[dict]]:
+    """One main transcript's segments (what the report keeps of each profile); unreadable: none."""
     from service.ingest.transcript_file import Skipped
     from service.measure.engines import replay_file, shared_counter
+
+    path, prices, max_line = job
+    segs: list[dict] = []
+    try:
+        for event in replay_file(path, prices, counter=shared_counter(), full_events=False, max_line=max_line):
+            if event.get("event") == "end":
+                segs = [{k: p.get(k) for k in KEPT} for p in event["segments"]]
+    except (Skipped, OSError):
+        segs = []
+    return path, segs
+
+
+KEPT = ("session_id", "segment", "started_at", "ended_at", "end_reason", "restart_savings")
+
+
+def _modified_before(path: str, since: str | None) -> bool:
+    """The file was last written before the period: none of its segments can have ended in it."""
+    import os
+    from datetime import UTC, datetime
+
+    if not since:
+        return False
+    try:
+        day = datetime.fromtimestamp(os.stat(path).st_mtime, UTC).date().isoformat()
+    except (OSError, ValueError, OverflowError):
+        return False
+    return day < since
+
+
+def replayed_segments(paths: list[str], prices: Any, cache_file: Path | None,
+                      fingerprint: Callable[[str], Any], max_line: int | None = None, *,
+                      since: str | None = None, workers: int | None = None) -> list[dict]:
+    """Every segment profile of these main transcripts, replayed (cached by each file's fingerprint).
+
+    Files last written before `since` are not replayed (their cached segments are kept). Files
+    to replay are shared among forked workers when there are enough bytes of them.
+    """
+    import os
+
+    import orjson
+
+    from service.report import forked
+    from service.report.scan import POOL_MIN_BYTES
 
     cache: dict[str, Any] = {}
     if cache_file is not None:
@@ -104,28 +144,31 @@ def replayed_segments(paths: list[str], prices: Any, cache_file: Path | None,
                 cache = doc.get("files") or {}
         except (OSError, ValueError):
             cache = {}
-    out: list[dict] = []
     fresh: dict[str, Any] = {}
+    todo: list[tuple[int, str, Any]] = []
     for path in sorted(paths):
         fp = fingerprint(path)
         hit = cache.get(path)
         if hit is not None and hit.get("fp") == fp:
-            segs = hit["segments"]
-        else:
-            segs = []
-            try:
-                for event in replay_file(path, prices, counter=shared_counter(), full_events=False,
-                                         max_line=max_line):
-                    if event.get("event") == "end":
-                        segs = [{k: p.get(k) for k in ("session_id", "segment", "started_at", "ended_at",
-                                                       "end_reason", "restart_savings")}
-                                for p in event["segments"]]
-            except (Skipped, OSError):
-                segs = []
-        fresh[path] = {"fp": fp, "segments": segs}
-        out.extend(segs)
+            fresh[path] = hit
+        elif hit is not None and _modified_before(path, since):
+            fresh[path] = hit  # changed, but outside the period: kept as it was
+        elif not _modified_before(path, since):
+            size = fp[1] if isinstance(fp, list) and len(fp) > 1 else 0
+            todo.append((size, path, fp))
+    todo.sort(key=lambda t: (-t[0], t[1]))  # biggest first: the workers finish together
+    jobs = [(path, prices, max_line) for _, path, _ in todo]
+    fps = {path: fp for _, path, fp in todo}
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    if workers > 1 and len(jobs) > 1 and forked.available() and sum(t[0] for t in todo) >= POOL_MIN_BYTES:
+        with forked.ForkedMap(_replay_one, jobs, workers) as results:
+            done = list(results)
+    else:
+        done = [_replay_one(job) for job in jobs]
+    for path, segs in done:
+        fresh[path] = {"fp": fps[path], "segments": segs}
     if cache_file is not None and fresh != cache:
         from service.paths import write_private
 
         write_private(cache_file, orjson.dumps({"version": CACHE_VERSION, "files": fresh}), durable=False)
-    return out
+    return [seg for path in sorted(fresh) for seg in fresh[path]["segments"]]
