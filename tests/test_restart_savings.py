@@ -132,6 +132,22 @@ def test_the_first_reminder_is_signed_and_counted_from_its_own_call():
     assert now["payback_calls"] == pytest.approx(0.138 / (55_000 * 0.3 * M))
 
 
+def test_the_issues_worked_example():
+    """Issue 29: an Opus 5.5 segment of 107 calls whose first reminder came at call 57, with 334,793
+    tokens in context, 173,730 of them useful: 50 later calls x 161,063 tokens x $0.20/MTok = $1.61,
+    one rebuild of 173,730 tokens at $5.00 - $0.20 per MTok = $0.83: about $0.78 saved."""
+    p_r, p_w5 = rates("claude-opus-5-5", 334_793)
+    assert (p_r, p_w5) == (0.2 * M, 5.0 * M)
+    ledger = RestartLedger()
+    for call in range(1, 108):
+        stock, useful = (334_793, 173_730) if call == 57 else (150_000, 150_000)
+        ledger.add_call(call, p_r, p_w5, stock, useful)
+    ledger.mark_reminder(57)
+    got = ledger.figures()
+    assert got.first_reminder_usd == pytest.approx(50 * 161_063 * 0.2e-6 - 173_730 * 4.8e-6, abs=1e-12)
+    assert round(got.first_reminder_usd, 2) == 0.78 and got.calls_after_reminder == 50
+
+
 # ---- properties -------------------------------------------------------------------------------------
 
 row = st.tuples(st.sampled_from([0.0, 0.1, 0.3, 0.5, 0.6, 1.5]), st.floats(0, 20),
