@@ -16,7 +16,8 @@ from desktop import fmt
 from desktop import charts
 from desktop.datasource import DataError
 
-MEMBER_COLUMNS = ("member", "spend", "calls", "rent", "reminders", "restarts after one", "pinch saved")
+MEMBER_COLUMNS = ("member", "spend", "calls", "rent", "reminders", "restarts after one", "pinch saved",
+                  "restart savings (est.)")
 
 
 def team_configured(source) -> bool:
@@ -33,7 +34,8 @@ def member_rows(doc: dict) -> list[tuple[str, ...]]:
     for name, m in sorted((doc.get("members") or {}).items(), key=lambda kv: -kv[1].get("spend_usd", 0)):
         rows.append((name, fmt.usd(m.get("spend_usd")), str(m.get("calls", 0)), fmt.usd(m.get("rent_usd")),
                      str(m.get("reminders", 0)), str(m.get("restarts_after_reminder", 0)),
-                     fmt.usd(m.get("pinch_saved_usd"))))
+                     fmt.usd(m.get("pinch_saved_usd")),
+                     fmt.usd((m.get("restart_savings") or {}).get("first_reminder_usd"))))
     return rows
 
 

@@ -385,6 +385,12 @@ def test_the_service_pushes_every_push_every_and_serves_the_team_view(team, qtbo
         win.tabs.setCurrentWidget(win.team_tab)
         shown = [win.team_tab.members.item(r, 0).text() for r in range(win.team_tab.members.rowCount())]
         assert A in shown and B in shown  # B is a member (no figures yet)
+        from desktop import fmt
+        from desktop.team_tab import MEMBER_COLUMNS
+
+        row = shown.index(A)
+        estimate = win.team_tab.members.item(row, MEMBER_COLUMNS.index("restart savings (est.)")).text()
+        assert estimate == fmt.usd(view["members"][A]["restart_savings"]["first_reminder_usd"]) != "–"
         assert "you are alice@laptop" in win.team_tab.head.text()
         assert win.team_tab.projects.rowCount() == 2  # two hashed projects
         demo = MainWindow(DemoSource())
