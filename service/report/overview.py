@@ -140,5 +140,5 @@ def overview(days: int, segments: list[dict], live: list[dict], today: date | No
     tally = _scan_tally(since, until)
     rent = rent_block(segments, live, since, until)
     saved = restart.block(segments, live, since, until)
-    return build(days, doc, daily_splits(tally, since, until), rent, {s.get("session_id") for s in live}, since, until,
-                 saved)
+    live_ids = {str(s["session_id"]) for s in live if s.get("session_id")}
+    return build(days, doc, daily_splits(tally, since, until), rent, live_ids, since, until, saved)
