@@ -31,14 +31,14 @@ def load_prices():
 def compute(since: str | None = None, until: str | None = None, *, projects: str | None = None,
             lean_ctx: str | None = None, router_db: str | None = None, usage_db: str | None = None,
             use_cache: bool = True, workers: int | None = None, progress: bool = False,
-            keep: list | None = None) -> dict:
+            keep: list | None = None, restart_savings: bool = True) -> dict:
     """The report as a dict, for callers other than the CLI (the service's /api/v1/report, the team push).
 
     A process with threads (the service) should pass workers=1: the scan's pool forks.
     `keep` receives what the summary was built from (see build_report).
     """
     ns = argparse.Namespace(since=since, until=until, projects=projects, lean_ctx=lean_ctx, router_db=router_db,
-                            usage_db=usage_db, no_cache=not use_cache)
+                            usage_db=usage_db, no_cache=not use_cache, restart_savings=restart_savings)
     return build_report(ns, workers=workers, progress=progress, keep=keep, reuse_last=keep is None)
 
 
@@ -86,7 +86,7 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None, 
     # a SQLite file in WAL mode changes its -wal file first: both are part of the fingerprint
     extra = [lean_path, *dbs, *(Path(f"{d}-wal") for d in dbs), *ledger_files, paths.prices_override]
     key_doc = [scan.CACHE_VERSION, max_line, args.since, args.until, str(projects), sorted(fps.items()),
-               [(str(p), scan.fingerprint(str(p))) for p in extra], _prices_fingerprint()]
+               [(str(p), scan.fingerprint(str(p))) for p in extra], _prices_fingerprint(), _with_restarts(args)]
     key = hashlib.sha256(orjson.dumps(key_doc)).hexdigest()
     last_path = cache_dir / "report-last.json"
     if use_cache and reuse_last:
@@ -172,8 +172,9 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None, 
                             router=router, lean_ctx_present=lean is not None, usage_db_tools=usage_tools,
                             ledger_stats=ledger_stats, source_notes=notes, tally=tally)
     summary["data_quality"]["skipped_files"] = [{"path": p, "reason": r} for p, r in sorted(skipped.items())]
-    summary["restart_savings"] = _restart_savings(files, skipped, table, cache_dir if use_cache else None,
-                                                  args.since, args.until, max_line, workers)
+    if _with_restarts(args):
+        summary["restart_savings"] = _restart_savings(files, skipped, table, cache_dir if use_cache else None,
+                                                      args.since, args.until, max_line, workers)
     summary["sources"] = {
         "transcripts": str(projects),
         "lean_ctx": str(lean_path) if lean is not None else None,
@@ -191,6 +192,12 @@ def _build_report(args, workers: int | None, progress: bool, keep: list | None, 
         from service.paths import write_private
         write_private(last_path, orjson.dumps({"key": key, "summary": summary}), durable=False)
     return summary
+
+
+def _with_restarts(args: object) -> bool:
+    """Whether the caller wants the restart block (the Overview and the team push take theirs from the
+    service's own profiles, so they spare the replay)."""
+    return bool(getattr(args, "restart_savings", True))
 
 
 def _restart_savings(files: list, skipped: dict[str, str], table: object, cache_dir: object,

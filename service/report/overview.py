@@ -136,7 +136,7 @@ def overview(days: int, segments: list[dict], live: list[dict], today: date | No
     from service.report.answers import report
 
     since, until = period_days(days, today)
-    doc = report(since, until)
+    doc = report(since, until, restart_savings=False)  # the segments' own figures are summed below
     tally = _scan_tally(since, until)
     rent = rent_block(segments, live, since, until)
     saved = restart.block(segments, live, since, until)

@@ -67,7 +67,7 @@ def report_parts(*, workers: int | None = None) -> tuple[dict, dict, object, dic
     from service.report.build import compute
 
     kept: list = []
-    summary = compute(workers=workers, progress=False, keep=kept)
+    summary = compute(workers=workers, progress=False, keep=kept, restart_savings=False)  # profiles: the store's
     results, _cache, tally, inputs = kept[-1]
     return summary, results, tally, inputs
 
