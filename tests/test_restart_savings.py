@@ -458,3 +458,26 @@ def test_the_reports_replay_is_cached_and_skips_files_written_before_the_period(
     assert cached["fp"] == scan.fingerprint(str(path)) and cached["segments"] == everything
     # a file the cache holds is served from it, the period filter or not
     assert restart.replayed_segments([str(path)], prices, cache, scan.fingerprint, since="2026-11-01") == everything
+
+
+def test_lines_that_tie_all_the_way_down_are_all_kept():
+    """Equal restarts walk one level deeper each; past the tree's depth they are kept at the leaf,
+    and the earliest call still wins the tie."""
+    from service.engine.restart_savings import MAX_DEPTH, Envelope, Line
+
+    envelope = Envelope()
+    lines = [Line(call, 2.0, -1.0, 0.0, 0.0) for call in range(1, MAX_DEPTH + 20)]
+    for line in lines:
+        envelope.add(line)
+    node, depth = envelope.root, 0
+    while node.right is not None:  # the equal lines went right, one level each
+        node, depth = node.right, depth + 1
+    assert depth == MAX_DEPTH and len(node.kept) == len(lines) - MAX_DEPTH - 1
+    p = envelope.width * 0.999  # in the domain, on the right edge: the walk ends at that leaf
+    assert envelope.best(p).call == 1
+    better = Line(999, 3.0, -1.0, 0.0, 0.0)  # steeper: wins everywhere past 0
+    envelope.add(better)
+    assert envelope.best(p) is better and envelope.best(0.0).call == 1  # at 0 all tie at -1
+    last = Line(1000, 3.0, -1.0, 0.0, 0.0)  # ties with `better` everywhere: the earlier call wins
+    envelope.add(last)
+    assert envelope.best(p) is better
