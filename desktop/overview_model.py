@@ -65,9 +65,7 @@ def spend_figures(doc: dict | None) -> list[Figure]:
         Figure("Calls", fmt.count(spend.get("calls")), "API calls (one per assistant response)."),
         Figure("Rent on dead weight", fmt.usd(rent.get("rent_usd")),
                "Rent is what calls paid to re-read context a fresh session would not need."),
-        Figure("Saved by restarting at reminders", fmt.usd(rent.get("saved_usd")),
-               "An estimate: each reminder marks a restart's worth of rent paid; restarting there costs one rebuild "
-               "of the useful context instead of the rent that kept accruing."),
+        restart_figure(doc),
     ]
     return figures
 
@@ -187,6 +185,33 @@ def session_rows(doc: dict | None, now: float | None = None) -> list[SessionRow]
     return rows
 
 
+def restart_figure(doc: dict | None) -> Figure:
+    """What restarting at the first reminder would have saved (an estimate, docs/measurement.md 14)."""
+    rs = (doc or {}).get("restart_savings") or {}
+    return Figure("Restart savings (est.)", fmt.usd(rs.get("first_reminder_usd")),
+                  "What restarting at the reminders would have saved, an estimate per stretch of work: a restart "
+                  "with a handoff at its first reminder, against what the "
+                  "later calls paid to re-read what the handoff would have left behind, less one rebuild of the "
+                  f"useful context. The best single restart in hindsight: {fmt.usd(rs.get('best_single_usd'))}.")
+
+
+def restart_sentence(rs: dict) -> str:
+    """The reminders' worth against the best restart one could have picked, and what they missed."""
+    if not rs.get("segments"):
+        return ""
+    text = ""
+    if rs.get("segments_with_reminders"):
+        text = (f" Restarting at the first reminder of each would have saved about "
+                f"{fmt.usd(rs.get('first_reminder_usd'))} (estimate); the best single restart in hindsight, "
+                f"{fmt.usd(rs.get('best_single_usd'))}")
+        capture = rs.get("capture")
+        text += f", so the reminders got {capture * 100:.0f}% of it." if capture is not None else "."
+    if rs.get("missed_segments"):
+        text += (f" {fmt.plural(rs['missed_segments'], 'stretch', 'stretches')} without a reminder could have "
+                 f"saved {fmt.usd(rs.get('missed_usd'))} by a restart.")
+    return text
+
+
 def rent_sentence(doc: dict | None) -> str:
     rent = (doc or {}).get("rent") or {}
     n = rent.get("reminders") or 0
@@ -195,11 +220,10 @@ def rent_sentence(doc: dict | None) -> str:
     text = (f"Calls paid {fmt.usd(rent.get('rent_usd'))} of rent to re-read dead weight, over "
             f"{fmt.plural(rent.get('segments') or 0, 'stretch', 'stretches')} of work between restarts.")
     if n:
-        text += (f" {fmt.plural(n, 'reminder')} fired; restarting at each would have cost about "
-                 f"{fmt.usd(rent.get('rebuild_usd'))} in rebuilds and saved about {fmt.usd(rent.get('saved_usd'))}.")
+        text += f" {fmt.plural(n, 'reminder')} fired."
     else:
         text += " No reminder fired: no session carried a restart's worth of dead weight."
-    return text
+    return text + restart_sentence((doc or {}).get("restart_savings") or {})
 
 
 def channel_headlines(doc: dict | None) -> list[tuple[str, str]]:

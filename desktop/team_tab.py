@@ -21,7 +21,8 @@ from desktop.datasource import DataError
 # what the service's textsafe.printable drops (the desktop imports nothing of the service)
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff"
                      "\ufff9-\ufffb]")
-MEMBER_COLUMNS = ("member", "spend", "calls", "rent", "reminders", "restarts after one", "pinch saved")
+MEMBER_COLUMNS = ("member", "spend", "calls", "rent", "reminders", "restarts after one", "pinch saved",
+                  "restart savings (est.)")
 
 
 def plain(text: object, limit: int = 200) -> str:
@@ -52,7 +53,8 @@ def member_rows(doc: dict) -> list[tuple[str, ...]]:
     for name, m in sorted((doc.get("members") or {}).items(), key=lambda kv: -billed(kv[1])):
         rows.append((plain(name), fmt.usd(billed(m)), str(m.get("calls", 0)), fmt.usd(m.get("rent_usd")),
                      str(m.get("reminders", 0)), str(m.get("restarts_after_reminder", 0)),
-                     fmt.usd(m.get("pinch_saved_usd"))))
+                     fmt.usd(m.get("pinch_saved_usd")),
+                     fmt.usd((m.get("restart_savings") or {}).get("first_reminder_usd"))))
     return rows
 
 

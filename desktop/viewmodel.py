@@ -150,11 +150,30 @@ def reminder_message(reminder: dict, snapshot: dict | None = None) -> tuple[str,
             parts[-1] += f" and pays for itself after {max(1, math.ceil(float(pp)))} calls."
         else:
             parts[-1] += "."
+    estimate = restart_now_note(reminder.get("restart_now"))
+    if estimate:
+        parts.append(estimate)
     colour = lamp_colour(snapshot) if snapshot else None
     if colour in ("white", "green"):
         parts.append(early_reminder_note(snapshot))
     parts.append("Prepare a handoff, then start a fresh session.")
     return title, " ".join(parts)
+
+
+def restart_now_note(estimate: dict | None) -> str:
+    """What a restart now would save over the calls this user's sessions usually run after a reminder."""
+    if not isinstance(estimate, dict) or estimate.get("calls_ahead") is None or estimate.get("saving_usd") is None:
+        return ""
+    ahead = max(0, round(float(estimate["calls_ahead"])))
+    saving = float(estimate["saving_usd"])
+    runs = f"{fmt.plural(ahead, 'more call')}, as your sessions usually do after a reminder"
+    if saving <= 0:
+        return f"Estimate: over {runs}, a restart now would not earn its rebuild back."
+    text = f"Estimate: if this session runs on for {runs}, a restart now saves about {fmt.usd(saving)}"
+    payback = estimate.get("payback_calls")
+    if payback is not None:
+        text += f"; it pays for itself after {fmt.plural(max(1, math.ceil(float(payback))), 'call')}"
+    return text + "."
 
 
 def early_reminder_note(snapshot: dict | None) -> str:
@@ -364,6 +383,7 @@ SEGMENT_COLUMNS = [
     ("started_at", "Started"), ("session_id", "Session"), ("segment", "Part"), ("end_reason", "Ended by"),
     ("model", "Model"), ("calls", "Calls"), ("turns", "Prompts"), ("B", "Useful context"),
     ("L_peak", "Largest context"), ("g", "Growth per call"), ("rent_usd", "Rent"), ("laps", "Reminders"),
+    ("restart_first", "Restart at reminder (est.)"), ("restart_best", "Best restart (est.)"),
     ("bill_in_usd", "Paid for input"), ("bill_out_usd", "Paid for output"), ("duration_s", "Duration"),
     ("models", "Models used (calls, spend)"),
 ]
@@ -374,7 +394,22 @@ SEGMENT_TIPS = {
     "g": "How much the context grew per call on average (tokens).",
     "rent_usd": "What calls paid to re-read context a fresh session would not need (dead weight).",
     "laps": "Reminders raised: each time the rent paid added up to about one restart's cost.",
+    "restart_first": "An estimate: what a restart with a handoff at this part's first reminder would have saved "
+                     "(the later calls re-read less, one rebuild of the useful context paid). Negative: it would "
+                     "have cost.",
+    "restart_best": "An estimate: the one restart that would have saved most, in hindsight, and after which call.",
 }
+
+
+def fmt_restart(figures, key: str) -> str:
+    """A part's restart estimate: `$0.78 after call 57`, or why there is none."""
+    if not isinstance(figures, dict):
+        return "–"
+    if key == "restart_first":
+        call, usd = figures.get("first_reminder_call"), figures.get("first_reminder_usd")
+        return "no reminder" if call is None else f"{fmt.usd(usd)} after call {fmt.count(call)}"
+    call, usd = figures.get("best_call"), figures.get("best_usd")
+    return "none would save" if call is None else f"{fmt.usd(usd)} after call {fmt.count(call)}"
 END_WORDS = {"compact": "compaction", "rotation": "new session", "end": "end of transcript",
              "shutdown": "service stopped", "checkpoint": "service stopped"}
 
@@ -396,7 +431,9 @@ def segment_rows(segments: dict | list | None) -> list[list[str]]:
         row = []
         for key, _ in SEGMENT_COLUMNS:
             v = s.get(key)
-            if v is None:
+            if key.startswith("restart_"):
+                row.append(fmt_restart(s.get("restart_savings"), key))
+            elif v is None:
                 row.append("–")
             elif key.endswith("usd"):
                 row.append(fmt.usd(v))

@@ -80,6 +80,7 @@ class SegmentProfile(BaseModel):
     duration_s = pw.DoubleField(null=True)
     path_totals = JSONField(null=True)
     models = JSONField(null=True)  # [{model, calls, bill_in_usd, bill_out_usd}] in order of first use (0003)
+    restart_savings = JSONField(null=True)  # what one restart would have saved, measurement.md 14 (0004)
     archived_at = pw.TextField()
 
     class Meta:

@@ -82,7 +82,12 @@ def write_member(home: Path, claude: Path, seed: int, days: int = 3, sessions: i
                              "end_reason": "compact" if d % 2 == 0 else "rotation", "calls": 5, "turns": 1,
                              "B": 20_000, "L_peak": 30_000, "g": 1500.0, "br": 0.1, "mf": 0.5, "bill_in_usd": 0.2,
                              "bill_out_usd": 0.01, "rent_usd": 0.05 * (1 + d + seed), "laps": 1, "duration_s": 3600.0,
-                             "path_totals": {f"{cwd}/a.py": 100}})
+                             "path_totals": {f"{cwd}/a.py": 100},
+                             # segment 1 has no reminder (below): its best restart is a saving the lamp missed
+                             "restart_savings": {"first_reminder_call": None if d == 1 else 3,
+                                                 "first_reminder_usd": 0.0 if d == 1 else 0.01 * (1 + d) - 0.002 * s,
+                                                 "best_call": 2, "best_usd": 0.02 * (1 + d) + 0.001 * seed,
+                                                 "calls_after_reminder": None if d == 1 else 2}})
     code = ("import json, sys; from service.store import Store\n"
             "st = Store(sys.argv[1]); rows = json.loads(sys.argv[2])\n"
             "for p in rows:\n"

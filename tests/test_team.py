@@ -136,6 +136,13 @@ class Team:
                 assert got["rent_usd"] == pytest.approx(sum(p["rent_usd"] for p in profiles), abs=1e-6)
                 assert got["reminders"] == sum(1 for p in profiles if p["segment"] != 1)
                 assert got["restarts_after_reminder"] == sum(1 for p in profiles if p["segment"] != 1)
+                figures = [p["restart_savings"] for p in profiles]
+                reminded = [f for f in figures if f["first_reminder_call"] is not None]
+                assert got["restart_savings"] == pytest.approx({
+                    "label": "estimated", "first_reminder_usd": sum(f["first_reminder_usd"] for f in reminded),
+                    "best_single_usd": sum(f["best_usd"] for f in figures),
+                    "missed_usd": sum(f["best_usd"] for f in figures if f not in reminded),
+                    "segments_with_reminders": len(reminded)}, abs=1e-6)
             for k, v in sp["by_model"].items():
                 by_model[k] = by_model.get(k, 0.0) + v
             for k, v in sp["by_day"].items():
@@ -167,7 +174,7 @@ def test_init_is_idempotent_and_member_add_prints_a_working_url(team):
     r = ctl(team.env[A], "team", "init", "--url", team.owner)
     from service.team.migrations import steps
 
-    newest = steps()[-1][0]  # the newest team migration (0003 since issue 26)
+    newest = steps()[-1][0]  # the team schema's newest migration
     assert r.returncode == 0 and f"version {newest}" in r.stdout
     assert team.pg.sql("SELECT version FROM ctxlamp_team.schema_version", database=team.db) == [(newest,)]
     assert team.url[A].startswith("postgresql://ctxlamp_alice_laptop_") and "owner" not in team.url[A]
@@ -420,6 +427,12 @@ def test_the_service_pushes_every_push_every_and_serves_the_team_view(team, qtbo
         win.tabs.setCurrentWidget(win.team_tab)
         shown = [win.team_tab.members.item(r, 0).text() for r in range(win.team_tab.members.rowCount())]
         assert A in shown and B in shown  # B is a member (no figures yet)
+        from desktop import fmt
+        from desktop.team_tab import MEMBER_COLUMNS
+
+        row = shown.index(A)
+        estimate = win.team_tab.members.item(row, MEMBER_COLUMNS.index("restart savings (est.)")).text()
+        assert estimate == fmt.usd(view["members"][A]["restart_savings"]["first_reminder_usd"]) != "–"
         assert "you are alice@laptop" in win.team_tab.head.text()
         assert win.team_tab.projects.rowCount() == 2  # two hashed projects
         demo = MainWindow(DemoSource())

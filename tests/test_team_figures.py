@@ -68,6 +68,13 @@ def test_rows_hold_no_paths_prompts_or_session_ids(member, mode):
     assert kinds == {"day", "channel", "segment"}
     assert sum(p["rent_usd"] for (k, _), p in rows.items() if k == "day") == pytest.approx(
         sum(0.05 * (1 + d + 3) for d in range(4)) * 2)
+    days = [p for (k, _), p in rows.items() if k == "day"]
+    segments = [p for (k, _), p in rows.items() if k == "segment"]
+    assert sum(p["restart_segments_reminded"] for p in days) == 2 * 3  # 2 sessions x the 3 days but day 1
+    assert sum(p["restart_missed_usd"] for p in days) == pytest.approx(2 * (0.02 * 2 + 0.003))
+    assert sum(p["restart_best_usd"] for p in days) == pytest.approx(sum(p["restart_best_usd"] for p in segments))
+    assert sum(p["restart_first_usd"] for p in days) == pytest.approx(
+        sum(p["restart_first_usd"] or 0 for p in segments)) and any(p["restart_first_usd"] is None for p in segments)
     assert outbox.changes(rows, []) and not outbox.changes(rows, [
         {"kind": k, "key": key, "digest": outbox.digest(p)} for (k, key), p in rows.items()])
 

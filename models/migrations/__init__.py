@@ -19,6 +19,7 @@ MIGRATIONS: tuple[str, ...] = (
     "0001_initial",
     "0002_team_outbox",
     "0003_segment_models",
+    "0004_segment_restart_savings",
 )
 
 

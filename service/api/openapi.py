@@ -31,7 +31,7 @@ STR = {"type": "string"}
 NSTR = {"type": ["string", "null"]}
 
 _JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean"}
-_REFS: dict[Any, str] = {snapshot.Lamp: "Lamp"}  # types that have a schema of their own
+_REFS: dict[Any, str] = {snapshot.Lamp: "Lamp", snapshot.RestartSavings: "RestartSavings"}  # types that have a schema of their own
 
 
 def _schema_of(tp: Any) -> dict:
@@ -67,6 +67,7 @@ SCHEMAS = {
     "Error": _obj({"error": STR}, ["error"], extra=False),
     "Lamp": _typed(snapshot.Lamp, ["state", "colour"]),
     "Snapshot": _typed(snapshot.Snapshot, ["session_id", "segment", "calls", "lamp"]),
+    "RestartSavings": _typed(snapshot.RestartSavings, []),
     "Service": _obj({
         "version": STR, "started_at": STR, "pid": INT,
         "scan": _obj({"state": {"enum": ["idle", "catching_up", "scanning"]}, "done": INT, "total": INT}),
@@ -97,9 +98,14 @@ SCHEMAS = {
                                                               "selected": {"type": "boolean"}, "why": NSTR})}}),
     "Profile": _obj({"session_id": STR, "segment": INT, "end_reason": NSTR, "model": NSTR, "path_totals": _obj(),
                      "models": {"type": "array", "items": _obj({"model": STR, "calls": INT, "bill_in_usd": NUM,
-                                                                "bill_out_usd": NUM})}}),
+                                                                "bill_out_usd": NUM})},
+                     "restart_savings": {"oneOf": [{"$ref": "#/components/schemas/RestartSavings"},
+                                                   {"type": "null"}]}}),
     "Reminder": _obj({"session_id": STR, "segment": INT, "lap": INT, "call": {"type": ["integer", "null"]},
-                      "at": NSTR, "restart_usd": NUM, "payback_calls": NUM, "rent_usd": NUM},
+                      "at": NSTR, "restart_usd": NUM, "payback_calls": NUM, "rent_usd": NUM,
+                      "restart_now": {"type": ["object", "null"], "properties": {
+                          "label": STR, "calls_ahead": {"type": "number"}, "history_segments": INT,
+                          "saving_usd": {"type": "number"}, "payback_calls": NUM}}},
                      ["session_id", "segment", "lap"]),
     "Channel": _obj({"channel": STR, "label": {"enum": ["measured", "estimated"]}, "bucket": STR,
                      "buckets": {"type": "array"}, "totals": _obj(), "sources": {"type": "array"}}),

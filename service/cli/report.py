@@ -147,7 +147,7 @@ def _write_csv(summary: dict, out) -> None:
 
     w = csv.writer(out, lineterminator="\n")
     w.writerow(["metric", "value", "label"])
-    for section in ("edit", "pinch", "retrieval", "spend", "data_quality"):
+    for section in ("edit", "pinch", "retrieval", "spend", "restart_savings", "data_quality"):
         label = summary.get(section, {}).get("label", "")
         for key, value in flatten(summary.get(section, {}), section):
             if key.endswith(".label") or ".sources." in key or key.endswith(".source"):
@@ -178,6 +178,20 @@ def _spend_lines(sp: dict) -> list[str]:
     return lines
 
 
+def restart_lines(rs: dict | None) -> list[str]:
+    """What restarting would have saved (docs/measurement.md 14), in the text report."""
+    if not rs:
+        return []
+    capture = rs.get("capture")
+    lines = ["", (f"Restarts (estimated, one per segment): at the first reminder ${rs['first_reminder_usd']:.2f}, "
+                  f"best single restart ${rs['best_single_usd']:.2f} over {rs['segments']} segments")]
+    lines.append(f"  segments with a reminder: {rs['segments_with_reminders']}"
+                 + (f"; the lamp's advice got {capture * 100:.0f}% of the best" if capture is not None else ""))
+    lines.append(f"  missed (no reminder, a restart would have saved): ${rs['missed_usd']:.2f} "
+                 f"in {rs.get('missed_segments', 0)} segments")
+    return lines
+
+
 def render_text(s: dict) -> str:
     e, p, r, sp, dq = s["edit"], s["pinch"], s["retrieval"], s["spend"], s["data_quality"]
     period = s["period"]
@@ -197,6 +211,7 @@ def render_text(s: dict) -> str:
                   f"~{r['bytes_saved']} bytes saved"]
     for tool, t in r["tools"].items():
         lines.append(f"  {tool:<14} {t['calls']:>6} calls {t['bytes_served']:>10} B served ~{t['bytes_saved']:>10} B saved")
+    lines += restart_lines(s.get("restart_savings"))
     lines += ["", "Data quality:"]
     lines.append(f"  unpriced models: {', '.join(dq['unpriced_models']) or 'none'}")
     lines.append(f"  placeholder-output calls: {dq['placeholder_output_calls']}")

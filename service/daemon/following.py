@@ -23,6 +23,7 @@ from service.ingest.transcript_file import Skipped, open_fd
 
 log = logging.getLogger("ctxlamp.service")
 
+RESTART_HISTORY = 500  # the newest segments whose runs after a reminder give the popup's median
 PUMP_BUDGET = 8 << 20  # bytes read per turn of the loop before other work gets a go
 PUMP_SLICE_S = 0.1     # and time: a file slow to ingest (big tool results to tokenize) yields as often
 
@@ -250,11 +251,28 @@ class Following:
         restart = cold * snap.get("B_default", 0) / stock if cold is not None and stock else None
         reminder = {"session_id": sid, "segment": seg, "lap": lap, "call": ev.get("call"), "at": ev.get("at"),
                     "restart_usd": restart, "payback_calls": snap.get("pp"),
-                    "rent_usd": snap.get("bill_cycle_usd")}
+                    "rent_usd": snap.get("bill_cycle_usd"), "restart_now": self._restart_now(sess, snap)}
         self._svc.reminder_log.append(reminder)
         if self._svc.ready.is_set() and not self._quiet_reminders:
             self._outbox.append(reminder)  # published right after the session's snapshot
         log.info("reminder: session %s segment %s lap %s", sid, seg, lap)
+
+    def _restart_now(self, sess: LiveSession, snap: Snapshot | dict[str, Any]) -> dict | None:
+        """What a restart now would save if the session runs on as long as this user's segments usually do
+        after a reminder (the median over History), labelled an estimate; None without a History to go by."""
+        from service.report.restart import median_calls_after_reminder
+
+        try:
+            profiles = self._persist.segments(None, RESTART_HISTORY) or []
+        except Exception:  # no History to read: the popup goes without the estimate
+            profiles = []
+        median = median_calls_after_reminder(profiles)
+        estimate = sess.engine.restart_estimate(median, snap) if median is not None and snap else None
+        if estimate is None:
+            return None
+        return {"label": "estimated", "history_segments": sum(
+            1 for p in profiles if (p.get("restart_savings") or {}).get("first_reminder_call") is not None),
+            **estimate}
 
     def _retire(self, old: LiveSession, reason: str, successor: LiveSession | None = None) -> None:
         """Archive the open segment of a session we stop following."""

@@ -23,6 +23,7 @@ from service.engine.curve import Curve
 from service.engine.model_mix import ModelMix
 from service.engine.parse import Entry, Malformed, human_prompt, parse_line
 from service.engine.prices import Price, PriceTable, family_of
+from service.engine.restart_savings import RestartLedger, restart_now
 from service.engine.snapshot import Lamp, LastReminder, Skeleton, Snapshot
 from service.engine.tokens import TokenCounter
 
@@ -162,6 +163,7 @@ class _Segment:
     br_key: tuple[float, int, int] | None = None
     br_total: float = 0.0
     drent_version: int = 0
+    restart: RestartLedger = field(default_factory=RestartLedger)  # section 14
 
 
 class SessionEngine:
@@ -565,6 +567,7 @@ class SessionEngine:
             seg.laps += crossed
             seg.phase -= crossed
             reminder: LastReminder = {"lap": seg.laps, "call": call.index, "at": _iso(call.t)}
+            seg.restart.mark_reminder(call.index)
             self.last_reminder = reminder
             self.reminders.append({"segment": seg.index, **reminder})
             if self.full_events:  # the replay contract: after the call's own line
@@ -657,6 +660,7 @@ class SessionEngine:
         call, self._pending_line = self._pending_line, None
         if call is None:
             return
+        self._count_restart(call)
         snap = self.snapshot(with_curve=self.full_events)
         row = self._series_row(snap, call)
         self.series.append(row)
@@ -665,6 +669,42 @@ class SessionEngine:
         for reminder in self._reminders_waiting:
             self._events.append(self._reminder_event(reminder))
         self._reminders_waiting.clear()
+
+    def _restart_row(self, call: _Call) -> tuple[int, float, float, int, float]:
+        """(call, read price, write price, totalStock, B_default) of a call for section 14: its own model
+        and tier, and B_default as its replay line shows it."""
+        p, _ = self.prices.lookup(call.model)
+        tier = p.for_prompt(call.stock) if p is not None else None
+        return (call.index, tier.p_r if tier else 0.0, tier.p_w5 if tier else 0.0, call.stock,
+                float(int(self.b_default())))
+
+    def _count_restart(self, call: _Call) -> None:
+        """Feed the call, as its replay line shows it, to the segment's restart counterfactual (section 14)."""
+        self._seg.restart.add_call(*self._restart_row(call))
+
+    def _restart_pending(self) -> tuple[int, float, float, int, float] | None:
+        """The latest call while its line waits for revisions: counted as it stands, not added."""
+        call = self._pending_line
+        if call is None or call.segment != self._seg.index:
+            return None
+        return self._restart_row(call)
+
+    def restart_estimate(self, calls_ahead: float,
+                         snapshot: Snapshot | dict[str, Any] | None = None) -> dict[str, float | None] | None:
+        """What a restart after the latest call would save if `calls_ahead` more calls come (section 14).
+
+        With `snapshot`, priced from its model, totalStock and B_default (the figures a reminder shows).
+        """
+        if snapshot is None:
+            snapshot = self.snapshot(with_curve=False)
+        model, stock = snapshot.get("model"), snapshot.get("totalStock")
+        if not isinstance(model, str) or not isinstance(stock, int) or stock <= 0:
+            return None
+        p, _ = self.prices.lookup(model)
+        if p is None:
+            return None
+        tier = p.for_prompt(stock)
+        return restart_now(stock, float(snapshot.get("B_default") or 0), tier.p_r, tier.p_w5, calls_ahead)
 
     def _session_id(self) -> str:
         return self.session_id or posixpath.basename(self.transcript).removesuffix(".jsonl")
@@ -753,6 +793,7 @@ class SessionEngine:
             "skeleton": skeleton,
             "reminder": self.last_reminder,
             "rewinds": len(self.rewinds),
+            "restart_savings": seg.restart.figures(self._restart_pending()).as_dict(),
             "spend": {"bill_in_usd": seg.bill_in, "bill_out_usd": seg.bill_out},
             "window": {"tokens": stock, "limit": limit, "pct": 100.0 * stock / limit if limit else None},
             "cache": {"ttl_s": ttl, "expires_at": _iso(seg.last_t + ttl) if seg.last_t is not None else None,
@@ -833,7 +874,7 @@ class SessionEngine:
             "model": seg.mix.opening_model(), "calls": len(seg.calls), "turns": seg.turns,
             "B": snap["B"], "L_peak": seg.L_peak, "g": snap["g"], "br": snap["br"], "mf": snap["mf"],
             "bill_in_usd": seg.bill_in, "bill_out_usd": seg.bill_out, "rent_usd": seg.bill_cycle,
-            "laps": seg.laps,
+            "laps": seg.laps, "restart_savings": seg.restart.figures().as_dict(),
             "duration_s": (ended - seg.started_t) if ended is not None and seg.started_t is not None else 0.0,
             "path_totals": {p: int(math.floor(c * scale)) for p, c in sorted(seg.contrib.items())},
         }

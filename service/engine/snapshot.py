@@ -60,6 +60,17 @@ class Cache(TypedDict):
     cold_rewrite_usd: float
 
 
+class RestartSavings(TypedDict):
+    """What one restart of the open segment would have saved (docs/measurement.md section 14): at its first
+    reminder, and the best single restart in hindsight, with their calls; estimates."""
+
+    first_reminder_call: int | None
+    first_reminder_usd: float
+    best_call: int | None
+    best_usd: float
+    calls_after_reminder: int | None
+
+
 class Snapshot(TypedDict):
     """One session's status after a batch of entries (docs/measurement.md section 10)."""
 
@@ -95,6 +106,7 @@ class Snapshot(TypedDict):
     skeleton: Skeleton | None
     reminder: LastReminder | None
     rewinds: int
+    restart_savings: RestartSavings
     spend: SegmentSpend
     window: Window
     cache: Cache

@@ -38,20 +38,22 @@ def _iso(dt: datetime) -> str:
     return dt.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def report(since: str | None = None, until: str | None = None, timezone: str | None = "UTC") -> dict:
+def report(since: str | None = None, until: str | None = None, timezone: str | None = "UTC",
+           restart_savings: bool = True) -> dict:
     """`ctxlamp report --json` for the period (days in `timezone`, inclusive; empty: the machine's zone)."""
     from service.report.build import compute
 
     s, u = _parse(since), _parse(until)
     with _lock:
-        doc = compute(_date_of(since, s), _date_of(until, u), workers=1, progress=False, timezone=timezone)
+        doc = compute(_date_of(since, s), _date_of(until, u), workers=1, progress=False, timezone=timezone,
+                      restart_savings=restart_savings)
     doc = dict(doc)
     doc.setdefault("sources", {})
     return doc
 
 
 def spend(since: str | None = None, until: str | None = None, timezone: str | None = "UTC") -> dict:
-    doc = report(since, until, timezone)
+    doc = report(since, until, timezone, restart_savings=False)
     return {"period": doc.get("period"), "spend": doc.get("spend"), "data_quality": doc.get("data_quality")}
 
 
@@ -124,7 +126,7 @@ def channel(name: str, since: str | None = None, until: str | None = None, bucke
         for k, v in (ev.get("data") or {}).items():
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 row[k] = row.get(k, 0) + v
-    doc = report(_iso(s), _iso(u))
+    doc = report(_iso(s), _iso(u), restart_savings=False)  # a channel's totals only
     block = dict(doc.get(name) or {})
     return {"channel": name, "label": block.get("label", "measured"), "bucket": bucket,
             "since": _iso(s), "until": _iso(u), "buckets": list(buckets.values()), "totals": block,

@@ -44,6 +44,7 @@ class ReportRequest:
     usage_db: str | None = None    # a CodeLens-style usage.db; None: its default place
     use_cache: bool = True         # read and write the scan cache and the last summary
     timezone: str | None = "UTC"   # the zone days are cut in (IANA name; empty: the machine's)
+    restart_savings: bool = True   # replay the main transcripts for what restarting saves (measurement.md 14)
 
     @property
     def zone_name(self) -> str:
@@ -56,7 +57,7 @@ class ReportRequest:
 def compute(since: str | None = None, until: str | None = None, *, projects: str | None = None,
             lean_ctx: str | None = None, router_db: str | None = None, usage_db: str | None = None,
             use_cache: bool = True, workers: int | None = None, progress: bool = False,
-            keep: list | None = None, timezone: str | None = "UTC") -> dict:
+            keep: list | None = None, timezone: str | None = "UTC", restart_savings: bool = True) -> dict:
     """The report as a dict, for callers other than the CLI (the service's /api/v1/report, the team push).
 
     A process with threads (the service) should pass workers=1: the scan's pool forks. Days are cut in
@@ -64,7 +65,8 @@ def compute(since: str | None = None, until: str | None = None, *, projects: str
     `keep` receives what the summary was built from (see build_report).
     """
     request = ReportRequest(since=since, until=until, projects=projects, lean_ctx=lean_ctx, router_db=router_db,
-                            usage_db=usage_db, use_cache=use_cache, timezone=timezone)
+                            usage_db=usage_db, use_cache=use_cache, timezone=timezone,
+                            restart_savings=restart_savings)
     return build_report(request, workers=workers, progress=progress, keep=keep, reuse_last=keep is None)
 
 
@@ -156,7 +158,8 @@ def _build_report(request: ReportRequest, workers: int | None, progress: bool, k
               "usage_db_tools": read.usage_db_tools, "notes": read.notes}
     if keep is not None:  # the caller frees the scan's results when it likes (a one-shot command: never)
         keep.append((results, cache, tally, inputs))
-    summary = _summarize(request, sources, results, table, tally, read, skipped)
+    restarts = _restart_savings(request, sources, files, skipped, table, workers) if request.restart_savings else None
+    summary = _summarize(request, sources, results, table, tally, read, skipped, restarts)
     if saver:
         saver.join()
         snapshots.save()
@@ -183,7 +186,8 @@ def _cache_key(request: ReportRequest, sources: _Sources, fps: dict[str, Any]) -
              sources.prices_override]
     key_doc = [scan.CACHE_VERSION, sources.max_line, request.since, request.until, request.zone_name,
                str(sources.projects),
-               sorted(fps.items()), [(str(p), scan.fingerprint(str(p))) for p in extra], _prices_fingerprint()]
+               sorted(fps.items()), [(str(p), scan.fingerprint(str(p))) for p in extra], _prices_fingerprint(),
+               request.restart_savings]
     return hashlib.sha256(orjson.dumps(key_doc)).hexdigest()
 
 
@@ -299,7 +303,7 @@ def _read_ledgers(sources: _Sources, cache: Any, snapshots: Any) -> _Ledgers:
 # ---- summarizing --------------------------------------------------------------------------------
 
 def _summarize(request: ReportRequest, sources: _Sources, results: dict, table: Any, tally: Any, read: _Ledgers,
-               skipped: dict[str, str]) -> dict:
+               skipped: dict[str, str], restarts: dict | None) -> dict:
     """The summary over the period, with what was skipped and where every figure came from."""
     from service.report.summary import build_summary
 
@@ -308,6 +312,8 @@ def _summarize(request: ReportRequest, sources: _Sources, results: dict, table: 
                             usage_db_tools=read.usage_db_tools, ledger_stats=read.stats, source_notes=read.notes,
                             tally=tally, timezone=request.zone_name)
     summary["data_quality"]["skipped_files"] = [{"path": p, "reason": r} for p, r in sorted(skipped.items())]
+    if restarts is not None:
+        summary["restart_savings"] = restarts
     summary["sources"] = {
         "transcripts": str(sources.projects),
         "lean_ctx": str(sources.lean_ctx) if read.lean_ctx_present else None,
@@ -341,3 +347,17 @@ def _mtime_iso(path) -> str:
     except OSError:
         t = datetime.now(timezone.utc).timestamp()
     return datetime.fromtimestamp(t, timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _restart_savings(request: ReportRequest, sources: _Sources, files: list, skipped: dict[str, str], table: Any,
+                     workers: int | None) -> dict:
+    """What restarting would have saved (docs/measurement.md 14): the main transcripts replayed, cached per file.
+    The Overview and the team push take theirs from the service's own profiles, so they spare the replay."""
+    from service.report import restart, scan
+    from service.report.days import DayOf
+
+    mains = [tf.path for tf in files if not tf.subagent and tf.path not in skipped]
+    cache_file = sources.cache_dir / "report-restart.json" if request.use_cache else None
+    segments = restart.replayed_segments(mains, table, cache_file, scan.fingerprint, sources.max_line,
+                                         since=request.since, workers=workers)
+    return restart.block(segments, [], request.since, request.until, DayOf(request.zone_name))

@@ -7,16 +7,15 @@ report's days (the user's time zone, `service/report/days.py`), so every sum her
 equals the report's.
 
 Rent comes from segment profiles (archived) and the live sessions' open
-segments. What restarting at the reminders would have saved is an estimate:
-each reminder marks a restart's worth of rent paid; restarting there would
-have cost one rebuild (R = cache-write price x the useful stock B) per
-reminder instead of the rent that accrued (docs/decisions.md, issue 17).
+segments, and so does what one restart per segment would have saved, at the
+first reminder and at the best call in hindsight: the engine's counterfactual
+of each segment (docs/measurement.md section 14), summed here.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from datetime import date, datetime, timedelta, timezone
 from math import fsum
-from typing import Callable, Iterable
 
 TOP_SESSIONS = 10
 
@@ -74,9 +73,8 @@ def _scan_tally(since: str, until: str, zone: str):
 
 
 def rent_block(segments: Iterable[dict], live: Iterable[dict], since: str, until: str,
-               restart_usd: Callable[[dict], float | None],
                day_of: Callable[[object], str | None] | None = None) -> dict:
-    """Rent on dead weight over the period and the estimated saving of restarting at each reminder.
+    """Rent on dead weight over the period, and how many reminders it raised.
 
     `segments` are archived profiles (counted by the day they ended), `live` the live
     snapshots (their open segment, counted by the day of their latest entry).
@@ -86,44 +84,26 @@ def rent_block(segments: Iterable[dict], live: Iterable[dict], since: str, until
     day_in = day_of or utc_day
     rows = []
     for p in segments:
-        rows.append((day_in(p.get("ended_at") or p.get("started_at")), p, p.get("rent_usd"), p.get("B")))
+        rows.append((day_in(p.get("ended_at") or p.get("started_at")), p, p.get("rent_usd")))
     for s in live:
-        rows.append((day_in(s.get("updated_at")), s, s.get("bill_cycle_usd"), s.get("B_default")))
-    rent, rebuild, saved = [], [], []
+        rows.append((day_in(s.get("updated_at")), s, s.get("bill_cycle_usd")))
+    rent = []
     laps = segs = reminded = 0
-    for day, row, usd, b in rows:
+    for day, row, usd in rows:
         if day is None or not (since <= day <= until) or usd is None:
             continue
         segs += 1
         rent.append(float(usd))
         n = int(row.get("laps") or 0)
         laps += n
-        if n <= 0:
-            continue
-        reminded += 1
-        r = restart_usd({"model": row.get("model"), "B": b})
-        if r is None:
-            continue
-        rebuild.append(n * r)
-        saved.append(max(0.0, float(usd) - n * r))
+        if n > 0:
+            reminded += 1
     return {"rent_usd": round(fsum(rent), 9), "segments": segs, "reminders": laps,
-            "segments_with_reminders": reminded, "rebuild_usd": round(fsum(rebuild), 9),
-            "saved_usd": round(fsum(saved), 9)}
-
-
-def restart_pricer(lookup) -> Callable[[dict], float | None]:
-    """R = the 5-minute cache-write price of the model x B (what rebuilding the useful stock costs)."""
-    def price(row: dict) -> float | None:
-        model, b = row.get("model"), row.get("B")
-        if not model or b is None:
-            return None
-        p, _how = lookup(model)
-        return None if p is None else p.p_w5 * float(b)
-    return price
+            "segments_with_reminders": reminded}
 
 
 def build(days: int, report: dict, splits: dict, rent: dict, live_ids: set[str | None], since: str, until: str,
-          zone: str = "UTC") -> dict:
+          zone: str = "UTC", restart_savings: dict | None = None) -> dict:
     """The OVERVIEW document (docs/api.md) from the report, the daily splits and the rent block."""
     spend = report.get("spend") or {}
     quality = report.get("data_quality") or {}
@@ -164,6 +144,7 @@ def build(days: int, report: dict, splits: dict, rent: dict, live_ids: set[str |
         },
         "sessions": top,
         "rent": rent,
+        "restart_savings": restart_savings,
         "channels": {name: report.get(name) or {} for name in ("edit", "pinch", "retrieval")},
     }
 
@@ -172,14 +153,15 @@ def overview(days: int, segments: list[dict], live: list[dict], today: date | No
              timezone: str | None = "UTC") -> dict:
     """OVERVIEW for the last `days` days in `timezone` (empty: the machine's; the service's route and the demo
     call this)."""
+    from service.report import restart
     from service.report.answers import report
-    from service.report.build import load_prices
     from service.report.days import DayOf
 
     local = DayOf(timezone)
     since, until = period_days(days, today or local.today())
-    doc = report(since, until, local.name)
+    doc = report(since, until, local.name, restart_savings=False)  # the segments' own figures are summed below
     tally = _scan_tally(since, until, local.name)
-    rent = rent_block(segments, live, since, until, restart_pricer(load_prices().lookup), local)
-    return build(days, doc, daily_splits(tally, since, until), rent, {s.get("session_id") for s in live}, since,
-                 until, local.name)
+    rent = rent_block(segments, live, since, until, local)
+    saved = restart.block(segments, live, since, until, local)
+    live_ids: set[str | None] = {str(s["session_id"]) for s in live if s.get("session_id")}
+    return build(days, doc, daily_splits(tally, since, until), rent, live_ids, since, until, local.name, saved)

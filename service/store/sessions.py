@@ -6,6 +6,7 @@ from typing import Any
 import peewee as pw
 
 from service.engine.model_mix import profile_models
+from service.engine.restart_savings import RestartFigures
 from service.store.common import Models, Operation, Payload, Row, _Op, _norm_project, log, newest, spread, utc_iso
 from service.store.writer import Writer
 
@@ -88,7 +89,7 @@ class Sessions:
 
     _PROFILE_FIELDS = ("session_id", "segment", "started_at", "ended_at", "end_reason", "model", "calls",
                        "turns", "B", "L_peak", "g", "br", "mf", "bill_in_usd", "bill_out_usd", "rent_usd",
-                       "laps", "duration_s", "path_totals", "models")
+                       "laps", "duration_s", "path_totals", "models", "restart_savings")
 
     def archive_profile(self, profile: Row) -> None:
         """Store a segment profile (docs/measurement.md section 10); the same (session, segment) is replaced."""
@@ -115,6 +116,8 @@ class Sessions:
             row["models"] = [{"model": str(u["model"]), "calls": int(u["calls"]),
                               "bill_in_usd": float(u["bill_in_usd"]), "bill_out_usd": float(u["bill_out_usd"])}
                              for u in profile_models(profile)]
+            figures = RestartFigures.from_dict(profile.get("restart_savings"))
+            row["restart_savings"] = figures.as_dict() if figures is not None else None
         except Exception as exc:
             log.error("archive_profile ignored a malformed profile: %s", exc)
             return

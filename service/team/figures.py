@@ -21,7 +21,9 @@ from service.team.settings import TeamSettings
 UNKNOWN_DAY = "1970-01-01"  # calls or events without a readable time (the team tables key on a date)
 RESTART_REASONS = ("compact", "rotation")  # a segment that ended this way was restarted (not a shutdown)
 DAY_SUMS = ("main_usd", "subagents_usd", "estimated_usd", "calls", "main_calls", "unpriced_calls", "rent_usd",
-            "reminders", "restarts_after_reminder", "unwritten_usd")
+            "reminders", "restarts_after_reminder", "unwritten_usd",
+            # what one restart per segment would have saved (measurement.md 14), by the day the segment ended
+            "restart_first_usd", "restart_best_usd", "restart_missed_usd", "restart_segments_reminded")
 CHANNEL_FIELDS = {  # team column -> (report block, field)
     "pinch_events": ("pinch", "events"),
     "pinch_requests": ("pinch", "requests"),
@@ -77,7 +79,7 @@ def report_parts(*, workers: int | None = None) -> tuple[dict, dict, object, dic
     from service.report.build import compute
 
     kept: list = []
-    summary = compute(workers=workers, progress=False, keep=kept)
+    summary = compute(workers=workers, progress=False, keep=kept, restart_savings=False)  # profiles: the store's
     results, _cache, tally, inputs = kept[-1]
     return summary, results, tally, inputs
 
@@ -182,9 +184,31 @@ def _add_store_figures(settings: TeamSettings, store, day_acc: dict, rows: dict)
         acc["rent_usd"].append(float(p.get("rent_usd") or 0.0))
         restarted = p.get("end_reason") in RESTART_REASONS and reminded.get((sid, seg), 0) > 0
         acc["restarts_after_reminder"].append(1 if restarted else 0)
+        restart = _restart_sums(p, acc)
         session = settings.hashed(sid)
         payload = {"session": session, "segment": seg, "day": day, "model": model, "project": project,
                    "reminders": reminded.get((sid, seg), 0)}
         for k in SEGMENT_FIELDS:
             payload[k.lower()] = p.get(k)
+        payload.update(restart)
         rows[("segment", row_key(session, seg))] = payload
+
+
+def _restart_sums(profile: dict, acc: dict) -> dict:
+    """Add a segment's restart figures to its day's sums; its own two figures (None before they existed)."""
+    from service.engine.restart_savings import RestartFigures
+
+    try:
+        fig = RestartFigures.from_dict(profile.get("restart_savings"))
+    except TypeError:
+        fig = None
+    if fig is None:
+        return {"restart_first_usd": None, "restart_best_usd": None}
+    acc["restart_best_usd"].append(fig.best_usd)
+    if fig.first_reminder_call is not None:
+        acc["restart_first_usd"].append(fig.first_reminder_usd)
+        acc["restart_segments_reminded"].append(1)
+    elif fig.best_usd > 0:
+        acc["restart_missed_usd"].append(fig.best_usd)
+    return {"restart_first_usd": _money(fig.first_reminder_usd) if fig.first_reminder_call is not None else None,
+            "restart_best_usd": _money(fig.best_usd)}

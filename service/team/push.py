@@ -25,7 +25,8 @@ TABLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "day": ("day_figures", ("day", "model", "project"), figures.DAY_SUMS),
     "channel": ("channel_day", ("day",), tuple(figures.CHANNEL_FIELDS)),
     "segment": ("segment", ("session", "segment"),
-                ("day", "model", "project", *(f.lower() for f in figures.SEGMENT_FIELDS), "reminders")),
+                ("day", "model", "project", *(f.lower() for f in figures.SEGMENT_FIELDS), "reminders",
+                 "restart_first_usd", "restart_best_usd")),
 }
 
 

@@ -42,7 +42,8 @@ def team_report(url: str, since: str | None = None, until: str | None = None) ->
         cur.execute(
             f"SELECT GROUPING(member, day, model, project), member, day, model, project, {SPEND}, SUM(main_usd), "
             f"SUM(subagents_usd), SUM(estimated_usd), SUM(calls), SUM(unpriced_calls), SUM(rent_usd), "
-            f"SUM(reminders), SUM(restarts_after_reminder), {BILLED}, SUM(unwritten_usd) "
+            f"SUM(reminders), SUM(restarts_after_reminder), {BILLED}, SUM(unwritten_usd), "
+            f"SUM(restart_first_usd), SUM(restart_best_usd), SUM(restart_missed_usd), SUM(restart_segments_reminded) "
             f"FROM {SCHEMA}.day_figures{where} "
             f"GROUP BY GROUPING SETS ((member), (day), (model), (project))", params)
         day_rows = cur.fetchall()
@@ -53,7 +54,8 @@ def team_report(url: str, since: str | None = None, until: str | None = None) ->
                     f"SUM(retrieval_bytes_saved) FROM {SCHEMA}.channel_day{where} GROUP BY member", params)
         channels = {r[0]: r[1:] for r in cur.fetchall()}
     # GROUPING(member, day, model, project) is a bit mask: 0b0111 = grouped by member alone, and so on
-    spend, by_day, rent_by_day, by_model, by_project, billed_by_day = {}, {}, {}, {}, {}, {}
+    spend, by_day, rent_by_day, by_model, by_project = {}, {}, {}, {}, {}
+    billed_by_day, restart_by_day = {}, {}
     for grouping, member, day, model, project, *sums in day_rows:
         priced = (sums[4] or 0) > (sums[5] or 0)  # calls > unpriced calls: the local report lists only these
         if grouping == 0b0111:
@@ -65,19 +67,23 @@ def team_report(url: str, since: str | None = None, until: str | None = None) ->
                 billed_by_day[day.isoformat()] = _f(sums[9])
             if (sums[6] or 0) > 0:
                 rent_by_day[day.isoformat()] = _f(sums[6])
+            if sums[12] or sums[11]:
+                restart_by_day[day.isoformat()] = {"first_reminder_usd": _f(sums[11]), "best_single_usd": _f(sums[12])}
         elif grouping == 0b1101 and priced:
             by_model[model] = _f(sums[0])
         elif grouping == 0b1110 and priced:
             by_project[project] = _f(sums[0])
     members: dict[str, dict] = {}
     for name in sorted(set(names) | set(spend) | set(channels)):
-        s = spend.get(name) or (0,) * 11
+        s = spend.get(name) or (0,) * 15
         c = channels.get(name) or (0,) * 12
         members[name] = {
             "spend_usd": _f(s[0]), "main_usd": _f(s[1]), "subagents_usd": _f(s[2]), "estimated_usd": _f(s[3]),
             "calls": int(s[4] or 0), "rent_usd": _f(s[6]), "reminders": int(s[7] or 0),
             "restarts_after_reminder": int(s[8] or 0),
             "billed_usd": _f(s[9]), "unwritten_usd": _f(s[10]),
+            "restart_savings": {"label": "estimated", "first_reminder_usd": _f(s[11]), "best_single_usd": _f(s[12]),
+                                "missed_usd": _f(s[13]), "segments_with_reminders": int(s[14] or 0)},
             "pinch_saved_usd": _f(c[0]), "pinch_tokens_saved": int(c[1] or 0), "pinch_events": int(c[2] or 0),
             "edit": {"str_replace_calls": int(c[3] or 0), "str_replace_old_string_tokens": int(c[4] or 0),
                      "str_replace_old_string_usd": _f(c[5]), "str_replace_misses": int(c[6] or 0),
@@ -93,6 +99,7 @@ def team_report(url: str, since: str | None = None, until: str | None = None) ->
         "billed_by_day": dict(sorted(billed_by_day.items())),
         "rent_usd": _f(sum(m["rent_usd"] for m in members.values())),
         "by_day": dict(sorted(by_day.items())), "rent_by_day": dict(sorted(rent_by_day.items())),
+        "restart_by_day": dict(sorted(restart_by_day.items())),
         "by_model": dict(sorted(by_model.items())), "by_project": dict(sorted(by_project.items())),
     }
 
@@ -104,12 +111,14 @@ def render_text(doc: dict) -> str:
     p = doc["period"]
     lines = [f"ctxlamp team report  {p.get('since') or 'start'} .. {p.get('until') or 'now'} (UTC days)", ""]
     head = (f"{'member':<28} {'billed $':>11} {'calls $':>11} {'calls':>8} {'rent $':>10} {'remind':>6} "
-            f"{'heeded':>6} {'pinch $':>9}")
+            f"{'heeded':>6} {'pinch $':>9} {'restart@rem $':>13} {'best $':>8}")
     lines.append(head)
     for name, m in doc["members"].items():
+        restarts = m.get("restart_savings") or {}
         lines.append(f"{printable(name, 28):<28} {m.get('billed_usd', m['spend_usd']):>11.2f} {m['spend_usd']:>11.2f} "
                      f"{m['calls']:>8} {m['rent_usd']:>10.2f} {m['reminders']:>6} {m['restarts_after_reminder']:>6} "
-                     f"{m['pinch_saved_usd']:>9.2f}")
+                     f"{m['pinch_saved_usd']:>9.2f} {restarts.get('first_reminder_usd', 0.0):>13.2f} "
+                     f"{restarts.get('best_single_usd', 0.0):>8.2f}")
     lines.append(f"{'total':<28} {doc.get('billed_usd', doc['total_usd']):>11.2f} {doc['total_usd']:>11.2f}")
     lines.append("billed = the calls Claude Code wrote + the requests it made and did not write (measured from "
                  "its cost-state)")

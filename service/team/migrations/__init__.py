@@ -13,6 +13,7 @@ MIGRATIONS: tuple[str, ...] = (
     "0001_figures",
     "0002_safe_names",
     "0003_unwritten",
+    "0004_restart_savings",
 )
 
 

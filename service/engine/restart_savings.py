@@ -1,0 +1,241 @@
+"""What one restart would have saved in a segment: the counterfactual of docs/measurement.md section 14.
+
+A restart after call k carries the useful stock `B_default(k)` over with a
+handoff. Every later call j of the segment then reads `a_k = totalStock(k) -
+B_default(k)` fewer tokens at its own cache-read price, and the restart writes
+the useful stock once at the 5-minute cache-write price instead of reading it:
+`c_k = B_default(k) * (p_w5(k) - p_r(k))`. With `P(n)` the sum of the read
+prices of calls 1..n, a restart at k saves by call n
+
+    savings_k(n) = a_k * (P(n) - P(k)) - c_k,
+
+a line in P(n). The best single restart in hindsight is the upper envelope of
+those lines at the current P(n). P never decreases, but the slopes come in any
+order, so the envelope is kept in a Li Chao tree over P: one insertion and one
+query per call, each a walk of bounded depth whatever the segment's length
+(the domain doubles, and its lines are re-inserted, only when P doubles).
+
+Pure and deterministic: the engine feeds it each call as its replay line is
+written, so a replay and live ingestion give the same figures.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from service.engine.snapshot import RestartSavings
+
+MAX_DEPTH = 48  # the walk's bound; lines that still tie for a leaf this narrow are all kept there
+FIRST_DOMAIN = 2.0 ** -16  # USD per token summed: about 30 calls at $0.50/MTok before the first doubling
+
+
+@dataclass(frozen=True)
+class Line:
+    """A restart after `call`: `saving(P) = slope * P + icept`."""
+
+    call: int
+    slope: float
+    icept: float
+    p_at: float  # P(call): the read prices summed up to and including the restart's call
+    rebuild: float  # c_k, what the handoff's rebuild costs over reading the stock
+
+    def at(self, p: float) -> float:
+        return self.slope * p + self.icept
+
+
+class _Node:
+    __slots__ = ("kept", "left", "line", "right")
+
+    def __init__(self, line: Line) -> None:
+        self.line = line
+        self.left: _Node | None = None
+        self.right: _Node | None = None
+        self.kept: list[Line] = []  # at the deepest level: every line that lost here, so none is lost
+
+
+def _better(a: Line, b: Line, p: float) -> bool:
+    """a beats b at p: more saved, the earlier call on a tie (as the brute force picks)."""
+    va, vb = a.at(p), b.at(p)
+    return va > vb or (va == vb and a.call < b.call)
+
+
+class Envelope:
+    """The maximum of lines at query points past every line's own P (a Li Chao tree over [0, width)).
+
+    Only insertions change the tree (a query never does), so its answers depend on the lines
+    alone, not on how often or when it was asked: a replay and a live service agree to the bit.
+    """
+
+    def __init__(self) -> None:
+        self.width = FIRST_DOMAIN
+        self.root: _Node | None = None
+        self.lines: list[Line] = []
+
+    def add(self, line: Line) -> None:
+        self.lines.append(line)
+        if not math.isfinite(line.p_at) or line.p_at * 2 < self.width:
+            self._insert(line)
+            return
+        while self.width <= line.p_at * 2:  # room for queries up to twice the sum so far
+            self.width *= 2
+        self.root = None
+        for known in self.lines:  # amortised: the sum doubled since the last time
+            self._insert(known)
+
+    def best(self, p: float) -> Line | None:
+        """The line highest at p; past the domain (a price above every earlier one summed), by trying each."""
+        if not math.isfinite(p):
+            return None
+        if p >= self.width:
+            found: Line | None = None
+            for line in self.lines:
+                if found is None or _better(line, found, p):
+                    found = line
+            return found
+        node, lo, hi = self.root, 0.0, self.width
+        found = None
+        while node is not None:
+            for line in (node.line, *node.kept):
+                if found is None or _better(line, found, p):
+                    found = line
+            mid = (lo + hi) / 2
+            if p < mid:
+                node, hi = node.left, mid
+            else:
+                node, lo = node.right, mid
+        return found
+
+    def _insert(self, line: Line) -> None:
+        if self.root is None:
+            self.root = _Node(line)
+            return
+        node, lo, hi = self.root, 0.0, self.width
+        for _ in range(MAX_DEPTH):
+            mid = (lo + hi) / 2
+            low_wins = _better(line, node.line, lo)
+            mid_wins = _better(line, node.line, mid)
+            if mid_wins:
+                node.line, line = line, node.line
+            if low_wins != mid_wins:  # the loser can still win left of mid
+                if node.left is None:
+                    node.left = _Node(line)
+                    return
+                node, hi = node.left, mid
+            else:
+                if node.right is None:
+                    node.right = _Node(line)
+                    return
+                node, lo = node.right, mid
+        node.kept.append(line)  # two lines crossing within a leaf: both kept, the query weighs both
+
+
+@dataclass(frozen=True)
+class RestartFigures:
+    """A segment's counterfactual so far (USD; call numbers are the session's)."""
+
+    first_reminder_call: int | None
+    first_reminder_usd: float  # 0 where no reminder fired; negative when that restart would have cost
+    best_call: int | None  # None when no restart would have saved
+    best_usd: float  # >= 0
+    calls_after_reminder: int | None  # calls of the segment after its first reminder's call
+
+    @classmethod
+    def from_dict(cls, doc: object) -> RestartFigures | None:
+        """Figures from a stored or received dict, types checked; None when it is not one."""
+        if not isinstance(doc, dict):
+            return None
+
+        def call(name: str) -> int | None:
+            v = doc.get(name)
+            if v is None:
+                return None
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"restart_savings.{name} is not a call number")
+            return v
+
+        def usd(name: str) -> float:
+            v = doc.get(name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise TypeError(f"restart_savings.{name} is not an amount")
+            return float(v)
+
+        return cls(call("first_reminder_call"), usd("first_reminder_usd"), call("best_call"), usd("best_usd"),
+                   call("calls_after_reminder"))
+
+    def as_dict(self) -> RestartSavings:
+        return {"first_reminder_call": self.first_reminder_call, "first_reminder_usd": self.first_reminder_usd,
+                "best_call": self.best_call, "best_usd": self.best_usd,
+                "calls_after_reminder": self.calls_after_reminder}
+
+
+class RestartLedger:
+    """One segment's restart counterfactual, fed call by call."""
+
+    def __init__(self) -> None:
+        self.envelope = Envelope()
+        self.p_sum = 0.0
+        self.last_call: int | None = None
+        self.first_reminder: int | None = None
+
+    def add_call(self, call: int, read_price: float, write5_price: float, total_stock: int,
+                 b_default: float) -> None:
+        """Call `call` (numbers rise by one within a segment) at its own prices and tier."""
+        self.p_sum += read_price
+        slope = total_stock - b_default
+        rebuild = b_default * (write5_price - read_price)
+        self.envelope.add(Line(call, slope, -slope * self.p_sum - rebuild, self.p_sum, rebuild))
+        self.last_call = call
+
+    def mark_reminder(self, call: int) -> None:
+        """A reminder was raised at `call`; only the segment's first one is the lamp's advice."""
+        if self.first_reminder is None:
+            self.first_reminder = call
+
+    def _line_of(self, call: int) -> Line | None:
+        lines = self.envelope.lines
+        if not lines:
+            return None
+        pos = call - lines[0].call
+        return lines[pos] if 0 <= pos < len(lines) else None
+
+    def figures(self, pending: tuple[int, float, float, int, float] | None = None) -> RestartFigures:
+        """The figures now; `pending` (call, read price, write price, totalStock, B_default): the latest
+        call, whose replay line is not written yet, as it stands (counted without being added)."""
+        p = self.p_sum
+        extra: Line | None = None
+        last = self.last_call
+        if pending is not None:
+            call, read_price, write5_price, total_stock, b_default = pending
+            p += read_price
+            slope = total_stock - b_default
+            rebuild = b_default * (write5_price - read_price)
+            extra = Line(call, slope, -slope * p - rebuild, p, rebuild)
+            last = call
+        first_usd = 0.0
+        after: int | None = None
+        if self.first_reminder is not None:
+            line = extra if extra is not None and extra.call == self.first_reminder else self._line_of(
+                self.first_reminder)
+            if line is not None:
+                first_usd = line.at(p)
+            if last is not None:
+                after = max(0, last - self.first_reminder)
+        top = self.envelope.best(p)
+        if extra is not None and (top is None or _better(extra, top, p)):
+            top = extra
+        best_usd, best_call = 0.0, None
+        if top is not None and top.at(p) > 0:
+            best_usd, best_call = top.at(p), top.call
+        return RestartFigures(self.first_reminder, first_usd, best_call, best_usd, after)
+
+
+def restart_now(total_stock: int, b_default: float, read_price: float, write5_price: float,
+                calls_ahead: float) -> dict[str, float | None]:
+    """A restart after the latest call if `calls_ahead` more calls come at its read price (the reminder's estimate).
+
+    `payback_calls`: how many later calls repay the rebuild (None when a restart drops nothing).
+    """
+    per_call = (total_stock - b_default) * read_price
+    rebuild = b_default * (write5_price - read_price)
+    return {"calls_ahead": calls_ahead, "saving_usd": per_call * calls_ahead - rebuild,
+            "payback_calls": rebuild / per_call if per_call > 0 else None}

@@ -1,0 +1,175 @@
+"""What restarting would have saved over a period: the segments' counterfactual summed (docs/measurement.md 14).
+
+Each segment's figures come from the engine (`restart_savings` of its profile,
+or of a live snapshot for a segment still open). Here they are only counted
+by day and summed, for `ctxlamp report`, the Overview and the team push.
+
+`ctxlamp report` replays the main transcripts with the engine to get them, as
+`ctxlamp replay` does (bundled prices with the user's override, the default
+selection), with a per-file cache so a transcript is replayed again only when it
+changed: the figures of the report are those anyone can recompute from
+`ctxlamp replay --jsonl`.
+"""
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable
+from math import fsum
+from pathlib import Path
+from typing import Any
+
+CACHE_VERSION = 1
+LABEL = "estimated"
+DEFINITION = ("per segment: a restart after call k with a handoff of B_default(k) saves "
+              "(totalStock(k) - B_default(k)) x the cache-read price of each later call, less "
+              "B_default(k) x (5-minute cache-write price - cache-read price); one restart per segment "
+              "(a second restart's extra is left out)")
+
+
+def _day(ts: Any) -> str | None:
+    from service.report.summary import day_of
+
+    return day_of(ts)
+
+
+def figures_of(row: dict) -> dict | None:
+    """A profile's or snapshot's `restart_savings`, or None when it has none (an older profile)."""
+    got = row.get("restart_savings")
+    return got if isinstance(got, dict) else None
+
+
+def block(segments: Iterable[dict], live: Iterable[dict], since: str | None, until: str | None,
+          day_of: Callable[[Any], str | None] = _day) -> dict:
+    """The period's sums: segments that ended in it (profiles) plus the open ones (live snapshots).
+
+    A live segment whose profile is also given (the same session and segment) counts once, live.
+    """
+    rows: dict[tuple[Any, Any], tuple[str | None, dict]] = {}
+    for p in segments:
+        rows[(p.get("session_id"), p.get("segment"))] = (day_of(p.get("ended_at") or p.get("started_at")), p)
+    for s in live:
+        rows[(s.get("session_id"), s.get("segment"))] = (day_of(s.get("updated_at")), s)
+    first: list[float] = []
+    best: list[float] = []
+    missed: list[float] = []
+    counted = reminded = missed_n = 0
+    for _key, (day, row) in sorted(rows.items(), key=lambda kv: str(kv[0])):
+        fig = figures_of(row)
+        if fig is None or day is None or (since and day < since) or (until and day > until):
+            continue
+        counted += 1
+        best.append(float(fig.get("best_usd") or 0.0))
+        if fig.get("first_reminder_call") is not None:
+            reminded += 1
+            first.append(float(fig.get("first_reminder_usd") or 0.0))
+        elif (fig.get("best_usd") or 0.0) > 0:
+            missed_n += 1
+            missed.append(float(fig["best_usd"]))
+    best_with_reminders = fsum(best) - fsum(missed)
+    return {
+        "label": LABEL,
+        "first_reminder_usd": round(fsum(first), 9),
+        "best_single_usd": round(fsum(best), 9),
+        "missed_usd": round(fsum(missed), 9),
+        "segments": counted,
+        "segments_with_reminders": reminded,
+        "missed_segments": missed_n,
+        "capture": round(fsum(first) / best_with_reminders, 6) if best_with_reminders > 0 else None,
+        "definition": DEFINITION,
+    }
+
+
+def median_calls_after_reminder(segments: Iterable[dict]) -> float | None:
+    """How many calls this user's segments ran on after their first reminder (the median), or None."""
+    runs = [int(f["calls_after_reminder"]) for f in (figures_of(p) for p in segments)
+            if f is not None and f.get("first_reminder_call") is not None
+            and isinstance(f.get("calls_after_reminder"), int)]
+    return float(statistics.median(runs)) if runs else None
+
+
+# ---- the report's own replay of the transcripts ---------------------------------------------------
+
+def _replay_one(job: tuple[str, Any, int | None]) -> tuple[str, list[dict]]:
+    """One main transcript's segments (what the report keeps of each profile); unreadable: none."""
+    from service.ingest.transcript_file import Skipped
+    from service.measure.engines import replay_file, shared_counter
+
+    path, prices, max_line = job
+    segs: list[dict] = []
+    try:
+        for event in replay_file(path, prices, counter=shared_counter(), full_events=False, max_line=max_line):
+            if event.get("event") == "end":
+                segs = [{k: p.get(k) for k in KEPT} for p in event["segments"]]
+    except (Skipped, OSError):
+        segs = []
+    return path, segs
+
+
+KEPT = ("session_id", "segment", "started_at", "ended_at", "end_reason", "restart_savings")
+
+
+def _modified_before(path: str, since: str | None) -> bool:
+    """The file was last written before the period: none of its segments can have ended in it."""
+    import os
+    from datetime import UTC, datetime
+
+    if not since:
+        return False
+    try:
+        day = datetime.fromtimestamp(os.stat(path).st_mtime, UTC).date().isoformat()
+    except (OSError, ValueError, OverflowError):
+        return False
+    return day < since
+
+
+def replayed_segments(paths: list[str], prices: Any, cache_file: Path | None,
+                      fingerprint: Callable[[str], Any], max_line: int | None = None, *,
+                      since: str | None = None, workers: int | None = None) -> list[dict]:
+    """Every segment profile of these main transcripts, replayed (cached by each file's fingerprint).
+
+    Files last written before `since` are not replayed (their cached segments are kept). Files
+    to replay are shared among forked workers when there are enough bytes of them.
+    """
+    import os
+
+    import orjson
+
+    from service.report import forked
+    from service.report.scan import POOL_MIN_BYTES
+
+    cache: dict[str, Any] = {}
+    if cache_file is not None:
+        try:
+            doc = orjson.loads(cache_file.read_bytes())
+            if isinstance(doc, dict) and doc.get("version") == CACHE_VERSION:
+                cache = doc.get("files") or {}
+        except (OSError, ValueError):
+            cache = {}
+    fresh: dict[str, Any] = {}
+    todo: list[tuple[int, str, Any]] = []
+    for path in sorted(paths):
+        fp = fingerprint(path)
+        hit = cache.get(path)
+        if hit is not None and hit.get("fp") == fp:
+            fresh[path] = hit
+        elif hit is not None and _modified_before(path, since):
+            fresh[path] = hit  # changed, but outside the period: kept as it was
+        elif not _modified_before(path, since):
+            size = fp[1] if isinstance(fp, list) and len(fp) > 1 else 0
+            todo.append((size, path, fp))
+    todo.sort(key=lambda t: (-t[0], t[1]))  # biggest first: the workers finish together
+    jobs = [(path, prices, max_line) for _, path, _ in todo]
+    fps = {path: fp for _, path, fp in todo}
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    if workers > 1 and len(jobs) > 1 and forked.available() and sum(t[0] for t in todo) >= POOL_MIN_BYTES:
+        with forked.ForkedMap(_replay_one, jobs, workers) as results:
+            done = list(results)
+    else:
+        done = [_replay_one(job) for job in jobs]
+    for path, segs in done:
+        fresh[path] = {"fp": fps[path], "segments": segs}
+    if cache_file is not None and fresh != cache:
+        from service.paths import write_private
+
+        write_private(cache_file, orjson.dumps({"version": CACHE_VERSION, "files": fresh}), durable=False)
+    return [seg for path in sorted(fresh) for seg in fresh[path]["segments"]]
