@@ -10,6 +10,7 @@ import http.client
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import sqlite3
@@ -179,7 +180,6 @@ def test_api_discovery_auth_host_and_limits(svc, dirs):
 
     routes = ApiServer.__new__(ApiServer)._routes()
     documented = {(m.lower(), p) for p, ops in doc["paths"].items() for m in ops}
-    import re
 
     for method, pattern, _ in routes:
         assert any(m == method.lower() and re.fullmatch(pattern.pattern.replace("$", ""),
@@ -505,15 +505,30 @@ def test_the_interval_checkpoint_writes_only_after_changes(svc, dirs):
     end, _ = replay_end_status(proj / CLEAR_FIRST.name)
     wait_for_snapshot(s, end["session_id"], end)
     ck = home / "checkpoints"
-    wait_for(lambda: list(ck.iterdir()), timeout=10, what="the interval checkpoint")
-    assert [p.name for p in ck.iterdir()] == ["ledger-1.json"]
-    doc = json.loads((ck / "ledger-1.json").read_text())
-    assert doc["sessions"][end["session_id"]]["offset"] == CLEAR_FIRST.stat().st_size
-    time.sleep(3)  # three intervals with nothing changed: no second write
-    assert [p.name for p in ck.iterdir()] == ["ledger-1.json"]
+    size = CLEAR_FIRST.stat().st_size
+
+    def newest_at_the_end() -> int | None:
+        """The newest finished checkpoint's number once it records the whole file (what the test asserts:
+        an atomic write's temporary file, or an interval that fell between two reads, is not that state)."""
+        done = _finished_checkpoints(ck)
+        if not done:
+            return None
+        doc = json.loads((ck / f"ledger-{done[-1]}.json").read_text())
+        return done[-1] if (doc["sessions"].get(end["session_id"]) or {}).get("offset") == size else None
+
+    n = wait_for(newest_at_the_end, timeout=10, what="an interval checkpoint of the whole file")
+    listing = sorted(p.name for p in ck.iterdir())
+    assert listing == [f"ledger-{k}.json" for k in _finished_checkpoints(ck)]  # no write under way
+    time.sleep(3)  # three intervals with nothing changed: no further write, not even begun
+    assert sorted(p.name for p in ck.iterdir()) == listing
     with open(proj / CLEAR_FIRST.name, "ab") as out:  # a change arms the job again
         out.write(b'{"type":"user","message":{"content":"more"},"sessionId":"x"}\n')
-    wait_for(lambda: (ck / "ledger-2.json").exists(), timeout=10, what="the next checkpoint")
+    wait_for(lambda: n + 1 in _finished_checkpoints(ck), timeout=10, what="the next checkpoint")
+
+
+def _finished_checkpoints(folder: Path) -> list[int]:
+    """The numbers of the checkpoints written to the end (`ledger-<n>.json`, not a write's temporary file)."""
+    return sorted(int(m.group(1)) for p in folder.iterdir() if (m := re.fullmatch(r"ledger-(\d+)\.json", p.name)))
 
 
 # ---- revaluation and settings --------------------------------------------------------------------------
@@ -593,6 +608,15 @@ sys.exit(main(["serve"]))
 """
 
 
+def _discovery_of(home: Path, pid: int) -> dict | None:
+    """api.json once the service with `pid` wrote it (its port answers by then), else None."""
+    try:
+        info = json.loads((home / "api.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return info if info.get("pid") == pid else None
+
+
 def test_an_engine_defect_stops_measurement_archives_nothing_and_exits_non_zero(dirs):
     home, claude = dirs
     s = Svc(home, claude)
@@ -600,8 +624,7 @@ def test_an_engine_defect_stops_measurement_archives_nothing_and_exits_non_zero(
     s.proc = subprocess.Popen([sys.executable, "-c", DEFECT_RUNNER], env=s.env, cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=s.err)
     try:
-        wait_for(lambda: (home / "api.json").exists(), what="api.json")
-        s.info = json.loads((home / "api.json").read_text())
+        s.info = wait_for(lambda: _discovery_of(home, s.proc.pid), what="api.json of this service")
         proj = claude / "projects" / "-p"
         proj.mkdir()
         dst = proj / COMPACT.name

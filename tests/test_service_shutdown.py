@@ -10,6 +10,7 @@ import threading
 
 from service import config as config_mod
 from service.paths import app_paths
+from service.daemon import checkpoint
 from service.daemon.runtime import Service
 
 
@@ -45,4 +46,6 @@ def test_a_stop_during_a_checkpoint_job_does_not_deadlock(ctx_home):
     job.join(10)
     stop.join(10)
     assert not job.is_alive() and not stop.is_alive(), "the stop and the checkpoint job wait for each other"
-    assert any(paths.checkpoints.iterdir()), "the stop wrote its final checkpoint"
+    doc, rejected = checkpoint.load_latest(paths.checkpoints)
+    assert doc is not None and not rejected, "the stop wrote its final checkpoint, whole"
+    assert not [p.name for p in paths.checkpoints.iterdir() if p.name.startswith(".")], "no write left half done"

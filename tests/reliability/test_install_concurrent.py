@@ -90,6 +90,7 @@ def test_install_and_uninstall_while_claude_code_edits_the_same_files(tmp_path):
             deadline = time.monotonic() + 20
             while not all(r.exists() for r in ready.values()) and time.monotonic() < deadline:
                 time.sleep(0.005)
+            assert all(r.exists() for r in ready.values()), "the other programs were not writing yet"
             out = _ctxlamp([command], env)
             time.sleep(0.05)  # a few more edits after ours
         finally:
