@@ -9,9 +9,9 @@ from __future__ import annotations
 import threading
 
 from service import config as config_mod
-from service.paths import app_paths
 from service.daemon import checkpoint
 from service.daemon.runtime import Service
+from service.paths import app_paths
 
 
 class _SlowToRelease:
