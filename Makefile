@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench demo clean
+.PHONY: run test bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)

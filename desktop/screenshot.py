@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 ICON_SHEET_SIZES = (16, 32, 64)
@@ -117,6 +118,50 @@ def render_popup(out: Path, reminder: dict, snapshot: dict | None = None, name: 
     return path
 
 
+TRAY_ORDER = ("white", "green", "amber", "red", "grey")
+
+
+def render_tray_strip(out: Path, sessions: list[dict], now: float) -> Path:
+    """tray-demo-strip.png: the lamp on a dark panel and its tooltip, one frame per session's colour
+    (white, green, amber, red, as the data has them) and one with the service down (grey)."""
+    from PySide6.QtCore import QRect, Qt
+    from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPixmap
+
+    from desktop.icons import lamp_pixmap
+    from desktop.viewmodel import lamp_colour, tooltip_text
+
+    by_colour = {}
+    for snap in sessions:
+        by_colour.setdefault(lamp_colour(snap), snap)
+    frames = [(c, tooltip_text(by_colour[c], now)) for c in TRAY_ORDER if c in by_colour and c != "grey"]
+    frames.append(("grey", tooltip_text(None, now, "The ctxlamp service is not running.")))
+    font = QFont()
+    font.setPointSize(9)
+    metrics = QFontMetrics(font)
+    pad, panel_h, icon, gap = 8, 30, 22, 12
+    boxes = [metrics.boundingRect(QRect(0, 0, 1000, 1000), Qt.AlignLeft, text) for _, text in frames]
+    frame_w = max(b.width() for b in boxes) + 2 * pad
+    height = panel_h + 6 + max(b.height() for b in boxes) + 2 * pad
+    strip = QPixmap(len(frames) * (frame_w + gap) - gap, height)
+    strip.fill(QColor("#ffffff"))
+    p = QPainter(strip)
+    p.setFont(font)
+    for i, ((colour, text), box) in enumerate(zip(frames, boxes)):
+        x = i * (frame_w + gap)
+        p.fillRect(x, 0, frame_w, panel_h, QColor(BACKGROUNDS["dark"]))
+        p.drawPixmap(x + frame_w - icon - pad, (panel_h - icon) // 2, lamp_pixmap(colour, icon))
+        tip = QRect(x, panel_h + 6, frame_w, box.height() + 2 * pad)
+        p.fillRect(tip, QColor("#ffffe1"))
+        p.setPen(QColor("#767676"))
+        p.drawRect(tip.adjusted(0, 0, -1, -1))
+        p.setPen(QColor("#000000"))
+        p.drawText(tip.adjusted(pad, pad, -pad, -pad), Qt.AlignLeft, text)
+    p.end()
+    path = out / "tray-demo-strip.png"
+    strip.save(str(path), "PNG")
+    return path
+
+
 def _restart_usd(snap: dict) -> float | None:
     """R = p_w * B_default; the snapshot gives p_w only through the cold re-write of totalStock."""
     cold = (snap.get("cache") or {}).get("cold_rewrite_usd")
@@ -157,6 +202,7 @@ def run(args: argparse.Namespace) -> int:
     sessions = status.get("sessions") or []
     followed = next((s for s in sessions if s.get("session_id") == status.get("followed")), None)
     files.append(render_popup(out, _reminder_of(followed), followed))
+    files.append(render_tray_strip(out, sessions, time.time()))
     # a reminder while the lamp is still green or white says why both are right
     early = next((s for s in sessions if s.get("reminder") and (s.get("lamp") or {}).get("colour") in
                   ("white", "green")), None)

@@ -66,6 +66,17 @@ def test_icon_sheet_and_reminder_popup(shots):
     assert w >= 300 and h > 60
 
 
+def test_the_tray_strip_shows_the_demo_lamps_on_a_panel(shots, qapp):
+    from PySide6.QtGui import QColor, QImage
+
+    img = QImage(str(shots / "tray-demo-strip.png"))
+    assert img.width() > 3 * img.height() > 0 and png_pixels_vary(shots / "tray-demo-strip.png")
+    band = [QColor(img.pixel(x, y)) for x in range(img.width()) for y in range(4, 26)]  # the panel's icon row
+    hues = {c.hslHue() // 10 for c in band if c.hslSaturation() > 120 and c.lightness() > 60}
+    assert {3, 4} & hues and {10, 11, 12, 13} & hues  # the amber and the green lamp of the demo sessions
+    assert not {0, 35} & hues  # no red: no demo session is red
+
+
 def test_without_demo_and_without_service_it_says_what_to_do(tmp_path):
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "CTXLAMP_HOME": str(tmp_path / "home")}
     r = subprocess.run([sys.executable, "-m", "service.cli", "screenshot", "--out", str(tmp_path / "o")], cwd=ROOT,
