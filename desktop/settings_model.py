@@ -47,7 +47,6 @@ FIELDS = (
     Field("tokenizer.ratio", "Token ratio per model family", "ratios",
           "Claude tokens per counted token for a model family (ctxlamp calibrate measures it); between 0 and 100."),
 )
-BY_KEY = {f.key: f for f in FIELDS}
 
 DURATION_UNITS = (("s", "seconds", 1), ("m", "minutes", 60), ("h", "hours", 3600), ("d", "days", 86400))
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")

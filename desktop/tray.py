@@ -101,9 +101,6 @@ class TrayController(QObject):
         self._tray_timer.start(delay * 1000)
         return False
 
-    def tray_shown(self) -> bool:
-        return self.tray.isVisible()
-
     # ---------- state ----------
     @property
     def followed(self) -> str | None:

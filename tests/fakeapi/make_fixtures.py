@@ -24,7 +24,6 @@ FIXTURES = HERE.parent / "fixtures"
 PINNED = "2.1.328"
 FIXTURE_BASE = Path("/tmp/ctxlamp-fixture")
 WORKSPACE = FIXTURE_BASE / "demo-project"
-PROJECT_FOLDER = str(WORKSPACE).replace("/", "-")  # how Claude Code names the project's transcript folder
 
 
 def cli_version(binary: str) -> str:
