@@ -28,7 +28,7 @@ def render_icons(out: Path) -> list[Path]:
     from PySide6.QtGui import QColor, QPainter, QPixmap
 
     from desktop.icons import SIZES, lamp_pixmap
-    from desktop.viewmodel import LAMP_COLOURS
+    from desktop.present.lamp import LAMP_COLOURS
 
     files = []
     for colour in LAMP_COLOURS:
@@ -107,7 +107,7 @@ def render_popup(out: Path, reminder: dict, snapshot: dict | None = None, name: 
     from PySide6.QtWidgets import QApplication
 
     from desktop.popup import ReminderPopup
-    from desktop.viewmodel import reminder_message
+    from desktop.present.lamp import reminder_message
 
     popup = ReminderPopup()
     popup.show_message(*reminder_message(reminder, snapshot))
@@ -128,7 +128,7 @@ def render_tray_strip(out: Path, sessions: list[dict], now: float) -> Path:
     from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPixmap
 
     from desktop.icons import lamp_pixmap
-    from desktop.viewmodel import lamp_colour, tooltip_text
+    from desktop.present.lamp import lamp_colour, tooltip_text
 
     by_colour = {}
     for snap in sessions:

@@ -10,7 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from desktop import fmt
-from desktop import autostart, viewmodel as vm
+from desktop import autostart
+from desktop.present.channel import channel_csv, channel_view
+from desktop.present.curve import curve_view, series_view
+from desktop.present.files import file_rows, selection_change
+from desktop.present.lamp import lamp_colour, menu_sessions, pick_followed, reminder_message, tooltip_text
+from desktop.present.settings import flatten, min_gap_seconds, unflatten
 from desktop.coalesce import ReminderCoalescer
 from desktop.discovery import read_api_info, runtime_dir
 from desktop.handoff_prompt import handoff_prompt
@@ -139,50 +144,50 @@ SNAP = {
 
 @pytest.mark.parametrize("colour", ["white", "green", "amber", "red"])
 def test_lamp_colour_is_the_snapshots(colour):
-    assert vm.lamp_colour({"lamp": {"colour": colour}}) == colour
+    assert lamp_colour({"lamp": {"colour": colour}}) == colour
 
 
 def test_no_snapshot_is_grey_and_says_service_down():
-    assert vm.lamp_colour(None) == "grey"
-    assert "service down" in vm.tooltip_text(None, 0)
+    assert lamp_colour(None) == "grey"
+    assert "service down" in tooltip_text(None, 0)
 
 
 def test_tooltip_carries_state_position_rent_and_cache():
     now = fmt.parse_time("2026-01-01T12:00:00Z")
-    text = vm.tooltip_text(SNAP, now)
+    text = tooltip_text(SNAP, now)
     assert "amber" in text and "2.50" in text and "2.00" in text
     assert "8 calls past the sweet spot" in text
     assert "$1.23" in text and "$0.90/h" in text
     assert "cache warm until" in text and "$0.45" in text
-    assert "cache expired" in vm.tooltip_text(SNAP, now + 600)
+    assert "cache expired" in tooltip_text(SNAP, now + 600)
 
 
 def test_tooltip_of_a_gated_snapshot_has_no_sweet_spot():
-    text = vm.tooltip_text({"session_id": "x", "lamp": {"state": "insufficient_data", "colour": "white"},
+    text = tooltip_text({"session_id": "x", "lamp": {"state": "insufficient_data", "colour": "white"},
                             "x": 1, "xSweet": None, "dhat": None}, 0)
     assert "not enough data" in text and "sweet" not in text
 
 
 def test_followed_session_prefers_user_choice_then_service_then_newest():
     sessions = {"a": {"updated_at": "2026-01-01T00:00:00Z"}, "b": {"updated_at": "2026-01-02T00:00:00Z"}}
-    assert vm.pick_followed(sessions, None, None) == "b"
-    assert vm.pick_followed(sessions, "a", None) == "a"
-    assert vm.pick_followed(sessions, "a", "b") == "b"
-    assert vm.pick_followed(sessions, "a", "gone") == "a"
-    assert [r[2] for r in vm.menu_sessions(sessions, "a")] == [False, True]
+    assert pick_followed(sessions, None, None) == "b"
+    assert pick_followed(sessions, "a", None) == "a"
+    assert pick_followed(sessions, "a", "b") == "b"
+    assert pick_followed(sessions, "a", "gone") == "a"
+    assert [r[2] for r in menu_sessions(sessions, "a")] == [False, True]
 
 
 def test_reminder_message_is_stamped_with_its_lap_and_payback():
-    title, body = vm.reminder_message(rem(7, restart_usd=0.5, payback_calls=4.2, rent_usd=3.5))
+    title, body = reminder_message(rem(7, restart_usd=0.5, payback_calls=4.2, rent_usd=3.5))
     assert "7 restarts' worth" in title
     assert "$0.50" in body and "5 calls" in body and "$3.50" in body
-    assert "a restart's worth" in vm.reminder_message(rem(1))[0]
+    assert "a restart's worth" in reminder_message(rem(1))[0]
 
 
 # ---------------- charts' view-models ----------------
 
 def test_curve_view_has_bands_at_the_landmarks_and_the_point_on_the_curve():
-    v = vm.curve_view(SNAP)
+    v = curve_view(SNAP)
     assert [b[2] for b in v.bands] == ["white", "green", "amber", "red"]
     assert v.bands[1][:2] == (0.4, 1.6) and v.bands[2][:2] == (1.6, 2.6)
     u, a = v.point
@@ -190,7 +195,7 @@ def test_curve_view_has_bands_at_the_landmarks_and_the_point_on_the_curve():
 
 
 def test_curve_view_without_skeleton_explains():
-    v = vm.curve_view({"lamp": {"state": "insufficient_data"}, "skeleton": None})
+    v = curve_view({"lamp": {"state": "insufficient_data"}, "skeleton": None})
     assert not v.us and "not enough data" in v.note
 
 
@@ -199,48 +204,48 @@ def test_series_view_marks_reminders_and_resets():
                         for i in range(1, 6)],
               "reminders": [{"lap": 1, "call": 3}], "resets": [{"call": 4, "segment": 1}],
               "rewinds": [{"call": 2, "segment": 0}]}
-    v = vm.series_view(series)
+    v = series_view(series)
     assert v.calls == [1, 2, 3, 4, 5] and v.total_stock[-1] == 5000
     assert v.reminder_calls == [(3.0, 1)] and v.reset_calls == [4.0]
     assert v.rewind_calls == [2.5]  # after call 2, before call 3
-    assert vm.series_view(None).calls == []
+    assert series_view(None).calls == []
 
 
 def test_file_rows_and_selection_bodies():
-    rows = vm.file_rows({"paths": [{"path": "/p/a", "tokens": 10, "selected": True, "why": None},
+    rows = file_rows({"paths": [{"path": "/p/a", "tokens": 10, "selected": True, "why": None},
                                    {"path": "/x/b", "tokens": 50, "selected": False, "why": "outside_cwd"}]})
     assert [r.path for r in rows] == ["/x/b", "/p/a"]
     assert "outside the project" in rows[0].label
-    assert vm.selection_change("/p/a", False) == {"exclude": ["/p/a"], "include": []}
-    assert vm.selection_change("/p/a", True) == {"exclude": [], "include": ["/p/a"]}
+    assert selection_change("/p/a", False) == {"exclude": ["/p/a"], "include": []}
+    assert selection_change("/p/a", True) == {"exclude": [], "include": ["/p/a"]}
 
 
 def test_channel_view_and_csv():
     ch = {"label": "measured", "bucket": "day", "totals": {"calls": 3, "usd_saved": 0.5},
           "buckets": [{"start": "2026-01-01T00:00:00Z", "calls": 1, "bytes": 10},
                       {"start": "2026-01-02T00:00:00Z", "calls": 2, "bytes": 20}], "sources": ["transcripts"]}
-    v = vm.channel_view(ch, "bytes")
+    v = channel_view(ch, "bytes")
     assert v.counters == ["calls", "bytes"] and v.heights == [10, 20] and v.label == "measured"
     assert v.xs[1] - v.xs[0] == 86400
-    csv_text = vm.channel_csv(ch)
+    csv_text = channel_csv(ch)
     assert csv_text.splitlines()[0] == "start,calls,bytes,label"
     assert csv_text.splitlines()[2] == "2026-01-02T00:00:00Z,2,20,measured"
-    assert vm.channel_view(None).xs == []
+    assert channel_view(None).xs == []
 
 
 def test_settings_flatten_round_trip():
     cfg = {"engine": {"g_floor": 500, "eps_amber": 0.05}, "selection": {"exclude": []},
            "history": {"store_prompts": True}, "tokenizer": {"ratio": {}}}
-    flat = vm.flatten(cfg)
+    flat = flatten(cfg)
     assert flat["engine.g_floor"] == 500 and flat["tokenizer.ratio"] == {}
-    assert vm.unflatten(flat) == cfg
+    assert unflatten(flat) == cfg
 
 
 @pytest.mark.parametrize("value,seconds", [(None, 600), (300, 300), ("10m", 600), ("90s", 90), ("1h", 3600),
                                            ("junk", 600)])
 def test_min_gap_from_config(value, seconds):
     cfg = {"reminders": {"min_gap": value}} if value is not None else {}
-    assert vm.min_gap_seconds(cfg) == seconds
+    assert min_gap_seconds(cfg) == seconds
 
 
 # ---------------- handoff, autostart, discovery ----------------

@@ -16,7 +16,8 @@ import pytest  # noqa: E402
 
 pytest.importorskip("pytestqt")
 
-from desktop import fmt, overview_model as om  # noqa: E402
+from desktop import fmt  # noqa: E402
+from desktop.present import overview as om  # noqa: E402
 from desktop.datasource import DemoSource  # noqa: E402
 from tests import transcripts as tr  # noqa: E402
 from tests.servicectl import running_service  # noqa: E402
@@ -157,7 +158,7 @@ def test_overview_tab_shows_the_demo_and_a_click_opens_the_session(qtbot):
 
 
 def test_limit_meters_appear_when_the_status_has_them(qtbot):
-    from desktop.overview_tab import OverviewTab
+    from desktop.tabs.overview import OverviewTab
 
     src = DemoSource()
     tab = OverviewTab(src)

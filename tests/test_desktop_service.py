@@ -158,7 +158,7 @@ def test_the_supervisor_uses_a_running_service(live, qtbot):
 
 def test_settings_round_trip_through_post_config(live, qtbot):
     from desktop.datasource import ApiSource
-    from desktop.settings_tab import SettingsTab
+    from desktop.tabs.settings import SettingsTab
 
     tab = SettingsTab(ApiSource())
     qtbot.addWidget(tab)

@@ -206,7 +206,7 @@ def test_price_overrides_are_validated_and_written_to_the_config_dir(qtbot, ctx_
     class Live(DemoSource):
         live = True
 
-    from desktop.settings_tab import SettingsTab
+    from desktop.tabs.settings import SettingsTab
 
     tab = SettingsTab(Live())
     qtbot.addWidget(tab)
@@ -258,7 +258,7 @@ def test_the_stock_chart_marks_a_rewind_between_the_calls_around_it(qtbot, tmp_p
 
 
 def test_the_settings_list_the_transcripts_the_service_skipped(qtbot, ctx_home):
-    from desktop.settings_tab import SettingsTab
+    from desktop.tabs.settings import SettingsTab
 
     skipped = [{"path": "/p/-home-u/x.jsonl", "reason": "not a regular file (a FIFO)"},
                {"path": "/p/-home-u/w.jsonl", "reason": "permission denied"}]

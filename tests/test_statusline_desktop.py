@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 pytest.importorskip("pytestqt")
 
 from desktop import fmt  # noqa: E402
-from desktop.limits_view import IdleCacheNotice, LimitNotices, limits_text, turn_rows, usage_points  # noqa: E402
+from desktop.present.limits import IdleCacheNotice, LimitNotices, limits_text, turn_rows, usage_points  # noqa: E402
 
 NOW = time.mktime((2026, 11, 30, 14, 0, 0, 0, 0, -1))  # 14:00 local time
 
@@ -94,7 +94,7 @@ def test_tray_tooltip_menu_and_notices(tray):
 
 
 def test_session_tab_panel_draws_usage_and_turns(qtbot):
-    from desktop.limits_panel import LimitsPanel
+    from desktop.tabs.limits import LimitsPanel
 
     panel = LimitsPanel()
     qtbot.addWidget(panel)

@@ -5,6 +5,8 @@ shows phrases with units. The CSV export keeps the field names (for scripts).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from desktop import fmt
 
 TITLES = {"edit": "Edits", "pinch": "Trimming", "retrieval": "Search"}
@@ -95,3 +97,60 @@ def totals_rows(name: str, totals: dict | None) -> list[tuple[str, str]]:
     else:
         spec = [(humanize(k), v, "count") for k, v in t.items() if isinstance(v, (int, float))]
     return [(phrase, _value(unit, v)) for phrase, v, unit in spec if v is not None]
+
+
+# ---------- channel tabs ----------
+
+@dataclass
+class ChannelView:
+    label: str = "estimated"
+    counters: list[str] = field(default_factory=list)
+    xs: list[float] = field(default_factory=list)  # bucket starts, epoch seconds
+    heights: list[float] = field(default_factory=list)
+    width_s: float = 86400.0
+    totals: list[tuple[str, str]] = field(default_factory=list)
+    sources: str = ""
+
+
+def channel_counters(channel: dict | None) -> list[str]:
+    names: list[str] = []
+    for b in (channel or {}).get("buckets") or []:
+        for k, v in b.items():
+            if k != "start" and isinstance(v, (int, float)) and not isinstance(v, bool) and k not in names:
+                names.append(k)
+    return names
+
+
+def channel_view(channel: dict | None, counter: str | None = None) -> ChannelView:
+    if not channel:
+        return ChannelView(label="no data")
+    counters = channel_counters(channel)
+    counter = counter if counter in counters else (counters[0] if counters else None)
+    width = 3600.0 if channel.get("bucket") == "hour" else 86400.0
+    xs, hs = [], []
+    for b in channel.get("buckets") or []:
+        t = fmt.parse_time(b.get("start"))
+        if t is None:
+            continue
+        xs.append(t + width / 2)
+        hs.append(float(b.get(counter) or 0.0) if counter else 0.0)
+    name = str(channel.get("channel") or "")
+    totals = totals_rows(name, channel.get("totals"))
+    src = METHOD.get(name, "")
+    return ChannelView(label=str(channel.get("label") or "estimated"), counters=counters, xs=xs, heights=hs,
+                       width_s=width, totals=totals, sources=src)
+
+
+def channel_csv(channel: dict | None) -> str:
+    """CSV export of a channel: one row per bucket, one column per counter."""
+    import csv
+    import io
+
+    counters = channel_counters(channel)
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["start", *counters, "label"])
+    label = (channel or {}).get("label") or ""
+    for b in (channel or {}).get("buckets") or []:
+        w.writerow([b.get("start"), *[b.get(c, "") for c in counters], label])
+    return out.getvalue()

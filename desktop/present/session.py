@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from desktop import fmt
-from desktop.viewmodel import STATE_WORDS, lamp_colour, lamp_state, session_name
+from desktop.present.lamp import STATE_WORDS, lamp_colour, lamp_state, session_name
 
 TIPS = {
     "x": "How many times bigger the context is than its useful part (what a fresh session would need to "

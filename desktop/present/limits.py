@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 from desktop import fmt
-from desktop.viewmodel import session_name
+from desktop.present.lamp import session_name
 
 WINDOW_LABELS = {"five_hour": "5h", "seven_day": "week", "spend_limit": "spend"}
 DEFAULTS = {"notice_pct": 80.0, "alert_pct": 95.0, "idle_rewrite_usd": 0.5, "idle_notice_s": 60}

@@ -1,7 +1,7 @@
 """The Session tab's plan-limit panel: 5-hour and weekly usage over time, and what each turn cost
 of the 5-hour window (from what Claude Code's status line reported; GET /api/v1/limits).
 
-A thin widget over desktop.limits_view; a source without limits (the demo, an older service)
+A thin widget over desktop.present.limits; a source without limits (the demo, an older service)
 shows a note, never an error dialog.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QHeaderView, QLabel, QSplitter, QTableWidget, QTab
 from PySide6.QtCore import Qt
 
 from desktop import charts
-from desktop.limits_view import TURN_COLUMNS, limits_text, turn_rows, usage_points
+from desktop.present.limits import TURN_COLUMNS, limits_text, turn_rows, usage_points
 
 PENS = {"five_hour": pg.mkPen("#d9480f", width=2), "seven_day": pg.mkPen("#1c7ed6", width=2)}
 NAMES = {"five_hour": "5-hour window", "seven_day": "weekly window"}

@@ -181,3 +181,43 @@ def price_table(rows: list[tuple[str, dict[str, str]]]) -> dict:
     for model, cells in rows:
         models[model.strip()] = {k: float(v) for k, v in cells.items() if v.strip()}
     return {"models": models}
+
+
+# ---------- Settings tab ----------
+
+def flatten(config: dict, prefix: str = "") -> dict[str, object]:
+    """{"engine": {"g_floor": 500}} -> {"engine.g_floor": 500}; lists and empty dicts stay leaves."""
+    out: dict[str, object] = {}
+    for k, v in (config or {}).items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def unflatten(flat: dict[str, object]) -> dict:
+    out: dict = {}
+    for key, v in flat.items():
+        node = out
+        parts = key.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = v
+    return out
+
+
+def min_gap_seconds(config: dict | None, default: float = 600.0) -> float:
+    """reminders.min_gap: seconds as a number, or text like "10m", "90s", "1h"."""
+    v = ((config or {}).get("reminders") or {}).get("min_gap")
+    if v is None:
+        return default
+    if isinstance(v, (int, float)):
+        return float(v)
+    text = str(v).strip().lower()
+    mult = {"s": 1, "m": 60, "h": 3600}.get(text[-1:], None)
+    try:
+        return float(text[:-1]) * mult if mult else float(text)
+    except ValueError:
+        return default

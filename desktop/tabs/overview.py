@@ -1,6 +1,6 @@
 """The Overview tab: what the last day, week or month cost and what is going on now.
 
-Thin widgets over desktop.overview_model. A click (or Enter) on a session asks
+Thin widgets over desktop.present.overview. A click (or Enter) on a session asks
 the window to open it in the Session tab (signal `open_session`).
 """
 from __future__ import annotations
@@ -10,18 +10,20 @@ import time
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QButtonGroup, QFrame, QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QListWidget, QListWidgetItem,
-    QProgressBar, QPushButton, QRadioButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+    QProgressBar, QPushButton, QRadioButton, QTableWidget, QTableWidgetItem, QVBoxLayout,
 )
 
-from desktop import charts, overview_model as om
+from desktop import charts
 from desktop.datasource import DataError
 from desktop.icons import lamp_icon
-from desktop.viewmodel import STATE_WORDS, lamp_colour, lamp_state, session_name
+from desktop.present import overview as om
+from desktop.present.lamp import STATE_WORDS, lamp_colour, lamp_state, session_name
+from desktop.tabs.base import Tab
 
 SESSION_COLUMNS = ("Session", "Spent", "Calls", "Last call", "Live")
 
 
-class OverviewTab(QWidget):
+class OverviewTab(Tab):
     open_session = Signal(str)
 
     def __init__(self, source, parent=None):
@@ -137,6 +139,9 @@ class OverviewTab(QWidget):
             self.notes.setText(f"Could not load the overview: {exc}")
             return
         self.show_overview(doc, self.status)
+
+    def show_error(self, text: str) -> None:
+        self.notes.setText(f"Could not load the overview: {text}")
 
     def show_overview(self, doc: dict | None, status: dict | None) -> None:
         self.doc, self.status = doc, status

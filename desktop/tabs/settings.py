@@ -15,10 +15,12 @@ from PySide6.QtWidgets import (
     QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
-from desktop import autostart, settings_model as sm
+from desktop import autostart
 from desktop.datasource import DataError
 from desktop.discovery import api_file, claude_projects_dir, config_dir
-from desktop.viewmodel import flatten, unflatten
+from desktop.present import settings as sm
+from desktop.present.settings import flatten, unflatten
+from desktop.tabs.base import Tab
 
 ERROR_STYLE = "color: #d93025;"
 
@@ -271,7 +273,7 @@ class FieldRow(QWidget):
             self.changed.emit()
 
 
-class SettingsTab(QWidget):
+class SettingsTab(Tab):
     def __init__(self, source, parent=None):
         super().__init__(parent)
         self.source = source
@@ -441,6 +443,9 @@ class SettingsTab(QWidget):
             self.show_skipped((self.source.status().get("service") or {}).get("skipped_files") or [])
         except DataError:
             self.show_skipped([])
+
+    def show_error(self, text: str) -> None:
+        self.status.setText(f"Could not load the settings: {text}")
 
     def show_skipped(self, rows: list[dict]) -> None:
         """Each skipped file with the reason (a FIFO, a folder, permission denied...); hidden when none."""

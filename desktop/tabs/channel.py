@@ -6,20 +6,20 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QComboBox, QFileDialog, QHeaderView, QHBoxLayout, QLabel, QPushButton, QTableWidget, QTableWidgetItem,
-    QVBoxLayout, QWidget,
+    QVBoxLayout,
 )
 
 from desktop import charts, theme
-from desktop.channel_words import TITLES, counter_unit, counter_words
+from desktop.present.channel import TITLES, channel_csv, channel_view, counter_unit, counter_words
 from desktop.datasource import DataError
-from desktop.viewmodel import channel_csv, channel_view
+from desktop.tabs.base import Tab
 
 BUCKETS = (("day", "per day"), ("hour", "per hour"))
 LABEL_TIPS = {"measured": "Measured: counted from what the transcripts and ledgers recorded.",
               "estimated": "Estimated: a comparison with what would have happened otherwise."}
 
 
-class ChannelTab(QWidget):
+class ChannelTab(Tab):
     def __init__(self, name: str, source, parent=None):
         super().__init__(parent)
         self.name = name
@@ -69,6 +69,9 @@ class ChannelTab(QWidget):
         except DataError as exc:
             self.show_channel(None)
             self.sources.setText(f"Could not load {TITLES.get(self.name, self.name).lower()}: {exc}")
+
+    def show_error(self, text: str) -> None:
+        self.sources.setText(f"Could not load {TITLES.get(self.name, self.name).lower()}: {text}")
 
     def show_channel(self, channel: dict | None) -> None:
         self.channel = channel

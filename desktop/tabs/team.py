@@ -10,11 +10,12 @@ from datetime import datetime, timezone
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QPushButton, QHBoxLayout, QTableWidget, QTableWidgetItem, \
-    QVBoxLayout, QWidget
+    QVBoxLayout
 
 from desktop import fmt
 from desktop import charts
 from desktop.datasource import DataError
+from desktop.tabs.base import Tab
 
 MEMBER_COLUMNS = ("member", "spend", "calls", "rent", "reminders", "restarts after one", "pinch saved")
 
@@ -82,7 +83,7 @@ def _fill(table: QTableWidget, rows: list[tuple[str, ...]]) -> None:
             table.setItem(r, c, item)
 
 
-class TeamTab(QWidget):
+class TeamTab(Tab):
     def __init__(self, source, parent=None):
         super().__init__(parent)
         self.source = source
@@ -111,6 +112,9 @@ class TeamTab(QWidget):
         except DataError as exc:
             self.show_team(None)
             self.head.setText(f"Could not load the team view: {exc}")
+
+    def show_error(self, text: str) -> None:
+        self.head.setText(f"Could not load the team view: {text}")
 
     def show_team(self, doc: dict | None) -> None:
         self.doc = doc
