@@ -130,7 +130,7 @@ def render_tray_strip(out: Path, sessions: list[dict], now: float) -> Path:
     from desktop.icons import lamp_pixmap
     from desktop.present.lamp import lamp_colour, tooltip_text
 
-    by_colour = {}
+    by_colour: dict[str, dict] = {}
     for snap in sessions:
         by_colour.setdefault(lamp_colour(snap), snap)
     frames = [(c, tooltip_text(by_colour[c], now)) for c in TRAY_ORDER if c in by_colour and c != "grey"]
@@ -139,7 +139,7 @@ def render_tray_strip(out: Path, sessions: list[dict], now: float) -> Path:
     font.setPointSize(9)
     metrics = QFontMetrics(font)
     pad, panel_h, icon, gap = 8, 30, 22, 12
-    boxes = [metrics.boundingRect(QRect(0, 0, 1000, 1000), Qt.AlignLeft, text) for _, text in frames]
+    boxes = [metrics.boundingRect(QRect(0, 0, 1000, 1000), Qt.AlignmentFlag.AlignLeft, text) for _, text in frames]
     frame_w = max(b.width() for b in boxes) + 2 * pad
     height = panel_h + 6 + max(b.height() for b in boxes) + 2 * pad
     strip = QPixmap(len(frames) * (frame_w + gap) - gap, height)
@@ -155,7 +155,7 @@ def render_tray_strip(out: Path, sessions: list[dict], now: float) -> Path:
         p.setPen(QColor("#767676"))
         p.drawRect(tip.adjusted(0, 0, -1, -1))
         p.setPen(QColor("#000000"))
-        p.drawText(tip.adjusted(pad, pad, -pad, -pad), Qt.AlignLeft, text)
+        p.drawText(tip.adjusted(pad, pad, -pad, -pad), Qt.AlignmentFlag.AlignLeft, text)
     p.end()
     path = out / "tray-demo-strip.png"
     strip.save(str(path), "PNG")
