@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.service_proc import tree_rss_mb  # noqa: E402
 from service.api.client import ApiClient  # noqa: E402
-from tests import transcripts as T  # noqa: E402
-from tests.servicectl import running_service  # noqa: E402
+from tests.support import transcripts as T  # noqa: E402
+from tests.support.servicectl import running_service  # noqa: E402
 
 
 def _sparse(path: Path, size: int) -> None:

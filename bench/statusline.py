@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.service_proc import ServiceProcess  # noqa: E402
-from tests import transcripts as T  # noqa: E402
+from tests.support import transcripts as T  # noqa: E402
 
 SID = T.SID
 

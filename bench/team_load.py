@@ -81,7 +81,7 @@ def main() -> int:
     server = None
     owner = args.url
     if not owner:
-        from tests.pg_server import PgServer, find_bindir
+        from tests.support.pg_server import PgServer, find_bindir
 
         bindir = find_bindir()
         if bindir is None:

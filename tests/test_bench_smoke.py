@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import all_transcripts
+from tests.support.corpus import all_transcripts, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 
 
@@ -145,7 +144,7 @@ def test_pooled_scan_of_a_corpus_equals_the_serial_scan(tmp_path, monkeypatch):
 
 
 def test_statusline_bench_runs_and_reports_figures():
-    out = subprocess.run([sys.executable, "bench/statusline.py", "--runs", "5"], cwd=Path(__file__).resolve().parents[1],
+    out = subprocess.run([sys.executable, "bench/statusline.py", "--runs", "5"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     p50 = float(re.search(r"wall  p50 ([\d.]+) ms", out.stdout).group(1))

@@ -7,8 +7,8 @@ import sys
 
 from service.measure.calibrate import fit, pairs
 from service.measure.tokenizer import encode_len
-from tests import transcripts as T
-from tests.conftest import ROOT
+from tests.support import transcripts as T
+from tests.support.corpus import ROOT
 
 
 def session_with_ratio(ratio: float, n: int = 30, seed: int = 1) -> list[dict]:

@@ -9,9 +9,9 @@ from service.channels.edit import EditMeter, classify_miss, is_anchored_tool
 from service.channels.ledgers import counter_delta, lean_ctx_path, read_lean_ctx
 from service.report.summary import build_summary
 from service.measure.tokenizer import encode_len
-from tests.transcripts import call, result, tool
+from tests.support.transcripts import call, result, tool
 
-from tests.channel_helpers import price_lookup, result_file
+from tests.support.channels import price_lookup, result_file
 
 
 def feed_all(entries):

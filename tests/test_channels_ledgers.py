@@ -10,7 +10,7 @@ from service.channels.ledgers import iso_ts, read_native_ledger
 from service.report.summary import build_summary
 from service.measure.tokenizer import encode_len
 
-from tests.channel_helpers import price_lookup
+from tests.support.channels import price_lookup
 
 GOOD = [
     {"kind": "edit", "ts": "2026-11-01T10:00:00Z", "anchored_calls": 1, "anchored_ops": 3,
@@ -86,7 +86,7 @@ def test_iso_ts_reads_iso_and_epoch():
 
 
 def test_channel_meters_feed_returns_events_of_all_three_channels():
-    from tests.transcripts import call, compact, result, tool
+    from tests.support.transcripts import call, compact, result, tool
     m = ChannelMeters("s1", count_tokens=encode_len)
     entries = [call("m1", 0, cr=50_000, tools=[tool("t1", "Edit", file_path="/a", old_string="hello world", new_string="x"),
                                                 tool("t2", "Glob", pattern="*")]),

@@ -9,9 +9,9 @@ from hypothesis import given, strategies as st
 from service.channels.ledgers import read_router_db
 from service.channels.pinch import PinchMeter, blended_rate, cache_rate, saved_usd, summarize
 from service.report.summary import build_summary
-from tests.transcripts import call, compact, sidechain
+from tests.support.transcripts import call, compact, sidechain
 
-from tests.channel_helpers import price_lookup, result_file
+from tests.support.channels import price_lookup, result_file
 
 
 def feed(entries):

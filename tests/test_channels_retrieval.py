@@ -10,9 +10,9 @@ from service.channels.ledgers import read_usage_db, snapshot_events
 from service.channels.retrieval import estimate_saved, tracked_tool
 from service.report.scan import SizeMemo
 from service.report.summary import build_summary
-from tests.transcripts import CWD, call, result, tool
+from tests.support.transcripts import CWD, call, result, tool
 
-from tests.channel_helpers import price_lookup, result_file, run_meters
+from tests.support.channels import price_lookup, result_file, run_meters
 
 
 def grep_result(tid, text, filenames, t=1):

@@ -13,8 +13,8 @@ from service.report.scan import (ProgressPrinter, ScanCache, SizeMemo, Transcrip
                                    scan_bytes)
 from service.channels.spend import SpendCollector
 from service.measure.tokenizer import encode_len
-from tests.conftest import CC, REAL_FIXTURES, all_transcripts, needs_real_fixtures, scenario_session
-from tests.test_channels_fixtures import EXPECTED, REAL_EXPECTED, fixture_path
+from tests.support.corpus import all_transcripts, CC, needs_real_fixtures, REAL_FIXTURES, scenario_session
+from tests.support.expected import EXPECTED, fixture_path, REAL_EXPECTED
 
 # Every fixture transcript; the third-party ones run when they are beside the checkout.
 KEYS = sorted(EXPECTED) + [pytest.param(k, marks=needs_real_fixtures) for k in sorted(REAL_EXPECTED)]

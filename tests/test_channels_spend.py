@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 
 from service.report.summary import build_summary
-from tests.transcripts import call, sidechain
+from tests.support.transcripts import call, sidechain
 
-from tests.channel_helpers import price_lookup, result_file
+from tests.support.channels import price_lookup, result_file
 
 # claude-sonnet-4-5 per token: in 3e-6, out 15e-6, cache read 0.3e-6, write 5m 3.75e-6, write 1h 6e-6.
 # in 1000, cw5 2000, cw1h 1000, cr 10000, out 500:
@@ -55,12 +55,12 @@ def test_subagents_are_spend_kept_apart_inline_and_in_files():
     assert s["total_usd"] == pytest.approx(3 * BIG_USD)
     assert s["subagents_usd"] == pytest.approx(2 * BIG_USD)
     assert s["main_usd"] == pytest.approx(BIG_USD)
-    from tests.transcripts import SID  # the entries' sessionId wins over the file name
+    from tests.support.transcripts import SID  # the entries' sessionId wins over the file name
     assert s["by_session"][SID]["subagents_usd"] == pytest.approx(2 * BIG_USD)
 
 
 def test_by_day_and_period_filter():
-    from tests.transcripts import T0  # 2026-11-01 09:00 UTC
+    from tests.support.transcripts import T0  # 2026-11-01 09:00 UTC
     day2 = 24 * 3600
     f = result_file([call("m1", 0, **BIG), call("m2", day2, **BIG)])
     s = spend({"f": f})["spend"]
@@ -80,7 +80,7 @@ def test_unpriced_models_are_listed_not_guessed():
 
 def test_placeholder_output_calls():
     # kept revision reports output_tokens 1 while the response has a tool_use: a placeholder
-    from tests.transcripts import tool
+    from tests.support.transcripts import tool
     placeholder = call("m1", 0, inn=10, out=1, tools=[tool("t1", "Read", file_path="/a")])
     fine = call("m2", 1, inn=10, out=40)
     empty = call("m3", 2, inn=10, out=0)
@@ -91,7 +91,7 @@ def test_placeholder_output_calls():
 
 
 def cost_state(total, t=0):
-    from tests.transcripts import SID
+    from tests.support.transcripts import SID
     return {"type": "cost-state", "sessionId": SID, "totalCostUSD": total,
             "modelUsage": {"claude-sonnet-4-5": {"costUSD": total}}}
 

@@ -7,7 +7,7 @@ import sys
 
 from service.cli.demo_session import generate
 from service.measure.engines import load_prices, new_engine
-from tests.conftest import ROOT
+from tests.support.corpus import ROOT
 
 
 def test_demo_session_walks_white_green_amber_red_in_order():

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import ast
 import math
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -21,8 +20,8 @@ from desktop.discovery import read_api_info, runtime_dir
 from desktop.handoff_prompt import handoff_prompt
 from desktop.restart_policy import RestartPolicy
 from desktop.sse import SseParser
+from tests.support.corpus import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def rem(lap, sid="s1", segment=0, **kw):

@@ -13,11 +13,11 @@ import shutil
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.corpus import ROOT
+
 MISSING = [tool for tool in ("Xvfb", "tesseract") if shutil.which(tool) is None]
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"{' and '.join(MISSING)} not installed "
                                                       "(.ci/run installs xvfb and tesseract-ocr)")

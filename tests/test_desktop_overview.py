@@ -19,10 +19,10 @@ pytest.importorskip("pytestqt")
 from desktop import fmt  # noqa: E402
 from desktop.present import overview as om  # noqa: E402
 from desktop.datasource import DemoSource  # noqa: E402
-from tests import transcripts as tr  # noqa: E402
-from tests.servicectl import running_service  # noqa: E402
+from tests.support import transcripts as tr  # noqa: E402
+from tests.support.servicectl import running_service  # noqa: E402
+from tests.support.corpus import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 # ---------------- formatting ----------------

@@ -11,7 +11,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.corpus import ROOT
+
 STATES = ("white", "green", "amber", "red", "grey")
 TABS = ("overview", "session", "edits", "pinch", "retrieval", "history", "files", "settings")
 

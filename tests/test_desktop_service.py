@@ -29,9 +29,8 @@ except Exception as exc:  # noqa: BLE001 - any import failure means "not built y
 
 pytestmark = pytest.mark.skipif(not HAVE_SERVICE, reason=WHY)
 
-from tests.conftest import CC  # noqa: E402
+from tests.support.corpus import CC, ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 SESSION_FIXTURE = CC / "long-session" / "projects"
 
 

@@ -14,8 +14,8 @@ pytest.importorskip("pytestqt")
 
 from desktop.datasource import DataError, DemoSource  # noqa: E402
 from desktop.window import TAB_NAMES, MainWindow  # noqa: E402
+from tests.support.corpus import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
@@ -231,7 +231,7 @@ def test_price_overrides_are_validated_and_written_to_the_config_dir(qtbot, ctx_
 def test_the_stock_chart_marks_a_rewind_between_the_calls_around_it(qtbot, tmp_path):
     from service.engine import LineSplitter
     from service.measure.engines import load_prices, new_engine
-    from tests import transcripts as T
+    from tests.support import transcripts as T
 
     b = T.Branching()
     b.read_turn(f"{T.CWD}/src/big.py", 800)

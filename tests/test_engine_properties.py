@@ -8,23 +8,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.engine import EngineConfig
-from service.measure.engines import load_prices, new_engine
-from tests import transcripts as T
+from service.measure.engines import new_engine
+from tests.support.engine_runs import PRICES, calls_of, run
+from tests.support import transcripts as T
 
-PRICES = load_prices()
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def run(entries, config=None, engine=None):
-    eng = engine or new_engine("/tmp/session.jsonl", PRICES, config)
-    for line in T.to_bytes(entries).splitlines():
-        eng.feed_line(line)
-    eng.finish()
-    return eng, eng.drain_events()
-
-
-def calls_of(events):
-    return [e for e in events if e["event"] == "call"]
 
 
 # A session as a list of steps: grow, read a file, compact, prompt.

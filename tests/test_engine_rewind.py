@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from service.engine import LineSplitter
 from service.measure.engines import load_prices, new_engine
-from tests import transcripts as T
+from tests.support import transcripts as T
 
 PRICES = load_prices()
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

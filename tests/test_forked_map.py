@@ -8,7 +8,7 @@ import time
 import pytest
 
 from service.report import forked
-from tests.conftest import children_of, no_children_left
+from tests.support.procs import children_of, no_children_left
 
 pytestmark = pytest.mark.skipif(not forked.available(), reason="needs os.fork")
 

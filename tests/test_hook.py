@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from service.claude import hook
+from tests.support.corpus import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 TOKEN = re.compile(r"load token: ([A-Za-z0-9_-]+)")
 LIMIT_S = 2.0
 
@@ -201,7 +201,7 @@ def test_import_stays_light():
 
 def test_with_the_real_service_handoffs_come_from_the_api_and_rotation_succeeds(env, ctx_home):
     from service.api.client import ApiClient
-    from tests.servicectl import running_service
+    from tests.support.servicectl import running_service
 
     with running_service(env, ctx_home) as (_, info):
         api = ApiClient(info)

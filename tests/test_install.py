@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from service.claude import settings as cs
+from tests.support.corpus import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 USER_SETTINGS = {
     "model": "opus",

@@ -7,15 +7,14 @@ import os
 import re
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from service.api.client import ApiClient
 from service.claude.mcp_server import resolve_caller
-from tests.servicectl import running_service
+from tests.support.servicectl import running_service
+from tests.support.corpus import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 TOOLS = {"handoff_save", "handoff_load", "rotate_session", "history_page", "history_search", "history_locate"}
 TOKEN = re.compile(r"load token: ([A-Za-z0-9_-]+)")
 

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from service.engine import EngineConfig
 from service.engine.model_mix import profile_models
 from service.measure.engines import load_prices
-from tests import transcripts as T
-from tests.conftest import ROOT, scenario_session
-from tests.test_engine_properties import calls_of, run
+from tests.support import transcripts as T
+from tests.support.corpus import ROOT, scenario_session
+from tests.support.engine_runs import calls_of, run
 
 PRICES = load_prices()
 SONNET, OPUS, OPUS55 = "claude-sonnet-4-5", "claude-opus-4-5", "claude-opus-5-5"

@@ -14,8 +14,8 @@ import pytest
 
 import models
 from models import migrations
+from tests.support.corpus import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _mode(path: Path) -> int:

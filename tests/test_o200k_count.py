@@ -14,8 +14,8 @@ from hypothesis import given, settings, strategies as st
 
 from service.measure import tokenizer as ts
 from service.measure.o200k_count import MAX_MERGED_PIECE, O200K_PATTERN, SmallTextCounter, SortedRanks
-from tests.conftest import REAL_FIXTURES, ROOT, all_transcripts, needs_real_fixtures
-from tests.transcripts import read_jsonl
+from tests.support.corpus import all_transcripts, needs_real_fixtures, REAL_FIXTURES, ROOT
+from tests.support.transcripts import read_jsonl
 
 
 @pytest.fixture(scope="module")

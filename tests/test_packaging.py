@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, scenario_session
+from tests.support.corpus import ROOT, scenario_session
 
 PACKAGING = ROOT / "packaging"
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from resources import resource_path
 from service.engine.prices import Price, PriceTable, family_of
-from tests.conftest import FIXTURES, REAL_FIXTURES, needs_real_fixtures
+from tests.support.corpus import FIXTURES, needs_real_fixtures, REAL_FIXTURES
 
 RATES = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
 # Claude Code's own prices, measured with the real CLI by tests/fakeapi/measure_prices.py.

@@ -12,8 +12,8 @@ import pytest
 
 from service.engine import LineSplitter
 from service.measure.engines import load_prices, new_engine, replay_file
-from tests import transcripts as T
-from tests.conftest import ROOT, main_transcripts, real_transcripts, scenario_session
+from tests.support import transcripts as T
+from tests.support.corpus import main_transcripts, real_transcripts, ROOT, scenario_session
 
 PRICES = load_prices()
 CTXLAMP = [sys.executable, "-m", "service.cli"]

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import (CC, REAL_FIXTURES, ROOT, children_of, needs_real_fixtures, no_children_left,
-                            scenario_sessions)
-from tests.test_channels_fixtures import EXPECTED, REAL_EXPECTED
+from tests.support.corpus import CC, DAY, EARLIER, ROOT, SHIFTED, copy_fixtures, needs_real_fixtures, scenario_sessions
+from tests.support.expected import EXPECTED, REAL_EXPECTED
+from tests.support.procs import children_of, no_children_left
 
 CTXLAMP = ROOT / ".venv" / "bin" / "ctxlamp"
 # USD per million tokens (input, output, cache read, 5-minute write, 1-hour write), Anthropic's price page.
@@ -31,20 +31,6 @@ RATES = {"claude-sonnet-4-5": (3, 15, 0.3, 3.75, 6), "claude-opus-4-5": (5, 25, 
 ALL_EDITS_OK = sum(v[0] for v in EXPECTED.values())                    # 9
 ALL_GREP, ALL_GLOB = (sum(v[5] for v in EXPECTED.values()), sum(v[6] for v in EXPECTED.values()))  # 21, 2
 ALL_CALLS = sum(v[7] for v in EXPECTED.values())                       # 103
-SHIFTED = "clear"  # its copy is moved three days back, so the date filters have two days to tell apart
-
-
-def fixture_day() -> str:
-    """The day the fixtures were written (make_fixtures runs them all at once), in UTC as the report counts."""
-    for line in scenario_sessions("long-session")[0].read_text().splitlines():
-        stamp = json.loads(line).get("timestamp")
-        if stamp:
-            return stamp[:10]
-    raise AssertionError("no timestamp in the long session")
-
-
-DAY = fixture_day()
-EARLIER = (date.fromisoformat(DAY) - timedelta(days=3)).isoformat()
 
 
 def api_log(name: str) -> list[dict]:
@@ -73,28 +59,6 @@ def compactions() -> list[dict]:
                 if entry.get("type") == "system" and entry.get("subtype") == "compact_boundary":
                     out.append(entry["compactMetadata"])
     return out
-
-
-def copy_fixtures(dest: Path, real: bool = False) -> Path:
-    """A CLAUDE_CONFIG_DIR holding every fixture transcript in Claude Code's layout (the third-party ones too
-    when `real`); the SHIFTED scenario's copy dated three days earlier."""
-    projects = dest / "projects"
-    projects.mkdir(parents=True)
-    for run in sorted(CC.iterdir()):
-        if run.name == SHIFTED:
-            continue
-        shutil.copytree(run / "projects", projects, dirs_exist_ok=True)
-    for path in scenario_sessions(SHIFTED):
-        target = projects / path.parent.name / path.name
-        target.write_text(path.read_text().replace(f'"{DAY}T', f'"{EARLIER}T'))
-    if real:
-        shutil.copytree(REAL_FIXTURES / "iansherr-claude-code-log", projects, dirs_exist_ok=True)
-        for folder, project in (("d-kimuson-claude-code-viewer", "sample-project"),
-                                ("chiphuyen-sniffly", "-Users-chip-dev-ai-music")):
-            (projects / project).mkdir()
-            for f in (REAL_FIXTURES / folder).glob("*.jsonl"):
-                shutil.copy(f, projects / project / f.name)
-    return dest
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ import pytest
 
 from service.engine import LineSplitter
 from service.measure.engines import load_prices, new_engine
-from tests.conftest import REWIND, ROOT
-from tests.reliability.harness import Service, append_lines, meaningful, replay, service_env, wait_for
+from tests.support.corpus import REWIND, ROOT
+from tests.support.harness import Service, append_lines, meaningful, replay, service_env, wait_for
 
 FIXTURE = REWIND
 STEPS = json.loads((FIXTURE / "steps.json").read_text())

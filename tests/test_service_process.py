@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, scenario_session, scenario_sessions
-from tests.reliability.harness import replay, wait_for
+from tests.support.corpus import ROOT, scenario_session, scenario_sessions
+from tests.support.harness import replay, wait_for
 
 CTXLAMP = [sys.executable, "-m", "service.cli"]
 COMPACT = scenario_session("subagent-and-compact")  # 9 calls, a subagent, one /compact

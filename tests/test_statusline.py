@@ -21,9 +21,9 @@ from hypothesis import given, settings, strategies as st
 
 from service.statusline import fastjson, line, reading, where
 from service.statusline.book import Book
-from tests import transcripts as T
+from tests.support import transcripts as T
+from tests.support.corpus import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = json.loads((ROOT / "tests" / "fixtures" / "statusline" / "subscriber.json").read_text())
 SCRIPT = [sys.executable, "-S", str(ROOT / "service" / "statusline" / "fast.py")]
 NOW = 1795000000.0
@@ -227,7 +227,7 @@ def env(tmp_path):
 
 @pytest.fixture
 def service(env):
-    from tests.servicectl import running_service
+    from tests.support.servicectl import running_service
 
     with running_service(env, Path(env["CTXLAMP_HOME"])) as (proc, info):
         yield info

@@ -10,9 +10,9 @@ import warnings
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.pg_server import PgServer, find_bindir, free_port
-from tests.team_history import member_env, write_member
+from tests.support.corpus import ROOT
+from tests.support.pg_server import PgServer, find_bindir, free_port
+from tests.support.team_history import member_env, write_member
 
 BINDIR = find_bindir()
 NO_PG = ("NO POSTGRESQL SERVER BINARIES FOUND (pg_config --bindir, /usr/lib/postgresql/*/bin, PATH): "
@@ -207,7 +207,7 @@ def test_push_as_a_with_b_url_is_refused_and_nothing_is_lost(team):
 def test_revised_figures_replace_the_older_ones(team):
     from pathlib import Path
 
-    from tests.transcripts import call
+    from tests.support.transcripts import call
 
     assert team.push(A).returncode == 0
     rows_before = len(team.rows())
@@ -346,7 +346,7 @@ def test_the_service_pushes_every_push_every_and_serves_the_team_view(team, qtbo
 
     from service import config
     from service.api.client import ApiClient
-    from tests.servicectl import running_service
+    from tests.support.servicectl import running_service
 
     env = team.env[A]
     home = Path(env["CTXLAMP_HOME"])
@@ -420,8 +420,8 @@ def test_the_local_store_also_runs_on_a_postgresql_database_url(pg):
 def test_real_transcripts_pushed_equal_the_local_report(team, tmp_path):
     """Transcripts written by the real Claude Code CLI (the project's fixtures: subagents, compactions), and
     the third-party real transcripts too when ../shared is there."""
-    from tests.conftest import REAL_FIXTURES
-    from tests.test_report import copy_fixtures
+    from tests.support.corpus import REAL_FIXTURES
+    from tests.support.corpus import copy_fixtures
 
     if not REAL_FIXTURES.is_dir():
         warnings.warn(f"{REAL_FIXTURES} is absent: only the project's own fixtures are pushed")

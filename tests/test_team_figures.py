@@ -10,7 +10,7 @@ from service import config
 from service.team import figures, outbox
 from service.team.schema import member_url, role_name
 from service.team.settings import TeamSettings, resolve
-from tests.team_history import member_env, write_member
+from tests.support.team_history import member_env, write_member
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from service.measure import tokenizer as ts
+from tests.support.corpus import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 # Connections of any kind raise; name lookups too. Installed before anything else runs.
 NO_NETWORK = textwrap.dedent("""

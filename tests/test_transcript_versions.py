@@ -21,8 +21,8 @@ import pytest
 from service.report.scan import ScanCache, discover, scan
 from service.channels.spend import is_placeholder_output
 from service.measure.engines import load_prices, replay_file
-from tests.conftest import ROOT
-from tests.transcripts import VERSIONS, versioned_story, write_story
+from tests.support.corpus import ROOT
+from tests.support.transcripts import VERSIONS, versioned_story, write_story
 
 GENERATIONS = sorted(VERSIONS)
 # USD per million tokens (input, output, cache read, 5-minute write), Anthropic's price page

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from service.history.turns import TurnBuilder, build_turns, prompt_text
-from tests.conftest import scenario_session, scenario_sessions
+from tests.support.corpus import scenario_session, scenario_sessions
 from tests.fakeapi.make_fixtures import WORKSPACE
-from tests.transcripts import read_jsonl
+from tests.support.transcripts import read_jsonl
 
 
 def user(text, **extra):

@@ -12,9 +12,9 @@ import pytest
 
 from service.channels.spend import model_usage
 from service.measure.engines import load_prices
-from tests import transcripts as T
+from tests.support import transcripts as T
+from tests.support.corpus import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SONNET = "claude-sonnet-4-5"
 
 

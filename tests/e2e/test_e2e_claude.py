@@ -16,33 +16,21 @@ import os
 import re
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
 
 from service.claude import settings as claude_settings
 from service.api.client import ApiClient
-from tests.conftest import ROOT
-from tests.fakeapi.scenario import ClaudeUnavailable, claude_binary as installed_claude
-from tests.servicectl import running_service
-from tests.transcripts import read_jsonl
+from tests.support.corpus import ROOT
+from tests.support.claude_cli import claude_binary
+from tests.support.servicectl import running_service
+from tests.support.transcripts import read_jsonl
 
 HERE = Path(__file__).resolve().parent
 TOKEN = re.compile(r"load token: ([A-Za-z0-9_-]+)")
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
-
-
-def claude_binary() -> str:
-    """The CLI from the npm cache (installed now if missing), or a loud skip."""
-    try:
-        return installed_claude()
-    except ClaudeUnavailable as exc:
-        reason = f"E2E SKIPPED: the Claude Code CLI could not be installed from npm ({exc or 'no output'})"
-    print("\n" + "!" * 78 + f"\n{reason}\n" + "!" * 78, file=sys.stderr)
-    warnings.warn(reason)
-    pytest.skip(reason)
 
 
 def tool_calls(entries: list[dict]) -> list[tuple[str, dict, str]]:

@@ -22,7 +22,7 @@ import pytest
 from service.api.client import ApiClient
 from tests.fakeapi.scenario import ClaudeUnavailable, claude_binary
 from tests.fakeapi.tmux import InteractiveClaude
-from tests.servicectl import running_service
+from tests.support.servicectl import running_service
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.e2e.test_e2e_claude import claude_binary
+from tests.support.claude_cli import claude_binary
 from tests.fakeapi.tmux import InteractiveClaude
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180),

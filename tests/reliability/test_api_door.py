@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.harness import LONG_SESSION, Api, Events, Service, append_lines, service_env, wait_for
+from tests.support.harness import LONG_SESSION, Api, Events, Service, append_lines, service_env, wait_for
 
 SOCKET_TIMEOUT_S = 10  # docs/api.md: connections time out after 10 s of silence
 

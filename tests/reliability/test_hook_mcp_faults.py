@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.reliability.harness import LONG_SESSION, Service, append_lines, service_env, wait_for
+from tests.support.corpus import ROOT
+from tests.support.harness import LONG_SESSION, Service, append_lines, service_env, wait_for
 
 HOOK_LIMIT_S = 2.0
 SLOW_S = 5.0

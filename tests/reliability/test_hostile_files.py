@@ -26,10 +26,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.engine.lines import OVERLONG, LineSplitter
-from tests import transcripts as T
-from tests.conftest import ROOT
-from tests.reliability.harness import Api, Events, meaningful, replay
-from tests.servicectl import running_service
+from tests.support import transcripts as T
+from tests.support.corpus import ROOT
+from tests.support.harness import Api, Events, meaningful, replay
+from tests.support.servicectl import running_service
 
 MAX_LINE_MB = 4  # config.toml of these tests: an endless line is dropped once it passes 4 MB
 GOOD = f"{T.SID}.jsonl"

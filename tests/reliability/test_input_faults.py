@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from service.engine import LineSplitter
 from service.measure.engines import load_prices, new_engine
-from tests import transcripts as T
-from tests.conftest import ROOT
+from tests.support import transcripts as T
+from tests.support.corpus import ROOT
 
 PRICES = load_prices()
 

@@ -20,7 +20,7 @@ import sys
 import time
 
 from service.claude import settings as cs
-from tests.conftest import ROOT
+from tests.support.corpus import ROOT
 
 WRITER = r"""
 import ctypes, json, os, sys, time

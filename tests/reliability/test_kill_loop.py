@@ -31,8 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import needs_real_fixtures
-from tests.reliability.harness import (LONG_SESSION, REAL_REMINDERS, Events, Service, append_lines, integrity,
+from tests.support.corpus import needs_real_fixtures
+from tests.support.harness import (LONG_SESSION, REAL_REMINDERS, Events, Service, append_lines, integrity,
                                        meaningful, replay, service_env, wait_for)
 
 KILL_POINTS = int(os.environ.get("CTXLAMP_KILL_POINTS") or 50)

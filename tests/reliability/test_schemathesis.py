@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.harness import LONG_SESSION, Service, append_lines, service_env
+from tests.support.harness import LONG_SESSION, Service, append_lines, service_env
 
 pytest.importorskip("schemathesis", reason="schemathesis is a test dependency (pip install schemathesis)")
 ST = Path(sys.executable).with_name("st")

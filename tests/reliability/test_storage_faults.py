@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.harness import (LONG_SESSION, Service, append_lines, integrity, meaningful, replay,
+from tests.support.harness import (LONG_SESSION, Service, append_lines, integrity, meaningful, replay,
                                        service_env, wait_for)
 
 LOCK_HOLD_S = float(os.environ.get("CTXLAMP_LOCK_HOLD_S") or 6)

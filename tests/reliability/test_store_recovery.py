@@ -15,7 +15,7 @@ import threading
 import time
 
 from service.store import Store
-from tests.reliability.harness import wait_for
+from tests.support.harness import wait_for
 
 PROFILE = {"session_id": "s1", "segment": 0, "B": 10, "calls": 3, "end_reason": "compact", "path_totals": {}}
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from service.api.client import sse_pairs
-from tests.conftest import REAL_FIXTURES, ROOT, scenario_session
-from tests.servicectl import running_service
+from tests.support.corpus import REAL_FIXTURES, ROOT, scenario_session
+from tests.support.servicectl import running_service
 
 CTXLAMP = [sys.executable, "-m", "service.cli"]
 # 67 calls; three restart reminders, then a /compact and a short turn (tests/fakeapi/scenarios/long-session.json).

@@ -8,7 +8,7 @@ from resources import resource_path
 from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
 from service.engine.prices import PriceTable
 from service.measure.tokenizer import encode_len
-from tests.transcripts import to_bytes
+from tests.support.transcripts import to_bytes
 
 
 @lru_cache(maxsize=1)

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ROOT
-from tests.transcripts import call, compact, prompt, result, sidechain, tool
+from tests.support.corpus import ROOT
+from tests.support.transcripts import call, compact, prompt, result, sidechain, tool
 
 MODELS = ("claude-sonnet-4-5", "claude-opus-4-6", "claude-not-in-the-price-table")
 
