@@ -1,6 +1,6 @@
 """The OpenAPI 3.1 document of the local API, written by hand (docs/api.md in machine form).
 
-tests/test_service_api.py checks that every route the server dispatches is here.
+tests/integration/daemon/test_service_process.py checks that every route the server dispatches is here.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Shared helpers of the reliability tests: a real `ctxlamp serve`, its API, `ctxlamp replay` as the oracle.
 
-The service runs as its own process (tests/servicectl.py starts it); faults are
+The service runs as its own process (tests/support/servicectl.py starts it); faults are
 real (kill -9, mounts, another process holding the database), and the expected
 numbers always come from `ctxlamp replay FILE --jsonl` of the same bytes.
 """
@@ -136,7 +136,7 @@ class Events:
 
 
 class Service:
-    """One `ctxlamp serve` (started by tests/servicectl.py), stoppable by SIGTERM or SIGKILL."""
+    """One `ctxlamp serve` (started by tests/support/servicectl.py), stoppable by SIGTERM or SIGKILL."""
 
     def __init__(self, env: dict, home: Path) -> None:
         self.env, self.home = env, home
