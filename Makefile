@@ -1,10 +1,11 @@
-# Two commands for a newcomer: `make run` (the product) and `make test` (everything).
+# Two commands for a newcomer: `make run` (the product) and `make test` (everything);
+# `make test-fast` runs the unit tests only (tests/unit: in-process, under a minute), the loop while you work.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench clean
+.PHONY: run test test-fast bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,6 +29,9 @@ run: $(STAMP)
 test: $(STAMP)
 	@$(BIN)/python -m service.cli.doctor --for-tests
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	@$(COMPILE)
