@@ -1,5 +1,5 @@
 # Two commands for a newcomer: `make run` (the product) and `make test` (everything);
-# `make test-fast` runs the unit tests only (tests/unit: in-process, under a minute), the loop while you work.
+# `make test-fast` runs the unit tests only (tests/unit: in-process, fast), the loop while you work.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
