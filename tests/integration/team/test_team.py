@@ -420,8 +420,7 @@ def test_the_local_store_also_runs_on_a_postgresql_database_url(pg):
 def test_real_transcripts_pushed_equal_the_local_report(team, tmp_path):
     """Transcripts written by the real Claude Code CLI (the project's fixtures: subagents, compactions), and
     the third-party real transcripts too when ../shared is there."""
-    from tests.support.corpus import REAL_FIXTURES
-    from tests.support.corpus import copy_fixtures
+    from tests.support.corpus import REAL_FIXTURES, copy_fixtures
 
     if not REAL_FIXTURES.is_dir():
         warnings.warn(f"{REAL_FIXTURES} is absent: only the project's own fixtures are pushed")
