@@ -1,10 +1,11 @@
-# Two commands for a newcomer: `make run` (the product) and `make test` (everything).
+# Two commands for a newcomer: `make run` (the product) and `make test` (everything);
+# `make test-fast` runs the unit tests only (tests/unit: in-process, fast), the loop while you work.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/$(if $(filter Windows_NT,$(OS)),Scripts,bin)
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench demo clean dist
+.PHONY: run test test-fast lint bench clean dist
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -34,6 +35,10 @@ test: $(STAMP)
 lint: $(STAMP)
 	@rc=0; echo "ruff check ."; $(BIN)/ruff check . || rc=1; \
 	echo "mypy (settings: pyproject.toml)"; $(BIN)/mypy || rc=1; exit $$rc
+
+# The unit tests alone (no processes, servers, sockets or Qt): the fast loop.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	@$(COMPILE)

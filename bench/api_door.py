@@ -23,8 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tests import transcripts as T
-from tests.servicectl import running_service
+from tests.support import transcripts as T
+from tests.support.servicectl import running_service
 
 
 def ask(port: int, token: str, timeout: float = 5.0) -> float:

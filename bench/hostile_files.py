@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.service_proc import tree_rss_mb
 from service.api.client import ApiClient
-from tests import transcripts as T
-from tests.servicectl import running_service
+from tests.support import transcripts as T
+from tests.support.servicectl import running_service
 
 
 def _sparse(path: Path, size: int) -> None:

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.service_proc import ServiceProcess
-from tests import transcripts as T
+from tests.support import transcripts as T
 
 SID = T.SID
 

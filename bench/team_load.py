@@ -11,7 +11,7 @@ member, all at once. Prints push throughput (rows/s) and the time of
     python bench/team_load.py [--members 50] [--days 90] [--runs 5] [--url OWNER_URL]
 
 Without --url a throwaway PostgreSQL server is started from the installed
-binaries (tests/pg_server.py; as root it runs as an unprivileged user).
+binaries (tests/support/pg_server.py; as root it runs as an unprivileged user).
 """
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def main() -> int:
     server = None
     owner = args.url
     if not owner:
-        from tests.pg_server import PgServer, find_bindir
+        from tests.support.pg_server import PgServer, find_bindir
 
         bindir = find_bindir()
         if bindir is None:

@@ -1,6 +1,6 @@
 """pyqtgraph plots for the window (Qt Charts is deprecated since Qt 6.10).
 
-Each function takes a view from desktop.viewmodel / desktop.overview_model and
+Each function takes a view from a desktop/present/ module and
 redraws one plot; empty views give an empty plot with a note, never an
 exception. Colours come from the system palette (desktop.theme); axes say
 their unit through their tick labels ($, tokens, whole counts, days).
@@ -13,7 +13,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from desktop import fmt, theme
-from desktop.viewmodel import BAND_RGBA, LAMP_FILL, ChannelView, CurveView, SeriesView
+from desktop.present.channel import ChannelView
+from desktop.present.curve import CurveView, SeriesView
+from desktop.present.lamp import BAND_RGBA, LAMP_FILL
 
 pg.setConfigOptions(antialias=True)
 

@@ -2,7 +2,7 @@
 
 Duplicates the tiny path rule of service/paths.py on purpose: the desktop must
 not import service/. CTXLAMP_HOME wins, else platformdirs' user runtime dir (on Linux
-without $XDG_RUNTIME_DIR, `<data>/run`); tests/test_platform_folders.py checks they agree.
+without $XDG_RUNTIME_DIR, `<data>/run`); tests/unit/statusline/test_platform_folders.py checks they agree.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QIcon, QPainter, QPainterPath, QPen, QPixmap, QRadialGradient
 
-from desktop.viewmodel import LAMP_FILL
+from desktop.present.lamp import LAMP_FILL
 
 SIZES = (16, 22, 24, 32, 48, 64)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 ICON_SHEET_SIZES = (16, 32, 64)
@@ -27,7 +28,7 @@ def render_icons(out: Path) -> list[Path]:
     from PySide6.QtGui import QColor, QPainter, QPixmap
 
     from desktop.icons import SIZES, lamp_pixmap
-    from desktop.viewmodel import LAMP_COLOURS
+    from desktop.present.lamp import LAMP_COLOURS
 
     files = []
     for colour in LAMP_COLOURS:
@@ -106,7 +107,7 @@ def render_popup(out: Path, reminder: dict, snapshot: dict | None = None, name: 
     from PySide6.QtWidgets import QApplication
 
     from desktop.popup import ReminderPopup
-    from desktop.viewmodel import reminder_message
+    from desktop.present.lamp import reminder_message
 
     popup = ReminderPopup()
     popup.show_message(*reminder_message(reminder, snapshot))
@@ -114,6 +115,50 @@ def render_popup(out: Path, reminder: dict, snapshot: dict | None = None, name: 
     path = out / f"{name}.png"
     popup.grab().save(str(path), "PNG")
     popup.close()
+    return path
+
+
+TRAY_ORDER = ("white", "green", "amber", "red", "grey")
+
+
+def render_tray_strip(out: Path, sessions: list[dict], now: float) -> Path:
+    """tray-demo-strip.png: the lamp on a dark panel and its tooltip, one frame per session's colour
+    (white, green, amber, red, as the data has them) and one with the service down (grey)."""
+    from PySide6.QtCore import QRect, Qt
+    from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPixmap
+
+    from desktop.icons import lamp_pixmap
+    from desktop.present.lamp import lamp_colour, tooltip_text
+
+    by_colour: dict[str, dict] = {}
+    for snap in sessions:
+        by_colour.setdefault(lamp_colour(snap), snap)
+    frames = [(c, tooltip_text(by_colour[c], now)) for c in TRAY_ORDER if c in by_colour and c != "grey"]
+    frames.append(("grey", tooltip_text(None, now, "The ctxlamp service is not running.")))
+    font = QFont()
+    font.setPointSize(9)
+    metrics = QFontMetrics(font)
+    pad, panel_h, icon, gap = 8, 30, 22, 12
+    boxes = [metrics.boundingRect(QRect(0, 0, 1000, 1000), Qt.AlignmentFlag.AlignLeft, text) for _, text in frames]
+    frame_w = max(b.width() for b in boxes) + 2 * pad
+    height = panel_h + 6 + max(b.height() for b in boxes) + 2 * pad
+    strip = QPixmap(len(frames) * (frame_w + gap) - gap, height)
+    strip.fill(QColor("#ffffff"))
+    p = QPainter(strip)
+    p.setFont(font)
+    for i, ((colour, text), box) in enumerate(zip(frames, boxes)):
+        x = i * (frame_w + gap)
+        p.fillRect(x, 0, frame_w, panel_h, QColor(BACKGROUNDS["dark"]))
+        p.drawPixmap(x + frame_w - icon - pad, (panel_h - icon) // 2, lamp_pixmap(colour, icon))
+        tip = QRect(x, panel_h + 6, frame_w, box.height() + 2 * pad)
+        p.fillRect(tip, QColor("#ffffe1"))
+        p.setPen(QColor("#767676"))
+        p.drawRect(tip.adjusted(0, 0, -1, -1))
+        p.setPen(QColor("#000000"))
+        p.drawText(tip.adjusted(pad, pad, -pad, -pad), Qt.AlignmentFlag.AlignLeft, text)
+    p.end()
+    path = out / "tray-demo-strip.png"
+    strip.save(str(path), "PNG")
     return path
 
 
@@ -157,6 +202,7 @@ def run(args: argparse.Namespace) -> int:
     sessions = status.get("sessions") or []
     followed = next((s for s in sessions if s.get("session_id") == status.get("followed")), None)
     files.append(render_popup(out, _reminder_of(followed), followed))
+    files.append(render_tray_strip(out, sessions, time.time()))
     # a reminder while the lamp is still green or white says why both are right
     early = next((s for s in sessions if s.get("reminder") and (s.get("lamp") or {}).get("colour") in
                   ("white", "green")), None)

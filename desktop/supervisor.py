@@ -130,6 +130,3 @@ class ServiceSupervisor(QObject):
             if not proc.waitForFinished(wait_ms):
                 proc.kill()
                 proc.waitForFinished(1000)
-
-    def last_error(self) -> str | None:
-        return self._stderr[-1] if self._stderr else None

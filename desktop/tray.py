@@ -1,7 +1,7 @@
 """The tray lamp: icon, tooltip, menu, restart reminders, and the window on demand.
 
 Everything it shows comes from the event stream and the API (desktop.client);
-decisions live in plain modules (viewmodel, coalesce). No timer ticks: the icon
+decisions live in plain modules (desktop/present/, coalesce). No timer ticks: the icon
 changes when a snapshot arrives, held reminders and cache expiry each set one
 single-shot timer, and the tray retry (no tray yet) backs off to minutes.
 """
@@ -19,12 +19,13 @@ from desktop.datasource import ApiSource, DataError
 from desktop.handoff_prompt import handoff_prompt
 from desktop.icons import lamp_icon
 from desktop.platform_tray import tray_icon
-from desktop.limits_view import IdleCacheNotice, LimitNotices, limits_text
-from desktop.overview_model import budgets_text
+from desktop.present.limits import IdleCacheNotice, LimitNotices, limits_text
+from desktop.present.overview import budgets_text
 from desktop.popup import ReminderPopup
-from desktop.viewmodel import (
-    lamp_colour, menu_sessions, min_gap_seconds, pick_followed, reminder_message, session_name, tooltip_text,
+from desktop.present.lamp import (
+    lamp_colour, menu_sessions, pick_followed, reminder_message, session_name, tooltip_text,
 )
+from desktop.present.settings import min_gap_seconds
 
 TRAY_RETRY_S = (2, 5, 15, 30, 60, 120, 300)
 
@@ -104,9 +105,6 @@ class TrayController(QObject):
         self._tray_attempt += 1
         self._tray_timer.start(delay * 1000)
         return False
-
-    def tray_shown(self) -> bool:
-        return self.tray.isVisible()
 
     # ---------- state ----------
     @property

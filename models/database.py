@@ -96,7 +96,7 @@ def open_url(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> pw.Database
 
     PostgreSQL uses psycopg2 (installed with ctxlamp for the team view), which
     peewee imports only when the first connection is made, so this returns
-    without touching the network. tests/test_team.py runs the store on a real
+    without touching the network. tests/integration/team/test_team.py runs the store on a real
     server this way.
     """
     parts = urlsplit(url)

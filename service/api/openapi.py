@@ -2,7 +2,7 @@
 
 Written by hand, except the snapshot and its lamp, which are made from their
 types in service/engine/snapshot.py so the two cannot drift apart.
-tests/test_service_api.py checks that every route the server dispatches is here.
+tests/integration/daemon/test_service_process.py checks that every route the server dispatches is here.
 """
 from __future__ import annotations
 

@@ -29,8 +29,3 @@ class ChannelEvent:
     def to_dict(self) -> dict[str, Any]:
         return {"channel": self.channel, "kind": self.kind, "ts": self.ts,
                 "session_id": self.session_id, "source": self.source, "data": self.data}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ChannelEvent":
-        return cls(d["channel"], d["kind"], d.get("ts"), d.get("session_id"), d.get("source", "transcript"),
-                   dict(d.get("data") or {}))

@@ -13,7 +13,7 @@ wrote only a streaming placeholder, so its output cost is undercounted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from service.channels.entries import Parts, is_sidechain, parts
 
@@ -108,17 +108,3 @@ def model_usage(mu: Any) -> dict[str, list[int]]:
 
 def is_placeholder_output(rec: list) -> bool:
     return rec[OUT] <= 1 and bool(rec[CONTENT])
-
-
-def price_records(records: list[list], lookup: Callable[[str], tuple[Any, str]]) -> list[tuple[list, float | None, str]]:
-    """(record, usd or None when unpriced, how) for each record."""
-    out = []
-    cache: dict[str | None, tuple[Any, str]] = {}
-    for rec in records:
-        model = rec[MODEL]
-        if model not in cache:
-            cache[model] = lookup(model) if model else (None, "unknown")
-        price, how = cache[model]
-        usd = call_cost(price, rec[IN], rec[CW5], rec[CW1H], rec[CR], rec[OUT]) if price is not None else None
-        out.append((rec, usd, how))
-    return out

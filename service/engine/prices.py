@@ -195,13 +195,6 @@ class PriceTable:
     def models(self) -> list[str]:
         return sorted(self._prices)
 
-    def entry_source(self, model: str) -> str:
-        """The `source` text of a table entry (for the data-quality panel)."""
-        return str(self._raw[model].get("source", ""))
-
-    def newest_in_family(self, family: str) -> str | None:
-        return self._newest.get(family)
-
     def _resolve(self, model: str) -> tuple[Price | None, str]:
         if not isinstance(model, str) or not model:
             return None, "unknown"

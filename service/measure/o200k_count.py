@@ -17,7 +17,7 @@ and the same split pattern (decision 43):
 - a piece that is a token counts 1; any other piece is merged pair by pair, the
   lowest-ranked pair first (the leftmost among equals), as tiktoken's byte-pair
   merge does, and counts its remaining parts.
-tests/test_o200k_count.py compares the counts with tiktoken's on every code point
+tests/integration/measure/test_o200k_count.py compares the counts with tiktoken's on every code point
 and on random text.
 """
 from __future__ import annotations

@@ -20,7 +20,7 @@ from pathlib import Path
 from service.privdir import make_private_dirs
 
 # Must equal what tiktoken_ext.openai_public.o200k_base passes to load_tiktoken_bpe
-# (tests/test_tokenizer_setup.py checks this against the installed tiktoken).
+# (tests/unit/measure/test_tokenizer_setup.py checks this against the installed tiktoken).
 O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 BUNDLED_NAME = "o200k_base.tiktoken.gz"

@@ -1,7 +1,7 @@
 """JSON through the C accelerator `_json` alone: the `json` package imports `re`, `enum` and more,
 about 10 ms of a status-line run's CPU. Same parser and encoder as json.loads/json.dumps (the
 package drives these very functions); only the Python wrapping is left out.
-tests/test_statusline.py compares both on random documents.
+tests/unit/statusline/test_statusline.py compares both on random documents.
 """
 
 import _json

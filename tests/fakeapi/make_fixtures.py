@@ -21,10 +21,9 @@ from tests.fakeapi.scenario import claude_binary, run_scenario
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE / "scenarios"
 FIXTURES = HERE.parent / "fixtures"
-PINNED = "2.1.332"  # tests/e2e/install_claude.sh installs this one; older corpora stay as they were written
+PINNED = "2.1.332"  # tests/integration/e2e/install_claude.sh installs this one; older corpora stay as they were written
 FIXTURE_BASE = Path("/tmp/ctxlamp-fixture")
 WORKSPACE = FIXTURE_BASE / "demo-project"
-PROJECT_FOLDER = str(WORKSPACE).replace("/", "-")  # how Claude Code names the project's transcript folder
 
 
 def cli_version(binary: str) -> str:

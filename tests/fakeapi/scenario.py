@@ -33,7 +33,7 @@ from pathlib import Path
 from tests.fakeapi.server import FakeAnthropic
 
 ROOT = Path(__file__).resolve().parents[2]
-INSTALL_SCRIPT = ROOT / "tests" / "e2e" / "install_claude.sh"
+INSTALL_SCRIPT = ROOT / "tests" / "integration" / "e2e" / "install_claude.sh"
 DEFAULT_MODEL = "claude-sonnet-4-5"
 FAKE_KEY = "sk-ant-api03-fake-key-for-loopback-tests-0000000000"
 # Variables of the calling session that would point the CLI elsewhere.
@@ -47,7 +47,7 @@ class ClaudeUnavailable(RuntimeError):
 
 
 def claude_binary(timeout: float = 900) -> str:
-    """CLAUDE_BIN when it is an executable, else the binary tests/e2e/install_claude.sh installs (pinned version)."""
+    """CLAUDE_BIN when it is an executable, else the binary tests/integration/e2e/install_claude.sh installs (pinned version)."""
     given = os.environ.get("CLAUDE_BIN")
     if given and os.access(given, os.X_OK):
         return given

@@ -1,0 +1,58 @@
+"""The Session tab's header in words: each figure a phrase with its unit and a one-sentence tooltip.
+
+The engine's symbols (x, xSweet, bill cycle, laps) stay in the API; here they
+become "context carried", "sweet spot", "rent" and "reminders".
+"""
+from __future__ import annotations
+
+import math
+
+from desktop import fmt
+from desktop.present.lamp import STATE_WORDS, lamp_colour, lamp_state, session_name
+
+TIPS = {
+    "x": "How many times bigger the context is than its useful part (what a fresh session would need to "
+         "rebuild); 1x means no dead weight.",
+    "sweet": "The size at which the average cost per call, counting one restart, is lowest; past it a restart "
+             "starts paying for itself.",
+    "rent": "What the calls of this session paid to re-read dead weight: context a fresh session would not need.",
+    "laps": "A reminder fires each time the rent paid adds up to about one restart's cost; the count is the "
+            "number of such laps.",
+    "burn": "Rent paid per hour over the last half hour of work.",
+    "context": "Tokens re-sent with every call now, and the useful part of them.",
+}
+
+
+def position_words(snapshot: dict) -> str:
+    dhat = snapshot.get("dhat")
+    if dhat is None:
+        return "no sweet spot yet"
+    d = float(dhat)
+    return (f"{fmt.plural(math.ceil(d), 'call')} to the sweet spot" if d >= 0
+            else f"{fmt.plural(math.ceil(-d), 'call')} past the sweet spot")
+
+
+def header_title(snapshot: dict | None) -> str:
+    if not snapshot:
+        return "No live session."
+    state = lamp_state(snapshot)
+    return (f"<b>{fmt.html_text(session_name(snapshot))}</b> — {fmt.html_text(STATE_WORDS.get(state, state))} "
+            f"({fmt.html_text(lamp_colour(snapshot))} lamp)")
+
+
+def header_facts(snapshot: dict | None) -> list[tuple[str, str, str]]:
+    """(caption, value, tooltip) for the header's figures."""
+    if not snapshot:
+        return []
+    x, xs = snapshot.get("x"), snapshot.get("xSweet")
+    size = f"{fmt.number(x)}x its useful part" if x is not None else fmt.DASH
+    sweet = f"at {fmt.number(xs)}x, {position_words(snapshot)}" if xs is not None else "not known yet"
+    return [
+        ("Context", f"{fmt.tokens(snapshot.get('totalStock'))} tokens, {fmt.tokens(snapshot.get('B'))} useful",
+         TIPS["context"]),
+        ("Size", size, TIPS["x"]),
+        ("Sweet spot", sweet, TIPS["sweet"]),
+        ("Rent on dead weight", fmt.usd(snapshot.get("bill_cycle_usd")), TIPS["rent"]),
+        ("Reminders", fmt.count(snapshot.get("laps") or 0), TIPS["laps"]),
+        ("Rent per hour", fmt.usd(snapshot.get("br")), TIPS["burn"]),
+    ]

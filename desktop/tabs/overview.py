@@ -1,0 +1,225 @@
+"""The Overview tab: what the last day, week or month cost and what is going on now.
+
+Thin widgets over desktop.present.overview. A click (or Enter) on a session asks
+the window to open it in the Session tab (signal `open_session`).
+"""
+from __future__ import annotations
+
+import html
+import time
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QButtonGroup, QFrame, QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QListWidget, QListWidgetItem,
+    QProgressBar, QPushButton, QRadioButton, QTableWidget, QTableWidgetItem, QVBoxLayout,
+)
+
+from desktop import charts, fmt, theme
+from desktop.datasource import DataError
+from desktop.icons import lamp_icon
+from desktop.present import overview as om
+from desktop.present.lamp import STATE_WORDS, lamp_colour, lamp_state, session_name
+from desktop.tabs.base import Tab
+
+SESSION_COLUMNS = ("Session", "Spent", "Calls", "Last call", "Live")
+
+
+class OverviewTab(Tab):
+    open_session = Signal(str)
+
+    def __init__(self, source, parent=None):
+        super().__init__(parent)
+        self.source = source
+        self.days = 7
+        self.doc: dict | None = None
+        self.status: dict | None = None
+
+        # period and grouping switches
+        self.period_group = QButtonGroup(self)
+        top = QHBoxLayout()
+        for days, words in om.PERIODS:
+            b = QRadioButton(words)
+            b.setChecked(days == self.days)
+            self.period_group.addButton(b, days)
+            top.addWidget(b)
+        top.addSpacing(24)
+        self.by_group = QButtonGroup(self)
+        for key, words in (("model", "by model"), ("project", "by project")):
+            b = QRadioButton(f"Bars {words}")
+            b.setProperty("by", key)
+            b.setChecked(key == "model")
+            self.by_group.addButton(b)
+            top.addWidget(b)
+        top.addStretch(1)
+        self.refresh_button = QPushButton("&Refresh")
+        top.addWidget(self.refresh_button)
+
+        # headline figures
+        self.figures = QGridLayout()
+        self.figures.setHorizontalSpacing(24)
+        fig_box = QFrame()
+        fig_box.setLayout(self.figures)
+        self.notes = QLabel()
+        self.notes.setTextFormat(Qt.TextFormat.PlainText)  # errors, paths and names shown as written
+        self.notes.setWordWrap(True)
+
+        # stacked daily bars
+        self.plot = charts.new_plot(html.escape(om.days_title(None)), "", "",
+                                    left_unit="usd", bottom_unit="day", legend=True)
+        self.plot.setMinimumHeight(170)
+
+        # sessions, live sessions, limits, rent, channels
+        self.sessions = QTableWidget(0, len(SESSION_COLUMNS))
+        self.sessions.setHorizontalHeaderLabels(SESSION_COLUMNS)
+        self.sessions.verticalHeader().setVisible(False)
+        self.sessions.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.sessions.setSelectionBehavior(QTableWidget.SelectRows)
+        self.sessions.setSelectionMode(QTableWidget.SingleSelection)
+        self.sessions.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.sessions.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.sessions.verticalHeader().setDefaultSectionSize(22)
+        self.sessions.setToolTip("Click a session (or press Enter) to open it in the Session tab.")
+        dear_box = QGroupBox("Most expensive sessions")
+        QVBoxLayout(dear_box).addWidget(self.sessions)
+
+        self.live = QListWidget()
+        self.live.setToolTip("Sessions being measured now. Click one (or press Enter) to open it.")
+        self.live.setMinimumHeight(44)  # room for the meters below on a small window
+        self.limits_box = QGroupBox("Plan limits and budgets")
+        self.limits_lay = QVBoxLayout(self.limits_box)
+        self.limits_lay.setSpacing(2)
+        self.limits_lay.setContentsMargins(6, 4, 6, 4)
+        live_box = QGroupBox("Live sessions")
+        lv = QVBoxLayout(live_box)
+        lv.addWidget(self.live)
+        right = QVBoxLayout()
+        right.addWidget(live_box, 1)
+        right.addWidget(self.limits_box)
+
+        self.rent = QLabel()
+        self.rent.setTextFormat(Qt.TextFormat.PlainText)  # errors, paths and names shown as written
+        self.rent.setWordWrap(True)
+        self.rent.setToolTip(om.spend_figures(None)[-1].tip)
+        self.channels = QLabel()
+        self.channels.setWordWrap(True)
+        self.channels.setTextFormat(Qt.TextFormat.RichText)
+        story = QGroupBox("Rent, reminders and savings")
+        sl = QVBoxLayout(story)
+        sl.addWidget(self.rent)
+        sl.addWidget(self.channels)
+
+        lower = QHBoxLayout()
+        lower.addWidget(dear_box, 3)
+        lower.addLayout(right, 2)
+
+        lay = QVBoxLayout(self)
+        lay.addLayout(top)
+        lay.addWidget(fig_box)
+        lay.addWidget(self.notes)
+        lay.addWidget(self.plot, 3)
+        lay.addLayout(lower, 2)
+        lay.addWidget(story)
+
+        self.period_group.idClicked.connect(self._period)
+        self.by_group.buttonClicked.connect(lambda _b: self.redraw_bars())
+        self.refresh_button.clicked.connect(self.reload)
+        self.sessions.cellActivated.connect(self._session_cell)
+        self.sessions.cellClicked.connect(self._session_cell)
+        self.live.itemActivated.connect(self._live_item)
+        self.live.itemClicked.connect(self._live_item)
+
+    # ---- data ----
+    def _period(self, days: int) -> None:
+        self.days = days
+        self.reload()
+
+    def reload(self) -> None:
+        try:
+            self.status = self.source.status()
+        except DataError:
+            self.status = None
+        try:
+            doc = self.source.overview(self.days)
+        except DataError as exc:
+            self.show_overview(None, self.status)
+            self.notes.setText(f"Could not load the overview: {exc}")
+            return
+        self.show_overview(doc, self.status)
+
+    def show_error(self, text: str) -> None:
+        self.notes.setText(f"Could not load the overview: {text}")
+
+    def show_overview(self, doc: dict | None, status: dict | None) -> None:
+        self.doc, self.status = doc, status
+        now = time.time()
+        while self.figures.count():
+            self.figures.takeAt(0).widget().deleteLater()
+        self.plot.setTitle(html.escape(om.days_title(doc)), size="10pt", color=theme.colours()["fg"])
+        for i, f in enumerate(om.spend_figures(doc)):
+            cap, val = QLabel(f.caption), QLabel(f"<b style='font-size:15pt'>{fmt.html_text(f.value)}</b>")
+            cap.setTextFormat(Qt.TextFormat.PlainText)
+            for w in (cap, val):
+                w.setToolTip(f.tip)
+                w.setWordWrap(True)
+            self.figures.addWidget(cap, 0, i)
+            self.figures.addWidget(val, 1, i)
+        self.notes.setText(om.spend_notes(doc))
+        self.redraw_bars()
+        rows = om.session_rows(doc, now)
+        self.sessions.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            for c, text in enumerate((row.name, row.spent, row.calls, row.last, "yes" if row.live else "")):
+                item = QTableWidgetItem(text)
+                item.setToolTip(f"<p>{fmt.html_text(row.tip, 500)}</p>")  # rich on purpose: names escaped
+                item.setData(Qt.ItemDataRole.UserRole, row.session_id)
+                if c in (1, 2):
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self.sessions.setItem(r, c, item)
+        self.show_live(status)
+        self.show_limits(status, now)
+        self.rent.setText(om.rent_sentence(doc))
+        lines = [f"<b>{fmt.html_text(title)}:</b> {fmt.html_text(text, 2000)}" for title, text in om.channel_headlines(doc)]
+        self.channels.setText("<br>".join(lines))
+
+    def redraw_bars(self) -> None:
+        button = self.by_group.checkedButton()
+        stacks = om.daily_stacks(self.doc, button.property("by") if button else "model")
+        charts.draw_stacks(self.plot, stacks.days, stacks.layers)
+
+    def show_live(self, status: dict | None) -> None:
+        self.live.clear()
+        for snap in (status or {}).get("sessions") or []:
+            state = lamp_state(snap)
+            item = QListWidgetItem(lamp_icon(lamp_colour(snap)),
+                                   f"{session_name(snap)} — {STATE_WORDS.get(state, state)}")
+            item.setData(Qt.ItemDataRole.UserRole, snap.get("session_id"))
+            item.setToolTip(f"Lamp {lamp_colour(snap)}. Click to open this session.")
+            self.live.addItem(item)
+        if not self.live.count():
+            self.live.addItem(QListWidgetItem("No live session."))
+
+    def show_limits(self, status: dict | None, now: float) -> None:
+        while self.limits_lay.count():
+            old = self.limits_lay.takeAt(0).widget()
+            old.hide()  # until the event loop deletes it, it would still paint over the box's title
+            old.deleteLater()
+        meters = om.limit_meters(status, now) + om.budget_meters(status)
+        self.limits_box.setVisible(bool(meters))
+        for m in meters:
+            bar = QProgressBar()
+            bar.setMaximumHeight(20)
+            bar.setRange(0, 100)
+            bar.setValue(round(m.percent))
+            bar.setFormat(f"{m.name}: {m.text}")
+            bar.setToolTip(m.tip)
+            self.limits_lay.addWidget(bar)
+
+    # ---- clicks ----
+    def _session_cell(self, row: int, _col: int) -> None:
+        item = self.sessions.item(row, 0)
+        if item is not None and item.data(Qt.ItemDataRole.UserRole):
+            self.open_session.emit(item.data(Qt.ItemDataRole.UserRole))
+
+    def _live_item(self, item: QListWidgetItem) -> None:
+        if item.data(Qt.ItemDataRole.UserRole):
+            self.open_session.emit(item.data(Qt.ItemDataRole.UserRole))

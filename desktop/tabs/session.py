@@ -1,0 +1,99 @@
+"""The Session tab: the followed (or chosen) session's header, cost curve, context and rent, plan limits."""
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QGridLayout, QLabel, QSplitter, QVBoxLayout
+
+from desktop import charts, fmt
+from desktop.present.curve import curve_view, series_view
+from desktop.present.overview import project_name
+from desktop.present.session import header_facts, header_title
+from desktop.tabs.base import Tab
+from desktop.tabs.limits import LimitsPanel
+
+
+class SessionTab(Tab):
+    """One session: its header figures, the cost curve, context and rent over calls, the plan limits."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.title = QLabel()
+        self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.title.setWordWrap(True)
+        self.facts = QGridLayout()
+        self.facts.setHorizontalSpacing(20)
+        self.series: dict | None = None
+        self.snapshot: dict | None = None
+        self.curve_plot = charts.new_plot("Cost curve: average cost per call if you restarted now, against the best",
+                                          "times the best", "position (1 = the sweet spot)")
+        self.curve_plot.setToolTip("Diamonds mark where the reminders fired; the dot is where the session is now.")
+        self.stock_plot = charts.new_plot("Context over calls", "tokens", "call", left_unit="tokens",
+                                          bottom_unit="count", legend=True)
+        self.rent_plot = charts.new_plot("Rent paid on dead weight", "", "call", left_unit="usd",
+                                         bottom_unit="count", legend=True)
+        self.rent_plot.setXLink(self.stock_plot)
+        split = QSplitter(Qt.Vertical)
+        split.addWidget(self.curve_plot)
+        split.addWidget(self.stock_plot)
+        split.addWidget(self.rent_plot)
+        self.limits_panel = LimitsPanel()
+        split.addWidget(self.limits_panel)
+        split.setSizes([300, 200, 150, 180])
+        lay = QVBoxLayout(self)
+        lay.addWidget(self.title)
+        lay.addLayout(self.facts)
+        lay.addWidget(split, 1)
+        self.show_snapshot(None)
+        self.show_series(None)
+
+    def show_snapshot(self, snapshot: dict | None) -> None:
+        self.snapshot = snapshot
+        self.title.setText(header_title(snapshot))
+        self._facts(header_facts(snapshot))
+        charts.draw_curve(self.curve_plot, curve_view(snapshot, self.series))
+
+    def _facts(self, facts: list[tuple[str, str, str]]) -> None:
+        while self.facts.count():
+            self.facts.takeAt(0).widget().deleteLater()
+        for i, (caption, value, tip) in enumerate(facts):
+            cap, val = QLabel(caption), QLabel(f"<b>{fmt.html_text(value)}</b>")
+            cap.setTextFormat(Qt.TextFormat.PlainText)
+            for w in (cap, val):
+                w.setToolTip(tip)
+                w.setWordWrap(True)  # a narrow window wraps the figures instead of growing
+            self.facts.addWidget(cap, 0, i)
+            self.facts.addWidget(val, 1, i)
+
+    def show_ended(self, row: dict, segments: list[dict]) -> None:
+        """A session that is not live any more: what the overview and its archived parts say."""
+        self.snapshot = self.series = None
+        sid = str(row.get("session_id") or "")
+        self.title.setText(f"<b>{fmt.html_text(project_name(row.get('project')))} · {fmt.html_text(sid[:8])}</b>"
+                           " — not live any more")
+        rent = sum(float(p.get("rent_usd") or 0) for p in segments)
+        laps = sum(int(p.get("laps") or 0) for p in segments)
+        unwritten = row.get("unwritten_usd") or 0.0
+        self._facts([("Spent", fmt.usd(row.get("billed_usd", row.get("usd"))),
+                      "What the API billed for it in the overview's period"
+                      + (f", {fmt.usd(unwritten)} of it for requests Claude Code made without writing them "
+                         "(measured from its cost record)." if unwritten else ".")),
+                     ("Calls", fmt.count(row.get("calls")), "API calls in the overview's period."),
+                     ("Last call", fmt.when(row.get("last_at")), "When it last called the API."),
+                     ("Rent on dead weight", fmt.usd(rent) if segments else fmt.DASH,
+                      "Over its archived parts (History tab)."),
+                     ("Reminders", fmt.count(laps) if segments else fmt.DASH, "Over its archived parts.")])
+        charts.draw_curve(self.curve_plot, curve_view(None))
+        self.show_series(None)
+
+    def show_series(self, series: dict | None) -> None:
+        self.series = series
+        if self.snapshot is not None:
+            charts.draw_curve(self.curve_plot, curve_view(self.snapshot, series))
+        view = series_view(series)
+        charts.draw_stock(self.stock_plot, view)
+        charts.draw_rent(self.rent_plot, view)
+
+    def show_error(self, text: str) -> None:
+        self.title.setText(f"Could not load the session: {html.escape(text)}")

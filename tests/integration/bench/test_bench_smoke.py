@@ -1,0 +1,175 @@
+"""CI smoke for the benchmarks: a small corpus, the replay bench and the totals recount.
+
+The full bench (peers downloaded, 50 and 500 MB) is `make bench`, not CI.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.corpus import all_transcripts, ROOT
+
+PY = sys.executable
+
+
+def _corpus(out: Path, mb: float = 2, *extra: str) -> Path:
+    subprocess.run([PY, str(ROOT / "bench" / "corpus.py"), "--mb", str(mb), "--out", str(out), *extra],
+                   check=True, capture_output=True, timeout=60)
+    return out / ".claude" / "projects"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("bench-corpus")
+    _corpus(root)
+    return root
+
+
+@pytest.mark.timeout(60)
+def test_replay_bench_prints_a_positive_throughput(corpus):
+    proc = subprocess.run([PY, str(ROOT / "bench" / "replay.py"), "--corpus", str(corpus), "--repeat", "1"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    m = re.fullmatch(r"replay_mb_per_s=([0-9.]+)", lines[-1])
+    assert m, proc.stdout
+    assert float(m.group(1)) > 0
+
+
+def test_corpus_is_deterministic_sized_and_renamed(corpus, tmp_path):
+    files = sorted(p.relative_to(corpus) for p in corpus.rglob("*.jsonl"))
+    again = _corpus(tmp_path / "again").parents[1]
+    assert files == sorted(p.relative_to(again) for p in again.rglob("*.jsonl"))
+    for rel in files:
+        assert (corpus / rel).read_bytes() == (again / rel).read_bytes()
+    total = sum((corpus / rel).stat().st_size for rel in files)
+    assert total >= 2 * (1 << 20)
+    # fresh ids: no session id of a fixture survives into the corpus
+    originals = {p.stem for p in all_transcripts()}
+    body = b"".join((corpus / rel).read_bytes() for rel in files)
+    assert not any(sid.encode() in body for sid in originals)
+    # ids renamed consistently: a session file still holds its own session's entries
+    for rel in files:
+        if "subagents" not in rel.parts and re.fullmatch(r"[0-9a-f-]{36}", rel.stem):
+            sids = {json.loads(line).get("sessionId") for line in (corpus / rel).read_text().splitlines() if line}
+            assert sids - {None} == {rel.stem}
+
+
+def test_corpus_file_limit(tmp_path):
+    projects = _corpus(tmp_path, 1000, "--files", "7")
+    assert len(list(projects.rglob("*.jsonl"))) == 7
+
+
+@pytest.mark.timeout(60)
+def test_independent_recount_matches_report(tmp_path):
+    """bench/compare_totals.py's own reader, with ctxlamp's dedup rule, gives the report's USD per day.
+
+    This is what makes its explanation of the differences with ccusage trustworthy.
+    """
+    sys.path.insert(0, str(ROOT))
+    from bench.compare_totals import compare
+
+    corpus = _corpus(tmp_path / "corpus", 10).parents[1]  # every fixture at least once
+    env = {**os.environ, "CTXLAMP_HOME": str(tmp_path / "home"), "CLAUDE_CONFIG_DIR": str(corpus / ".claude"),
+           "HOME": str(tmp_path)}
+    proc = subprocess.run([PY, "-m", "service.cli", "report", "--json", "--no-service"], env=env, cwd=ROOT,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    res = compare(corpus / ".claude" / "projects", {"daily": []}, report)
+    assert report["spend"]["total_usd"] > 0
+    assert res["recount_matches_report"]
+    no_dedup = next(r for r in res["rules"] if r["rule"] == "no dedup")
+    assert no_dedup["usd"] > res["rules"][0]["usd"]  # the fixtures do repeat lines of one response
+
+
+def _rows_strategy():
+    from hypothesis import strategies as st
+
+    row = st.fixed_dictionaries({
+        "mid": st.sampled_from([None, "m1", "m2", "m3"]), "rid": st.sampled_from([None, "r1", "r2"]),
+        "ts": st.just("2026-01-01T00:00:00Z"), "model": st.just("claude-sonnet-4-5"), "side": st.booleans(),
+        "input": st.integers(0, 50), "output": st.integers(0, 50), "cache_creation": st.integers(0, 50),
+        "cache_read": st.integers(0, 50), "w1h": st.just(0)})
+    return st.lists(st.lists(row, max_size=8), max_size=4)
+
+
+def test_dedup_rules_keep_one_record_per_key():
+    """The counting rules the totals comparison tries: one record per key, keyless lines always count,
+    keep-largest keeps the biggest revision."""
+    from hypothesis import given, settings
+
+    sys.path.insert(0, str(ROOT))
+    from bench.compare_totals import TOKENS, _mid_and_rid, _mid_or_rid, dedup
+
+    @settings(max_examples=200, deadline=None)
+    @given(_rows_strategy())
+    def check(files):
+        flat = [r for rows in files for r in rows]
+        for key_of in (_mid_or_rid, _mid_and_rid):
+            keyed = {key_of(r) for r in flat} - {None}
+            keyless = sum(key_of(r) is None for r in flat)
+            for keep in ("first", "last", "largest"):
+                kept = dedup(files, key_of, keep)
+                assert len(kept) == len(keyed) + keyless
+                assert {key_of(r) for r in kept} - {None} == keyed
+            for r in dedup(files, key_of, "largest"):
+                k = key_of(r)
+                if k is not None:
+                    assert sum(r[t] for t in TOKENS) == max(sum(x[t] for t in TOKENS) for x in flat if key_of(x) == k)
+
+    check()
+
+
+@pytest.mark.timeout(60)
+def test_pooled_scan_of_a_corpus_equals_the_serial_scan(tmp_path, monkeypatch):
+    """The bench's cold report runs the scan pool in chunks of several files: same results as one process."""
+    monkeypatch.setenv("CTXLAMP_HOME", str(tmp_path / "home"))
+    sys.path.insert(0, str(ROOT))
+    from service.report import scan
+
+    projects = _corpus(tmp_path / "corpus", 1000, "--files", "40")
+    files = scan.discover(projects)
+    assert len(files) == 40  # 2 workers x 8 chunks each: chunks of 2 files
+    serial = scan.scan(files, scan.ScanCache(None), workers=1)
+    pooled = scan.scan(files, scan.ScanCache(None), workers=2, pool_min_bytes=0)
+    assert pooled == serial
+    assert sum(len(r["calls"]) for r in serial.values()) > 0
+
+
+def test_statusline_bench_runs_and_reports_figures():
+    out = subprocess.run([sys.executable, "bench/statusline.py", "--runs", "5"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    p50 = float(re.search(r"wall  p50 ([\d.]+) ms", out.stdout).group(1))
+    cpu = float(re.search(r"cpu   p50 ([\d.]+) ms", out.stdout).group(1))
+    assert 0 < cpu <= p50 * 3 and "5h 30%" in out.stdout
+
+
+def test_long_segment_bench_builds_one_segment_of_repeated_calls(tmp_path):
+    """bench/long_segment.py's transcript is one segment (the compaction left out) of whole copies."""
+    sys.path.insert(0, str(ROOT))
+    from bench.long_segment import one_segment, replay_seconds
+
+    _, once, segments_once, _ = replay_seconds(one_segment(1, tmp_path / "one.jsonl")["path"])
+    _, thrice, segments, _ = replay_seconds(one_segment(3, tmp_path / "three.jsonl")["path"])
+    assert once > 20 and thrice == 3 * once
+    assert segments_once == segments == 1
+
+
+def test_statusline_compare_reports_both_loads_and_the_installed_line():
+    """`bench/statusline.py --compare` times the command `ctxlamp install` writes beside a bare interpreter."""
+    out = subprocess.run([sys.executable, "bench/statusline.py", "--compare", "--runs", "2"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    assert "service/statusline/fast.py" in out.stdout and "-S -c pass" in out.stdout
+    assert "0 busy processes" in out.stdout and "4 busy processes" in out.stdout
+    ratios = re.search(r"statusline_p95_ratio=([\d.]+),([\d.]+)", out.stdout)
+    assert ratios and all(float(r) > 0 for r in ratios.groups())
+    assert "5h 30%" in out.stdout  # the line the service answered, not the fallback

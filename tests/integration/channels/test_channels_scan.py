@@ -1,0 +1,99 @@
+"""The transcript scanner: layout discovery, byte-level skipping, the process pool and the cache."""
+from __future__ import annotations
+
+import json
+import shutil
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from service.channels import ChannelMeters
+from service.report.scan import (ScanCache, SizeMemo, TranscriptFile, discover, scan,
+                                   scan_bytes)
+from service.channels.spend import SpendCollector
+from service.measure.tokenizer import encode_len
+from tests.support.corpus import all_transcripts, CC, REAL_FIXTURES
+from tests.support.expected import EXPECTED, fixture_path, REAL_EXPECTED
+
+# Every fixture transcript; the third-party ones run when they are beside the checkout.
+
+
+def fixture_file(p) -> TranscriptFile:
+    return TranscriptFile(str(p), "p", "subagents" in p.parts or p.name.startswith("agent-"), p.stem)
+
+
+def every_line_reference(data: bytes, tf):
+    """What the meters make of a file when every line is parsed (no byte-level skipping)."""
+    meters = ChannelMeters(tf.session_hint, sidechain_file=tf.subagent, count_tokens=encode_len)
+    spend = SpendCollector(sidechain_file=tf.subagent)
+    events = []
+    for line in data.split(b"\n"):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict):
+            continue
+        spend.feed(entry)
+        events += [e.to_dict() for e in meters.feed(entry, SizeMemo())]
+    return events, list(spend.calls.values()), spend.cost_state
+
+
+# Lines no Claude Code version wrote, but a line filter must not be fooled by: a nested message
+# that looks like an assistant call, type keys inside strings, braces inside strings, junk.
+DECOYS = [
+    {"type": "progress", "data": {"message": {"type": "assistant", "message": {
+        "id": "msg_decoy", "model": "claude-sonnet-4-5", "usage": {"input_tokens": 9, "output_tokens": 9}}}}},
+    {"parentUuid": "x", "attachment": {"type": "assistant", "content": "{\"type\":\"assistant\"}"}, "type": "attachment"},
+    {"cwd": "/tmp/{odd}dir", "type": "user", "message": {"role": "user", "content": "}\"type\":\"assistant\"{"}},
+    {"type": "system", "subtype": "informational", "content": "compact_boundary is only a word here"},
+]
+JUNK = [b"", b"   ", b"[1,2]", b'{"type":"assistant","message":{"id":"m_torn",', b"\x00\xff not json", b'"type":"user"']
+
+
+def _shuffled_keys(entry: dict, rnd) -> dict:
+    keys = list(entry)
+    rnd.shuffle(keys)
+    return {k: entry[k] for k in keys}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(key=st.sampled_from(sorted(EXPECTED) + (sorted(REAL_EXPECTED) if REAL_FIXTURES.is_dir() else [])), rnd=st.randoms(use_true_random=False),
+       spaced_share=st.sampled_from([0.0, 0.1, 1.0]), decoys=st.integers(0, 6))
+def test_the_line_filter_keeps_every_line_a_meter_needs(key, rnd, spaced_share, decoys):
+    """Any key order, spaced or compact JSON, decoys and junk: scanning equals parsing every line."""
+    p = fixture_path(key)
+    tf = fixture_file(p)
+    lines = []
+    for raw in p.read_bytes().splitlines():
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            lines.append(raw)
+            continue
+        if isinstance(entry, dict) and rnd.random() < 0.5:
+            entry = _shuffled_keys(entry, rnd)
+        lines.append(json.dumps(entry).encode() if rnd.random() < spaced_share
+                     else json.dumps(entry, separators=(",", ":")).encode())
+    for _ in range(decoys):
+        extra = rnd.choice([json.dumps(d, separators=(",", ":")).encode() for d in DECOYS] + JUNK)
+        lines.insert(rnd.randrange(len(lines) + 1), extra)
+    data = b"\n".join(lines) + b"\n"
+    got = scan_bytes(data, tf, SizeMemo(), encode_len)
+    events, calls, cost_state = every_line_reference(data, tf)
+    assert got["events"] == events
+    assert got["calls"] == calls
+    assert got["cost_state"] == cost_state
+
+
+def fixture_tree(tmp_path):
+    projects = tmp_path / "projects"
+    for run in CC.iterdir():
+        shutil.copytree(run / "projects", projects, dirs_exist_ok=True)
+    return projects
+
+
+def test_process_pool_gives_the_same_results_as_one_process(tmp_path):
+    files = discover(fixture_tree(tmp_path))
+    serial = scan(files, ScanCache(None), workers=1)
+    pooled = scan(files, ScanCache(None), workers=2, pool_min_bytes=0)
+    assert pooled == serial and len(serial) == len(files) == len(all_transcripts())

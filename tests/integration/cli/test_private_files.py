@@ -1,0 +1,134 @@
+"""ctxlamp's folders are 0700 and its logs 0600, whichever process comes first (issue 25, attack 7).
+
+Each process runs with a permissive umask (0), so a mode the code does not set itself shows.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from service.privdir import make_private_dirs
+from tests.support.corpus import ROOT
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX modes")
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def folders_below(top: Path) -> list[Path]:
+    return [top, *(p for p in top.rglob("*") if p.is_dir())]
+
+
+def env_without_home(tmp_path: Path) -> dict:
+    """No CTXLAMP_HOME: the data folder is $XDG_DATA_HOME/ctxlamp (not there yet), the runtime folder under it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAMP_", "XDG_", "CLAUDE_PID"))}
+    env.update(XDG_DATA_HOME=str(tmp_path / "xdg" / "share"), XDG_CONFIG_HOME=str(tmp_path / "xdg" / "config"),
+               HOME=str(tmp_path / "home"), CLAUDE_CONFIG_DIR=str(tmp_path / "claude"), NO_COLOR="1")
+    return env
+
+
+def run(args: list[str], env: dict, stdin: bytes = b"") -> subprocess.CompletedProcess:
+    return subprocess.run(args, check=False, input=stdin, env=env, cwd=ROOT, capture_output=True, timeout=60,
+                          preexec_fn=lambda: os.umask(0))
+
+
+@pytest.fixture(autouse=True)
+def permissive_umask():
+    old = os.umask(0)
+    yield
+    os.umask(old)
+
+
+def test_the_helper_makes_each_missing_folder_private_and_leaves_others(tmp_path):
+    (tmp_path / "there").mkdir(mode=0o755)
+    os.chmod(tmp_path / "there", 0o755)
+    made = make_private_dirs(tmp_path / "there" / "a" / "b" / "c")
+    assert made == str(tmp_path / "there" / "a" / "b" / "c")
+    assert [mode(tmp_path / "there" / p) for p in ("a", "a/b", "a/b/c")] == [0o700] * 3
+    assert mode(tmp_path / "there") == 0o755  # not ours to change
+    make_private_dirs(tmp_path / "there" / "a" / "b" / "c")  # again: nothing happens
+
+
+def test_the_status_line_run_first_makes_private_folders(tmp_path):
+    env = env_without_home(tmp_path)
+    proc = run([sys.executable, "-S", str(ROOT / "service" / "statusline" / "fast.py")], env,
+               json.dumps({"session_id": "s1", "model": {"display_name": "Opus"}}).encode())
+    assert proc.returncode == 0
+    made = tmp_path / "xdg"
+    assert (made / "share" / "ctxlamp" / "run" / "statusline").is_dir()
+    assert {str(p.relative_to(tmp_path)): mode(p) for p in folders_below(made)} == \
+        {str(p.relative_to(tmp_path)): 0o700 for p in folders_below(made)}
+
+
+def test_the_hook_run_first_makes_private_folders(tmp_path):
+    env = dict(env_without_home(tmp_path), CLAUDE_PID=str(os.getpid()))
+    payload = {"session_id": "s1", "transcript_path": "/nowhere/s1.jsonl", "cwd": "/work/p",
+               "hook_event_name": "SessionStart", "source": "startup"}
+    proc = run([sys.executable, "-m", "service.cli", "hook", "session-start"], env, json.dumps(payload).encode())
+    assert proc.returncode == 0
+    made = tmp_path / "xdg"
+    assert (made / "share" / "ctxlamp" / "run" / "sessions").is_dir()
+    assert all(mode(p) == 0o700 for p in folders_below(made)), {str(p): oct(mode(p)) for p in folders_below(made)}
+
+
+def test_the_cli_writing_a_file_first_makes_private_folders(tmp_path):
+    from service.paths import write_private
+
+    write_private(tmp_path / "new" / "deeper" / "api.json", b"{}")
+    assert mode(tmp_path / "new") == mode(tmp_path / "new" / "deeper") == 0o700
+    assert mode(tmp_path / "new" / "deeper" / "api.json") == 0o600
+
+
+def test_the_store_opening_first_makes_private_folders(tmp_path):
+    from models.database import open_database
+
+    db = open_database(tmp_path / "a" / "b" / "ctxlamp.db")
+    db.close()
+    assert mode(tmp_path / "a") == mode(tmp_path / "a" / "b") == 0o700
+
+
+def test_the_service_log_and_each_rotated_one_are_private(tmp_path):
+    from service.daemon.runtime import PrivateRotatingFileHandler
+
+    path = tmp_path / "service.log"
+    handler = PrivateRotatingFileHandler(path, maxBytes=2000, backupCount=3, encoding="utf-8")
+    logger = logging.getLogger("ctxlamp.test-private-log")
+    logger.propagate = False
+    logger.addHandler(handler)
+    try:
+        for i in range(200):
+            logger.warning("line %d %s", i, "x" * 50)
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    logs = sorted(tmp_path.glob("service.log*"))
+    assert [p.name for p in logs] == ["service.log", "service.log.1", "service.log.2", "service.log.3"]
+    assert {p.name: mode(p) for p in logs} == {p.name: 0o600 for p in logs}
+
+
+def test_the_service_started_first_makes_private_folders_and_log(tmp_path):
+    """`ctxlamp serve` under a umask of 0 with nothing there yet."""
+    from tests.support.servicectl import running_service
+
+    (tmp_path / "a").mkdir()  # servicectl keeps the service's output beside CTXLAMP_HOME
+    home = tmp_path / "a" / "ctx"
+    claude = tmp_path / "claude"
+    (claude / "projects").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAMP_", "CLAUDE_"))}
+    env.update(CTXLAMP_HOME=str(home), CLAUDE_CONFIG_DIR=str(claude))
+    umask_zero = "import os, sys; os.umask(0); os.execv(sys.argv[1], sys.argv[1:])"
+    with running_service(env, home, prefix=(sys.executable, "-c", umask_zero)):
+        pass
+    assert all(mode(p) == 0o700 for p in folders_below(home)), {str(p): oct(mode(p)) for p in folders_below(home)}
+    assert mode(home / "service.log") == 0o600
+    assert all(mode(p) == 0o600 for p in home.iterdir() if p.is_file()), \
+        {p.name: oct(mode(p)) for p in home.iterdir() if p.is_file()}

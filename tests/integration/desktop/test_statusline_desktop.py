@@ -1,0 +1,60 @@
+"""Plan limits in the tray and the window (issue 16): words, notices once per window, the idle-cache
+notice, the Session tab's usage plot and per-turn table. Qt offscreen."""
+from __future__ import annotations
+
+import os
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+
+pytest.importorskip("pytestqt")
+
+
+NOW = time.mktime((2026, 11, 30, 14, 0, 0, 0, 0, -1))  # 14:00 local time
+
+
+def limits(five=37.0, week=12.0, resets=NOW + 3 * 3600):
+    return {"five_hour": {"used_percentage": five, "resets_at": resets, "seen_at": NOW, "pct_per_usd": 4.0},
+            "seven_day": {"used_percentage": week, "resets_at": NOW + 4 * 86400}, "spend_limit": None}
+
+
+@pytest.fixture
+def tray(qtbot, ctx_home):
+    from desktop.datasource import ApiSource
+    from desktop.tray import TrayController
+
+    t = TrayController(ApiSource(), open_window_without_tray=False)
+    yield t
+    t.shutdown()
+
+
+def test_tray_tooltip_menu_and_notices(tray):
+    said = []
+    tray._notify = lambda title, body, quiet=False: said.append((title, body))
+    snap = {"session_id": "s1", "project": "/p", "lamp": {"state": "good", "colour": "green"}}
+    tray.set_status({"sessions": [snap], "followed": "s1", "service": {}, "limits": limits(five=83)})
+    assert "5h 83%" in tray.tray.toolTip() and "week 12%" in tray.tray.toolTip()
+    tray.update_menu()
+    assert tray.limits_action.isVisible() and tray.limits_action.text().startswith("Plan: 5h 83%")
+    assert len(said) == 1 and "83%" in said[0][0]
+    tray.on_limits(limits(five=84))
+    assert len(said) == 1
+
+
+def test_session_tab_panel_draws_usage_and_turns(qtbot):
+    from desktop.tabs.limits import LimitsPanel
+
+    panel = LimitsPanel()
+    qtbot.addWidget(panel)
+    assert "none seen yet" in panel.note.text()
+    data = {"limits": limits(), "account": [],
+            "session": {"readings": [{"at": "2026-11-30T10:00:00Z", "five_hour": 10, "seven_day": 3},
+                                     {"at": "2026-11-30T10:05:00Z", "five_hour": 12.5, "seven_day": 3}],
+                        "turns": [{"turn": 2, "turns": 1, "before_pct": 10, "after_pct": 12.5, "delta_pct": 2.5,
+                                   "cost_usd": 0.5, "label": "measured"}]}}
+    panel.show_limits(data)
+    assert "5h 37%" in panel.note.text()
+    assert panel.table.rowCount() == 1 and panel.table.item(0, 3).text() == "2.50%"
+    assert len(panel.plot.getPlotItem().listDataItems()) == 2

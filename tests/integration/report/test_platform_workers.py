@@ -1,0 +1,122 @@
+"""The workers seam: forked children where fork is safe, fresh interpreters (spawn) where fork is
+missing (Windows) or unsafe (macOS), in-process in a frozen build; every way gives the same figures."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from service.report import forked, scan
+from tests.support import worker_probe as probe
+from tests.support.corpus import CC, all_transcripts
+from tests.support.procs import children_of, no_children_left
+
+
+@pytest.mark.parametrize("platform, has_fork, frozen, method", [
+    ("linux", True, False, "fork"),
+    ("freebsd14", True, False, "fork"),
+    ("darwin", True, False, "spawn"),    # fork after system frameworks load is unsafe
+    ("win32", False, False, "spawn"),    # no fork
+    ("linux", False, False, "spawn"),    # fork made unavailable
+    ("win32", False, True, "serial"),    # a frozen build cannot start `python -m` workers
+    ("darwin", True, True, "serial"),
+])
+def test_the_start_method_per_system(platform, has_fork, frozen, method):
+    assert forked.start_method(platform, has_fork=has_fork, frozen=frozen) == method
+
+
+def test_without_fork_a_pool_is_still_available(monkeypatch):
+    monkeypatch.delattr(os, "fork", raising=False)
+    assert forked.available() and not forked.can_fork() and forked.start_method() == "spawn"
+
+
+@pytest.mark.parametrize("method", ["spawn", "serial", "fork"])
+def test_every_job_is_done_once(method):
+    if method == "fork" and not forked.can_fork():
+        pytest.skip("no fork here")
+    before = children_of(os.getpid())
+    jobs = list(range(60))
+    with forked.pool(probe.square_with_pid, jobs, 3, method=method) as results:
+        got = list(results)
+    assert sorted((n, sq) for n, sq, _ in got) == [(n, n * n) for n in jobs]
+    pids = {pid for _, _, pid in got}
+    if method == "serial":
+        assert pids == {os.getpid()}
+    else:
+        assert os.getpid() not in pids and 1 <= len(pids) <= 3
+    assert no_children_left(before)
+
+
+def test_spawned_init_runs_in_each_child_and_prints_do_not_break_results():
+    with forked.pool(probe.marks, range(10), 2, init=probe.mark_ready, method="spawn") as results:
+        assert all(seen == ["ready"] for seen in results)
+    assert probe._marks == []
+    with forked.pool(probe.noisy, range(20), 2, method="spawn") as results:
+        assert sorted(results) == list(range(20))
+
+
+def test_spawned_big_results_come_back_whole():
+    with forked.SpawnedMap(bytes, [3_000_000, 5, 1_000_000], 2) as results:
+        assert sorted(len(r) for r in results) == [5, 1_000_000, 3_000_000]
+
+
+@pytest.mark.parametrize("func, workers, message", [
+    (probe.fail_on_seven, 2, "ValueError: job seven is bad"),
+    (probe.die_on_three, 1, "ended early.*signal 9"),
+])
+def test_a_failed_spawned_child_is_an_error_and_leaves_no_process(func, workers, message):
+    before = children_of(os.getpid())
+    with pytest.raises(forked.WorkerFailed, match=message), forked.SpawnedMap(func, list(range(50)), workers) as results:
+        list(results)
+    assert no_children_left(before)
+
+
+def test_leaving_early_stops_the_spawned_children():
+    before = children_of(os.getpid())
+    with forked.SpawnedMap(probe.slow, list(range(400)), 2) as results:
+        for _ in results:
+            break
+    assert no_children_left(before)
+
+
+def test_a_function_that_cannot_pickle_is_refused_before_any_child_starts():
+    before = children_of(os.getpid())
+    with pytest.raises(Exception, match="pickle|Can't"):
+        forked.SpawnedMap(lambda n: n, [1, 2], 2)
+    assert children_of(os.getpid()) == before
+
+
+def _fixture_files(tmp_path):
+    projects = tmp_path / "projects"
+    for run in CC.iterdir():
+        shutil.copytree(run / "projects", projects, dirs_exist_ok=True)
+    return scan.discover(projects)
+
+
+def test_spawned_report_workers_give_the_same_figures(tmp_path, monkeypatch):
+    files = _fixture_files(tmp_path)
+    serial = scan.scan(files, scan.ScanCache(None), workers=1)
+    monkeypatch.setattr(forked, "start_method", lambda *a, **k: "spawn")
+    spawned = scan.scan(files, scan.ScanCache(None), workers=2, pool_min_bytes=0)
+    assert spawned == serial and len(serial) == len(files) == len(all_transcripts())
+
+
+def test_a_spawned_report_worker_imports_only_what_scanning_needs(tmp_path):
+    files = _fixture_files(tmp_path)[:1]
+    with forked.SpawnedMap(probe.scan_and_list_modules, files, 1) as results:
+        ((_, result, _), modules), = list(results)
+    assert result is not None
+    loaded = set(modules)
+    assert "service.report.scan" in loaded
+    unused = {"PySide6", "peewee", "tiktoken", "watchdog", "psycopg2", "apscheduler", "mcp", "pytest",
+              "service.cli", "service.daemon", "service.store", "service.api", "service.measure.tokenizer",
+              "models", "multiprocessing", "concurrent.futures"}
+    assert not {m for m in loaded if m in unused or m.split(".")[0] in unused - {"service"}}
+
+
+def test_spawned_workers_start_only_for_a_longer_scan():
+    fork_min = scan.POOL_MIN_BYTES
+    assert forked.min_bytes(fork_min, "fork") == fork_min
+    assert forked.min_bytes(fork_min, "spawn") == max(fork_min, forked.SPAWN_MIN_BYTES) > fork_min
+    assert forked.min_bytes(fork_min, "serial") > 1 << 60

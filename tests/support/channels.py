@@ -1,0 +1,35 @@
+"""Helpers for the channel tests: the real price table and in-memory scan results."""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+from resources import resource_path
+from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
+from service.engine.prices import PriceTable
+from service.measure.tokenizer import encode_len
+from tests.support.transcripts import to_bytes
+
+
+@lru_cache(maxsize=1)
+def price_table() -> PriceTable:
+    return PriceTable.from_json(json.load(open(resource_path("prices.json"), encoding="utf-8")))
+
+
+def price_lookup():
+    return price_table().lookup
+
+
+def result_file(entries, *, subagent=False, sizes=None, project="-p", session="s1") -> dict:
+    """What scan.py makes of a transcript holding `entries`."""
+    tf = TranscriptFile(f"/virtual/{session}.jsonl", project, subagent, session)
+    return scan_bytes(to_bytes(entries), tf, sizes if sizes is not None else SizeMemo(), encode_len)
+
+
+def run_meters(entries, sizes=None, *, sidechain_file=False):
+    from service.channels import ChannelMeters
+    m = ChannelMeters("s1", sidechain_file=sidechain_file, count_tokens=encode_len)
+    out = []
+    for e in entries:
+        out += m.feed(e, sizes)
+    return m, out

@@ -1,0 +1,124 @@
+"""The Overview tab and the words on screen: formatting, the overview's view model and widget, and the
+overview's sums against `ctxlamp report --json` on the same transcripts (a real service)."""
+from __future__ import annotations
+
+import os
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+
+pytest.importorskip("pytestqt")
+
+from desktop import fmt  # noqa: E402
+from desktop.present import overview as om  # noqa: E402
+from desktop.datasource import DemoSource  # noqa: E402
+
+
+# ---------------- formatting ----------------
+
+@pytest.mark.parametrize("value,text", [(None, "–"), (0, "$0"), (1234.5, "$1,234"), (12.345, "$12.35"),
+                                        (0.994, "$0.99"), (0.42, "$0.42"), (0.0042, "$0.004"),
+                                        (0.00012, "$0.0001"), (-2.5, "-$2.50")])
+def test_money(value, text):
+    assert fmt.usd(value) == text
+
+
+@pytest.mark.parametrize("value,text", [(850, "850"), (1500, "1.5k"), (12_345, "12k"), (2_500_000, "2.50M")])
+def test_tokens(value, text):
+    assert fmt.tokens(value) == text
+
+
+@pytest.mark.parametrize("value,text", [(512, "512 B"), (9004, "9.0 kB"), (949_460, "949.5 kB"),
+                                        (4_500_000, "4.5 MB"), (2e9, "2.0 GB")])
+def test_bytes(value, text):
+    assert fmt.size(value) == text
+
+
+@pytest.mark.parametrize("value,text", [(45, "45 s"), (65, "1 min 05 s"), (600, "10 min"), (3720, "1 h 02 min"),
+                                        (90_000, "1 d 1 h"), (None, "–")])
+def test_durations(value, text):
+    assert fmt.duration(value) == text
+
+
+def test_counts_percent_plural():
+    assert fmt.count(1234567) == "1,234,567" and fmt.count(2.0) == "2"
+    assert fmt.percent(0.37) == "37 %" and fmt.percent(0.004) == "0.4 %" and fmt.percent(0) == "0 %"
+    assert fmt.plural(1, "call") == "1 call" and fmt.plural(3, "stretch", "stretches") == "3 stretches"
+
+
+def test_dates_are_local_time(monkeypatch):
+    monkeypatch.setenv("TZ", "Asia/Tokyo")  # UTC+9, no daylight saving
+    time.tzset()
+    try:
+        now = fmt.parse_time("2026-11-30T02:00:00Z")  # 11:00 in Tokyo
+        assert fmt.when("2026-11-30T01:05:00Z", now) == "today 10:05"
+        assert fmt.when("2026-11-28T20:30:00Z", now) == "Sun 29 Nov 05:30"
+        assert fmt.when("2025-03-01T00:00:00Z", now) == "1 Mar 2025 09:00"
+        assert fmt.day("2026-11-29") == "Sun 29 Nov"
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
+# ---------------- the overview's view model ----------------
+
+def doc_with(models: dict[str, list[float]], days: list[str]) -> dict:
+    by_day = {d: {m: v[i] for m, v in models.items() if v[i]} for i, d in enumerate(days)}
+    return {"spend": {"days": days, "by_day_model": by_day, "by_day_project": {}}}
+
+
+def test_daily_stacks_keep_the_dearest_and_fold_the_rest_into_other():
+    days = ["2026-11-28", "2026-11-29"]
+    models = {f"claude-sonnet-4-{i}": [float(i), 1.0] for i in range(1, 9)}
+    stacks = om.daily_stacks(doc_with(models, days))
+    names = [n for n, _ in stacks.layers]
+    assert len(names) == om.MAX_STACKS and names[-1] == om.OTHER
+    assert names[0] == "Sonnet 4.8"  # dearest at the bottom
+    assert stacks.totals == pytest.approx([sum(v[0] for v in models.values()), 8.0])
+
+
+def test_the_bars_add_up_to_what_was_billed():
+    """Issue 26: the requests Claude Code did not write are a layer of their own, so the bars sum to Spent."""
+    doc = DemoSource().overview(7)
+    stacks = om.daily_stacks(doc, "model")
+    assert stacks.layers[-1][0] == om.NOT_WRITTEN and sum(stacks.layers[-1][1]) > 0
+    assert sum(stacks.totals) == pytest.approx(doc["spend"]["billed_usd"], abs=1e-6)
+    assert om.spend_figures(doc)[0].value == fmt.usd(doc["spend"]["billed_usd"])
+
+
+def test_model_and_project_names_are_words():
+    assert om.model_name("claude-opus-4-8") == "Opus 4.8"
+    assert om.model_name("claude-haiku-4-5-20251001") == "Haiku 4.5"
+    assert om.model_name(None) == "unknown model"
+    assert om.project_name("/home/dev/webshop") == "webshop"
+
+
+RECORDED_LIMITS = {"five_hour": {"used_percentage": 37.0, "resets_at": "2026-11-30T18:00:00Z",
+                                 "seen_at": "2026-11-30T14:02:00Z"},
+                   "seven_day": {"used_percentage": 81.5, "resets_at": "2026-12-03T09:00:00Z",
+                                 "seen_at": "2026-11-30T14:02:00Z"},
+                   "spend_limit": None}
+
+
+def test_limit_meters_from_the_status_shape():
+    meters = om.limit_meters({"limits": RECORDED_LIMITS}, fmt.parse_time("2026-11-30T14:05:00Z"))
+    assert [m.name for m in meters] == ["5-hour limit", "Weekly limit"]
+    assert meters[0].percent == 37.0 and meters[0].text.startswith("37 % used, resets ")
+    assert om.limit_meters({"limits": None}) == [] and om.limit_meters({}) == []
+
+
+def test_channel_headlines_are_sentences_with_units():
+    doc = DemoSource().overview(30)
+    lines = dict(om.channel_headlines(doc))
+    e = doc["channels"]["edit"]
+    assert lines["Edits"].startswith(f"{e['str_replace_calls']} replace edits paid "
+                                     f"{fmt.tokens(e['str_replace_old_string_tokens'])} output tokens")
+    assert "Context trimming saved" in lines["Trimming"] and "kB" in lines["Search"]
+
+
+# ---------------- the tab ----------------
+
+
+# ---------------- the overview's sums are the report's ----------------

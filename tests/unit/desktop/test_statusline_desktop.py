@@ -1,0 +1,80 @@
+"""Plan limits in the tray and the window (issue 16): words, notices once per window, the idle-cache
+notice, the Session tab's usage plot and per-turn table. Qt offscreen."""
+from __future__ import annotations
+
+import os
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from desktop import fmt  # noqa: E402
+from desktop.present.limits import IdleCacheNotice, LimitNotices, limits_text, turn_rows, usage_points  # noqa: E402
+
+NOW = time.mktime((2026, 11, 30, 14, 0, 0, 0, 0, -1))  # 14:00 local time
+
+
+def limits(five=37.0, week=12.0, resets=NOW + 3 * 3600):
+    return {"five_hour": {"used_percentage": five, "resets_at": resets, "seen_at": NOW, "pct_per_usd": 4.0},
+            "seven_day": {"used_percentage": week, "resets_at": NOW + 4 * 86400}, "spend_limit": None}
+
+
+def test_limits_in_words():
+    assert limits_text(limits(), NOW) == "5h 37% · resets 17:00; week 12%"
+    assert limits_text({"five_hour": None, "seven_day": None, "spend_limit": None}, NOW) is None
+    assert limits_text(None, NOW) is None
+
+
+def test_threshold_notices_once_each_per_window():
+    n = LimitNotices({"limits": {"notice_pct": 80, "alert_pct": 95}})
+    assert n.offer(limits(five=50), NOW) == []
+    first = n.offer(limits(five=81), NOW)
+    assert len(first) == 1 and "5h limit at 81%" in first[0][0] and "passed 80%" in first[0][1]
+    assert n.offer(limits(five=85), NOW) == []  # same window, same threshold
+    second = n.offer(limits(five=96), NOW)
+    assert len(second) == 1 and "passed 95%" in second[0][1]
+    assert n.offer(limits(five=97), NOW) == []
+    next_window = n.offer(limits(five=82, resets=NOW + 5 * 3600 + 60), NOW)
+    assert len(next_window) == 1  # a new window (its own resets_at) warns again
+
+
+def cached(sid="s1", expires=NOW + 50, cold=0.9):
+    return {"session_id": sid, "project": "/home/u/proj", "window": {"tokens": 150000},
+            "cache": {"ttl_s": 300, "expires_at": expires, "cold_rewrite_usd": cold}}
+
+
+def test_idle_cache_notice_before_expiry_once_with_window_share():
+    n = IdleCacheNotice({"limits": {"idle_rewrite_usd": 0.5, "idle_notice_s": 60}})
+    sessions = {"s1": cached(), "cheap": cached("cheap", cold=0.1)}
+    assert n.next_due(sessions, NOW - 100) == NOW - 10
+    (title, body), = n.due(sessions, limits(), NOW)
+    assert "150k tokens" in body and fmt.usd(0.9) in body and "3.6% of your 5-hour window" in body
+    assert n.due(sessions, limits(), NOW + 1) == []  # once per expiry
+    sessions["s1"] = cached(expires=NOW + 400)  # a new message: a new expiry, a new notice later
+    assert n.next_due(sessions, NOW) == NOW + 340
+
+
+def test_turn_rows_and_points():
+    turns = [{"turn": 2, "turns": 1, "before_pct": 10, "after_pct": 12.5, "delta_pct": 2.5, "cost_usd": 0.5,
+              "label": "measured"},
+             {"turn": 5, "turns": 3, "before_pct": 12.5, "after_pct": 15, "delta_pct": 2.5, "cost_usd": None,
+              "label": "upper bound"}]
+    rows = turn_rows(turns)
+    assert rows[0] == ("3–5", "12.5%", "15.0%", "≤2.50%", "–", "upper bound")
+    assert rows[1][3] == "2.50%" and rows[1][4] == fmt.usd(0.5)
+    xs, ys = usage_points([{"at": "2026-11-30T10:00:00Z", "five_hour": 10}, {"at": "bad", "five_hour": 3},
+                           {"at": "2026-11-30T10:05:00Z", "seven_day": 2}])
+    assert ys == [10.0] and len(xs) == 1
+
+
+@pytest.fixture
+def tray(qtbot, ctx_home):
+    from desktop.datasource import ApiSource
+    from desktop.tray import TrayController
+
+    t = TrayController(ApiSource(), open_window_without_tray=False)
+    yield t
+    t.shutdown()

@@ -1,0 +1,121 @@
+"""The Python o200k counter for small texts gives tiktoken's counts, or hands the text back."""
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from service.measure import tokenizer as ts
+from service.measure.o200k_count import MAX_MERGED_PIECE, O200K_PATTERN, SmallTextCounter, SortedRanks
+from tests.support.corpus import all_transcripts, needs_real_fixtures, REAL_FIXTURES
+from tests.support.transcripts import read_jsonl
+
+
+@pytest.fixture(scope="module")
+def encoding(tmp_path_factory):
+    return ts.load_o200k(tmp_path_factory.mktemp("tiktoken"))
+
+
+@pytest.fixture(scope="module")
+def small(encoding):
+    return SmallTextCounter(encoding._mergeable_ranks, encoding._pat_str)
+
+
+def tiktoken_len(encoding, text: str) -> int:
+    return len(encoding.encode_ordinary(text))
+
+
+def test_every_pair_of_ascii_characters_counts_as_tiktoken_counts_it(encoding, small):
+    mismatched = []
+    for a in map(chr, range(128)):
+        for b in map(chr, range(128)):
+            text = f"{a}{b}x {a}{b}\n{b}{a}1 {a}"
+            if small.count(text) != tiktoken_len(encoding, text):
+                mismatched.append((a, b))
+    assert mismatched == []
+
+
+def test_unassigned_code_points_and_lone_surrogates_are_left_to_tiktoken(small):
+    unassigned = next(chr(cp) for cp in range(0x10000, 0x110000) if unicodedata.category(chr(cp)) == "Cn")
+    assert small.count(f"word {unassigned}") is None
+    assert small.count(json.loads('"broken \\ud800 pair"')) is None
+
+
+def test_a_long_piece_that_is_no_token_is_left_to_tiktoken(encoding, small):
+    piece = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(MAX_MERGED_PIECE))  # one CJK run, > 256 bytes
+    assert small.count(piece) is None
+    assert small.count("x" * (MAX_MERGED_PIECE // 2)) == tiktoken_len(encoding, "x" * (MAX_MERGED_PIECE // 2))
+
+
+_CODE_LIKE = st.sampled_from(["def ", "return", " self", "'s", "'LL", "'Re", "\r\n", "\n\n", "  ", "\t", "123456",
+                              "//", "/*", "*/", "{", "}", "()", "→", "—", "é", "ß", "日本語", "🎯", "\u0301", "ǅ",
+                              "Ⅻ", "\u00a0", "\u2028", "\x1c", "\x85", " ", "x", "X", "_", "==", "\x0b", "\x0c", "\r"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=300), st.lists(_CODE_LIKE, max_size=60).map("".join)))
+def test_random_text_counts_as_tiktoken_counts_it(encoding, small, text):
+    n = small.count(text)
+    if n is None:  # only for what the counter declines
+        assert any(unicodedata.category(c) in ("Cn", "Cs") for c in text) or len(text.encode("utf-8", "replace")) > MAX_MERGED_PIECE
+    else:
+        assert n == tiktoken_len(encoding, text)
+
+
+_LINE_STARTS = st.sampled_from(["\n", "\r\n", "\n\n", " ", "\t", "/", ";", "a", "A", "'s", "'ſ", "1", "→", "é",
+                                "\u0301", "\u00a0", "\x85", "ſ", "日", "ǅ", "Ⅻ", "\u2028"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_LINE_STARTS, min_size=1, max_size=40).map("".join))
+def test_text_outside_ascii_is_split_into_tiktokens_own_pieces(small, text):
+    """Not only the counts: the pieces themselves, where lines start and around the stand-ins."""
+    import regex
+
+    text += "→"  # outside ASCII: the line-by-line reading
+    expected = Counter(p.encode() for p in regex.findall(O200K_PATTERN, text))
+    assert small._mixed_pieces(text) == expected
+
+
+def _texts_in(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _texts_in(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts_in(v)]
+    return []
+
+
+def _sorted_ranks(encoding) -> SortedRanks:
+    tokens = sorted(encoding._mergeable_ranks)
+    return SortedRanks(tokens, [encoding._mergeable_ranks[t] for t in tokens])
+
+
+def test_the_sorted_table_answers_as_the_dict_before_and_after_it_becomes_one(encoding, monkeypatch):
+    table = encoding._mergeable_ranks
+    strangers = [t + b"\xff\xfe" for t in list(table)[::97]] + [b"", b"\x00" * 9, b"\xff" * 3]
+    monkeypatch.setattr(SortedRanks, "DICT_AFTER", len(table) // 2)
+    ranks = _sorted_ranks(encoding)
+    early_get = ranks.get
+    got = {t: ranks.get(t) for t in table}
+    assert got == table and ranks.table is not None  # the second half was answered by the dict
+    assert all(ranks.get(t) is None and early_get(t) is None for t in strangers)
+    assert early_get(b"hello") == table[b"hello"]
+
+
+@pytest.mark.parametrize("source", ["fixtures", pytest.param("third-party", marks=needs_real_fixtures)])
+@pytest.mark.parametrize("lookup", ["dict", "sorted"])
+def test_every_text_of_the_real_transcripts_counts_as_tiktoken_counts_it(encoding, lookup, source):
+    small = SmallTextCounter(encoding._mergeable_ranks if lookup == "dict" else _sorted_ranks(encoding),
+                             encoding._pat_str)
+    paths = all_transcripts() if source == "fixtures" else sorted(REAL_FIXTURES.rglob("*.jsonl"))
+    texts = {t for path in paths for entry in read_jsonl(path) for t in _texts_in(entry)}
+    assert len(texts) > 1000
+    declined = [t for t in texts if small.count(t) is None]
+    wrong = [t[:80] for t in texts if (n := small.count(t)) is not None and n != tiktoken_len(encoding, t)]
+    assert wrong == []
+    assert len(declined) < len(texts) / 100
