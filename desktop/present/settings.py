@@ -42,8 +42,8 @@ FIELDS = (
           "Off: the history keeps which files each turn read and changed, but no prompt text."),
     Field("selection.exclude", "Files a restart need not rebuild", "list",
           "Patterns of paths left out of the useful part, e.g. **/node_modules/** or *.log."),
-    Field("database.url", "Team database", "text",
-          "Empty: the local database file. A postgresql:// address shares the history with a team."),
+    Field("database.url", "History database", "text",
+          "Empty: the local database file. A postgresql:// address keeps the history on that server instead."),
     Field("team.url", "Team server", "text",
           "Empty: no team. The postgresql:// address of the team view's database (docs/team.md), read at the "
           "service's next start; keep its password in the pgpass file, not here."),
