@@ -63,7 +63,7 @@ def spend_figures(doc: dict | None) -> list[Figure]:
                "from its own cost record. Measured + Estimated + Not written = Spent."),
         Figure("Subagents", fmt.usd(spend.get("subagents_usd")), "The part spent by subagents (Task tool)."),
         Figure("Calls", fmt.count(spend.get("calls")), "API calls (one per assistant response)."),
-        Figure("Rent on dead weight", fmt.usd(rent.get("rent_usd")),
+        Figure("Dead-weight rent", fmt.usd(rent.get("rent_usd")),
                "Rent is what calls paid to re-read context a fresh session would not need."),
         restart_figure(doc),
     ]
@@ -188,7 +188,7 @@ def session_rows(doc: dict | None, now: float | None = None) -> list[SessionRow]
 def restart_figure(doc: dict | None) -> Figure:
     """What restarting at the first reminder would have saved (an estimate, docs/measurement.md 14)."""
     rs = (doc or {}).get("restart_savings") or {}
-    return Figure("Restart savings (est.)", fmt.usd(rs.get("first_reminder_usd")),
+    return Figure("Restarts save (est.)", fmt.usd(rs.get("first_reminder_usd")),
                   "What restarting at the reminders would have saved, an estimate per stretch of work: a restart "
                   "with a handoff at its first reminder, against what the "
                   "later calls paid to re-read what the handoff would have left behind, less one rebuild of the "

@@ -318,7 +318,7 @@ def test_the_overview_sums_the_demo_segments_and_says_so():
     assert got["first_reminder_usd"] == pytest.approx(sum(r["first_reminder_usd"] for r in reminded), abs=1e-8)
     assert got["best_single_usd"] == pytest.approx(sum(r["best_usd"] for r in rows), abs=1e-8)
     assert got["missed_usd"] == pytest.approx(sum(r["best_usd"] for r in rows if r not in reminded), abs=1e-8)
-    tile = [f for f in spend_figures(overview) if f.caption == "Restart savings (est.)"]
+    tile = [f for f in spend_figures(overview) if f.caption == "Restarts save (est.)"]
     assert tile and tile[0].value == fmt.usd(got["first_reminder_usd"])
     sentence = rent_sentence(overview)
     assert fmt.usd(got["best_single_usd"]) in sentence and f"{got['capture'] * 100:.0f}%" in sentence
