@@ -11,7 +11,8 @@ class ReminderPopup(QWidget):
     handoff_requested = Signal()
     snooze_requested = Signal()
 
-    FLAGS = Qt.Tool | Qt.FramelessWindowHint | Qt.WindowStaysOnTopHint | Qt.WindowDoesNotAcceptFocus
+    FLAGS = (Qt.WindowType.Tool | Qt.WindowType.FramelessWindowHint | Qt.WindowType.WindowStaysOnTopHint
+             | Qt.WindowType.WindowDoesNotAcceptFocus)
 
     def __init__(self, parent=None):
         super().__init__(parent, self.FLAGS)
@@ -45,7 +46,7 @@ class ReminderPopup(QWidget):
         inner.addWidget(self.title)
         inner.addWidget(self.body)
         inner.addLayout(row)
-        outer = QVBoxLayout(self)
+        outer = self._outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(frame)
         self.setFixedWidth(380)
@@ -56,8 +57,8 @@ class ReminderPopup(QWidget):
     def show_message(self, title: str, body: str) -> None:
         self.title.setText(title)
         self.body.setText(body)
-        self.layout().activate()  # word-wrapped labels: size for the fixed width, not adjustSize's guess
-        self.resize(self.width(), self.layout().totalHeightForWidth(self.width()))
+        self._outer.activate()  # word-wrapped labels: size for the fixed width, not adjustSize's guess
+        self.resize(self.width(), self._outer.totalHeightForWidth(self.width()))
         screen = QGuiApplication.primaryScreen()
         if screen is not None:
             geo = screen.availableGeometry()
