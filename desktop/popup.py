@@ -16,8 +16,8 @@ class ReminderPopup(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent, self.FLAGS)
-        self.setAttribute(Qt.WA_ShowWithoutActivating, True)
-        self.setFocusPolicy(Qt.NoFocus)
+        self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating, True)
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.setObjectName("ctxlampReminder")
         frame = QFrame(self)
         frame.setObjectName("card")
@@ -25,18 +25,18 @@ class ReminderPopup(QWidget):
             "#card { background: #fff8e6; border: 2px solid #e69500; border-radius: 8px; }"
             "QLabel { color: #222; } QPushButton { padding: 4px 10px; }")
         self.title = QLabel()
-        self.title.setTextFormat(Qt.PlainText)  # a project's name is shown as written, never as markup
+        self.title.setTextFormat(Qt.TextFormat.PlainText)  # a project's name is shown as written, never as markup
         self.title.setStyleSheet("font-weight: bold;")
         self.title.setWordWrap(True)
         self.body = QLabel()
-        self.body.setTextFormat(Qt.PlainText)
+        self.body.setTextFormat(Qt.TextFormat.PlainText)
         self.body.setWordWrap(True)
         self.handoff = QPushButton("Prepare handoff")
         self.snooze = QPushButton("Snooze")
         self.close_button = QPushButton("×")
         self.close_button.setFixedWidth(28)
         for b in (self.handoff, self.snooze, self.close_button):
-            b.setFocusPolicy(Qt.NoFocus)
+            b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         row = QHBoxLayout()
         row.addStretch(1)
         row.addWidget(self.handoff)
