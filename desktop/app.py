@@ -40,7 +40,7 @@ def _quit_on_signals(app) -> None:
     rsock.setblocking(False)
     wsock.setblocking(False)
     signal.set_wakeup_fd(wsock.fileno())
-    notifier = QSocketNotifier(rsock.fileno(), QSocketNotifier.Read, app)
+    notifier = QSocketNotifier(rsock.fileno(), QSocketNotifier.Type.Read, app)
 
     def drain():
         try:
@@ -82,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     from desktop.supervisor import ServiceSupervisor
     from desktop.tray import TrayController
 
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(sys.argv[:1])
     app.setApplicationName("ctxlamp")
     app.setQuitOnLastWindowClosed(False)
     app.setWindowIcon(lamp_icon("green"))

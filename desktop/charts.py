@@ -111,7 +111,7 @@ def draw_curve(plot: pg.PlotWidget, view: CurveView) -> None:
         plot.addItem(label)
         label.setPos((u0 + u1) / 2, y_top * 1.07)  # a strip above the curve, clear of the point
     plot.plot(view.us, view.ys, pen=pg.mkPen(c["fg"], width=2))
-    plot.addItem(pg.InfiniteLine(pos=1.0, angle=90, pen=pg.mkPen(c["good"], width=1, style=Qt.DotLine),
+    plot.addItem(pg.InfiniteLine(pos=1.0, angle=90, pen=pg.mkPen(c["good"], width=1, style=Qt.PenStyle.DotLine),
                                  label="sweet spot", labelOpts={"position": 0.6, "color": c["good"]}))
     last_u = -1.0
     for u, a, lap in view.reminders:
@@ -151,7 +151,7 @@ def _marks(plot: pg.PlotWidget, view: SeriesView, labels: bool) -> None:
         show = labels and call - last >= span / 9  # labels that do not run into each other
         if show:
             last = call
-        plot.addItem(pg.InfiniteLine(pos=call, angle=90, pen=pg.mkPen(c["warn"], width=1, style=Qt.DashLine),
+        plot.addItem(pg.InfiniteLine(pos=call, angle=90, pen=pg.mkPen(c["warn"], width=1, style=Qt.PenStyle.DashLine),
                                      label=(f"reminder {lap}" if lap == 1 else str(lap)) if show else None,
                                      labelOpts={"position": 0.9, "color": c["warn"]}))
 
@@ -162,13 +162,13 @@ def draw_stock(plot: pg.PlotWidget, view: SeriesView) -> None:
         _note(plot, "No calls yet.")
         return
     plot.plot(view.calls, view.total_stock, pen=pg.mkPen(theme.SERIES[0], width=2), name="context carried")
-    plot.plot(view.calls, view.L, pen=pg.mkPen(theme.SERIES[6], width=1.5, style=Qt.DashLine),
+    plot.plot(view.calls, view.L, pen=pg.mkPen(theme.SERIES[6], width=1.5, style=Qt.PenStyle.DashLine),
               name="read back from cache")
     plot.plot(view.calls, view.B, pen=pg.mkPen(theme.SERIES[2], width=2), name="useful part")
     _marks(plot, view, labels=True)
     for call in view.rewind_calls:  # the conversation went back: what it left behind left B
         plot.addItem(pg.InfiniteLine(pos=call, angle=90, pen=pg.mkPen(theme.SERIES[3], width=1.5,
-                                                                      style=Qt.DashDotLine), label="rewind",
+                                                                      style=Qt.PenStyle.DashDotLine), label="rewind",
                                      labelOpts={"position": 0.88, "color": theme.SERIES[3]}))
     plot.enableAutoRange()
 

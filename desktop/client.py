@@ -9,7 +9,7 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any
+from typing import Any, Sequence
 
 from desktop.discovery import ApiInfo, read_api_info
 
@@ -86,7 +86,7 @@ class ApiClient:
     def series(self, session_id: str) -> dict:
         return self.request("GET", f"/sessions/{urllib.parse.quote(session_id, safe='')}/series")
 
-    def select(self, session_id: str, exclude: list[str] = (), include: list[str] = ()) -> dict:
+    def select(self, session_id: str, exclude: Sequence[str] = (), include: Sequence[str] = ()) -> dict:
         return self.request("POST", f"/sessions/{urllib.parse.quote(session_id, safe='')}/selection",
                             {"exclude": list(exclude), "include": list(include)})
 

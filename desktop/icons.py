@@ -19,9 +19,9 @@ SIZES = (16, 22, 24, 32, 48, 64)
 
 def lamp_pixmap(colour: str, size: int) -> QPixmap:
     pm = QPixmap(size, size)
-    pm.fill(Qt.transparent)
+    pm.fill(Qt.GlobalColor.transparent)
     p = QPainter(pm)
-    p.setRenderHint(QPainter.Antialiasing, True)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
     fill = QColor(LAMP_FILL.get(colour, LAMP_FILL["grey"]))
     halo_w = max(1.0, size / 20.0)
     line_w = max(1.0, size / 16.0)
@@ -31,7 +31,7 @@ def lamp_pixmap(colour: str, size: int) -> QPixmap:
     # light halo outside the outline (visible on dark panels)
     halo = QColor(255, 255, 255, 170)
     p.setPen(QPen(halo, halo_w * 2 + line_w))
-    p.setBrush(Qt.NoBrush)
+    p.setBrush(Qt.BrushStyle.NoBrush)
     p.drawEllipse(r)
 
     # the disc with a highlight towards the top left
@@ -56,12 +56,12 @@ def draw_mark(p: QPainter, colour: str, r: QRectF, ink: QColor | None = None) ->
     w = r.width()
     c = r.center()
     stroke = max(1.4, w / 7.0)
-    pen = QPen(ink, stroke, Qt.SolidLine, Qt.RoundCap, Qt.RoundJoin)
-    p.setBrush(Qt.NoBrush)
+    pen = QPen(ink, stroke, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap, Qt.PenJoinStyle.RoundJoin)
+    p.setBrush(Qt.BrushStyle.NoBrush)
     if colour == "grey":
         bar_h = max(2.0, w / 7.0)
         bar = QRectF(r.left() + w * 0.22, c.y() - bar_h / 2, w * 0.56, bar_h)
-        p.setPen(Qt.NoPen)
+        p.setPen(Qt.PenStyle.NoPen)
         p.setBrush(ink)
         p.drawRoundedRect(bar, bar_h / 2, bar_h / 2)
     elif colour == "white":
@@ -76,7 +76,7 @@ def draw_mark(p: QPainter, colour: str, r: QRectF, ink: QColor | None = None) ->
     elif colour == "amber":
         p.setPen(pen)
         p.drawLine(QPointF(c.x(), c.y() - w * 0.24), QPointF(c.x(), c.y() + w * 0.04))
-        p.setPen(Qt.NoPen)
+        p.setPen(Qt.PenStyle.NoPen)
         p.setBrush(ink)
         p.drawEllipse(QPointF(c.x(), c.y() + w * 0.21), stroke * 0.6, stroke * 0.6)
     elif colour == "red":

@@ -11,12 +11,13 @@ class ReminderPopup(QWidget):
     handoff_requested = Signal()
     snooze_requested = Signal()
 
-    FLAGS = Qt.Tool | Qt.FramelessWindowHint | Qt.WindowStaysOnTopHint | Qt.WindowDoesNotAcceptFocus
+    FLAGS = (Qt.WindowType.Tool | Qt.WindowType.FramelessWindowHint | Qt.WindowType.WindowStaysOnTopHint
+             | Qt.WindowType.WindowDoesNotAcceptFocus)
 
     def __init__(self, parent=None):
         super().__init__(parent, self.FLAGS)
-        self.setAttribute(Qt.WA_ShowWithoutActivating, True)
-        self.setFocusPolicy(Qt.NoFocus)
+        self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating, True)
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.setObjectName("ctxlampReminder")
         frame = QFrame(self)
         frame.setObjectName("card")
@@ -24,18 +25,18 @@ class ReminderPopup(QWidget):
             "#card { background: #fff8e6; border: 2px solid #e69500; border-radius: 8px; }"
             "QLabel { color: #222; } QPushButton { padding: 4px 10px; }")
         self.title = QLabel()
-        self.title.setTextFormat(Qt.PlainText)  # a project's name is shown as written, never as markup
+        self.title.setTextFormat(Qt.TextFormat.PlainText)  # a project's name is shown as written, never as markup
         self.title.setStyleSheet("font-weight: bold;")
         self.title.setWordWrap(True)
         self.body = QLabel()
-        self.body.setTextFormat(Qt.PlainText)
+        self.body.setTextFormat(Qt.TextFormat.PlainText)
         self.body.setWordWrap(True)
         self.handoff = QPushButton("Prepare handoff")
         self.snooze = QPushButton("Snooze")
         self.close_button = QPushButton("×")
         self.close_button.setFixedWidth(28)
         for b in (self.handoff, self.snooze, self.close_button):
-            b.setFocusPolicy(Qt.NoFocus)
+            b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         row = QHBoxLayout()
         row.addStretch(1)
         row.addWidget(self.handoff)
@@ -45,7 +46,7 @@ class ReminderPopup(QWidget):
         inner.addWidget(self.title)
         inner.addWidget(self.body)
         inner.addLayout(row)
-        outer = QVBoxLayout(self)
+        outer = self._outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(frame)
         self.setFixedWidth(380)
@@ -56,8 +57,8 @@ class ReminderPopup(QWidget):
     def show_message(self, title: str, body: str) -> None:
         self.title.setText(title)
         self.body.setText(body)
-        self.layout().activate()  # word-wrapped labels: size for the fixed width, not adjustSize's guess
-        self.resize(self.width(), self.layout().totalHeightForWidth(self.width()))
+        self._outer.activate()  # word-wrapped labels: size for the fixed width, not adjustSize's guess
+        self.resize(self.width(), self._outer.totalHeightForWidth(self.width()))
         screen = QGuiApplication.primaryScreen()
         if screen is not None:
             geo = screen.availableGeometry()

@@ -49,7 +49,7 @@ def render_icons(out: Path) -> list[Path]:
     # one sheet for people: a row per background, every state at every sheet size
     cell = 80
     sheet = QPixmap(cell * len(LAMP_COLOURS) * len(ICON_SHEET_SIZES), cell * len(BACKGROUNDS))
-    sheet.fill(Qt.white)
+    sheet.fill(Qt.GlobalColor.white)
     p = QPainter(sheet)
     for row, bg in enumerate(BACKGROUNDS.values()):
         p.fillRect(0, row * cell, sheet.width(), cell, QColor(bg))

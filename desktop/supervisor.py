@@ -78,13 +78,13 @@ class ServiceSupervisor(QObject):
         self.started.emit()
 
     def _read_stderr(self, proc: QProcess) -> None:
-        text = bytes(proc.readAllStandardError()).decode("utf-8", "replace")
+        text = bytes(proc.readAllStandardError().data()).decode("utf-8", "replace")
         for line in text.splitlines():
             if line.strip():
                 self._stderr.append(line.strip())
 
     def _on_error(self, proc: QProcess, err) -> None:
-        if err == QProcess.FailedToStart:
+        if err == QProcess.ProcessError.FailedToStart:
             self._on_finished(proc, -1)
 
     def _on_finished(self, proc: QProcess, code: int) -> None:
@@ -125,7 +125,7 @@ class ServiceSupervisor(QObject):
         self._stopping = True
         self._restart_timer.stop()
         proc, self.process = self.process, None
-        if proc is not None and proc.state() != QProcess.NotRunning:
+        if proc is not None and proc.state() != QProcess.ProcessState.NotRunning:
             proc.terminate()
             if not proc.waitForFinished(wait_ms):
                 proc.kill()

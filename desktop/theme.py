@@ -13,12 +13,12 @@ SERIES = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#99
 
 def palette() -> QPalette:
     app = QGuiApplication.instance()
-    return app.palette() if app is not None else QPalette()
+    return app.palette() if isinstance(app, QGuiApplication) else QPalette()
 
 
 def is_dark(pal: QPalette | None = None) -> bool:
     pal = pal or palette()
-    return pal.color(QPalette.Window).lightness() < 128
+    return pal.color(QPalette.ColorRole.Window).lightness() < 128
 
 
 def colours() -> dict[str, str]:
@@ -26,8 +26,8 @@ def colours() -> dict[str, str]:
     pal = palette()
     dark = is_dark(pal)
     return {
-        "bg": pal.color(QPalette.Base).name(),
-        "fg": pal.color(QPalette.Text).name(),
+        "bg": pal.color(QPalette.ColorRole.Base).name(),
+        "fg": pal.color(QPalette.ColorRole.Text).name(),
         "muted": "#a8a8a8" if dark else "#555555",
         "fill": "#2b2b2b" if dark else "#ffffff",
         "warn": "#ffb74d" if dark else "#b36b00",
@@ -40,17 +40,17 @@ def colours() -> dict[str, str]:
 def dark_palette() -> QPalette:
     p = QPalette()
     window, base, text = QColor("#202124"), QColor("#17181a"), QColor("#e8eaed")
-    for role, colour in ((QPalette.Window, window), (QPalette.WindowText, text), (QPalette.Base, base),
-                         (QPalette.AlternateBase, QColor("#26272a")), (QPalette.Text, text),
-                         (QPalette.Button, QColor("#2d2e31")), (QPalette.ButtonText, text),
-                         (QPalette.ToolTipBase, QColor("#2d2e31")), (QPalette.ToolTipText, text),
-                         (QPalette.Highlight, QColor("#3d6fb6")), (QPalette.HighlightedText, QColor("#ffffff")),
-                         (QPalette.Link, QColor("#8ab4f8")), (QPalette.PlaceholderText, QColor("#9aa0a6")),
-                         (QPalette.BrightText, QColor("#ff8a80"))):
+    for role, colour in ((QPalette.ColorRole.Window, window), (QPalette.ColorRole.WindowText, text), (QPalette.ColorRole.Base, base),
+                         (QPalette.ColorRole.AlternateBase, QColor("#26272a")), (QPalette.ColorRole.Text, text),
+                         (QPalette.ColorRole.Button, QColor("#2d2e31")), (QPalette.ColorRole.ButtonText, text),
+                         (QPalette.ColorRole.ToolTipBase, QColor("#2d2e31")), (QPalette.ColorRole.ToolTipText, text),
+                         (QPalette.ColorRole.Highlight, QColor("#3d6fb6")), (QPalette.ColorRole.HighlightedText, QColor("#ffffff")),
+                         (QPalette.ColorRole.Link, QColor("#8ab4f8")), (QPalette.ColorRole.PlaceholderText, QColor("#9aa0a6")),
+                         (QPalette.ColorRole.BrightText, QColor("#ff8a80"))):
         p.setColor(role, colour)
-    p.setColor(QPalette.Disabled, QPalette.Text, QColor("#777777"))
-    p.setColor(QPalette.Disabled, QPalette.ButtonText, QColor("#777777"))
-    p.setColor(QPalette.Disabled, QPalette.WindowText, QColor("#777777"))
+    p.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text, QColor("#777777"))
+    p.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.ButtonText, QColor("#777777"))
+    p.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.WindowText, QColor("#777777"))
     return p
 
 

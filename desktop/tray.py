@@ -316,7 +316,7 @@ class TrayController(QObject):
 
     def _notify(self, title: str, body: str, quiet: bool = False) -> None:
         if self.tray.isVisible() and self.tray.supportsMessages():
-            self.tray.showMessage(title, body, QSystemTrayIcon.Information, 6000)
+            self.tray.showMessage(title, body, QSystemTrayIcon.MessageIcon.Information, 6000)
         elif not quiet:
             self._ensure_popup().show_message(title, body)
 
@@ -416,7 +416,7 @@ class TrayController(QObject):
         return self.window
 
     def _on_activated(self, reason) -> None:
-        if reason in (QSystemTrayIcon.Trigger, QSystemTrayIcon.DoubleClick):
+        if reason in (QSystemTrayIcon.ActivationReason.Trigger, QSystemTrayIcon.ActivationReason.DoubleClick):
             self.open_window()
 
     def shutdown(self) -> None:

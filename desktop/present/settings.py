@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from desktop import fmt
 
@@ -114,7 +115,7 @@ def show_value(field: Field, value) -> str:
     return str(value)
 
 
-def local_errors(values: dict[str, object]) -> dict[str, str]:
+def local_errors(values: dict[str, Any]) -> dict[str, str]:
     """Checks a single control cannot make: key -> message."""
     out = {}
     amber, red = values.get("engine.eps_amber"), values.get("engine.eps_crit")

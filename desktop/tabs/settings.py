@@ -167,7 +167,7 @@ class DurationEditor(QWidget):
         self.unit.setCurrentIndex(max(0, self.unit.findData(unit)))
 
 
-def make_control(field: sm.Field) -> QWidget:
+def make_control(field: sm.Field) -> Control:
     """The control for a field; each has value(), set_value() and a `changed` signal (see _Wrap)."""
     if field.kind == "percent":
         spin = QDoubleSpinBox()
@@ -177,12 +177,12 @@ def make_control(field: sm.Field) -> QWidget:
         return _Wrap(spin, lambda: round(spin.value() / 100, 6), lambda v: spin.setValue(float(v) * 100),
                      spin.valueChanged)
     if field.kind in ("int", "hours"):
-        spin = QSpinBox()
-        spin.setRange(0, int(field.maximum))
-        spin.setGroupSeparatorShown(True)
-        spin.setSuffix(" tokens" if field.kind == "int" else " hours")
-        spin.setStepType(QAbstractSpinBox.StepType.AdaptiveDecimalStepType)
-        return _Wrap(spin, spin.value, lambda v: spin.setValue(int(v)), spin.valueChanged)
+        whole = QSpinBox()
+        whole.setRange(0, int(field.maximum))
+        whole.setGroupSeparatorShown(True)
+        whole.setSuffix(" tokens" if field.kind == "int" else " hours")
+        whole.setStepType(QAbstractSpinBox.StepType.AdaptiveDecimalStepType)
+        return _Wrap(whole, whole.value, lambda v: whole.setValue(int(v)), whole.valueChanged)
     if field.kind == "bool":
         box = QCheckBox()
         return _Wrap(box, box.isChecked, lambda v: box.setChecked(bool(v)), box.toggled)
@@ -211,7 +211,7 @@ def make_control(field: sm.Field) -> QWidget:
     return RatioEditor()
 
 
-def url_control(placeholder: str) -> QWidget:
+def url_control(placeholder: str) -> _Wrap:
     """A database URL may carry a password: shown masked (not copyable), with Show to check what was typed."""
     box = QWidget()
     line = QLineEdit()
@@ -257,6 +257,10 @@ class _Wrap(QWidget):
         self.inner.blockSignals(True)
         self._put(v)
         self.inner.blockSignals(False)
+
+
+# What make_control returns: each has value(), set_value() and a `changed` signal.
+Control = _Wrap | DurationEditor | ListEditor | RatioEditor
 
 
 class FieldRow(QWidget):

@@ -18,7 +18,7 @@ import os
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import orjson
 
@@ -93,7 +93,7 @@ def _pick(cols: Iterable[str], *candidates: str) -> str | None:
 
 # -- lean-ctx edit_metering.json ------------------------------------------------
 
-def lean_ctx_path(env: dict | None = None) -> Path:
+def lean_ctx_path(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     base = env.get("LEAN_CTX_DATA_DIR")
     return (Path(base).expanduser() if base else Path.home() / ".lean-ctx") / "edit_metering.json"
@@ -153,7 +153,7 @@ def read_router_db(path: Path) -> dict:
 
 # -- CodeLens-style usage.db ----------------------------------------------------------
 
-def codelens_usage_path(env: dict | None = None) -> Path:
+def codelens_usage_path(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     explicit = env.get("CTXLAMP_USAGE_DB")
     return Path(explicit).expanduser() if explicit else Path.home() / ".codelens" / "usage.db"
@@ -279,7 +279,7 @@ def parse_ledger_line(line: bytes, source: str) -> ChannelEvent | None:
     sid = doc.get("session_id") if isinstance(doc.get("session_id"), str) else None
     if kind == "edit":
         misses = doc.get("str_replace_misses")
-        data = {k: _count(doc.get(k)) for k in EDIT_COUNTERS}
+        data: dict[str, Any] = {k: _count(doc.get(k)) for k in EDIT_COUNTERS}
         if isinstance(misses, dict):
             nf, amb = _count(misses.get("not_found")), _count(misses.get("ambiguous"))
             data.update(str_replace_misses=nf + amb, str_replace_misses_not_found=nf, str_replace_misses_ambiguous=amb)
@@ -290,7 +290,7 @@ def parse_ledger_line(line: bytes, source: str) -> ChannelEvent | None:
         o, f = doc.get("original_tokens"), doc.get("final_tokens")
         if isinstance(o, bool) or isinstance(f, bool) or not isinstance(o, (int, float)) or not isinstance(f, (int, float)):
             return None
-        data: dict[str, Any] = {"original_tokens": max(0, int(o)), "final_tokens": max(0, int(f))}
+        data = {"original_tokens": max(0, int(o)), "final_tokens": max(0, int(f))}
         data["tokens_saved"] = max(0, data["original_tokens"] - data["final_tokens"])
         if isinstance(doc.get("model"), str):
             data["model"] = doc["model"]

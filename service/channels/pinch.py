@@ -39,7 +39,7 @@ def cache_rate(inp: int, cw: int, cr: int) -> float:
     return cr / total if total else 0.0
 
 
-def pinch_event(original: int, final: int, *, ts, session_id, source, kind, **extra) -> ChannelEvent:
+def pinch_event(original: float, final: float, *, ts, session_id, source, kind, **extra) -> ChannelEvent:
     original, final = max(0, int(original)), max(0, int(final))
     data = {"original_tokens": original, "final_tokens": final, "tokens_saved": max(0, original - final)}
     data.update(extra)
@@ -110,7 +110,7 @@ class PinchMeter:
         return out
 
     def _boundary_seen(self, entry: dict) -> list[ChannelEvent]:
-        meta = entry.get("compactMetadata") if isinstance(entry.get("compactMetadata"), dict) else {}
+        meta = entry["compactMetadata"] if isinstance(entry.get("compactMetadata"), dict) else {}
         self._boundary = True
         pre = meta.get("preTokens")
         if not isinstance(pre, (int, float)):

@@ -98,7 +98,7 @@ def model_usage(mu: Any) -> dict[str, list[int]]:
     for model, u in mu.items():
         if not isinstance(model, str) or not isinstance(u, dict):
             continue
-        vals = [u.get(f) for f in _USAGE_FIELDS]
+        vals: list[Any] = [u.get(f) for f in _USAGE_FIELDS]
         if vals[1] is None and vals[2] is None:  # no 5m/1h split: all creation at the 5-minute rate
             vals[1], vals[2] = u.get("cacheCreationInputTokens"), 0
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):

@@ -23,7 +23,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 SERVER_NAME = "ctxlamp"
 FRESH_SLACK_S = 60.0
@@ -44,7 +44,7 @@ class Caller:
     source: str  # "hook" or "env": where the session id came from
 
 
-def resolve_caller(runtime: Path, started_at: float, *, env: dict | None = None, parent_pid: int | None = None) -> Caller:
+def resolve_caller(runtime: Path, started_at: float, *, env: Mapping[str, str] | None = None, parent_pid: int | None = None) -> Caller:
     """The session calling now (see the module docstring for the rule)."""
     env = os.environ if env is None else env
     from_env = env.get("CLAUDE_CODE_SESSION_ID") or None
@@ -57,7 +57,7 @@ def resolve_caller(runtime: Path, started_at: float, *, env: dict | None = None,
     if isinstance(noted, dict) and isinstance(noted.get("session_id"), str):
         fresh = float(noted.get("at") or 0) >= started_at - FRESH_SLACK_S
         if fresh or noted["session_id"] == from_env:
-            cwd = noted.get("cwd") if isinstance(noted.get("cwd"), str) and noted.get("cwd") else project
+            cwd = noted["cwd"] if isinstance(noted.get("cwd"), str) and noted.get("cwd") else project
             return Caller(noted["session_id"], cwd, "hook")
     return Caller(from_env, project, "env")
 

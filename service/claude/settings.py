@@ -27,6 +27,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 SERVER_NAME = "ctxlamp"
 HOOK_EVENT = "SessionStart"
@@ -116,8 +117,8 @@ def mcp_entry(launcher: Launcher) -> dict:
 def is_our_server(server: object) -> bool:
     if not isinstance(server, dict):
         return False
-    args = server.get("args") if isinstance(server.get("args"), list) else []
-    command = server.get("command") if isinstance(server.get("command"), str) else ""
+    args = server["args"] if isinstance(server.get("args"), list) else []
+    command = server["command"] if isinstance(server.get("command"), str) else ""
     name = command.replace("\\", "/").rsplit("/", 1)[-1]  # a Windows path read on any system
     return bool(args) and args[-1] == "mcp" and (name in SCRIPT_NAMES or "service.cli" in args)
 
@@ -279,7 +280,10 @@ def _atomic_write(path: Path, text: str, mode: int, expect: object = _ANY) -> No
 # -- the edits -----------------------------------------------------------------
 
 
-def _container(data: dict, key: str, kind: type, where: Path, label: str):
+_Container = TypeVar("_Container", dict, list)
+
+
+def _container(data: dict, key: str, kind: type[_Container], where: Path, label: str) -> _Container | None:
     value = data.get(key)
     if value is None:
         return None
@@ -296,7 +300,7 @@ def add_hook(doc: Document, entry: dict) -> bool:
             for h in g["hooks"] if is_our_hook(h)]
     if len(ours) == 1 and ours[0][1] == entry:
         return False
-    if ours:  # an older ctxlamp hook (another path): update it where it stands, drop duplicates
+    if ours and groups is not None:  # an older ctxlamp hook (another path): update it where it stands, drop duplicates
         first_group, first_hook = ours[0]
         first_group["hooks"][first_group["hooks"].index(first_hook)] = entry
         emptied = []
@@ -316,7 +320,9 @@ def add_hook(doc: Document, entry: dict) -> bool:
 
 def remove_hook(doc: Document, keep: frozenset[str] = frozenset()) -> bool:
     hooks = _container(doc.data, "hooks", dict, doc.path, "hooks")
-    groups = _container(hooks, HOOK_EVENT, list, doc.path, f"hooks.{HOOK_EVENT}") if hooks is not None else None
+    if hooks is None:
+        return False
+    groups = _container(hooks, HOOK_EVENT, list, doc.path, f"hooks.{HOOK_EVENT}")
     if not groups:
         return False
     changed = False

@@ -129,16 +129,17 @@ class TurnBuilder:
                 closed.append(done)
             self._open(entry, text)
             return closed
-        if self._turn is None or entry.get("isSidechain"):
+        turn = self._turn
+        if turn is None or entry.get("isSidechain"):
             return closed
         kind = entry.get("type")
         if kind == "assistant":
-            self._assistant(entry)
+            self._assistant(entry, turn)
         elif kind == "user":
-            self._tool_results(entry)
+            self._tool_results(entry, turn)
         ts = entry.get("timestamp")
         if isinstance(ts, str):
-            self._turn.ended_at = ts
+            turn.ended_at = ts
         return closed
 
     def finish(self) -> list[TurnRecord]:
@@ -194,11 +195,11 @@ class TurnBuilder:
             cost = None if one is None else cost + one
         turn.cost_usd = cost
 
-    def _assistant(self, entry: dict) -> None:
+    def _assistant(self, entry: dict, turn: TurnRecord) -> None:
         msg = entry.get("message")
         if not isinstance(msg, dict):
             return
-        model = msg.get("model") if isinstance(msg.get("model"), str) else "unknown"
+        model = msg["model"] if isinstance(msg.get("model"), str) else "unknown"
         usage = msg.get("usage")
         if model != "<synthetic>" and isinstance(usage, dict):
             key = msg.get("id") or entry.get("requestId") or entry.get("uuid")
@@ -219,11 +220,11 @@ class TurnBuilder:
                 continue
             if block.get("type") == "text" and isinstance(block.get("text"), str) and self.store_prompts:
                 if block["text"].strip():
-                    self._turn.reply = block["text"][:REPLY_CHARS]
+                    turn.reply = block["text"][:REPLY_CHARS]
             elif block.get("type") == "tool_use":
-                self._tool_use(block)
+                self._tool_use(block, turn)
 
-    def _tool_use(self, block: dict) -> None:
+    def _tool_use(self, block: dict, turn: TurnRecord) -> None:
         name = block.get("name")
         if name not in READ_TOOLS and name not in CHANGE_TOOLS:
             return
@@ -237,22 +238,23 @@ class TurnBuilder:
         if isinstance(use_id, str):
             self._pending[use_id] = (name, path)
         else:
-            self._record(name, path)
+            self._record(turn, name, path)
 
-    def _tool_results(self, entry: dict) -> None:
+    def _tool_results(self, entry: dict, turn: TurnRecord) -> None:
         content = _content(entry)
         if not isinstance(content, list):
             return
         for block in content:
             if not isinstance(block, dict) or block.get("type") != "tool_result":
                 continue
-            found = self._pending.pop(block.get("tool_use_id"), None) if isinstance(block.get("tool_use_id"), str) else None
+            found = self._pending.pop(block["tool_use_id"], None) if isinstance(block.get("tool_use_id"), str) else None
             if found is None or block.get("is_error") is True:
                 continue  # a failed read or edit touched nothing
-            self._record(*found)
+            self._record(turn, *found)
 
-    def _record(self, tool: str, path: str) -> None:
-        _add_unique(self._turn.paths_read if tool in READ_TOOLS else self._turn.paths_changed, path)
+    @staticmethod
+    def _record(turn: TurnRecord, tool: str, path: str) -> None:
+        _add_unique(turn.paths_read if tool in READ_TOOLS else turn.paths_changed, path)
 
 
 def build_turns(entries: Iterable[dict], *, store_prompts: bool = True, cost_of: CostFn | None = None,

@@ -83,7 +83,7 @@ class SortedRanks:
         self.tokens, self.ranks = tokens, ranks  # tokens sorted; ranks[i] is the rank of tokens[i]
         self.lookups = 0
         self.table: dict[bytes, int] | None = None
-        self.get = self._search
+        self.get: Callable[[bytes], int | None] = self._search
 
     def _search(self, piece: bytes) -> int | None:
         if self.table is not None:  # a caller that took `get` before it became the dict's
@@ -116,6 +116,7 @@ class SmallTextCounter:
         """The o200k token count of `text`, or None when tiktoken must count it (see the module's doc)."""
         if not self.usable:
             return None
+        pieces: Counter[bytes] | None
         if text.isascii():
             pieces = Counter(_PIECES(text.encode()))
         else:

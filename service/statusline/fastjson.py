@@ -6,6 +6,10 @@ tests/unit/statusline/test_statusline.py compares both on random documents.
 
 import _json
 
+TYPE_CHECKING = False  # typing's own flag costs an import on the status line's clock
+if TYPE_CHECKING:
+    from typing import Any
+
 _NUMBER_CONSTANTS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 _WHITESPACE = " \t\n\r"
 
@@ -17,14 +21,21 @@ class _Context:
     parse_float = float
     parse_int = int
     parse_constant = staticmethod(_NUMBER_CONSTANTS.__getitem__)
-    memo: dict = {}
+    memo: dict[str, str] = {}
 
 
-_scan = _json.make_scanner(_Context())
-_encode = _json.make_encoder(None, None, _json.encode_basestring_ascii, None, ":", ",", False, False, True)
+def _unserializable(obj: object) -> "Any":
+    """What json.dumps raises for a value JSON has no form for."""
+    raise TypeError(f"Object of type {obj.__class__.__name__} is not JSON serializable")
 
 
-def loads(data: bytes | str):
+# The stub asks for a make_scanner instance; the C scanner reads the attributes above off any object
+# (typeshed marks this "TODO: ducktype").
+_scan = _json.make_scanner(_Context())  # type: ignore[arg-type]
+_encode = _json.make_encoder(None, _unserializable, _json.encode_basestring_ascii, None, ":", ",", False, False, True)
+
+
+def loads(data: bytes | str) -> "Any":
     """One JSON document; ValueError when it is not one."""
     text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
     if text.startswith("\ufeff"):
@@ -41,6 +52,6 @@ def loads(data: bytes | str):
     return obj
 
 
-def dumps(obj) -> str:
+def dumps(obj: object) -> str:
     """Compact JSON, ASCII only (as json.dumps(obj, separators=(",", ":")))."""
     return "".join(_encode(obj, 0))

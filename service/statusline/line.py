@@ -73,10 +73,11 @@ def _pct_colour(pct: float) -> str | None:
 def lamp_part(f: dict, color: bool) -> str:
     s = f.get("session")
     if s is None:
-        word = {"down": "ctxlamp off", "busy": "ctxlamp busy"}.get(f.get("service"), "ctxlamp: not measured yet")
+        words: dict[object, str] = {"down": "ctxlamp off", "busy": "ctxlamp busy"}
+        word = words.get(f.get("service"), "ctxlamp: not measured yet")
         return paint(f"{GLYPH['grey']} {word}", "grey", color)
     lamp = s.get("lamp") or {}
-    colour = lamp.get("colour") if lamp.get("colour") in GLYPH else "white"
+    colour = lamp["colour"] if lamp.get("colour") in GLYPH else "white"
     return paint(f"{GLYPH[colour]} {colour}", colour, color)
 
 
@@ -91,7 +92,8 @@ def position_part(f: dict, color: bool) -> str:
         if dhat >= 0:
             return f"{n} call{'s' if n != 1 else ''} to sweet spot"
         return f"{n} call{'s' if n != 1 else ''} past sweet spot"
-    return {"warming": "warming up", "insufficient_data": "measuring", "no_transcript": "no transcript"}.get(state, "")
+    words: dict[object, str] = {"warming": "warming up", "insufficient_data": "measuring", "no_transcript": "no transcript"}
+    return words.get(state, "")
 
 
 def rent_part(f: dict, color: bool) -> str:

@@ -20,6 +20,10 @@ from service.statusline import fastjson, line as line_mod
 from service.statusline.reading import parse, safe_session_id
 from service.statusline.where import runtime_dir
 
+TYPE_CHECKING = False  # typing's own flag costs an import on the status line's clock
+if TYPE_CHECKING:
+    from typing import Any
+
 HARD_LIMIT_S = 1.0
 STDIN_WAIT_S = 0.3       # Claude Code writes the JSON at once; a terminal or a stuck writer gets this long
 SERVICE_TIMEOUT_S = 0.3  # then the last line is printed; the service answers in about a millisecond
@@ -28,8 +32,8 @@ STALE_CACHE_S = 7 * 86400
 PLAIN = "ctxlamp"
 
 
-def _options(argv: list[str]) -> dict:
-    opts = {"wrap": None, "color": not os.environ.get("NO_COLOR")}
+def _options(argv: list[str]) -> "dict[str, Any]":
+    opts: dict[str, Any] = {"wrap": None, "color": not os.environ.get("NO_COLOR")}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -56,7 +60,8 @@ def read_stdin(until: float) -> tuple[bytes, bool]:
         import select
     except ImportError:  # pragma: no cover
         return sys.stdin.buffer.read(STDIN_CAP + 1)[:STDIN_CAP], False
-    chunks, size, too_big = [], 0, False
+    chunks: list[bytes] = []
+    size, too_big = 0, False
     while True:
         left = until - time.monotonic()
         if left <= 0:
@@ -80,23 +85,32 @@ def read_stdin(until: float) -> tuple[bytes, bool]:
     return b"".join(chunks), too_big
 
 
-def _try_lock(path: str):
+def _try_lock(path: str) -> int | None:
     """An fd holding an exclusive lock on `path`, or None when another run holds it."""
     try:
         import fcntl
     except ImportError:
-        fcntl = None
-    if fcntl is None:
-        try:
-            import msvcrt  # Windows: a one-byte range lock, dropped when the fd closes or the run dies
-        except ImportError:  # neither: runs do not coordinate (each still ends within its deadline)
-            return -1
+        return _try_range_lock(path)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        else:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _try_range_lock(path: str) -> int | None:
+    """Windows: a one-byte range lock, dropped when the fd closes or the run dies; -1 (no lock)
+    where neither kind exists: runs do not coordinate (each still ends within its deadline)."""
+    try:
+        import msvcrt
+    except ImportError:
+        return -1
+    ranges: Any = msvcrt  # typeshed declares its functions for Windows only; this runs wherever it imports
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        ranges.locking(fd, ranges.LK_NBLCK, 1)
     except OSError:
         os.close(fd)
         return None
@@ -139,7 +153,7 @@ def _prune(folder: str, now: float) -> None:
         pass
 
 
-def ask_service(folder: str, reading: dict, timeout: float):
+def ask_service(folder: str, reading: dict, timeout: float) -> "dict[str, Any] | str":
     """The service's answer (a dict), "down" (nothing listens) or "slow" (no answer in time)."""
     try:
         with open(os.path.join(folder, "api.json"), "rb") as fh:
@@ -151,9 +165,11 @@ def ask_service(folder: str, reading: dict, timeout: float):
     head = (f"POST /api/v1/statusline HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n")
     try:
-        import _socket as sock_mod  # the C module: socket.py's enums cost more than the whole request
+        import _socket  # the C module: socket.py's enums cost more than the whole request
+        sock_mod: Any = _socket
     except ImportError:  # pragma: no cover
-        import socket as sock_mod
+        import socket
+        sock_mod = socket
     s = sock_mod.socket(sock_mod.AF_INET, sock_mod.SOCK_STREAM)
     try:
         s.settimeout(max(0.01, timeout))
@@ -227,24 +243,26 @@ class _Wrapped:
         import subprocess
 
         self.cache = cache
-        self.proc = None
+        self.proc: subprocess.Popen[bytes] | None = None
         try:
-            self.proc = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL, start_new_session=True)
+            proc = self.proc = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                stderr=subprocess.DEVNULL, start_new_session=True)
         except OSError:
             return
         import threading
 
         self.out: list[bytes] = []
+        to_them, from_them = proc.stdin, proc.stdout
+        assert to_them is not None and from_them is not None  # both asked for as pipes
 
         def feed_and_read() -> None:  # a thread: a command that ignores stdin must not block us
             try:
-                self.proc.stdin.write(stdin)
-                self.proc.stdin.close()
+                to_them.write(stdin)
+                to_them.close()
             except OSError:
                 pass
             try:
-                self.out.append(self.proc.stdout.read(65536))
+                self.out.append(from_them.read(65536))
             except (OSError, ValueError):
                 pass
 
@@ -299,11 +317,11 @@ def build_line(argv: list[str], start: float) -> str:
             line = _read_text(cache) or line_mod.render(dict(facts, service="busy"), color=color)
         else:
             left = min(SERVICE_TIMEOUT_S, start + HARD_LIMIT_S - 0.2 - time.monotonic())
-            answer = ask_service(folder, reading, left)
+            answer = ask_service(folder or "", reading, left)  # `state` is set only under a folder
             if answer == "slow":
                 line = _read_text(cache) or line_mod.render(dict(facts, service="busy"), color=color)
             elif isinstance(answer, dict):
-                fmt = answer.get("format") if isinstance(answer.get("format"), str) else line_mod.DEFAULT_FORMAT
+                fmt = answer["format"] if isinstance(answer.get("format"), str) else line_mod.DEFAULT_FORMAT
                 line = line_mod.render(_merge(facts, answer), fmt, color=color)
                 before = _read_text(cache)
                 if before is None:

@@ -15,8 +15,12 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from math import fsum
+from typing import TYPE_CHECKING, Any
 
 from service.team.settings import TeamSettings
+
+if TYPE_CHECKING:
+    from service.report.tally import SpendTally
 
 UNKNOWN_DAY = "1970-01-01"  # calls or events without a readable time (the team tables key on a date)
 RESTART_REASONS = ("compact", "rotation")  # a segment that ended this way was restarted (not a shutdown)
@@ -74,7 +78,7 @@ def _field(block: dict, dotted: str):
     return block
 
 
-def report_parts(*, workers: int | None = None) -> tuple[dict, dict, object, dict]:
+def report_parts(*, workers: int | None = None) -> tuple[dict, dict, SpendTally, dict]:
     """(summary, scan results, spend tally, the summary's other inputs) of a report over all days."""
     from service.report.build import compute
 
@@ -102,7 +106,7 @@ def channel_days(results: dict, tally, inputs: dict, breakdown: dict) -> dict[st
     for day in sorted(days, key=lambda d: d or ""):
         known = day is not None
         edit, pinch, retrieval = channel_totals(
-            by_day.get(day, []), tally, main_calls.get(day if known else "unknown", 0),
+            by_day.get(day, []), tally, main_calls.get("unknown" if day is None else day, 0),
             Period(day, day) if known else Period(), router=router if known else None,
             lean_ctx_present=inputs.get("lean_ctx_present", False), usage_db_tools=inputs.get("usage_db_tools"),
             notes=inputs.get("notes"))
@@ -139,7 +143,7 @@ def local_rows(settings: TeamSettings, store, *, workers: int | None = None) -> 
         day_acc[(_day(day), model, settings.project_label(project))]["unwritten_usd"].append(usd)
     _add_store_figures(settings, store, day_acc, rows)
     for (day, model, project), acc in day_acc.items():
-        payload = {"day": day, "model": model, "project": project}
+        payload: dict[str, Any] = {"day": day, "model": model, "project": project}
         for k in DAY_SUMS:
             vals = acc.get(k, [])
             payload[k] = _money(fsum(vals)) if k.endswith("_usd") else int(sum(vals))
