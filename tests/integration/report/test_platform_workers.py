@@ -105,12 +105,13 @@ def test_spawned_report_workers_give_the_same_figures(tmp_path, monkeypatch):
 def test_a_spawned_report_worker_imports_only_what_scanning_needs(tmp_path):
     files = _fixture_files(tmp_path)[:1]
     with forked.SpawnedMap(probe.scan_and_list_modules, files, 1) as results:
-        ((_, result, _), modules), = list(results)
-    assert result is not None
+        ((_, result, _, segments), modules), = list(results)
+    assert result is not None and segments is None  # no replay asked: the engine is not imported
     loaded = set(modules)
     assert "service.report.scan" in loaded
     unused = {"PySide6", "peewee", "tiktoken", "watchdog", "psycopg2", "apscheduler", "mcp", "pytest",
               "service.cli", "service.daemon", "service.store", "service.api", "service.measure.tokenizer",
+              "service.engine.session",
               "models", "multiprocessing", "concurrent.futures"}
     assert not {m for m in loaded if m in unused or m.split(".")[0] in unused - {"service"}}
 
@@ -120,3 +121,29 @@ def test_spawned_workers_start_only_for_a_longer_scan():
     assert forked.min_bytes(fork_min, "fork") == fork_min
     assert forked.min_bytes(fork_min, "spawn") == max(fork_min, forked.SPAWN_MIN_BYTES) > fork_min
     assert forked.min_bytes(fork_min, "serial") > 1 << 60
+
+
+@pytest.mark.parametrize("method", ["serial", "fork", "spawn"])
+def test_the_scan_replays_the_main_transcripts_as_the_report_alone_would(tmp_path, monkeypatch, method):
+    """The restart figures replayed from the scan's own read equal a replay of each file on its own."""
+    from service.measure.engines import load_prices
+    from service.report import restart
+
+    if method == "fork" and not forked.can_fork():
+        pytest.skip("no fork here")
+    files = _fixture_files(tmp_path)
+    mains = [tf.path for tf in files if not tf.subagent]
+    prices = load_prices()
+    alone = dict(restart._replay_one((path, prices, None)) for path in mains)
+    assert sum(len(segs) for segs in alone.values()) > len(mains)  # compactions and clears: several per file
+    replayed: dict = {}
+    plain = scan.scan(files, scan.ScanCache(None), workers=1)
+    if method != "serial":
+        monkeypatch.setattr(forked, "start_method", lambda *a, **k: method)
+    got = scan.scan(files, scan.ScanCache(None), workers=1 if method == "serial" else 2, pool_min_bytes=0,
+                    replay=(prices, frozenset(mains)), replayed=replayed)
+    assert got == plain  # the scan's own results do not change
+    assert replayed == alone
+    # through the report's cache: the same segments as replaying every file again
+    assert restart.replayed_segments(mains, prices, None, scan.fingerprint, replayed=replayed) == \
+        restart.replayed_segments(mains, prices, None, scan.fingerprint)
