@@ -102,12 +102,29 @@ class Replay:
         self.splitter = LineSplitter() if max_line is None else LineSplitter(max_line)
 
     def tee(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
-        """The same chunks, each fed to the engine first (as replay_file feeds it, line by line)."""
-        engine, split = self.engine, self.splitter.feed
-        feed = engine.feed_line
+        """The same chunks, each fed to the engine first, line by line as replay_file feeds it.
+
+        Lines are found in the chunk itself, and a line the engine's parser skips by its opening
+        bytes (service/engine/parse.py) is never copied out: a third of a transcript's bytes. An
+        over-long line, which replay_file feeds as an empty one, only counts as a skipped line.
+        """
+        from service.engine.parse import SKIP_AT
+
+        engine, splitter = self.engine, self.splitter
+        feed, skipped_at = engine.feed_line, SKIP_AT.match
         for chunk in chunks:
-            for line in split(chunk):
-                feed(line)
+            long_before = splitter.long_lines
+            data, stop = splitter.feed_buffer(chunk) if chunk else (b"", 0)
+            engine.skipped_lines += splitter.long_lines - long_before
+            find = data.find
+            pos = 0
+            while pos < stop:
+                end = find(b"\n", pos, stop)
+                start, pos = pos, end + 1
+                if skipped_at(data, start, end) is None:
+                    line = data[start:end]
+                    if line.strip():
+                        feed(line)
             engine.drain_events()  # a reminder event now and then: nothing here reads them
             yield chunk
 

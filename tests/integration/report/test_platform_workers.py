@@ -134,7 +134,7 @@ def test_the_scan_replays_the_main_transcripts_as_the_report_alone_would(tmp_pat
     files = _fixture_files(tmp_path)
     mains = [tf.path for tf in files if not tf.subagent]
     prices = load_prices()
-    alone = dict(restart._replay_one((path, prices, None)) for path in mains)
+    alone = {path: _replayed_alone(path, prices)[0] for path in mains}
     assert sum(len(segs) for segs in alone.values()) > len(mains)  # compactions and clears: several per file
     replayed: dict = {}
     plain = scan.scan(files, scan.ScanCache(None), workers=1)
@@ -147,3 +147,37 @@ def test_the_scan_replays_the_main_transcripts_as_the_report_alone_would(tmp_pat
     # through the report's cache: the same segments as replaying every file again
     assert restart.replayed_segments(mains, prices, None, scan.fingerprint, replayed=replayed) == \
         restart.replayed_segments(mains, prices, None, scan.fingerprint)
+
+
+def _replayed_alone(path, prices, max_line=None, chunk_size=1 << 20):
+    """What `ctxlamp replay` gives for a file's segments (the engine's own reader), as the report keeps them."""
+    from service.measure.engines import replay_file
+    from service.report import restart
+
+    end = [e for e in replay_file(path, prices, full_events=False, max_line=max_line, chunk_size=chunk_size)
+           if e["event"] == "end"][-1]
+    return [{k: p.get(k) for k in restart.KEPT} for p in end["segments"]], end["skipped_lines"]
+
+
+def test_the_reports_reader_feeds_the_engine_what_replay_feeds_it(tmp_path):
+    """Blank lines, lines the parser skips by their opening bytes, over-long and broken lines and an
+    unfinished last line, in chunks that cut lines anywhere: the same segments and skipped lines."""
+    from service.measure.engines import load_prices
+    from service.report import restart
+    from tests.support.corpus import scenario_session
+
+    src = scenario_session("subagent-and-compact").read_bytes().splitlines(keepends=True)
+    noise = [b"\n", b"   \n", b'{"type":"attachment","uuid":"x-1","parentUuid":null}\n',
+             b'  {"type": "progress", "data": 1}\n', b"{broken\n", b"x" * 5000 + b"\n"]
+    lines = [line for i, line in enumerate(src) for line in ([line, noise[i % len(noise)]] if i % 3 else [line])]
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(lines) + b'{"type":"user","unfinished')
+    prices = load_prices()
+    want = _replayed_alone(str(path), prices, max_line=4096, chunk_size=1000)
+    for size in (1, 777, 1 << 20):
+        replay = restart.Replay(str(path), prices, 4096)
+        data = path.read_bytes()
+        for _ in replay.tee(data[i:i + size] for i in range(0, len(data), size)):
+            pass
+        assert (replay.segments(), replay.engine.skipped_lines) == want
+    assert want[1] >= 3 and len(want[0]) >= 2
