@@ -48,6 +48,26 @@ c1 = os.times()
 out["scan_s"] = time.perf_counter() - t
 out["scan_cpu_s"] = (c1.user + c1.system + c1.children_user + c1.children_system) - (c0.user + c0.system + c0.children_user + c0.children_system)
 prices = load_prices()
+if sys.argv[4] == "1":  # the restart replay (docs/measurement.md 14) from the scan's own read, as the report runs it
+    from service.measure import tokenizer
+    mains = frozenset(tf.path for tf in files if not tf.subagent)
+    spent = [0.0]
+    encode_len = tokenizer.encode_len
+    def timed_encode_len(text):
+        t = time.perf_counter()
+        try:
+            return encode_len(text)
+        finally:
+            spent[0] += time.perf_counter() - t
+    tokenizer.encode_len = timed_encode_len  # seen by this process only (one process: all of it)
+    t = time.perf_counter(); c0 = os.times()
+    replayed = {}
+    scan.scan(files, scan.ScanCache(None), workers=workers, fingerprints=fps, replay=(prices, mains), replayed=replayed)
+    c1 = os.times()
+    out["replay_s"] = time.perf_counter() - t
+    out["replay_cpu_s"] = (c1.user + c1.system + c1.children_user + c1.children_system) - (c0.user + c0.system + c0.children_user + c0.children_system)
+    out["replay_tokenizer_s"] = spent[0]
+    out["replayed_files"] = len(replayed)
 with scan.collector_paused():
     tally = spend_tally(prices.lookup)
     t = time.perf_counter()
@@ -66,13 +86,13 @@ print(json.dumps(out))
 '''
 
 
-def phases(corpus: Path, workers: int, tokenizer_first: bool, tokenizer_dir: Path) -> dict:
+def phases(corpus: Path, workers: int, tokenizer_first: bool, tokenizer_dir: Path, replay: bool = False) -> dict:
     with tempfile.TemporaryDirectory(prefix="ctxlamp-phases-") as home:  # a fresh data dir, as a cold run has,
         if tokenizer_dir.is_dir():  # with the tokenizer set up, as bench/peers.py (the install ships the table)
             shutil.copytree(tokenizer_dir, Path(home) / "tiktoken")
         env = {**os.environ, "CTXLAMP_HOME": home}
         proc = subprocess.run([sys.executable, "-c", _PHASES, str(corpus / ".claude" / "projects"), str(workers),
-                               "1" if tokenizer_first else "0"], capture_output=True, text=True, cwd=ROOT, env=env,
+                               "1" if tokenizer_first else "0", "1" if replay else "0"], capture_output=True, text=True, cwd=ROOT, env=env,
                               timeout=1800)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-2000:])
@@ -86,7 +106,8 @@ def measure(corpus: Path) -> dict:
         tok = Path(home) / "tiktoken"
         return {"serial_with_tokenizer_first": phases(corpus, 1, True, tok),
                 "serial": phases(corpus, 1, False, tok),
-                "workers": phases(corpus, os.cpu_count() or 1, False, tok)}
+                "workers": phases(corpus, os.cpu_count() or 1, False, tok),
+                "replay_serial": phases(corpus, 1, False, tok, replay=True)}
 
 
 def format_phases(r: dict) -> str:
@@ -101,6 +122,11 @@ def format_phases(r: dict) -> str:
             f"| spend tally over {s['calls']} calls (the report feeds it while its workers scan) | {s['tally_s']:.3f} |",
             f"| the rest of the summary, after the last file | {s['summary_s']:.3f} |",
             f"| scan cache: serialize (done as results arrive) / read ({s['cache_mb']:.1f} MB) | {s['cache_dump_s']:.3f} / {s['cache_load_s']:.3f} |"]
+    r = r.get("replay_serial")
+    if r:
+        rows.append(f"| scan with the restart replay of {r['replayed_files']} main transcripts from the same read, one "
+                    f"process (the report's workers each do a share) | {r['replay_s']:.3f} (CPU {r['replay_cpu_s']:.3f}; "
+                    f"counting tokens {r['replay_tokenizer_s']:.3f}) |")
     return "\n".join(rows)
 
 

@@ -25,6 +25,10 @@ _SKIP_PREFIX = re.compile(
     rb'|progress|attachment|permission-mode|mode|last-prompt|tools-used|atis-latch|cost-state|summary)"'
 )
 
+# The same rule for a line that starts at `pos` inside a larger buffer (SKIP_AT.match(buffer, pos, end)):
+# a reader that walks a buffer of lines need not copy out those it would hand to parse_line for nothing.
+SKIP_AT = re.compile(_SKIP_PREFIX.pattern.removeprefix(b"^"))
+
 
 def parse_line(line: bytes) -> Entry | None:
     """The entry of one line; None for a line of a type no reader needs."""

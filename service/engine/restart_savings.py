@@ -110,12 +110,19 @@ class Envelope:
             self.root = _Node(line)
             return
         node, lo, hi = self.root, 0.0, self.width
+        # _better(line, node.line, x) written out (the same arithmetic): this walk runs once or twice per call
+        slope, icept, call = line.slope, line.icept, line.call
         for _ in range(MAX_DEPTH):
             mid = (lo + hi) / 2
-            low_wins = _better(line, node.line, lo)
-            mid_wins = _better(line, node.line, mid)
+            other = node.line
+            o_slope, o_icept = other.slope, other.icept
+            va, vb = slope * lo + icept, o_slope * lo + o_icept
+            low_wins = va > vb or (va == vb and call < other.call)
+            va, vb = slope * mid + icept, o_slope * mid + o_icept
+            mid_wins = va > vb or (va == vb and call < other.call)
             if mid_wins:
-                node.line, line = line, node.line
+                node.line, line = line, other
+                slope, icept, call = o_slope, o_icept, other.call
             if low_wins != mid_wins:  # the loser can still win left of mid
                 if node.left is None:
                     node.left = _Node(line)

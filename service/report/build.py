@@ -148,7 +148,9 @@ def _build_report(request: ReportRequest, workers: int | None, progress: bool, k
             return last
 
     cache = scan.ScanCache(sources.cache_dir / "report-scan.json" if request.use_cache else None, sources.max_line)
-    results, table, tally, skipped = _scan_transcripts(request, files, fps, cache, sources.max_line, workers, progress)
+    plan = _RestartPlan.of(request, sources, files, fps) if request.restart_savings else None
+    results, table, tally, skipped = _scan_transcripts(request, files, fps, cache, sources.max_line, workers, progress,
+                                                       plan)
     snapshots = _snapshot_file(sources, request.use_cache)
     read = _read_ledgers(sources, cache, snapshots)
 
@@ -158,7 +160,7 @@ def _build_report(request: ReportRequest, workers: int | None, progress: bool, k
               "usage_db_tools": read.usage_db_tools, "notes": read.notes}
     if keep is not None:  # the caller frees the scan's results when it likes (a one-shot command: never)
         keep.append((results, cache, tally, inputs))
-    restarts = _restart_savings(request, sources, files, skipped, table, workers) if request.restart_savings else None
+    restarts = _restart_savings(request, sources, files, skipped, table, workers, plan) if plan else None
     summary = _summarize(request, sources, results, table, tally, read, skipped, restarts)
     if saver:
         saver.join()
@@ -234,23 +236,30 @@ def _snapshot_file(sources: _Sources, use_cache: bool) -> Any:
 # ---- scanning -----------------------------------------------------------------------------------
 
 def _scan_transcripts(request: ReportRequest, files: list, fps: dict[str, Any], cache: Any, max_line: int,
-                      workers: int | None, progress: bool) -> tuple[dict, Any, Any, dict[str, str]]:
-    """Every transcript's scan result (cached per file), with the price table and the spend tally fed meanwhile."""
+                      workers: int | None, progress: bool, plan: _RestartPlan | None = None
+                      ) -> tuple[dict, Any, Any, dict[str, str]]:
+    """Every transcript's scan result (cached per file), with the price table and the spend tally fed meanwhile.
+
+    With a restart plan, the main transcripts it names are replayed by the scan as it reads them
+    (their segments land in `plan.replayed`): the workers need the price table before they start.
+    """
     from service.report import scan
     from service.report.summary import spend_tally
 
     printer = scan.ProgressPrinter(sys.stderr) if progress else None
     loaded: list = []  # the price table and a spend tally, made while the workers scan
+    early = load_prices() if plan is not None and plan.paths else None
 
     def prepare() -> None:
-        table = load_prices()
+        table = early if early is not None else load_prices()
         loaded[:] = [table, spend_tally(table.lookup, request.since, request.until, request.zone_name)]
 
     # each file's calls are summed as it comes in, while the others are still being scanned
     skipped: dict[str, str] = {}  # files that are not readable regular files: named in the data quality
     results = scan.scan(files, cache, progress=printer, fingerprints=fps, workers=workers, meanwhile=prepare,
                         on_result=lambda path, result: loaded[1].add(path, result), max_line=max_line,
-                        skipped=skipped)
+                        skipped=skipped, replay=(early, plan.paths) if plan is not None and early is not None else None,
+                        replayed=plan.replayed if plan is not None else None)
     if printer:
         printer.finish()
     table, tally = loaded
@@ -349,15 +358,37 @@ def _mtime_iso(path) -> str:
     return datetime.fromtimestamp(t, timezone.utc).isoformat().replace("+00:00", "Z")
 
 
+@dataclass
+class _RestartPlan:
+    """The report's replay for restart savings, decided before the scan: the replay cache's entries and
+    the main transcripts to replay (the scan replays those it reads; `replayed` gets their segments)."""
+
+    cache_file: Path | None
+    cache: dict[str, Any]
+    paths: frozenset[str]
+    replayed: dict[str, list[dict]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, request: ReportRequest, sources: _Sources, files: list, fps: dict[str, Any]) -> _RestartPlan:
+        from service.report import restart
+
+        cache_file = sources.cache_dir / "report-restart.json" if request.use_cache else None
+        cache = restart.load_cache(cache_file)
+        mains = [tf.path for tf in files if not tf.subagent]
+        paths = restart.to_replay(mains, cache, lambda path: fps.get(path), request.since)
+        return cls(cache_file, cache, frozenset(paths))
+
+
 def _restart_savings(request: ReportRequest, sources: _Sources, files: list, skipped: dict[str, str], table: Any,
-                     workers: int | None) -> dict:
-    """What restarting would have saved (docs/measurement.md 14): the main transcripts replayed, cached per file.
-    The Overview and the team push take theirs from the service's own profiles, so they spare the replay."""
+                     workers: int | None, plan: _RestartPlan) -> dict:
+    """What restarting would have saved (docs/measurement.md 14): the main transcripts replayed, cached per file
+    (most of them by the scan, as it read them). The Overview and the team push take theirs from the
+    service's own profiles, so they spare the replay."""
     from service.report import restart, scan
     from service.report.days import DayOf
 
     mains = [tf.path for tf in files if not tf.subagent and tf.path not in skipped]
-    cache_file = sources.cache_dir / "report-restart.json" if request.use_cache else None
-    segments = restart.replayed_segments(mains, table, cache_file, scan.fingerprint, sources.max_line,
-                                         since=request.since, workers=workers)
+    segments = restart.replayed_segments(mains, table, plan.cache_file, scan.fingerprint, sources.max_line,
+                                         since=request.since, workers=workers, cache=plan.cache,
+                                         replayed=plan.replayed)
     return restart.block(segments, [], request.since, request.until, DayOf(request.zone_name))

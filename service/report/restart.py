@@ -13,7 +13,7 @@ changed: the figures of the report are those anyone can recompute from
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from math import fsum
 from pathlib import Path
 from typing import Any
@@ -89,20 +89,65 @@ def median_calls_after_reminder(segments: Iterable[dict]) -> float | None:
 
 # ---- the report's own replay of the transcripts ---------------------------------------------------
 
+class Replay:
+    """One main transcript replayed while its bytes are read for another reader (the scan's worker):
+    the chunks pass through `tee`, `segments` closes the replay. Only the segment profiles are kept,
+    so the engine writes no per-call row (`call_rows=False`): the figures are those of `ctxlamp replay`."""
+
+    def __init__(self, path: str, prices: Any, max_line: int | None) -> None:
+        from service.engine import LineSplitter
+        from service.measure.engines import new_engine, shared_counter
+
+        self.engine = new_engine(path, prices, counter=shared_counter(), full_events=False, call_rows=False)
+        self.splitter = LineSplitter() if max_line is None else LineSplitter(max_line)
+
+    def tee(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
+        """The same chunks, each fed to the engine first, line by line as replay_file feeds it.
+
+        Lines are found in the chunk itself, and a line the engine's parser skips by its opening
+        bytes (service/engine/parse.py) is never copied out: a third of a transcript's bytes. An
+        over-long line, which replay_file feeds as an empty one, only counts as a skipped line.
+        """
+        from service.engine.parse import SKIP_AT
+
+        engine, splitter = self.engine, self.splitter
+        feed, skipped_at = engine.feed_line, SKIP_AT.match
+        for chunk in chunks:
+            long_before = splitter.long_lines
+            data, stop = splitter.feed_buffer(chunk) if chunk else (b"", 0)
+            engine.skipped_lines += splitter.long_lines - long_before
+            find = data.find
+            pos = 0
+            while pos < stop:
+                end = find(b"\n", pos, stop)
+                start, pos = pos, end + 1
+                if skipped_at(data, start, end) is None:
+                    line = data[start:end]
+                    if line.strip():
+                        feed(line)
+            engine.drain_events()  # a reminder event now and then: nothing here reads them
+            yield chunk
+
+    def segments(self) -> list[dict]:
+        """Close the replay (an unfinished last line held back, as replay_file holds it): what the
+        report keeps of each segment's profile."""
+        self.engine.held_back_bytes = self.splitter.pending
+        self.engine.finish("end")
+        return [{k: p.get(k) for k in KEPT} for p in self.engine.profiles]
+
+
 def _replay_one(job: tuple[str, Any, int | None]) -> tuple[str, list[dict]]:
     """One main transcript's segments (what the report keeps of each profile); unreadable: none."""
-    from service.ingest.transcript_file import Skipped
-    from service.measure.engines import replay_file, shared_counter
+    from service.ingest.transcript_file import Skipped, chunks
 
     path, prices, max_line = job
-    segs: list[dict] = []
     try:
-        for event in replay_file(path, prices, counter=shared_counter(), full_events=False, max_line=max_line):
-            if event.get("event") == "end":
-                segs = [{k: p.get(k) for k in KEPT} for p in event["segments"]]
+        replay = Replay(path, prices, max_line)
+        for _ in replay.tee(chunks(path, 1 << 20)):
+            pass
+        return path, replay.segments()
     except (Skipped, OSError):
-        segs = []
-    return path, segs
+        return path, []
 
 
 KEPT = ("session_id", "segment", "started_at", "ended_at", "end_reason", "restart_savings")
@@ -122,29 +167,25 @@ def _modified_before(path: str, since: str | None) -> bool:
     return day < since
 
 
-def replayed_segments(paths: list[str], prices: Any, cache_file: Path | None,
-                      fingerprint: Callable[[str], Any], max_line: int | None = None, *,
-                      since: str | None = None, workers: int | None = None) -> list[dict]:
-    """Every segment profile of these main transcripts, replayed (cached by each file's fingerprint).
-
-    Files last written before `since` are not replayed (their cached segments are kept). Files
-    to replay are shared among forked workers when there are enough bytes of them.
-    """
-    import os
-
+def load_cache(cache_file: Path | None) -> dict[str, Any]:
+    """path -> {"fp", "segments"} from the report's replay cache (empty when missing, stale or unreadable)."""
     import orjson
 
-    from service.report import forked
-    from service.report.scan import POOL_MIN_BYTES
+    if cache_file is None:
+        return {}
+    try:
+        doc = orjson.loads(cache_file.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if isinstance(doc, dict) and doc.get("version") == CACHE_VERSION:
+        files = doc.get("files") or {}
+        return files if isinstance(files, dict) else {}
+    return {}
 
-    cache: dict[str, Any] = {}
-    if cache_file is not None:
-        try:
-            doc = orjson.loads(cache_file.read_bytes())
-            if isinstance(doc, dict) and doc.get("version") == CACHE_VERSION:
-                cache = doc.get("files") or {}
-        except (OSError, ValueError):
-            cache = {}
+
+def _plan(paths: list[str], cache: dict[str, Any], fingerprint: Callable[[str], Any],
+          since: str | None) -> tuple[dict[str, Any], list[tuple[int, str, Any]]]:
+    """(entries kept from the cache, (size, path, fingerprint) of the files to replay)."""
     fresh: dict[str, Any] = {}
     todo: list[tuple[int, str, Any]] = []
     for path in sorted(paths):
@@ -157,15 +198,48 @@ def replayed_segments(paths: list[str], prices: Any, cache_file: Path | None,
         elif not _modified_before(path, since):
             size = fp[1] if isinstance(fp, list) and len(fp) > 1 else 0
             todo.append((size, path, fp))
+    return fresh, todo
+
+
+def to_replay(paths: list[str], cache: dict[str, Any], fingerprint: Callable[[str], Any],
+              since: str | None = None) -> set[str]:
+    """Which of these main transcripts `replayed_segments` would replay (so a scan can do it as it reads them)."""
+    return {path for _, path, _ in _plan(paths, cache, fingerprint, since)[1]}
+
+
+def replayed_segments(paths: list[str], prices: Any, cache_file: Path | None,
+                      fingerprint: Callable[[str], Any], max_line: int | None = None, *,
+                      since: str | None = None, workers: int | None = None,
+                      cache: dict[str, Any] | None = None, replayed: dict[str, list[dict]] | None = None
+                      ) -> list[dict]:
+    """Every segment profile of these main transcripts, replayed (cached by each file's fingerprint).
+
+    Files last written before `since` are not replayed (their cached segments are kept). `cache`:
+    the cache file's entries when the caller loaded them already; `replayed`: segments of files
+    replayed already (by the scan, as it read them). The others to replay are shared among forked
+    workers when there are enough bytes of them.
+    """
+    import os
+
+    import orjson
+
+    from service.report import forked
+    from service.report.scan import POOL_MIN_BYTES
+
+    if cache is None:
+        cache = load_cache(cache_file)
+    fresh, todo = _plan(paths, cache, fingerprint, since)
+    fps = {path: fp for _, path, fp in todo}
+    done = [(path, replayed[path]) for _, path, _ in todo if replayed is not None and path in replayed]
+    todo = [t for t in todo if replayed is None or t[1] not in replayed]
     todo.sort(key=lambda t: (-t[0], t[1]))  # biggest first: the workers finish together
     jobs = [(path, prices, max_line) for _, path, _ in todo]
-    fps = {path: fp for _, path, fp in todo}
     workers = workers if workers is not None else (os.cpu_count() or 1)
     if workers > 1 and len(jobs) > 1 and forked.available() and sum(t[0] for t in todo) >= POOL_MIN_BYTES:
         with forked.ForkedMap(_replay_one, jobs, workers) as results:
-            done = list(results)
+            done += list(results)
     else:
-        done = [_replay_one(job) for job in jobs]
+        done += [_replay_one(job) for job in jobs]
     for path, segs in done:
         fresh[path] = {"fp": fps[path], "segments": segs}
     if cache_file is not None and fresh != cache:

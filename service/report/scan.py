@@ -25,7 +25,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import orjson
 
@@ -337,24 +337,40 @@ def _lazy_counter(text: str) -> int:
 
 _remembered: dict[str, int] = {}
 _max_line = DEFAULT_MAX_LINE
+_replay: tuple[Any, frozenset[str]] | None = None  # (prices, main transcripts to replay as they are read)
 
 
-def _init_worker(remembered: dict[str, int], max_line: int = DEFAULT_MAX_LINE) -> None:
-    global _remembered, _max_line
+def _init_worker(remembered: dict[str, int], max_line: int = DEFAULT_MAX_LINE,
+                 replay: tuple[Any, frozenset[str]] | None = None) -> None:
+    global _remembered, _max_line, _replay
     _remembered = remembered
     _max_line = max_line
+    _replay = replay
 
 
-def _scan_one(tf: TranscriptFile) -> tuple[str, dict | str | None, dict[str, int]]:
-    """(path, result, new sizes); the result is the reason instead when the file was skipped."""
+ScanItem = tuple[str, "dict | str | None", dict[str, int], "list[dict] | None"]
+
+
+def _scan_one(tf: TranscriptFile) -> ScanItem:
+    """(path, result, new sizes, replayed segments); the result is the reason instead when the file was
+    skipped. A main transcript the report replays for its restart figures is replayed from the same
+    read (service/report/restart.py's Replay): segments, else None."""
     sizes = SizeMemo(_remembered)
+    replay = None
+    if _replay is not None and tf.path in _replay[1]:
+        from service.report.restart import Replay
+
+        replay = Replay(tf.path, _replay[0], _max_line)
+    unread: list[dict] | None = [] if replay is not None else None  # an unreadable file has no segments
     try:
+        chunks = file_chunks(tf.path)
         # old_strings are counted by `scan`'s collect, once per distinct text, never in a pool worker
-        return tf.path, scan_chunks(file_chunks(tf.path), tf, sizes, defer_tokens=True), sizes.new
+        result = scan_chunks(replay.tee(chunks) if replay is not None else chunks, tf, sizes, defer_tokens=True)
+        return tf.path, result, sizes.new, replay.segments() if replay is not None else None
     except Skipped as exc:
-        return tf.path, None if exc.gone else exc.reason, {}
+        return tf.path, None if exc.gone else exc.reason, {}, unread
     except OSError:
-        return tf.path, None, {}
+        return tf.path, None, {}, unread
 
 
 def fingerprint(path: str) -> list[int] | None:
@@ -434,7 +450,8 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
          progress: Progress | None = None, fingerprints: dict[str, list[int] | None] | None = None,
          pool_min_bytes: int | None = None, meanwhile: Callable[[], None] | None = None,
          on_result: Callable[[str, dict], None] | None = None, max_line: int = DEFAULT_MAX_LINE,
-         skipped: dict[str, str] | None = None) -> dict[str, dict]:
+         skipped: dict[str, str] | None = None, replay: tuple[Any, frozenset[str]] | None = None,
+         replayed: dict[str, list[dict]] | None = None) -> dict[str, dict]:
     """Results for every file: cached where unchanged, scanned (in parallel when worth it) otherwise.
 
     `meanwhile` is work the caller needs next (loading prices, say): the parent
@@ -442,6 +459,8 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
     result)` sees each scanned file's result as it comes in (not cached ones).
     Files that are not readable regular files (service/ingest/transcript_file.py) have
     no result; `skipped` gets path -> why. Lines over `max_line` bytes are skipped.
+    `replay` = (prices, paths): main transcripts among those scanned to replay with the engine from
+    the same read (their restart figures); `replayed` gets path -> their segments.
     """
     results: dict[str, dict] = {}
     todo: list[tuple[TranscriptFile, list[int] | None]] = []
@@ -466,7 +485,9 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
 
     def collect(item):
         nonlocal done_files, done_bytes
-        path, result, new_sizes = item
+        path, result, new_sizes, segments = item
+        if segments is not None and replayed is not None:
+            replayed[path] = segments
         done_files += 1
         done_bytes += fps[path][1]
         if isinstance(result, str):
@@ -490,7 +511,7 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
     if workers > 1 and len(todo) > 1 and total_bytes >= pool_min_bytes and forked.available():
         # workers never load the tokenizer: the parent loads it once, while they scan, and counts in collect
         with collector_paused(), forked.pool(_scan_one, jobs, workers,
-                                             init=functools.partial(_init_worker, cache.sizes, max_line)) as scanned:
+                                             init=functools.partial(_init_worker, cache.sizes, max_line, replay)) as scanned:
             _lazy_counter("")
             if meanwhile:
                 meanwhile()
@@ -499,7 +520,7 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
     else:
         if meanwhile:
             meanwhile()
-        _init_worker(cache.sizes, max_line)
+        _init_worker(cache.sizes, max_line, replay)
         with collector_paused():
             for job in jobs:
                 collect(_scan_one(job))

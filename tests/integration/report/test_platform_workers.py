@@ -105,12 +105,13 @@ def test_spawned_report_workers_give_the_same_figures(tmp_path, monkeypatch):
 def test_a_spawned_report_worker_imports_only_what_scanning_needs(tmp_path):
     files = _fixture_files(tmp_path)[:1]
     with forked.SpawnedMap(probe.scan_and_list_modules, files, 1) as results:
-        ((_, result, _), modules), = list(results)
-    assert result is not None
+        ((_, result, _, segments), modules), = list(results)
+    assert result is not None and segments is None  # no replay asked: the engine is not imported
     loaded = set(modules)
     assert "service.report.scan" in loaded
     unused = {"PySide6", "peewee", "tiktoken", "watchdog", "psycopg2", "apscheduler", "mcp", "pytest",
               "service.cli", "service.daemon", "service.store", "service.api", "service.measure.tokenizer",
+              "service.engine.session",
               "models", "multiprocessing", "concurrent.futures"}
     assert not {m for m in loaded if m in unused or m.split(".")[0] in unused - {"service"}}
 
@@ -120,3 +121,63 @@ def test_spawned_workers_start_only_for_a_longer_scan():
     assert forked.min_bytes(fork_min, "fork") == fork_min
     assert forked.min_bytes(fork_min, "spawn") == max(fork_min, forked.SPAWN_MIN_BYTES) > fork_min
     assert forked.min_bytes(fork_min, "serial") > 1 << 60
+
+
+@pytest.mark.parametrize("method", ["serial", "fork", "spawn"])
+def test_the_scan_replays_the_main_transcripts_as_the_report_alone_would(tmp_path, monkeypatch, method):
+    """The restart figures replayed from the scan's own read equal a replay of each file on its own."""
+    from service.measure.engines import load_prices
+    from service.report import restart
+
+    if method == "fork" and not forked.can_fork():
+        pytest.skip("no fork here")
+    files = _fixture_files(tmp_path)
+    mains = [tf.path for tf in files if not tf.subagent]
+    prices = load_prices()
+    alone = {path: _replayed_alone(path, prices)[0] for path in mains}
+    assert sum(len(segs) for segs in alone.values()) > len(mains)  # compactions and clears: several per file
+    replayed: dict = {}
+    plain = scan.scan(files, scan.ScanCache(None), workers=1)
+    if method != "serial":
+        monkeypatch.setattr(forked, "start_method", lambda *a, **k: method)
+    got = scan.scan(files, scan.ScanCache(None), workers=1 if method == "serial" else 2, pool_min_bytes=0,
+                    replay=(prices, frozenset(mains)), replayed=replayed)
+    assert got == plain  # the scan's own results do not change
+    assert replayed == alone
+    # through the report's cache: the same segments as replaying every file again
+    assert restart.replayed_segments(mains, prices, None, scan.fingerprint, replayed=replayed) == \
+        restart.replayed_segments(mains, prices, None, scan.fingerprint)
+
+
+def _replayed_alone(path, prices, max_line=None, chunk_size=1 << 20):
+    """What `ctxlamp replay` gives for a file's segments (the engine's own reader), as the report keeps them."""
+    from service.measure.engines import replay_file
+    from service.report import restart
+
+    end = [e for e in replay_file(path, prices, full_events=False, max_line=max_line, chunk_size=chunk_size)
+           if e["event"] == "end"][-1]
+    return [{k: p.get(k) for k in restart.KEPT} for p in end["segments"]], end["skipped_lines"]
+
+
+def test_the_reports_reader_feeds_the_engine_what_replay_feeds_it(tmp_path):
+    """Blank lines, lines the parser skips by their opening bytes, over-long and broken lines and an
+    unfinished last line, in chunks that cut lines anywhere: the same segments and skipped lines."""
+    from service.measure.engines import load_prices
+    from service.report import restart
+    from tests.support.corpus import scenario_session
+
+    src = scenario_session("subagent-and-compact").read_bytes().splitlines(keepends=True)
+    noise = [b"\n", b"   \n", b'{"type":"attachment","uuid":"x-1","parentUuid":null}\n',
+             b'  {"type": "progress", "data": 1}\n', b"{broken\n", b"x" * 5000 + b"\n"]
+    lines = [line for i, line in enumerate(src) for line in ([line, noise[i % len(noise)]] if i % 3 else [line])]
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(lines) + b'{"type":"user","unfinished')
+    prices = load_prices()
+    want = _replayed_alone(str(path), prices, max_line=4096, chunk_size=1000)
+    for size in (1, 777, 1 << 20):
+        replay = restart.Replay(str(path), prices, 4096)
+        data = path.read_bytes()
+        for _ in replay.tee(data[i:i + size] for i in range(0, len(data), size)):
+            pass
+        assert (replay.segments(), replay.engine.skipped_lines) == want
+    assert want[1] >= 3 and len(want[0]) >= 2
