@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import posixpath
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 from service.channels.entries import CallPairs, Parts, base_tool_name, parts, result_text
 from service.channels.events import ChannelEvent
@@ -27,7 +27,13 @@ MAX_FILES = 50
 FALLBACK_FILE_BYTES = 4096
 _IMPACT_KEYS = ("target", "candidates", "callers", "callees", "affected")
 
-SizeLookup = Mapping[str, Any] | Callable[[str], Any] | None
+class SizeSource(Protocol):
+    """Anything with `get(path)`: a dict of sizes, or the report's memo that reads a size from disk once."""
+
+    def get(self, path: str, /) -> Any: ...
+
+
+SizeLookup = Mapping[str, Any] | SizeSource | Callable[[str], Any] | None
 
 
 def tracked_tool(name: str) -> str | None:

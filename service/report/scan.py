@@ -463,7 +463,7 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
     the same read (their restart figures); `replayed` gets path -> their segments.
     """
     results: dict[str, dict] = {}
-    todo: list[tuple[TranscriptFile, list[int] | None]] = []
+    todo: list[tuple[TranscriptFile, list[int]]] = []
     for tf in files:
         fp = fingerprints[tf.path] if fingerprints is not None and tf.path in fingerprints else fingerprint(tf.path)
         hit = cache.get(tf.path, fp)

@@ -156,8 +156,9 @@ def _cost_state_comparison(covered: list[dict], tally: SpendTally) -> tuple[list
     for found in covered:
         if any(prices(m)[0] is None for m in found["models"]):
             continue
-        ours = [tally.usd_of(k) for k in found["keys"]]
-        if any(u is None for u in ours):
+        priced = [tally.usd_of(k) for k in found["keys"]]
+        ours = [u for u in priced if u is not None]
+        if len(ours) < len(priced):
             continue
         theirs = found["total_usd"]
         row = {"session_id": found["session_id"], "ours_usd": _r(sum(ours)), "claude_code_usd": _r(theirs)}
@@ -171,7 +172,7 @@ def _cost_state_comparison(covered: list[dict], tally: SpendTally) -> tuple[list
 
 
 def _unwritten_requests(covered: list[dict], files: list[dict], events: list[dict],
-                        tally: SpendTally, local_day: DayOf) -> tuple[dict, dict]:
+                        tally: SpendTally, local_day: Callable[[Any], str | None]) -> tuple[dict, dict]:
     """Requests Claude Code made but did not write: measured from cost-state, else estimated."""
     prices = tally.prices
     booked = unwritten.measured(covered, tally, prices, local_day)
@@ -275,7 +276,7 @@ def channel_totals(events: list[dict], tally: SpendTally, main_requests: int, pe
     return edit, pinch, retrieval
 
 
-def _edit_totals(events: list[dict], prices: _Prices, lean_ctx_present: bool, notes: dict) -> dict:
+def _edit_totals(events: list[dict], prices: Lookup, lean_ctx_present: bool, notes: dict) -> dict:
     keys = ("str_replace_calls", "str_replace_ops", "str_replace_old_string_tokens", "str_replace_old_string_usd",
             "not_found", "ambiguous", "other_errors", "anchored_calls", "anchored_ops",
             "anchored_avoided_output_tokens", "anchored_conflicts")
@@ -347,7 +348,7 @@ def _edit_totals(events: list[dict], prices: _Prices, lean_ctx_present: bool, no
     }
 
 
-def _pinch_totals(events: list[dict], prices: _Prices, session_tokens: dict, session_model: dict,
+def _pinch_totals(events: list[dict], prices: Lookup, session_tokens: dict, session_model: dict,
                   main_requests: int, router: dict | None, period: Period, notes: dict) -> dict:
     all_in = sum(t[0] for t in session_tokens.values())
     all_cw = sum(t[1] for t in session_tokens.values())
