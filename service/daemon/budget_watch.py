@@ -13,6 +13,8 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
+from service.daemon.part import ServicePart
+
 if TYPE_CHECKING:
     from service.daemon.runtime import Service
 
@@ -27,11 +29,11 @@ def _configured(cfg: Any) -> bool:
     return budgets.configured(cfg)
 
 
-class BudgetWatch:
+class BudgetWatch(ServicePart):
     """The budgets job, its state and its notices; `block` is the last figures (None: no budget set)."""
 
     def __init__(self, svc: Service) -> None:
-        self._svc = svc
+        super().__init__(svc)
         self.block: dict[str, Any] | None = None
         self._changes = -1  # the registry's change count at the last computation
         self._lock = threading.Lock()
@@ -89,7 +91,7 @@ class BudgetWatch:
             self.block = None
             self._disarm()
             return None
-        registry = self._svc._live  # the jobs start after the registry is made
+        registry = self._registry
         with registry.lock:
             changes = registry.changes
         if changes == self._changes and not force and self.block is not None:

@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from service.daemon.persist import Persistence
     from service.engine.snapshot import Snapshot
     from service.daemon.runtime import Service
-    from service.ingest.live import Registry
 
 from service.ingest.live import Ingest, LiveSession, classify
 from service.ingest.transcript_file import Skipped, open_fd
+from service.daemon.part import ServicePart
 
 log = logging.getLogger("ctxlamp.service")
 
@@ -32,11 +31,11 @@ class Defect(RuntimeError):
     """An engine error that is not malformed input: measurement must stop."""
 
 
-class Following:
+class Following(ServicePart):
     """The service's live sessions: startup catch-up, file changes, rotation, selection, reminders."""
 
     def __init__(self, service: Service) -> None:
-        self._svc = service
+        super().__init__(service)
         self.catch_up: dict[str, Path] = {}            # recent sessions still to read at startup, oldest first
         self.history_todo: list[Path] = []
         self.sliced = False                            # a read stopped at its slice: let API threads in first
@@ -45,18 +44,6 @@ class Following:
         self._published: set[tuple[str, int, int]] = set()
         self._outbox: list[dict] = []                  # reminders waiting for their session's snapshot
         self._reading_on: dict[str, bool] = {}         # path -> quiet: sessions still being read, in slices
-
-    @property
-    def _registry(self) -> Registry:
-        registry = self._svc.registry
-        assert registry is not None  # Service._build() made it before anything is followed or scheduled
-        return registry
-
-    @property
-    def _persist(self) -> Persistence:
-        persist = self._svc.persist
-        assert persist is not None  # Service._build() opened it
-        return persist
 
     # ---- outputs ---------------------------------------------------------------------------
     def publish_snapshot(self, sess: LiveSession) -> None:

@@ -13,24 +13,23 @@ from typing import TYPE_CHECKING, Any
 from service.daemon import checkpoint
 from service.ingest.live import classify
 from service.ingest.transcript_file import Skipped
+from service.daemon.part import ServicePart
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.background import BackgroundScheduler
 
-    from service.daemon.persist import Persistence
     from service.daemon.runtime import Service
-    from service.ingest.live import Registry
 
 log = logging.getLogger("ctxlamp.service")
 
 CHECKPOINT_EVERY_S = 30
 
 
-class Jobs:
+class Jobs(ServicePart):
     """The service's jobs: load and write checkpoints, arm the job only while something changed, scan history."""
 
     def __init__(self, service: Service) -> None:
-        self._svc = service
+        super().__init__(service)
         self.scheduler: BackgroundScheduler | None = None
         self.checkpoint_info: dict[str, Any] = {"loaded": None, "rejected": []}
         self.ckpt_states: dict[str, dict] = {}         # the loaded checkpoint, for sessions not read yet
@@ -39,18 +38,6 @@ class Jobs:
         self.ckpt_lock = threading.Lock()
         self._ckpt_changes = 0
         self._ckpt_armed = False
-
-    @property
-    def _registry(self) -> Registry:
-        registry = self._svc.registry
-        assert registry is not None  # Service._build() made it before anything is followed or scheduled
-        return registry
-
-    @property
-    def _persist(self) -> Persistence:
-        persist = self._svc.persist
-        assert persist is not None  # Service._build() opened it
-        return persist
 
     def load_checkpoint(self) -> None:
         doc, rejected = checkpoint.load_latest(self._svc.paths.checkpoints)
