@@ -88,7 +88,43 @@ def pool(func: Callable[[Any], Any], jobs: Sequence[Any], workers: int,
     raise ValueError(f"unknown start method {method!r}")
 
 
-class ForkedMap:
+class _ProcessMap:
+    """What the forked and the spawned pools share: results in completion order from their reader threads
+    (`_results`: ("result", pickled) | ("error", text) | ("ended", why)), and killing the workers left when
+    the caller stops early."""
+
+    _children: Sequence[Any]
+    _results: Any
+    expected: int
+    received: int
+
+    def __iter__(self) -> Iterator[Any]:
+        ended = 0
+        while self.received < self.expected:
+            kind, payload = self._results.get()
+            if kind == "result":
+                self.received += 1
+                yield pickle.loads(payload)
+            elif kind == "error":
+                raise WorkerFailed(payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload)
+            else:  # a child ended
+                ended += 1
+                if ended == len(self._children) and self.received < self.expected:
+                    raise WorkerFailed(f"a worker process ended early ({payload}); "
+                                       f"{self.expected - self.received} of {self.expected} jobs were not done")
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.received < self.expected:
+            self._kill()  # their reader threads reap them
+
+    def _kill(self) -> None:
+        raise NotImplementedError
+
+
+class ForkedMap(_ProcessMap):
     """func(job) for every job, from `workers` forked children, in the order they finish.
 
     The children start at once, so the caller can do its own work before it
@@ -129,28 +165,6 @@ class ForkedMap:
         for pid, r in self._children:
             threading.Thread(target=_receive, args=(pid, r, self._results), daemon=True).start()
 
-    def __iter__(self) -> Iterator[Any]:
-        ended = 0
-        while self.received < self.expected:
-            kind, payload = self._results.get()
-            if kind == "result":
-                self.received += 1
-                yield pickle.loads(payload)
-            elif kind == "error":
-                raise WorkerFailed(payload)
-            else:  # a child ended
-                ended += 1
-                if ended == len(self._children) and self.received < self.expected:
-                    raise WorkerFailed(f"a worker process ended early ({payload}); "
-                                       f"{self.expected - self.received} of {self.expected} jobs were not done")
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.received < self.expected:
-            self._kill()  # their reader threads reap them
-
     def _kill(self) -> None:
         for pid, _ in self._children:
             try:
@@ -183,7 +197,7 @@ class SerialMap:
         pass
 
 
-class SpawnedMap:
+class SpawnedMap(_ProcessMap):
     """func(job) for every job in `workers` fresh interpreters, in the order they finish.
 
     Each child gets the pickled (func, init), then jobs one at a time from a shared queue,
@@ -255,28 +269,6 @@ class SpawnedMap:
             code = child.wait()
             child.stdout.close()
             self._results.put(("ended", f"exit status {code}" if code >= 0 else f"killed by signal {-code}"))
-
-    def __iter__(self) -> Iterator[Any]:
-        ended = 0
-        while self.received < self.expected:
-            kind, payload = self._results.get()
-            if kind == "result":
-                self.received += 1
-                yield pickle.loads(payload)
-            elif kind == "error":
-                raise WorkerFailed(payload.decode("utf-8", "replace"))
-            else:
-                ended += 1
-                if ended == len(self._children) and self.received < self.expected:
-                    raise WorkerFailed(f"a worker process ended early ({payload}); "
-                                       f"{self.expected - self.received} of {self.expected} jobs were not done")
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.received < self.expected:
-            self._kill()
 
     def _kill(self) -> None:
         for child in self._children:
