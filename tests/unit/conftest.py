@@ -48,7 +48,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return
     mp = pytest.MonkeyPatch()
     mp.setattr(subprocess.Popen, "__init__", _refuse("start a process"))
-    mp.setattr(os, "fork", _refuse("fork"))
+    if hasattr(os, "fork"):  # where there is none (Windows, the portable CI leg) nothing can fork anyway
+        mp.setattr(os, "fork", _refuse("fork"))
     for name in ("connect", "connect_ex", "bind"):
         mp.setattr(socket.socket, name, _refuse("open a socket"))
     mp.setattr(asyncio, "run", _refuse("run an event loop"))
