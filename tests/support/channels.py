@@ -1,10 +1,13 @@
-"""Helpers for the channel tests: the real price table and in-memory scan results."""
+"""Helpers for the channel tests: the real price table, in-memory scan results, and what the meters make of a
+file when every line is parsed (the reference the scanner's byte-level skipping is held to)."""
 from __future__ import annotations
 
 import json
 from functools import lru_cache
 
 from resources import resource_path
+from service.channels import ChannelMeters
+from service.channels.spend import SpendCollector
 from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
 from service.engine.prices import PriceTable
 from service.measure.tokenizer import encode_len
@@ -33,3 +36,24 @@ def run_meters(entries, sizes=None, *, sidechain_file=False):
     for e in entries:
         out += m.feed(e, sizes)
     return m, out
+
+
+def fixture_file(p) -> TranscriptFile:
+    return TranscriptFile(str(p), "p", "subagents" in p.parts or p.name.startswith("agent-"), p.stem)
+
+
+def every_line_reference(data: bytes, tf):
+    """What the meters make of a file when every line is parsed (no byte-level skipping)."""
+    meters = ChannelMeters(tf.session_hint, sidechain_file=tf.subagent, count_tokens=encode_len)
+    spend = SpendCollector(sidechain_file=tf.subagent)
+    events = []
+    for line in data.split(b"\n"):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict):
+            continue
+        spend.feed(entry)
+        events += [e.to_dict() for e in meters.feed(entry, SizeMemo())]
+    return events, list(spend.calls.values()), spend.cost_state

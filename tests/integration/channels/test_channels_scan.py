@@ -6,36 +6,14 @@ import shutil
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from service.channels import ChannelMeters
-from service.report.scan import (ScanCache, SizeMemo, TranscriptFile, discover, scan,
+from service.report.scan import (ScanCache, SizeMemo, discover, scan,
                                    scan_bytes)
-from service.channels.spend import SpendCollector
 from service.measure.tokenizer import encode_len
+from tests.support.channels import every_line_reference, fixture_file
 from tests.support.corpus import all_transcripts, CC, REAL_FIXTURES
 from tests.support.expected import EXPECTED, fixture_path, REAL_EXPECTED
 
 # Every fixture transcript; the third-party ones run when they are beside the checkout.
-
-
-def fixture_file(p) -> TranscriptFile:
-    return TranscriptFile(str(p), "p", "subagents" in p.parts or p.name.startswith("agent-"), p.stem)
-
-
-def every_line_reference(data: bytes, tf):
-    """What the meters make of a file when every line is parsed (no byte-level skipping)."""
-    meters = ChannelMeters(tf.session_hint, sidechain_file=tf.subagent, count_tokens=encode_len)
-    spend = SpendCollector(sidechain_file=tf.subagent)
-    events = []
-    for line in data.split(b"\n"):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(entry, dict):
-            continue
-        spend.feed(entry)
-        events += [e.to_dict() for e in meters.feed(entry, SizeMemo())]
-    return events, list(spend.calls.values()), spend.cost_state
 
 
 # Lines no Claude Code version wrote, but a line filter must not be fooled by: a nested message

@@ -7,35 +7,15 @@ large each prompt it received was: after each rewind, B_default must follow that
 """
 from __future__ import annotations
 
-import json
 import random
 import subprocess
 import sys
 
 
-from service.engine import LineSplitter
-from service.measure.engines import load_prices, new_engine
-from tests.support.corpus import REWIND, ROOT
+from tests.support.corpus import ROOT
 from tests.support.harness import Service, append_lines, meaningful, replay, service_env, wait_for
+from tests.support.rewind import SESSIONS, MAIN, events_of
 
-FIXTURE = REWIND
-STEPS = json.loads((FIXTURE / "steps.json").read_text())
-FORK_STEP = next(s for s in STEPS if "fork_of" in s)
-SESSIONS = next((FIXTURE / "projects").iterdir())
-MAIN = SESSIONS / f"{FORK_STEP['fork_of']}.jsonl"
-API = {r["id"]: r for r in map(json.loads, (FIXTURE / "api.jsonl").read_text().splitlines())}
-PRICES = load_prices()
-
-
-def events_of(data: bytes, full: bool = True, cuts: list[int] | None = None) -> tuple[list[dict], object]:
-    eng = new_engine(str(MAIN), PRICES, full_events=full)
-    splitter, pos = LineSplitter(), 0
-    for cut in (cuts or []) + [len(data)]:
-        for line in splitter.feed(data[pos:pos + cut]):
-            eng.feed_line(line)
-        pos += cut
-    eng.finish()
-    return eng.drain_events(), eng
 
 
 def test_the_service_tailing_the_rewind_file_ends_where_replay_ends(tmp_path):

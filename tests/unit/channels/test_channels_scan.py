@@ -2,42 +2,19 @@
 from __future__ import annotations
 
 import io
-import json
 import shutil
 
 import pytest
 
-from service.channels import ChannelMeters
 from service.report.scan import (ProgressPrinter, ScanCache, SizeMemo, TranscriptFile, discover, scan,
                                    scan_bytes)
-from service.channels.spend import SpendCollector
 from service.measure.tokenizer import encode_len
+from tests.support.channels import every_line_reference, fixture_file
 from tests.support.corpus import CC, needs_real_fixtures, scenario_session
 from tests.support.expected import EXPECTED, fixture_path, REAL_EXPECTED
 
 # Every fixture transcript; the third-party ones run when they are beside the checkout.
 KEYS = sorted(EXPECTED) + [pytest.param(k, marks=needs_real_fixtures) for k in sorted(REAL_EXPECTED)]
-
-
-def fixture_file(p) -> TranscriptFile:
-    return TranscriptFile(str(p), "p", "subagents" in p.parts or p.name.startswith("agent-"), p.stem)
-
-
-def every_line_reference(data: bytes, tf):
-    """What the meters make of a file when every line is parsed (no byte-level skipping)."""
-    meters = ChannelMeters(tf.session_hint, sidechain_file=tf.subagent, count_tokens=encode_len)
-    spend = SpendCollector(sidechain_file=tf.subagent)
-    events = []
-    for line in data.split(b"\n"):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(entry, dict):
-            continue
-        spend.feed(entry)
-        events += [e.to_dict() for e in meters.feed(entry, SizeMemo())]
-    return events, list(spend.calls.values()), spend.cost_state
 
 
 @pytest.mark.parametrize("key", KEYS)

@@ -12,35 +12,14 @@ import random
 
 import pytest
 
-from service.engine import LineSplitter
-from service.measure.engines import load_prices, new_engine
-from tests.support.corpus import REWIND
+from tests.support.rewind import STEPS, MAIN, FORK, API, events_of
 
-FIXTURE = REWIND
-STEPS = json.loads((FIXTURE / "steps.json").read_text())
-FORK_STEP = next(s for s in STEPS if "fork_of" in s)
-SESSIONS = next((FIXTURE / "projects").iterdir())
-MAIN = SESSIONS / f"{FORK_STEP['fork_of']}.jsonl"
-FORK = SESSIONS / f"{FORK_STEP['session_id']}.jsonl"
-API = {r["id"]: r for r in map(json.loads, (FIXTURE / "api.jsonl").read_text().splitlines())}
-PRICES = load_prices()
 
 
 def prompt_size(record: dict) -> int:
     """What the fake API received: input + cache writes + cache reads of the request."""
     u = record["usage"]
     return u["input_tokens"] + u["cache_creation_input_tokens"] + u["cache_read_input_tokens"]
-
-
-def events_of(data: bytes, full: bool = True, cuts: list[int] | None = None) -> tuple[list[dict], object]:
-    eng = new_engine(str(MAIN), PRICES, full_events=full)
-    splitter, pos = LineSplitter(), 0
-    for cut in (cuts or []) + [len(data)]:
-        for line in splitter.feed(data[pos:pos + cut]):
-            eng.feed_line(line)
-        pos += cut
-    eng.finish()
-    return eng.drain_events(), eng
 
 
 def test_the_fixture_holds_what_the_steps_say():

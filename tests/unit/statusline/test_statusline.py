@@ -8,17 +8,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from service.statusline import fastjson, line, reading, where
 from service.statusline.book import Book
-from tests.support import transcripts as T
 from tests.support.corpus import ROOT
 
 SAMPLE = json.loads((ROOT / "tests" / "fixtures" / "statusline" / "subscriber.json").read_text())
@@ -198,37 +193,6 @@ def test_book_saves_and_loads(tmp_path):
     assert again.session_readings("a")[0]["five_hour"] == 20.0
     path.write_text("{broken")
     assert Book(path).limits()["five_hour"] is None
-
-
-# ---- the command, as Claude Code runs it --------------------------------------------------------
-
-
-@pytest.fixture
-def env(tmp_path):
-    home = tmp_path / "ctx"
-    claude = tmp_path / "claude"
-    folder = claude / "projects" / "-home-user-proj"
-    folder.mkdir(parents=True)
-    home.mkdir()
-    (folder / f"{T.SID}.jsonl").write_bytes(T.to_bytes(T.growing_session(30)))
-    out = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAMP_", "CLAUDE_"))}
-    out.update(CTXLAMP_HOME=str(home), CLAUDE_CONFIG_DIR=str(claude), NO_COLOR="1")
-    return out
-
-
-@pytest.fixture
-def service(env):
-    from tests.support.servicectl import running_service
-
-    with running_service(env, Path(env["CTXLAMP_HOME"])) as (proc, info):
-        yield info
-
-
-# ---- install / uninstall ------------------------------------------------------------------------
-
-def ctxlamp(args, env):
-    return subprocess.run([sys.executable, "-m", "service.cli", *args], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
 
 
 def test_recorded_api_key_json_of_the_real_cli_parses():
