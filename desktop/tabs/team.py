@@ -5,8 +5,6 @@ GET /api/v1/team (the service reads the team database, the desktop never does).
 """
 from __future__ import annotations
 
-import html
-import re
 from datetime import datetime, timezone
 
 import pyqtgraph as pg
@@ -19,22 +17,8 @@ from desktop import charts
 from desktop.datasource import DataError
 from desktop.tabs.base import Tab
 
-# what the service's textsafe.printable drops (the desktop imports nothing of the service)
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff"
-                     "\ufff9-\ufffb]")
 MEMBER_COLUMNS = ("member", "spend", "calls", "rent", "reminders", "restarts after one", "pinch saved",
                   "restart savings (est.)")
-
-
-def plain(text: object, limit: int = 200) -> str:
-    """A name another member chose, as one line without control or bidi-override characters."""
-    line = _UNSAFE.sub("", str(text).replace("\t", " ").replace("\n", " "))
-    return line if len(line) <= limit else line[: max(0, limit - 1)] + "\u2026"
-
-
-def rich(text: object, limit: int = 200) -> str:
-    """`plain(text)` escaped for a rich-text label."""
-    return html.escape(plain(text, limit))
 
 
 def team_configured(source) -> bool:
@@ -52,7 +36,7 @@ def member_rows(doc: dict) -> list[tuple[str, ...]]:
         return float(m.get("billed_usd", m.get("spend_usd")) or 0)
 
     for name, m in sorted((doc.get("members") or {}).items(), key=lambda kv: -billed(kv[1])):
-        rows.append((plain(name), fmt.usd(billed(m)), str(m.get("calls", 0)), fmt.usd(m.get("rent_usd")),
+        rows.append((fmt.plain(name), fmt.usd(billed(m)), str(m.get("calls", 0)), fmt.usd(m.get("rent_usd")),
                      str(m.get("reminders", 0)), str(m.get("restarts_after_reminder", 0)),
                      fmt.usd(m.get("pinch_saved_usd")),
                      fmt.usd((m.get("restart_savings") or {}).get("first_reminder_usd"))))
@@ -81,7 +65,7 @@ def headline(doc: dict) -> str:
     else:
         pushed = f"last push {last.get('at')} failed: {last.get('message')}"
     return (f"<b>Team</b> — {len(doc.get('members') or {})} members, spend {fmt.usd(doc.get('billed_usd', doc.get('total_usd')))}, "
-            f"rent {fmt.usd(doc.get('rent_usd'))} · you are {rich(doc.get('member', '?'))} · {rich(pushed, 2000)}")
+            f"rent {fmt.usd(doc.get('rent_usd'))} · you are {fmt.html_text(doc.get('member', '?'))} · {fmt.html_text(pushed, 2000)}")
 
 
 def _table(columns) -> QTableWidget:
@@ -133,7 +117,7 @@ class TeamTab(Tab):
             self.show_team(self.source.team())
         except DataError as exc:
             self.show_team(None)
-            self.head.setText(f"Could not load the team view: {rich(exc, 2000)}")
+            self.head.setText(f"Could not load the team view: {fmt.html_text(exc, 2000)}")
 
     def show_error(self, text: str) -> None:
         self.head.setText(f"Could not load the team view: {text}")
@@ -144,7 +128,7 @@ class TeamTab(Tab):
         self.head.setText(headline(doc) if doc else "")
         _fill(self.members, member_rows(doc))
         by_project = sorted((doc.get("by_project") or {}).items(), key=lambda kv: -kv[1])
-        _fill(self.projects, [(plain(p or "(none)"), fmt.usd(usd)) for p, usd in by_project])
+        _fill(self.projects, [(fmt.plain(p or "(none)"), fmt.usd(usd)) for p, usd in by_project])
         self.plot.clear()
         for block, colour, name in ((doc.get("by_day"), "#3b7dd8", "spend"), (doc.get("rent_by_day"), "#c0392b",
                                                                                "rent")):

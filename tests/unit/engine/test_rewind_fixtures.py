@@ -15,7 +15,6 @@ import pytest
 from tests.support.rewind import STEPS, MAIN, FORK, API, events_of
 
 
-
 def prompt_size(record: dict) -> int:
     """What the fake API received: input + cache writes + cache reads of the request."""
     u = record["usage"]
