@@ -80,6 +80,7 @@ def compute(cfg: dict[str, Any] | None) -> dict[str, Any]:
 
     local = DayOf(str(((cfg or {}).get("report") or {}).get("timezone") or ""))
     today = local.today()
-    doc = report(today.replace(day=1).isoformat(), today.isoformat(), local.name)
+    # only the billed figure counts here: the restart savings' replay of every main transcript is spared
+    doc = report(today.replace(day=1).isoformat(), today.isoformat(), local.name, restart_savings=False)
     billed = ((doc.get("spend") or {}).get("billed") or {}).get("by_day") or {}
     return view(cfg, billed, today, local.name)
