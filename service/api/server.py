@@ -237,8 +237,15 @@ class ApiServer:
         from service.statusline.serve import book_unwritten
 
         since, until = q.get("since") or None, q.get("until") or None
-        return book_unwritten(reports.report(since, until, self._zone(q)), self.service.readings,
-                              not since and not until)
+        doc = reports.report(since, until, self._zone(q), record=(self._segments(), self.service.status()["sessions"]))
+        return book_unwritten(doc, self.service.readings, not since and not until)
+
+    def _segments(self) -> list[dict]:
+        """Every archived segment profile (none while the store is unavailable)."""
+        try:
+            return list(self.service.reads.segments(limit=100_000))
+        except Unavailable:
+            return []
 
     def _zone(self, q) -> str:
         """The zone days are cut in: ?timezone=, else [report] timezone, else the machine's (issue 26)."""
@@ -253,11 +260,7 @@ class ApiServer:
     def get_overview(self, q, body):
         from service.report import overview
 
-        try:
-            segments = list(self.service.reads.segments(limit=100_000))
-        except Unavailable:
-            segments = []
-        return overview.overview(_int(q, "days", 7), segments, self.service.status()["sessions"],
+        return overview.overview(_int(q, "days", 7), self._segments(), self.service.status()["sessions"],
                                  timezone=self._zone(q))
 
     def get_team(self, q, body):

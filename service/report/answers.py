@@ -39,16 +39,27 @@ def _iso(dt: datetime) -> str:
 
 
 def report(since: str | None = None, until: str | None = None, timezone: str | None = "UTC",
-           restart_savings: bool = True) -> dict:
-    """`ctxlamp report --json` for the period (days in `timezone`, inclusive; empty: the machine's zone)."""
+           restart_savings: bool = True, record: tuple[list[dict], list[dict]] | None = None) -> dict:
+    """`ctxlamp report --json` for the period (days in `timezone`, inclusive; empty: the machine's zone).
+
+    `record` is the engine's own (segment profiles, live snapshots), as the service keeps them: what
+    restarting would have saved is then summed from it, as the Overview does, instead of replaying every
+    main transcript again (the service has read each of them already; decision 200).
+    """
     from service.report.build import compute
 
     s, u = _parse(since), _parse(until)
+    first, last = _date_of(since, s), _date_of(until, u)
     with _lock:
-        doc = compute(_date_of(since, s), _date_of(until, u), workers=1, progress=False, timezone=timezone,
-                      restart_savings=restart_savings)
+        doc = compute(first, last, workers=1, progress=False, timezone=timezone,
+                      restart_savings=restart_savings and record is None)
     doc = dict(doc)
     doc.setdefault("sources", {})
+    if restart_savings and record is not None:
+        from service.report import restart
+        from service.report.days import DayOf
+
+        doc["restart_savings"] = restart.block(record[0], record[1], first, last, DayOf(timezone))
     return doc
 
 

@@ -481,3 +481,40 @@ def test_lines_that_tie_all_the_way_down_are_all_kept():
     last = Line(1000, 3.0, -1.0, 0.0, 0.0)  # ties with `better` everywhere: the earlier call wins
     envelope.add(last)
     assert envelope.best(p) is better
+
+
+def test_the_services_report_sums_its_own_profiles_to_the_replays_figures(tmp_path):
+    """With a service running, `report --json` takes what restarting would have saved from the engine's own
+    record (the segments the service archived, its live sessions) instead of replaying every transcript
+    again (decision 200): the figures are the replay's."""
+    import time
+
+    from service.api.client import ApiClient
+    from tests.support.servicectl import running_service
+
+    transcript = scenario_session("long-session")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAMP_", "CLAUDE_"))}
+    env.update(CTXLAMP_HOME=str(home), HOME=str(tmp_path / "user"), CLAUDE_CONFIG_DIR=str(transcript.parents[2]))
+    replayed = subprocess.run([sys.executable, "-m", "service.cli", "report", "--json", "--no-service",
+                               "--no-cache"], check=True, capture_output=True, cwd=ROOT, env=env, timeout=120)
+    want = json.loads(replayed.stdout)["restart_savings"]
+    assert want["segments"] >= 1 and want["segments_with_reminders"] >= 1
+    with running_service(env, home) as (_proc, info):
+        client = ApiClient(info, timeout=30)
+        deadline = time.monotonic() + 60
+        while client.get("/api/v1/status")["service"]["scan"]["state"] != "idle":
+            assert time.monotonic() < deadline, "the service's history scan did not finish"
+            time.sleep(0.1)
+        status, doc = client.request("GET", "/api/v1/report")
+        assert status == 200
+        got = doc["restart_savings"]
+        via_cli = json.loads(subprocess.run([sys.executable, "-m", "service.cli", "report", "--json"], check=True,
+                                            capture_output=True, cwd=ROOT, env=env, timeout=120).stdout)
+    assert via_cli["restart_savings"] == got
+    for key in ("segments", "segments_with_reminders", "missed_segments", "label", "definition"):
+        assert got[key] == want[key], key
+    for key in ("first_reminder_usd", "best_single_usd", "missed_usd"):
+        assert got[key] == pytest.approx(want[key], abs=1e-9), key
+    assert not (home / "cache" / "report-restart.json").exists()  # nothing was replayed for it
