@@ -6,7 +6,8 @@ per-day totals against ccusage with each difference explained
 (bench/compare_totals.py); then replay throughput (bench/replay.py), one
 long segment's replay (bench/long_segment.py), the
 service's append-to-snapshot latency (bench/latency.py), idle CPU
-(bench/idle.py) and start-up over 500 MB (bench/service_start.py).
+(bench/idle.py), start-up over 500 MB (bench/service_start.py) and the report a
+running service answers over it (bench/service_report.py).
 The last line printed is `ratio_vs_ccusage_500mb=<ctxlamp cold / ccusage>`.
 
     python bench/run_all.py [--sizes 50 500] [--runs 9] [--idle-seconds 300]
@@ -203,7 +204,15 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
               f"load average after: {st['loadavg_after']}",
               f"- service RSS after {st['corpus_mb']:.0f} MB of history: **{st['rss_mb']:.0f} MB** "
               f"(peak {st['hwm_mb']:.0f} MB; with live children {st['tree_rss_mb']:.0f} MB)"]
-    if not any((rep, ls, lat, idle, st, sl, slc)):
+    sr = extra.get("service_report") or {}
+    if sr.get("error"):
+        L += [f"- the report with a service running: TODO, `python bench/service_report.py` failed: {sr['error']}"]
+    elif sr:
+        L += [f"- the report with a service running (bench/service_report.py --runs 3; GET /api/v1/report after the "
+              f"startup scan, restart savings from the service's own profiles): first **{sr['first_s']:.2f} s** "
+              f"(service CPU {sr['first_cpu_s']:.2f} s), again {sr['again_s'] * 1000:.0f} ms; "
+              f"load average after: {sr['loadavg_after']}"]
+    if not any((rep, ls, lat, idle, st, sl, slc, sr)):
         L += ["- not run (--skip-service)"]
     if st and not st.get("error"):
         L += ["- note: the API opens before the recent sessions are read; meanwhile `service.scan.state` is "
@@ -286,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
             if not args.skip_service and mb == max(args.sizes):
                 from bench import service_start
                 extra["start"] = attempt("service start", service_start.measure, corpus)
+                from bench import service_report
+                extra["service_report"] = attempt("service report", service_report.measure, corpus, 3)
             sizes[label] = s
             shutil.rmtree(corpus, ignore_errors=True)
         if not args.skip_service:
