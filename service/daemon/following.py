@@ -44,6 +44,7 @@ class Following(ServicePart):
         self._published: set[tuple[str, int, int]] = set()
         self._outbox: list[dict] = []                  # reminders waiting for their session's snapshot
         self._reading_on: dict[str, bool] = {}         # path -> quiet: sessions still being read, in slices
+        self._usual_run: tuple[int, float | None, int] | None = None  # (profiles_version, median, segments)
 
     # ---- outputs ---------------------------------------------------------------------------
     def publish_snapshot(self, sess: LiveSession) -> None:
@@ -209,6 +210,8 @@ class Following(ServicePart):
             ing = sess.pump(budget, until)
         except Exception as exc:  # Malformed never escapes feed_line: this is a defect
             raise Defect(f"{type(exc).__name__}: {exc} (transcript {sess.path})") from exc
+        if self._svc.turn_sink is not None:
+            self._svc.turn_sink.flush()  # the piece's turns in one transaction
         self.handle_events(sess, ing.events)
         return ing
 
@@ -247,19 +250,27 @@ class Following(ServicePart):
     def _restart_now(self, sess: LiveSession, snap: Snapshot | dict[str, Any]) -> dict | None:
         """What a restart now would save if the session runs on as long as this user's segments usually do
         after a reminder (the median over History), labelled an estimate; None without a History to go by."""
-        from service.report.restart import median_calls_after_reminder
-
-        try:
-            profiles = self._persist.segments(None, RESTART_HISTORY) or []
-        except Exception:  # no History to read: the popup goes without the estimate
-            profiles = []
-        median = median_calls_after_reminder(profiles)
+        _, median, reminded = self._usual_run_after_reminder()
         estimate = sess.engine.restart_estimate(median, snap) if median is not None and snap else None
         if estimate is None:
             return None
-        return {"label": "estimated", "history_segments": sum(
-            1 for p in profiles if (p.get("restart_savings") or {}).get("first_reminder_call") is not None),
-            **estimate}
+        return {"label": "estimated", "history_segments": reminded, **estimate}
+
+    def _usual_run_after_reminder(self) -> tuple[int, float | None, int]:
+        """(profiles version, median calls after a first reminder, segments that had one) over the newest
+        archived segments; read again only after a profile was archived (a startup read raises hundreds of
+        reminders, and each read every profile)."""
+        from service.report.restart import figures_of, median_calls_after_reminder
+
+        version = self._persist.profiles_version
+        if self._usual_run is None or self._usual_run[0] != version:
+            try:
+                profiles = self._persist.restart_figures(RESTART_HISTORY) or []
+            except Exception:  # no History to read: the popup goes without the estimate
+                profiles = []
+            reminded = sum(1 for p in profiles if ((figures_of(p) or {}).get("first_reminder_call") is not None))
+            self._usual_run = (version, median_calls_after_reminder(profiles), reminded)
+        return self._usual_run
 
     def _retire(self, old: LiveSession, reason: str, successor: LiveSession | None = None) -> None:
         """Archive the open segment of a session we stop following."""

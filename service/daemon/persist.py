@@ -9,6 +9,7 @@ of service/api/reads.py) raise Unavailable instead.
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
@@ -34,6 +35,8 @@ class Persistence:
         self.error = error
         self._warned: set[str] = set()
         self.entry_sink = None  # (session, entry) -> None; set when the store keeps channels/turns
+        self.profiles_version = 0  # moves after each archived profile: what was read from them may be stale
+        self._version_lock = threading.Lock()
 
     @classmethod
     def open(cls, paths: Paths, cfg: dict) -> "Persistence":
@@ -78,6 +81,9 @@ class Persistence:
     def segments(self, session_id: str | None = None, limit: int = 100) -> list[Row]:
         return self._ask("segments", lambda s: s.sessions.segments(session_id, limit))
 
+    def restart_figures(self, limit: int) -> list[Row]:
+        return self._ask("restart_figures", lambda s: s.sessions.restart_figures(limit))
+
     def reminders(self, session_id: str | None = None, since: str | None = None) -> list[Row]:
         return self._ask("reminders", lambda s: s.sessions.reminders(session_id, since))
 
@@ -110,6 +116,8 @@ class Persistence:
     # ---- writes the service makes -------------------------------------------------------
     def archive_profile(self, profile: Row) -> None:
         self._call("archive_profile", lambda s: s.sessions.archive_profile(profile))
+        with self._version_lock:  # the live loop and the history scan both archive
+            self.profiles_version += 1
 
     def record_reminder(self, session_id: str, segment: int, lap: int, call: Any, at: Any) -> bool | None:
         """True when new, False when the store already had it, None when there is no store."""
@@ -147,7 +155,7 @@ class Persistence:
 
         engine = new_engine(str(path), prices, engine_cfg)
         assert self.store is not None  # wants_scan() said so
-        turns = TurnSink(self.store.history.add_turn_record, store_prompts=store_prompts, prices=prices,
+        turns = TurnSink(self.store.history.add_turn_records, store_prompts=store_prompts, prices=prices,
                          clock=lambda: 0.0)  # one write per closed turn: no time-based rewrites
         who = SimpleNamespace(path=path, engine=engine, session_id=path.stem)
         splitter = LineSplitter() if max_line is None else LineSplitter(max_line)
@@ -158,6 +166,7 @@ class Persistence:
                 entry = engine.feed_line(line)
                 if entry is not None:
                     turns(who, entry)
+            turns.flush()
             engine.drain_events()
         engine.finish("end")
         engine.drain_events()

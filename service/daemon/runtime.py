@@ -178,7 +178,7 @@ class Service:
         from service.history.sink import TurnSink
 
         store_prompts = bool((self.cfg.get("history") or {}).get("store_prompts", True))
-        turns = TurnSink(self.persist.store.history.add_turn_record, store_prompts=store_prompts, prices=self.prices)
+        turns = TurnSink(self.persist.store.history.add_turn_records, store_prompts=store_prompts, prices=self.prices)
         self.turn_sink = turns
         if other is None:
             return turns

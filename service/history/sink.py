@@ -7,6 +7,10 @@ written when the next prompt closes it, when the model finishes answering
 from byte zero costs about one write per turn. Writes are upserts keyed by
 (session, segment 0, turn index): replaying a file rewrites the same rows. The
 stored preview is the prompt followed by the model's last answer of the turn.
+
+The turns saved while a piece of a transcript is read are written together by
+`flush`, in one transaction (the reader calls it after each piece): a startup
+read of thousands of turns paid a transaction and a commit for each.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ log = logging.getLogger("ctxlamp.turns")
 WRITE_EVERY_S = 2.0
 PROMPT_SHARE = 320   # characters of the prompt in the stored preview; the model's last answer fills the rest
 STORED_MAX = 500     # what the store keeps (its PROMPT_PREVIEW_MAX)
+MAX_UNSAVED = 512    # turns held for the next flush at most (a reader that never flushes still writes)
 
 
 def searchable_text(turn: TurnRecord) -> str | None:
@@ -38,10 +43,11 @@ def searchable_text(turn: TurnRecord) -> str | None:
 
 
 class TurnSink:
-    def __init__(self, write: Callable[..., Any], *, store_prompts: bool = True, prices=None,
+    def __init__(self, write: Callable[[list[dict[str, Any]]], Any], *, store_prompts: bool = True, prices=None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        """`write` is Store.add_turn_record (or Persistence's fail-open wrapper of it)."""
+        """`write` is Store.add_turn_records: the turns of one flush, one transaction."""
         self.write = write
+        self._unsaved: dict[tuple[str, int], TurnRecord] = {}  # newest state of each turn since the last flush
         self.store_prompts = store_prompts
         self.cost_of = price_cost(prices) if prices is not None else None
         self.clock = clock
@@ -89,13 +95,29 @@ class TurnSink:
         if known is not None:
             for turn in known[1].finish():
                 self._save(turn)
+        self.flush()
+
+    def flush(self) -> None:
+        """Write the turns saved since the last flush, in one transaction (fails open)."""
+        if not self._unsaved:
+            return
+        turns, self._unsaved = list(self._unsaved.values()), {}
+        try:
+            self.write([self._row(turn) for turn in turns])
+        except Exception:
+            log.exception("%d turn records skipped", len(turns))
 
     def _save(self, turn: TurnRecord) -> None:
         if not turn.session_id:
             return
         self._written_at[f"{turn.session_id}:{turn.index}"] = self.clock()
+        self._unsaved[(turn.session_id, turn.index)] = turn
+        if len(self._unsaved) >= MAX_UNSAVED:
+            self.flush()
+
+    def _row(self, turn: TurnRecord) -> dict[str, Any]:
         tokens = turn.input_tokens + turn.output_tokens + turn.cache_read_tokens + turn.cache_creation_tokens
-        self.write(turn.session_id, 0, turn.index, turn.started_at,
-                   prompt_preview=searchable_text(turn) if self.store_prompts else None,
-                   paths_read=turn.paths_read, paths_changed=turn.paths_changed,
-                   tokens=tokens, cost_usd=turn.cost_usd or 0.0)
+        return {"session_id": turn.session_id, "segment": 0, "turn": turn.index, "at": turn.started_at,
+                "prompt_preview": searchable_text(turn) if self.store_prompts else None,
+                "paths_read": turn.paths_read, "paths_changed": turn.paths_changed,
+                "tokens": tokens, "cost_usd": turn.cost_usd or 0.0}

@@ -81,6 +81,7 @@ class Store:
         self.load_handoff = self.handoffs.load_handoff
         self.lineage_of = self.handoffs.lineage_of
         self.add_turn_record = self.history.add_turn_record
+        self.add_turn_records = self.history.add_turn_records
         self.forget_prompts = self.history.forget_prompts
         self.history_page = self.history.history_page
         self.history_search = self.history.history_search

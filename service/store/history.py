@@ -18,6 +18,7 @@ from service.store.writer import Writer, _fault_kind
 PROMPT_PREVIEW_MAX = 500   # characters of a prompt kept for history search
 MAX_SEARCH_WORDS = 16
 MAX_PAGE_SIZE = 100
+TURN_ROWS_PER_INSERT = 80  # 10 values each: under SQLite's oldest limit of 999 bound values a statement
 
 
 def _fts_query(words: list[str]) -> str:
@@ -76,6 +77,7 @@ class History:
         self._writer = writer
         writer.register({
             "turn": Operation(spread(self._w_turn), newest),
+            "turns": Operation(spread(self._w_turns)),
             "forget_prompts": Operation(spread(self._w_forget_prompts)),
         })
 
@@ -89,8 +91,27 @@ class History:
 
         With `store_prompts=False` no prompt text is stored at all.
         """
+        payload = self._turn_payload(session_id, segment, turn, at, prompt_preview=prompt_preview,
+                                     paths_read=paths_read, paths_changed=paths_changed, tokens=tokens,
+                                     cost_usd=cost_usd, lineage_id=lineage_id)
+        if payload is not None:
+            key = (payload["session_id"], payload["segment"], payload["turn_index"])
+            self._writer.submit([_Op("turn", payload, key)])
+
+    def add_turn_records(self, turns: Iterable[dict[str, Any]]) -> None:
+        """Record (or replace) several turns in one transaction: each a dict of add_turn_record's
+        arguments by name (a reader writes the turns of a whole piece of transcript at once)."""
+        rows = [p for p in (self._turn_payload(**t) for t in turns) if p is not None]
+        if rows:
+            self._writer.submit([_Op("turns", {"rows": rows})])
+
+    def _turn_payload(self, session_id: str, segment: int, turn: int, at: Any, *,
+                      prompt_preview: str | None = None, paths_read: Iterable[str] = (),
+                      paths_changed: Iterable[str] = (), tokens: int = 0, cost_usd: float = 0.0,
+                      lineage_id: str | None = None) -> dict[str, Any] | None:
+        """One turn's row, checked; None (logged) for input that does not fit it."""
         try:
-            payload = {
+            return {
                 "session_id": str(session_id), "segment": int(segment), "turn_index": int(turn),
                 "at": utc_iso(at) if at is not None else None,
                 "prompt_preview": _cut(prompt_preview, PROMPT_PREVIEW_MAX) if self._writer.store_prompts else None,
@@ -99,22 +120,30 @@ class History:
             }
         except Exception as exc:
             log.error("add_turn_record ignored bad input: %s", exc)
-            return
-        key = (payload["session_id"], payload["segment"], payload["turn_index"])
-        self._writer.submit([_Op("turn", payload, key)])
+            return None
 
-    def _w_turn(self, m: Models, session_id: str, segment: int, turn_index: int, at: str | None,
-                prompt_preview: str | None, paths_read: list[str], paths_changed: list[str], tokens: int,
-                cost_usd: float, lineage_id: str | None) -> None:
+    def _w_turn(self, m: Models, **row: Any) -> None:
+        self._w_turns(m, [row])
+
+    def _w_turns(self, m: Models, rows: list[dict[str, Any]]) -> None:
+        """Upsert the rows (the last of equal keys wins), each session's lineage looked up once."""
         T = m.TurnRecord
-        lineage_id = lineage_id or session_lineage(m, session_id)
-        (T.insert(session_id=session_id, segment=segment, turn_index=turn_index, at=at,
-                  prompt_preview=prompt_preview, paths_read=paths_read, paths_changed=paths_changed,
-                  tokens=tokens, cost_usd=cost_usd, lineage_id=lineage_id)
-         .on_conflict(conflict_target=[T.session_id, T.segment, T.turn_index],
-                      preserve=[T.at, T.prompt_preview, T.paths_read, T.paths_changed, T.tokens, T.cost_usd],
-                      update={T.lineage_id: pw.fn.COALESCE(pw.EXCLUDED.lineage_id, T.lineage_id)})
-         .execute())
+        lineages: dict[str, str | None] = {}
+        newest_rows: dict[tuple[str, int, int], dict[str, Any]] = {}
+        for row in rows:
+            sid = row["session_id"]
+            if not row["lineage_id"]:
+                if sid not in lineages:
+                    lineages[sid] = session_lineage(m, sid)
+                row = {**row, "lineage_id": lineages[sid]}
+            newest_rows[(sid, row["segment"], row["turn_index"])] = row
+        values = list(newest_rows.values())
+        for i in range(0, len(values), TURN_ROWS_PER_INSERT):
+            (T.insert_many(values[i:i + TURN_ROWS_PER_INSERT])
+             .on_conflict(conflict_target=[T.session_id, T.segment, T.turn_index],
+                          preserve=[T.at, T.prompt_preview, T.paths_read, T.paths_changed, T.tokens, T.cost_usd],
+                          update={T.lineage_id: pw.fn.COALESCE(pw.EXCLUDED.lineage_id, T.lineage_id)})
+             .execute())
 
     def forget_prompts(self) -> None:
         """Erase every stored prompt preview (for when the user turns `history.store_prompts` off)."""

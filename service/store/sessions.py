@@ -148,6 +148,16 @@ class Sessions:
             return out
         return self._writer.read(q, [])
 
+    def restart_figures(self, limit: int = 500) -> list[Row]:
+        """The `restart_savings` of the newest archived profiles (segments' order), only that column:
+        the reminder popup's usual run, read again after each archived profile."""
+        def q(m: Models) -> list[Row]:
+            P = m.SegmentProfile
+            query = (P.select(P.restart_savings).order_by(pw.fn.COALESCE(P.ended_at, P.archived_at).desc(), P.id.desc())
+                     .limit(max(1, int(limit))))
+            return [{"restart_savings": r.restart_savings} for r in query]
+        return self._writer.read(q, [])
+
     # ------------------------------------------------------------------ reminders
 
     def _known_reminder_set(self, session_id: str) -> set[tuple[int, int]]:

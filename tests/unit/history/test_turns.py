@@ -180,7 +180,7 @@ def test_turn_sink_writes_searchable_records_into_the_real_store(tmp_path, store
     from service.history.sink import TurnSink
 
     store = Store(tmp_path / "ctxlamp.db")
-    sink = TurnSink(store.add_turn_record, store_prompts=store_prompts)
+    sink = TurnSink(store.add_turn_records, store_prompts=store_prompts)
     (path, entries), = [(p, e) for p, e in _fixture_entries("subagent-and-compact")]
     session = _Session(path)
     for entry in entries:
