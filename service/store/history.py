@@ -70,6 +70,13 @@ def _path_matches(stored: str, wanted: str) -> bool:
     return ("/" + w + "/") in ("/" + s.strip("/") + "/")
 
 
+def _merge_turns(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """Two queued batches of turns as one, each turn's newest row kept (a long outage queues each
+    turn once, as single upserts do)."""
+    rows = {(r["session_id"], r["segment"], r["turn_index"]): r for r in (*old["rows"], *new["rows"])}
+    return {"rows": list(rows.values())}
+
+
 class History:
     """The store's part for turn records and the history page, search and locate the MCP tools read."""
 
@@ -77,7 +84,7 @@ class History:
         self._writer = writer
         writer.register({
             "turn": Operation(spread(self._w_turn), newest),
-            "turns": Operation(spread(self._w_turns)),
+            "turns": Operation(spread(self._w_turns), _merge_turns),
             "forget_prompts": Operation(spread(self._w_forget_prompts)),
         })
 
@@ -103,7 +110,7 @@ class History:
         arguments by name (a reader writes the turns of a whole piece of transcript at once)."""
         rows = [p for p in (self._turn_payload(**t) for t in turns) if p is not None]
         if rows:
-            self._writer.submit([_Op("turns", {"rows": rows})])
+            self._writer.submit([_Op("turns", {"rows": rows}, ("queued",))])  # one key: queued batches merge
 
     def _turn_payload(self, session_id: str, segment: int, turn: int, at: Any, *,
                       prompt_preview: str | None = None, paths_read: Iterable[str] = (),

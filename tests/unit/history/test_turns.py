@@ -203,3 +203,23 @@ def test_turn_sink_writes_searchable_records_into_the_real_store(tmp_path, store
         assert b"TASK-B check" not in raw
     assert all(t["tokens"] > 0 for t in page["turns"])
     store.close()
+
+
+def test_turn_sink_writes_each_turn_once_per_flush_in_its_newest_state():
+    """A startup read rewrote the running turn after every answer of the model, one transaction each; the
+    sink now hands the store each turn it saved once per flush (one transaction), in its latest state."""
+    from service.history.sink import TurnSink
+
+    batches: list[list[dict]] = []
+    sink = TurnSink(batches.append, clock=lambda: 0.0)
+    (path, entries), = [(p, e) for p, e in _fixture_entries("subagent-and-compact")]
+    session = _Session(path)
+    for entry in entries:
+        sink(session, entry)
+    assert batches == []  # nothing written before the reader's flush
+    sink.flush()
+    sink.finish(session)
+    first, last = batches  # the read's flush, then the open turn that finish closes
+    assert [r["turn"] for r in first] == [0, 1] and [r["turn"] for r in last] == [1]
+    assert first[0]["prompt_preview"].startswith("TASK-A") and first[1]["prompt_preview"].startswith("TASK-B")
+    assert all(r["tokens"] > 0 for r in first + last)

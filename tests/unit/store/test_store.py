@@ -644,3 +644,21 @@ def test_every_kind_of_write_the_parts_queue_has_one_operation(store):
 
     with pytest.raises(ValueError, match="spend"):  # a kind belongs to one part only
         store.writer.register({"spend": Operation(lambda m, p: None)})
+
+
+def test_queued_batches_of_turns_merge_to_each_turns_newest_row(db_path):
+    """A reader writes the turns of each piece of transcript as one batch; while the database is locked
+    the batches merge, so a long outage queues each turn once (as single upserts do) and loses none."""
+    s = Store(db_path, busy_timeout_ms=20, retry_backoff=(0, 0), max_pending=5)
+    other = _locked(db_path)
+    for i in range(30):
+        s.add_turn_records([{"session_id": "A", "segment": 0, "turn": t, "at": "2026-03-01T10:00:00Z",
+                             "prompt_preview": f"turn {t}", "tokens": i} for t in (1, 2)])
+    s.add_turn_records([{"session_id": "A", "segment": 0, "turn": 3, "at": "2026-03-01T11:00:00Z", "tokens": 7},
+                        {"session_id": "A", "segment": 0, "turn": "not a number", "at": None}])  # refused alone
+    assert s.pending_writes == 1 and s.dropped_writes == 0
+    other.execute("ROLLBACK")
+    other.close()
+    assert s.retry_pending()
+    assert _rows(db_path, "SELECT turn_index, tokens FROM turn_record ORDER BY turn_index") == [(1, 29), (2, 29), (3, 7)]
+    assert s.history_search(s.save_handoff("t", "b", [], "/p", from_session="A")["lineage_id"], "turn")[1] == 2
