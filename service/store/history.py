@@ -11,7 +11,7 @@ import peewee as pw
 
 import models
 
-from service.store.common import (Models, Operation, Row, _cut, _Op, _path_list, log, newest, session_lineage, spread,
+from service.store.common import (Models, Operation, Row, _cut, _Op, _path_list, log, session_lineage, spread,
                                   utc_iso)
 from service.store.writer import Writer, _fault_kind
 
@@ -83,7 +83,6 @@ class History:
     def __init__(self, writer: Writer) -> None:
         self._writer = writer
         writer.register({
-            "turn": Operation(spread(self._w_turn), newest),
             "turns": Operation(spread(self._w_turns), _merge_turns),
             "forget_prompts": Operation(spread(self._w_forget_prompts)),
         })
@@ -102,15 +101,17 @@ class History:
                                      paths_read=paths_read, paths_changed=paths_changed, tokens=tokens,
                                      cost_usd=cost_usd, lineage_id=lineage_id)
         if payload is not None:
-            key = (payload["session_id"], payload["segment"], payload["turn_index"])
-            self._writer.submit([_Op("turn", payload, key)])
+            self._submit_turns([payload])
 
     def add_turn_records(self, turns: Iterable[dict[str, Any]]) -> None:
         """Record (or replace) several turns in one transaction: each a dict of add_turn_record's
         arguments by name (a reader writes the turns of a whole piece of transcript at once)."""
         rows = [p for p in (self._turn_payload(**t) for t in turns) if p is not None]
         if rows:
-            self._writer.submit([_Op("turns", {"rows": rows}, ("queued",))])  # one key: queued batches merge
+            self._submit_turns(rows)
+
+    def _submit_turns(self, rows: list[dict[str, Any]]) -> None:
+        self._writer.submit([_Op("turns", {"rows": rows}, ("queued",))])  # one key: queued batches merge
 
     def _turn_payload(self, session_id: str, segment: int, turn: int, at: Any, *,
                       prompt_preview: str | None = None, paths_read: Iterable[str] = (),
@@ -128,9 +129,6 @@ class History:
         except Exception as exc:
             log.error("add_turn_record ignored bad input: %s", exc)
             return None
-
-    def _w_turn(self, m: Models, **row: Any) -> None:
-        self._w_turns(m, [row])
 
     def _w_turns(self, m: Models, rows: list[dict[str, Any]]) -> None:
         """Upsert the rows (the last of equal keys wins), each session's lineage looked up once."""
