@@ -153,7 +153,7 @@ class Persistence:
         from service.measure.engines import new_engine
         from service.history.sink import TurnSink
 
-        engine = new_engine(str(path), prices, engine_cfg)
+        engine = new_engine(str(path), prices, engine_cfg, full_events=False, call_rows=False)  # profiles, no per-call rows
         assert self.store is not None  # wants_scan() said so
         turns = TurnSink(self.store.history.add_turn_records, store_prompts=store_prompts, prices=prices,
                          clock=lambda: 0.0)  # one write per closed turn: no time-based rewrites
@@ -166,7 +166,6 @@ class Persistence:
                 entry = engine.feed_line(line)
                 if entry is not None:
                     turns(who, entry)
-            turns.flush()
             engine.drain_events()
         engine.finish("end")
         engine.drain_events()

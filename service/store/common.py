@@ -87,12 +87,29 @@ def session_lineage(m: Models, session_id: str | None) -> str | None:
     """The lineage a session's turns belong to: the one it loaded, else the one its own handoff started."""
     if not session_id:
         return None
-    row = m.Session.get_or_none(m.Session.session_id == session_id)
-    if row is not None and row.lineage_id:
-        return str(row.lineage_id)
-    h = (m.Handoff.select(m.Handoff.lineage_id).where(m.Handoff.from_session == session_id)
-         .order_by(m.Handoff.created_at.desc(), m.Handoff.id.desc()).first())
-    return str(h.lineage_id) if h is not None and h.lineage_id is not None else None
+    db = m.Session._meta.database
+    for sql, params in _lineage_sql(m, db):
+        row = db.execute_sql(sql, [session_id if p == _SESSION else p for p in params]).fetchone()
+        if row is not None and row[0]:
+            return str(row[0])
+    return None
+
+
+_SESSION = "\x00session id\x00"  # marks where the session id goes in the compiled queries' parameters
+_LINEAGE_SQL: dict[str, list[tuple[str, list[Any]]]] = {}
+
+
+def _lineage_sql(m: Models, db: Any) -> list[tuple[str, list[Any]]]:
+    """session_lineage's two queries, compiled once per SQL dialect: every batch of turns asks them, and
+    building them anew cost more than running them (0.57 ms a lookup)."""
+    dialect = type(db).__name__
+    if dialect not in _LINEAGE_SQL:
+        S, H = m.Session, m.Handoff
+        queries = (S.select(S.lineage_id).where(S.session_id == _SESSION).limit(1),
+                   H.select(H.lineage_id).where(H.from_session == _SESSION)
+                   .order_by(H.created_at.desc(), H.id.desc()).limit(1))
+        _LINEAGE_SQL[dialect] = [(sql, list(params)) for sql, params in (q.sql() for q in queries)]
+    return _LINEAGE_SQL[dialect]
 
 
 Merge = Callable[[Payload, Payload], Payload]

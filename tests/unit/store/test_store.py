@@ -662,3 +662,15 @@ def test_queued_batches_of_turns_merge_to_each_turns_newest_row(db_path):
     assert s.retry_pending()
     assert _rows(db_path, "SELECT turn_index, tokens FROM turn_record ORDER BY turn_index") == [(1, 29), (2, 29), (3, 7)]
     assert s.history_search(s.save_handoff("t", "b", [], "/p", from_session="A")["lineage_id"], "turn")[1] == 2
+
+
+def test_turns_join_the_lineage_of_their_sessions_handoff_or_the_one_it_loaded(store):
+    """Each batch of turns looks its sessions' lineage up (compiled once per dialect): the handoff a
+    session wrote, else the one it loaded; none for a session with neither."""
+    h = store.save_handoff("task", "body", [], "/p", from_session="A")
+    store.load_handoff(h["token"], "B")
+    store.add_turn_records([{"session_id": sid, "segment": 0, "turn": 0, "at": "2026-03-01T10:00:00Z",
+                             "prompt_preview": f"work of {sid}"} for sid in ("A", "B", "C")])
+    page = store.history_page(h["lineage_id"], 1)
+    assert sorted(t["session_id"] for t in page["turns"]) == ["A", "B"]
+    assert store.history_page(store.lineage_of("C") or "none", 1)["total"] == 0
