@@ -10,7 +10,10 @@ and the tokenizer set up as after the first run:
   quiet (less than 1% of a core over a second, three times in a row);
 - RSS then (VmRSS; VmHWM is the peak; the tree adds any live child processes).
 
-    python bench/service_start.py --mb 500 [--corpus DIR]
+`--live-hours 0` makes every transcript an old one: the start then reads them all
+with the history scan (a first start over an old history) instead of as live sessions.
+
+    python bench/service_start.py --mb 500 [--corpus DIR] [--live-hours H]
 """
 from __future__ import annotations
 
@@ -43,7 +46,7 @@ def wait_quiet(pid: int, started: float, timeout: float = 600.0, quiet_pct: floa
     raise TimeoutError("the service did not go quiet")
 
 
-def measure(corpus: Path) -> dict:
+def measure(corpus: Path, live_hours: float | None = None) -> dict:
     """A start as after the first run (whatever the first run left in the data folder), plus the
     first status of a very first start (an empty data folder; the install ships the tokenizer's table)."""
     projects = corpus / ".claude" / "projects"
@@ -54,6 +57,9 @@ def measure(corpus: Path) -> dict:
             first_run_status = svc.wait_status()  # the table is written before the API opens
         if (Path(tmp) / "first" / "tiktoken").is_dir():  # left only where no table was shipped
             shutil.copytree(Path(tmp) / "first" / "tiktoken", Path(tmp) / "home" / "tiktoken")
+        if live_hours is not None:
+            (Path(tmp) / "home").mkdir(exist_ok=True)
+            (Path(tmp) / "home" / "config.toml").write_text(f"[sessions]\nlive_hours = {live_hours:g}\n")
         with ServiceProcess(Path(tmp) / "home", corpus / ".claude") as svc:
             first_status = svc.wait_status()
             caught_up = svc.wait_idle(step=0.02, leaving="catching_up")
@@ -72,12 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=500)
     ap.add_argument("--corpus", type=Path, help="an existing corpus (DIR/.claude/projects); else one is built")
+    ap.add_argument("--live-hours", type=float, help="[sessions] live_hours for the timed start (0: all old)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="ctxlamp-corpus-") as tmp:
         corpus = args.corpus or Path(tmp)
         if args.corpus is None:
             build(args.mb, corpus)
-        r = measure(corpus)
+        r = measure(corpus, args.live_hours)
     print(f"{r['files']} transcripts, {r['corpus_mb']:.0f} MB: first status after {r['first_status_s']:.2f} s "
           f"(very first start, an empty data folder: {r['first_run_status_s']:.2f} s), "
           f"recent sessions read after {r['caught_up_s']:.1f} s, scan done after {r['scan_done_s']:.1f} s, CPU quiet after {r['quiet_s']:.1f} s "

@@ -47,12 +47,12 @@ class TurnSink:
                  clock: Callable[[], float] = time.monotonic) -> None:
         """`write` is Store.add_turn_records: the turns of one flush, one transaction."""
         self.write = write
-        self._unsaved: dict[tuple[str, int], TurnRecord] = {}  # newest state of each turn since the last flush
+        self._unsaved: dict[tuple[Any, int], TurnRecord | TurnBuilder] = {}  # turns to write at the next flush
         self.store_prompts = store_prompts
         self.cost_of = price_cost(prices) if prices is not None else None
         self.clock = clock
         self._builders: dict[str, tuple[int, TurnBuilder]] = {}   # transcript -> (engine id, builder)
-        self._written_at: dict[str, float] = {}
+        self._written_at: dict[tuple[Any, int], float] = {}
 
     def configure(self, *, store_prompts: bool) -> None:
         self.store_prompts = store_prompts
@@ -80,14 +80,13 @@ class TurnSink:
         builder = self._builder(session)
         for turn in builder.feed(entry):
             self._save(turn)
-            self._written_at.pop(f"{turn.session_id}:{turn.index}", None)
-        current = builder.current()
-        if current is None:
+            self._written_at.pop((turn.session_id, turn.index), None)
+        key = builder.open_key()
+        if key is None or not key[0]:
             return
-        key = f"{current.session_id}:{current.index}"
         last = self._written_at.get(key)
         if ends_a_turn(entry) or last is None or self.clock() - last >= WRITE_EVERY_S:
-            self._save(current)
+            self._keep(key, builder)  # the open turn is copied once, when flushed: not after every entry
 
     def finish(self, session: Any) -> None:
         """The session stops being followed: write its open turn and forget it."""
@@ -101,17 +100,21 @@ class TurnSink:
         """Write the turns saved since the last flush, in one transaction (fails open)."""
         if not self._unsaved:
             return
-        turns, self._unsaved = list(self._unsaved.values()), {}
+        saved, self._unsaved = self._unsaved, {}
         try:
-            self.write([self._row(turn) for turn in turns])
+            turns = [item if isinstance(item, TurnRecord) else item.current() for item in saved.values()]
+            self.write([self._row(t) for key, t in zip(saved, turns) if t is not None and (t.session_id, t.index) == key])
         except Exception:
-            log.exception("%d turn records skipped", len(turns))
+            log.exception("%d turn records skipped", len(saved))
 
     def _save(self, turn: TurnRecord) -> None:
-        if not turn.session_id:
-            return
-        self._written_at[f"{turn.session_id}:{turn.index}"] = self.clock()
-        self._unsaved[(turn.session_id, turn.index)] = turn
+        if turn.session_id:
+            self._keep((turn.session_id, turn.index), turn)
+
+    def _keep(self, key: tuple[Any, int], item: TurnRecord | TurnBuilder) -> None:
+        """Mark a turn to be written at the next flush: a closed one, or a builder's open one."""
+        self._written_at[key] = self.clock()
+        self._unsaved[key] = item
         if len(self._unsaved) >= MAX_UNSAVED:
             self.flush()
 

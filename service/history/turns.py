@@ -96,11 +96,6 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def _add_unique(seq: list[str], item: str) -> None:
-    if item not in seq:
-        seq.append(item)
-
-
 class TurnBuilder:
     """Incremental: feed entries in file order, collect the turns that closed.
 
@@ -116,6 +111,7 @@ class TurnBuilder:
         self._turn: TurnRecord | None = None
         self._calls: dict[str, tuple[str, dict[str, int]]] = {}   # message.id -> (model, usage max)
         self._pending: dict[str, tuple[str, str]] = {}             # tool_use id -> (tool, path)
+        self._recorded: set[tuple[bool, str]] = set()              # (changed, path) in the open turn's lists
 
     # -- public -------------------------------------------------------------
     def feed(self, entry: dict) -> list[TurnRecord]:
@@ -146,6 +142,10 @@ class TurnBuilder:
         done = self._close()
         return [done] if done is not None else []
 
+    def open_key(self) -> tuple[str | None, int] | None:
+        """(session id, index) of the open turn, without copying it; None when no turn is open."""
+        return None if self._turn is None else (self._turn.session_id, self._turn.index)
+
     def current(self) -> TurnRecord | None:
         """The open turn with its figures so far (a copy), for a live view."""
         if self._turn is None:
@@ -170,6 +170,7 @@ class TurnBuilder:
         self._next_index += 1
         self._calls = {}
         self._pending = {}
+        self._recorded = set()  # (changed, path) already in the open turn's lists
 
     def _close(self) -> TurnRecord | None:
         turn, self._turn = self._turn, None
@@ -252,9 +253,12 @@ class TurnBuilder:
                 continue  # a failed read or edit touched nothing
             self._record(turn, *found)
 
-    @staticmethod
-    def _record(turn: TurnRecord, tool: str, path: str) -> None:
-        _add_unique(turn.paths_read if tool in READ_TOOLS else turn.paths_changed, path)
+    def _record(self, turn: TurnRecord, tool: str, path: str) -> None:
+        """The path joins the turn's read or changed list once (a set: a long turn reads thousands)."""
+        changed = tool not in READ_TOOLS
+        if (changed, path) not in self._recorded:
+            self._recorded.add((changed, path))
+            (turn.paths_changed if changed else turn.paths_read).append(path)
 
 
 def build_turns(entries: Iterable[dict], *, store_prompts: bool = True, cost_of: CostFn | None = None,

@@ -59,12 +59,8 @@ def _norm_project(project: Any) -> str | None:
 
 
 def _path_list(paths: Iterable[Any] | None) -> list[str]:
-    out: list[str] = []
-    for p in paths or ():
-        text = str(p)
-        if text and text not in out:
-            out.append(text)
-    return out
+    """The paths as text, each once, in their order (empty ones left out)."""
+    return list(dict.fromkeys(text for text in (str(p) for p in paths or ()) if text))
 
 
 def _cut(text: Any, limit: int) -> str | None:
