@@ -4,7 +4,8 @@ At 50 MB and 500 MB of generated history (bench/corpus.py): ctxlamp's cold and
 warm `report --json` against ccusage and claude-monitor (bench/peers.py), the
 per-day totals against ccusage with each difference explained
 (bench/compare_totals.py); then replay throughput (bench/replay.py), one
-long segment's replay (bench/long_segment.py), the
+long segment's replay (bench/long_segment.py), one long turn's records
+(bench/long_turn.py), the
 service's append-to-snapshot latency (bench/latency.py), idle CPU
 (bench/idle.py), start-up over 500 MB (bench/service_start.py) and the report a
 running service answers over it (bench/service_report.py).
@@ -156,6 +157,12 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
         L += [f"- one long segment (`python bench/long_segment.py --runs {ls['runs']}`; replayed as "
               f"`ctxlamp replay --jsonl` does): {format_result(ls)}; target at most 5x: "
               f"{'met' if ls['ratio'] <= 5 else 'NOT met'}", ""]
+    lt = extra.get("long_turn") or {}
+    if lt.get("error"):
+        L += [f"- one long turn: TODO, `python bench/long_turn.py` failed: {lt['error']}"]
+    elif lt:
+        from bench.long_turn import format_result as format_turn
+        L += [f"- one long turn (`python bench/long_turn.py --runs {lt['runs']}`): {format_turn(lt)}", ""]
     lat = extra.get("latency") or {}
     if lat.get("error"):
         L += [f"- append-to-snapshot latency: TODO, `python bench/snapshot_latency.py` failed: {lat['error']}"]
@@ -241,6 +248,10 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
     if ls and not ls.get("error"):
         L.append(f"- 4x the calls in one segment at most 5x the replay time: {ls['ratio']:.2f}x -> "
                  f"{'met' if ls['ratio'] <= 5 else 'NOT met'}")
+    lt = extra.get("long_turn") or {}
+    if lt and not lt.get("error"):
+        L.append(f"- 4x the calls in one turn at most 5x the turn records' time: {lt['ratio']:.2f}x -> "
+                 f"{'met' if lt['ratio'] <= 5 else 'NOT met'}")
     slc = extra.get("statusline_compare") or {}
     if slc and not slc.get("error"):
         worst = max(ph["p95_ratio"] for ph in slc["phases"])
@@ -289,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
                 extra["replay"]["corpus_label"] = label
                 from bench import long_segment
                 extra["long_segment"] = attempt("long segment", long_segment.measure)
+                from bench import long_turn
+                extra["long_turn"] = attempt("long turn", long_turn.measure)
             if mb == max(args.sizes):
                 from bench import report_phases
                 s["phases"] = attempt("report phases", report_phases.measure, corpus)

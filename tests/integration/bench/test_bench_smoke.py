@@ -173,3 +173,33 @@ def test_statusline_compare_reports_both_loads_and_the_installed_line():
     ratios = re.search(r"statusline_p95_ratio=([\d.]+),([\d.]+)", out.stdout)
     assert ratios and all(float(r) > 0 for r in ratios.groups())
     assert "5h 30%" in out.stdout  # the line the service answered, not the fallback
+
+
+@pytest.mark.timeout(60)
+def test_long_turn_bench_makes_one_turn_of_all_its_calls(tmp_path):
+    """bench/long_turn.py feeds one prompt's turn; the store then holds that one turn, with every call's
+    read path and tokens."""
+    sys.path.insert(0, str(ROOT))
+    from bench.long_turn import feed_seconds, one_turn
+    from service.store import Store
+
+    feed_seconds(one_turn(50), tmp_path)
+    store = Store(tmp_path / "ctxlamp.db")
+    try:
+        lineage = store.save_handoff("t", "b", [], "/work", from_session="long-turn")["lineage_id"]
+        hits, total = store.history_locate(lineage, "/work/f48.py")
+        assert total == 1 and hits[0]["turn"] == 0
+        page = store.history_page(lineage, 1)
+        assert page["total"] == 1 and len(page["turns"][0]["paths_read"]) == 49
+    finally:
+        store.close()
+
+
+@pytest.mark.timeout(120)
+def test_service_report_bench_answers_from_a_running_service(tmp_path):
+    """bench/service_report.py against a real `ctxlamp serve` over a small corpus."""
+    _corpus(tmp_path, 1)
+    out = subprocess.run([PY, str(ROOT / "bench" / "service_report.py"), "--corpus", str(tmp_path), "--runs", "1"],
+                         capture_output=True, text=True, timeout=110, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert re.search(r"first \d+\.\d+ s \(service CPU \d+\.\d+ s\), again \d+\.\d+ s .*over \d+ segments", out.stdout)
