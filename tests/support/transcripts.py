@@ -7,6 +7,7 @@ dicts; `to_bytes` writes them as JSONL.
 from __future__ import annotations
 
 import json
+import math
 import random
 from datetime import datetime, timedelta, timezone
 
@@ -377,6 +378,19 @@ class _Story:
             self.facts[{"ok": "edits_ok", "not_found": "not_found", "ambiguous": "ambiguous"}.get(outcome, "other")] += 1
         if name in ("Grep", "Glob") and outcome == "ok":
             self.facts[name.lower()] += 1
+
+
+# USD per million tokens (input, output, cache read, 5-minute write) of the versioned stories' models,
+# from Anthropic's price page: the figures a test expects are priced by hand with these.
+STORY_RATES = {"claude-sonnet-4-20250514": (3, 15, 0.3, 3.75), "claude-sonnet-4-5-20250929": (3, 15, 0.3, 3.75),
+               "claude-opus-4-7": (5, 25, 0.5, 6.25)}
+
+
+def priced_by_hand(model: str, calls: list[dict]) -> float:
+    """USD of these calls (each with its `usage`) at STORY_RATES."""
+    i, o, r, w = STORY_RATES[model]
+    return math.fsum((i * u["input_tokens"] + o * u["output_tokens"] + r * u["cache_read_input_tokens"]
+                      + w * u["cache_creation_input_tokens"]) / 1e6 for u in (c["usage"] for c in calls))
 
 
 def versioned_story(gen: str, sid: str = "22222222-3333-4444-5555-666666666666", cwd: str = "/home/u/old") -> dict:

@@ -8,25 +8,9 @@ import sys
 import unicodedata
 from pathlib import Path
 
-import pytest
-
 from service.measure import tokenizer as ts
-from service.measure.o200k_count import SmallTextCounter
+from tests.support.o200k import tiktoken_len  # the fixtures `encoding` and `small` come from there too (conftest)
 from tests.support.corpus import ROOT
-
-
-@pytest.fixture(scope="module")
-def encoding(tmp_path_factory):
-    return ts.load_o200k(tmp_path_factory.mktemp("tiktoken"))
-
-
-@pytest.fixture(scope="module")
-def small(encoding):
-    return SmallTextCounter(encoding._mergeable_ranks, encoding._pat_str)
-
-
-def tiktoken_len(encoding, text: str) -> int:
-    return len(encoding.encode_ordinary(text))
 
 
 def test_every_assigned_code_point_counts_as_tiktoken_counts_it(encoding, small):

@@ -19,18 +19,9 @@ import sys
 import pytest
 
 from tests.support.corpus import ROOT
-from tests.support.transcripts import VERSIONS, versioned_story, write_story
+from tests.support.transcripts import VERSIONS, priced_by_hand, versioned_story, write_story
 
 GENERATIONS = sorted(VERSIONS)
-# USD per million tokens (input, output, cache read, 5-minute write), Anthropic's price page
-RATES = {"claude-sonnet-4-20250514": (3, 15, 0.3, 3.75), "claude-sonnet-4-5-20250929": (3, 15, 0.3, 3.75),
-         "claude-opus-4-7": (5, 25, 0.5, 6.25)}
-
-
-def by_hand(model: str, calls: list[dict]) -> float:
-    i, o, r, w = RATES[model]
-    return math.fsum((i * u["input_tokens"] + o * u["output_tokens"] + r * u["cache_read_input_tokens"]
-                      + w * u["cache_creation_input_tokens"]) / 1e6 for u in (c["usage"] for c in calls))
 
 
 def test_report_over_all_three_generations_prices_main_and_subagent_spend(tmp_path):
@@ -49,8 +40,8 @@ def test_report_over_all_three_generations_prices_main_and_subagent_spend(tmp_pa
     s = json.loads(out.stdout)
     facts = {gen: st["facts"] for gen, st in stories.items()}
     assert s["spend"]["calls"] == sum(len(f["main_calls"]) + len(f["sub_calls"]) for f in facts.values())
-    total = math.fsum(by_hand(VERSIONS[g]["model"], f["main_calls"] + f["sub_calls"]) for g, f in facts.items())
-    sub = math.fsum(by_hand(VERSIONS[g]["model"], f["sub_calls"]) for g, f in facts.items())
+    total = math.fsum(priced_by_hand(VERSIONS[g]["model"], f["main_calls"] + f["sub_calls"]) for g, f in facts.items())
+    sub = math.fsum(priced_by_hand(VERSIONS[g]["model"], f["sub_calls"]) for g, f in facts.items())
     assert s["spend"]["total_usd"] == pytest.approx(total, abs=1e-4)
     assert s["spend"]["subagents_usd"] == pytest.approx(sub, abs=1e-4)
     assert s["edit"]["str_replace_misses"] == {"not_found": 3, "ambiguous": 3, "total": 6}

@@ -8,24 +8,10 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from service.measure import tokenizer as ts
 from service.measure.o200k_count import MAX_MERGED_PIECE, O200K_PATTERN, SmallTextCounter, SortedRanks
+from tests.support.o200k import tiktoken_len  # the fixtures `encoding` and `small` come from there too (conftest)
 from tests.support.corpus import all_transcripts, needs_real_fixtures, REAL_FIXTURES
 from tests.support.transcripts import read_jsonl
-
-
-@pytest.fixture(scope="module")
-def encoding(tmp_path_factory):
-    return ts.load_o200k(tmp_path_factory.mktemp("tiktoken"))
-
-
-@pytest.fixture(scope="module")
-def small(encoding):
-    return SmallTextCounter(encoding._mergeable_ranks, encoding._pat_str)
-
-
-def tiktoken_len(encoding, text: str) -> int:
-    return len(encoding.encode_ordinary(text))
 
 
 def test_every_pair_of_ascii_characters_counts_as_tiktoken_counts_it(encoding, small):

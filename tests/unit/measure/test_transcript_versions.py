@@ -10,25 +10,15 @@ last-prompt, system entries with and without subtype). Expected figures are the 
 """
 from __future__ import annotations
 
-import math
 
 import pytest
 
 from service.report.scan import ScanCache, discover, scan
 from service.channels.spend import is_placeholder_output
 from service.measure.engines import load_prices, replay_file
-from tests.support.transcripts import VERSIONS, versioned_story, write_story
+from tests.support.transcripts import VERSIONS, priced_by_hand, versioned_story, write_story
 
 GENERATIONS = sorted(VERSIONS)
-# USD per million tokens (input, output, cache read, 5-minute write), Anthropic's price page
-RATES = {"claude-sonnet-4-20250514": (3, 15, 0.3, 3.75), "claude-sonnet-4-5-20250929": (3, 15, 0.3, 3.75),
-         "claude-opus-4-7": (5, 25, 0.5, 6.25)}
-
-
-def by_hand(model: str, calls: list[dict]) -> float:
-    i, o, r, w = RATES[model]
-    return math.fsum((i * u["input_tokens"] + o * u["output_tokens"] + r * u["cache_read_input_tokens"]
-                      + w * u["cache_creation_input_tokens"]) / 1e6 for u in (c["usage"] for c in calls))
 
 
 @pytest.fixture(params=GENERATIONS)
@@ -70,5 +60,5 @@ def test_replay_keeps_the_subagent_out_of_the_context_and_bills_the_main_chain(l
     end = events[-1]
     model = VERSIONS[gen]["model"]
     bill_in = sum(s["bill_in_usd"] for s in end["segments"])
-    assert bill_in == pytest.approx(by_hand(model, [{"usage": dict(c["usage"], output_tokens=0)} for c in main]),
+    assert bill_in == pytest.approx(priced_by_hand(model, [{"usage": dict(c["usage"], output_tokens=0)} for c in main]),
                                     rel=1e-9)
