@@ -109,3 +109,11 @@ def copy_fixtures(dest: Path, real: bool = False) -> Path:
             for f in (REAL_FIXTURES / folder).glob("*.jsonl"):
                 shutil.copy(f, projects / project / f.name)
     return dest
+
+
+def fixture_tree(tmp_path: Path) -> Path:
+    """The projects/ folders of every scenario run of the pinned Claude Code, merged under tmp_path."""
+    projects = tmp_path / "projects"
+    for run in CC.iterdir():
+        shutil.copytree(run / "projects", projects, dirs_exist_ok=True)
+    return projects

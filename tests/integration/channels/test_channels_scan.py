@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -10,7 +9,7 @@ from service.report.scan import (ScanCache, SizeMemo, discover, scan,
                                    scan_bytes)
 from service.measure.tokenizer import encode_len
 from tests.support.channels import every_line_reference, fixture_file
-from tests.support.corpus import all_transcripts, CC, REAL_FIXTURES
+from tests.support.corpus import all_transcripts, fixture_tree, REAL_FIXTURES
 from tests.support.expected import EXPECTED, fixture_path, REAL_EXPECTED
 
 # Every fixture transcript; the third-party ones run when they are beside the checkout.
@@ -61,13 +60,6 @@ def test_the_line_filter_keeps_every_line_a_meter_needs(key, rnd, spaced_share, 
     assert got["events"] == events
     assert got["calls"] == calls
     assert got["cost_state"] == cost_state
-
-
-def fixture_tree(tmp_path):
-    projects = tmp_path / "projects"
-    for run in CC.iterdir():
-        shutil.copytree(run / "projects", projects, dirs_exist_ok=True)
-    return projects
 
 
 def test_process_pool_gives_the_same_results_as_one_process(tmp_path):

@@ -3,7 +3,6 @@ notice, the Session tab's usage plot and per-turn table. Qt offscreen."""
 from __future__ import annotations
 
 import os
-import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -11,13 +10,7 @@ import pytest  # noqa: E402
 
 pytest.importorskip("pytestqt")
 
-
-NOW = time.mktime((2026, 11, 30, 14, 0, 0, 0, 0, -1))  # 14:00 local time
-
-
-def limits(five=37.0, week=12.0, resets=NOW + 3 * 3600):
-    return {"five_hour": {"used_percentage": five, "resets_at": resets, "seen_at": NOW, "pct_per_usd": 4.0},
-            "seven_day": {"used_percentage": week, "resets_at": NOW + 4 * 86400}, "spend_limit": None}
+from tests.support.limits import limits  # noqa: E402
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import io
-import shutil
 
 import pytest
 
@@ -10,7 +9,7 @@ from service.report.scan import (ProgressPrinter, ScanCache, SizeMemo, Transcrip
                                    scan_bytes)
 from service.measure.tokenizer import encode_len
 from tests.support.channels import every_line_reference, fixture_file
-from tests.support.corpus import CC, needs_real_fixtures, scenario_session
+from tests.support.corpus import fixture_tree, needs_real_fixtures, scenario_session
 from tests.support.expected import EXPECTED, fixture_path, REAL_EXPECTED
 
 # Every fixture transcript; the third-party ones run when they are beside the checkout.
@@ -42,13 +41,6 @@ def test_discover_knows_the_three_subagent_layouts(tmp_path):
                    ("-home-u-p/agent-ab12.jsonl", True, "agent-ab12", "-home-u-p"),
                    ("-home-u-p/sess1/subagents/agent-cd34.jsonl", True, "sess1", "-home-u-p")}
     assert discover(tmp_path / "absent") == []
-
-
-def fixture_tree(tmp_path):
-    projects = tmp_path / "projects"
-    for run in CC.iterdir():
-        shutil.copytree(run / "projects", projects, dirs_exist_ok=True)
-    return projects
 
 
 def test_cache_hits_unchanged_files_and_rescans_changed_ones(tmp_path):
