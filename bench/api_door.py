@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tests.support import transcripts as T
 from tests.support.servicectl import running_service
+from tests.support.harness import service_env
 
 
 def ask(port: int, token: str, timeout: float = 5.0) -> float:
@@ -68,8 +69,7 @@ def main() -> int:
     folder.mkdir(parents=True)
     home.mkdir()
     (folder / f"{T.SID}.jsonl").write_bytes(T.to_bytes(T.growing_session(40)))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAMP_", "CLAUDE_"))}
-    env.update(CTXLAMP_HOME=str(home), CLAUDE_CONFIG_DIR=str(claude))
+    env = service_env(home, claude)
     limited = (f"import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, ({args.limit}, {args.limit})); "
                "os.execv(sys.argv[1], sys.argv[1:])")
     with running_service(env, home, prefix=(sys.executable, "-c", limited)) as (proc, info):

@@ -184,7 +184,10 @@ class Service:
 
 
 def service_env(home: Path, claude: Path, **extra: str) -> dict:
-    return {**os.environ, "CTXLAMP_HOME": str(home), "CLAUDE_CONFIG_DIR": str(claude), **extra}
+    """This environment for a ctxlamp (or Claude Code) process under test: its own CTXLAMP_HOME and
+    CLAUDE_CONFIG_DIR, and none of the runner's other CTXLAMP_ or CLAUDE_ settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAMP_", "CLAUDE_"))}
+    return {**env, "CTXLAMP_HOME": str(home), "CLAUDE_CONFIG_DIR": str(claude), **extra}
 
 
 def integrity(db: Path) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import transcripts as T
+from tests.support.harness import service_env
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="a descriptor limit is set with resource (POSIX)")
 
@@ -34,8 +35,7 @@ def served(tmp_path_factory):
     folder.mkdir(parents=True)
     home.mkdir()
     (folder / f"{T.SID}.jsonl").write_bytes(T.to_bytes(T.growing_session(20)))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAMP_", "CLAUDE_"))}
-    env.update(CTXLAMP_HOME=str(home), CLAUDE_CONFIG_DIR=str(claude))
+    env = service_env(home, claude)
     from tests.support.servicectl import running_service
 
     with running_service(env, home, prefix=(sys.executable, "-c", LIMITED)) as (proc, info):

@@ -16,6 +16,7 @@ import pytest
 
 from service.privdir import make_private_dirs
 from tests.support.corpus import ROOT
+from tests.support.harness import service_env
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX modes")
 
@@ -123,8 +124,7 @@ def test_the_service_started_first_makes_private_folders_and_log(tmp_path):
     home = tmp_path / "a" / "ctx"
     claude = tmp_path / "claude"
     (claude / "projects").mkdir(parents=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAMP_", "CLAUDE_"))}
-    env.update(CTXLAMP_HOME=str(home), CLAUDE_CONFIG_DIR=str(claude))
+    env = service_env(home, claude)
     umask_zero = "import os, sys; os.umask(0); os.execv(sys.argv[1], sys.argv[1:])"
     with running_service(env, home, prefix=(sys.executable, "-c", umask_zero)):
         pass

@@ -7,7 +7,6 @@ the status line renders a format with control codes; the hook quotes a handoff's
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 
 from tests.support import transcripts as T
 from tests.support.corpus import ROOT
+from tests.support.harness import service_env
 
 TITLE = "\x1b]0;owned\x07"
 CLEAR = "\x1b[2J"
@@ -46,8 +46,7 @@ def env(tmp_path):
     home, claude = tmp_path / "ctx", tmp_path / "claude"
     home.mkdir()
     evil_transcript(claude / "projects" / "-home-u-proj" / f"{T.SID}.jsonl")
-    out = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAMP_", "CLAUDE_"))}
-    out.update(CTXLAMP_HOME=str(home), CLAUDE_CONFIG_DIR=str(claude), NO_COLOR="1")
+    out = service_env(home, claude, NO_COLOR="1")
     return out
 
 

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import pytest
 
 from service import config
 from tests.support import transcripts as T
+from tests.support.harness import service_env
 
 HUGE = int("9" * 400)
 OSC52 = "{lamp} \x1b]52;c;cm0gLXJmIH4=\x07"  # writes the clipboard at every prompt
@@ -141,8 +141,7 @@ def env(tmp_path):
     folder.mkdir(parents=True)
     home.mkdir()
     (folder / f"{T.SID}.jsonl").write_bytes(T.to_bytes(T.growing_session(12)))
-    out = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAMP_", "CLAUDE_"))}
-    out.update(CTXLAMP_HOME=str(home), CLAUDE_CONFIG_DIR=str(claude))
+    out = service_env(home, claude)
     return out
 
 

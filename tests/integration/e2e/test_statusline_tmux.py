@@ -9,7 +9,6 @@ tests/unit/statusline/test_statusline.py.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import sys
@@ -24,6 +23,7 @@ from tests.fakeapi.scenario import ClaudeUnavailable, claude_binary
 from tests.fakeapi.tmux import InteractiveClaude
 from tests.support.corpus import ROOT
 from tests.support.servicectl import running_service
+from tests.support.harness import service_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -66,8 +66,7 @@ def test_the_pane_shows_ctxlamps_line_and_it_follows_the_session(tmp_path):
     ctx_home, home = tmp_path / "ctx", tmp_path / "home"
     ctx_home.mkdir()
     (home / ".claude" / "projects").mkdir(parents=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAMP_", "CLAUDE_"))}
-    env.update(CTXLAMP_HOME=str(ctx_home), CLAUDE_CONFIG_DIR=str(home / ".claude"), HOME=str(home))
+    env = service_env(ctx_home, home / ".claude", HOME=str(home))
     with running_service(env, ctx_home) as (_, info):
         client = ApiClient(info, timeout=10)
         with InteractiveClaude(scenario(ctx_home), home=home, claude_bin=binary) as claude:

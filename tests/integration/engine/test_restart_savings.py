@@ -22,6 +22,7 @@ from service.engine.restart_savings import RestartLedger, restart_now
 from tests.support import transcripts as T
 from tests.support.corpus import ROOT, scenario_session
 from tests.support.engine_runs import calls_of, run
+from tests.support.harness import service_env
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TABLE = json.loads(Path(resource_path("prices.json")).read_text(encoding="utf-8"))["models"]
@@ -495,8 +496,7 @@ def test_the_services_report_sums_its_own_profiles_to_the_replays_figures(tmp_pa
     transcript = scenario_session("long-session")
     home = tmp_path / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAMP_", "CLAUDE_"))}
-    env.update(CTXLAMP_HOME=str(home), HOME=str(tmp_path / "user"), CLAUDE_CONFIG_DIR=str(transcript.parents[2]))
+    env = service_env(home, transcript.parents[2], HOME=str(tmp_path / "user"))
     replayed = subprocess.run([sys.executable, "-m", "service.cli", "report", "--json", "--no-service",
                                "--no-cache"], check=True, capture_output=True, cwd=ROOT, env=env, timeout=120)
     want = json.loads(replayed.stdout)["restart_savings"]

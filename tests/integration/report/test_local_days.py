@@ -21,6 +21,7 @@ from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
 from service.report.summary import build_summary
 from tests.support import transcripts as T
 from tests.support.corpus import ROOT
+from tests.support.harness import service_env
 
 ZONES = sorted(z for z in available_timezones() if "/" in z and not z.startswith(("posix/", "right/")))
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -145,8 +146,7 @@ def test_the_service_answers_in_the_zone_asked_for_and_refuses_an_unknown_one(tm
     evening = datetime(2026, 11, 3, 4, 30, tzinfo=UTC)  # Nov 2 in California, Nov 3 in UTC
     write_session(claude / "projects", [T.prompt("go", 0), *entries_at([evening])])
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAMP_", "CLAUDE_"))}
-    env.update(CTXLAMP_HOME=str(home), CLAUDE_CONFIG_DIR=str(claude))
+    env = service_env(home, claude)
     with running_service(env, home) as (_proc, info):
         client = ApiClient(info, timeout=30)
         status, doc = client.request("GET", "/api/v1/report?timezone=America/Los_Angeles")

@@ -18,6 +18,7 @@ import pytest
 
 from tests.support import transcripts as T
 from tests.support.corpus import ROOT
+from tests.support.harness import service_env
 
 SAMPLE = json.loads((ROOT / "tests" / "fixtures" / "statusline" / "subscriber.json").read_text())
 SCRIPT = [sys.executable, "-S", str(ROOT / "service" / "statusline" / "fast.py")]
@@ -54,8 +55,7 @@ def env(tmp_path):
     folder.mkdir(parents=True)
     home.mkdir()
     (folder / f"{T.SID}.jsonl").write_bytes(T.to_bytes(T.growing_session(30)))
-    out = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAMP_", "CLAUDE_"))}
-    out.update(CTXLAMP_HOME=str(home), CLAUDE_CONFIG_DIR=str(claude), NO_COLOR="1")
+    out = service_env(home, claude, NO_COLOR="1")
     return out
 
 
