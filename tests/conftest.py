@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.support.o200k"]  # the `encoding` and `small` fixtures of the o200k counter tests
+pytest_plugins = ["tests.support.o200k", "tests.support.tray"]  # shared fixtures: o200k counters, the tray
 
 # Days are cut in the machine's time zone (issue 26): every test (and the commands it starts) runs in UTC
 # unless it names another zone, so figures per day do not depend on where the suite runs.

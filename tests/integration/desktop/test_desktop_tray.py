@@ -30,13 +30,6 @@ def rem(lap, sid="s1"):
             "restart_usd": 0.4, "payback_calls": 3.0, "rent_usd": 0.4 * lap}
 
 
-@pytest.fixture
-def tray(qtbot, ctx_home):
-    t = TrayController(ApiSource(), open_window_without_tray=False)
-    yield t
-    t.shutdown()
-
-
 def icon_pixel(tray: TrayController, size=32) -> QColor:
     img = tray.tray.icon().pixmap(size, size).toImage()
     return img.pixelColor(size // 2, int(size * 0.75))  # below the grey lamp's bar

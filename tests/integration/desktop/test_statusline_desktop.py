@@ -13,16 +13,6 @@ pytest.importorskip("pytestqt")
 from tests.support.limits import limits  # noqa: E402
 
 
-@pytest.fixture
-def tray(qtbot, ctx_home):
-    from desktop.datasource import ApiSource
-    from desktop.tray import TrayController
-
-    t = TrayController(ApiSource(), open_window_without_tray=False)
-    yield t
-    t.shutdown()
-
-
 def test_tray_tooltip_menu_and_notices(tray):
     said = []
     tray._notify = lambda title, body, quiet=False: said.append((title, body))

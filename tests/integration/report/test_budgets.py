@@ -3,7 +3,6 @@ the status, the Overview and the tray, and a notice at the configured share and 
 from __future__ import annotations
 
 import json
-import os
 import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 from service.config import DEFAULTS, ConfigError, merge
 from service.report import budgets
 from tests.support import transcripts as T
+from tests.support.harness import service_env
 
 CFG = {"budgets": {"daily_usd": 20.0, "monthly_usd": 300.0, "notice_pct": 80.0}}
 TODAY = date(2026, 11, 29)
@@ -86,8 +86,7 @@ def test_the_service_watches_the_budget_and_gives_each_notice_once(tmp_path):
         e["timestamp"] = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
     (folder / f"{T.SID}.jsonl").write_bytes(T.to_bytes(entries))
     (home / "config.toml").write_text('[budgets]\ndaily_usd = 0.01\nmonthly_usd = 1000.0\n[report]\ntimezone = "UTC"\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAMP_", "CLAUDE_"))}
-    env.update(CTXLAMP_HOME=str(home), CLAUDE_CONFIG_DIR=str(claude), CTXLAMP_BUDGET_EVERY_S="0.3")
+    env = service_env(home, claude, CTXLAMP_BUDGET_EVERY_S="0.3")
 
     def wait_for_budgets(info) -> dict:
         client = ApiClient(info, timeout=10)
@@ -113,16 +112,6 @@ def test_the_service_watches_the_budget_and_gives_each_notice_once(tmp_path):
     assert json.loads((home / "budget-notices.json").read_text()) == given  # nothing given twice
     assert (home / "budget-notices.json").stat().st_mtime_ns == mtime
     assert Path(home / "budget-notices.json").stat().st_mode & 0o077 == 0  # private, like the rest
-
-
-@pytest.fixture
-def tray(qtbot, ctx_home):
-    from desktop.datasource import ApiSource
-    from desktop.tray import TrayController
-
-    t = TrayController(ApiSource(), open_window_without_tray=False)
-    yield t
-    t.shutdown()
 
 
 def test_the_tray_shows_the_budgets_and_each_notice_the_service_sends(tray):

@@ -62,13 +62,3 @@ def test_turn_rows_and_points():
     xs, ys = usage_points([{"at": "2026-11-30T10:00:00Z", "five_hour": 10}, {"at": "bad", "five_hour": 3},
                            {"at": "2026-11-30T10:05:00Z", "seven_day": 2}])
     assert ys == [10.0] and len(xs) == 1
-
-
-@pytest.fixture
-def tray(qtbot, ctx_home):
-    from desktop.datasource import ApiSource
-    from desktop.tray import TrayController
-
-    t = TrayController(ApiSource(), open_window_without_tray=False)
-    yield t
-    t.shutdown()
