@@ -25,6 +25,11 @@ def _merge_session(old: Payload, new: Payload) -> Payload:
     return out
 
 
+def _newest_first(P: Any) -> tuple[Any, ...]:
+    """Segment profiles newest first: by when the segment ended (else was archived), then by row."""
+    return (pw.fn.COALESCE(P.ended_at, P.archived_at).desc(), P.id.desc())
+
+
 class Sessions:
     """The store's part for sessions, segment profiles and reminders (each raised once)."""
 
@@ -137,7 +142,7 @@ class Sessions:
             query = P.select()
             if session_id is not None:
                 query = query.where(P.session_id == str(session_id))
-            query = query.order_by(pw.fn.COALESCE(P.ended_at, P.archived_at).desc(), P.id.desc())
+            query = query.order_by(*_newest_first(P))
             out: list[Row] = []
             for r in query.limit(max(1, int(limit))):
                 d = {k: getattr(r, k) for k in self._PROFILE_FIELDS}
@@ -153,8 +158,7 @@ class Sessions:
         the reminder popup's usual run, read again after each archived profile."""
         def q(m: Models) -> list[Row]:
             P = m.SegmentProfile
-            query = (P.select(P.restart_savings).order_by(pw.fn.COALESCE(P.ended_at, P.archived_at).desc(), P.id.desc())
-                     .limit(max(1, int(limit))))
+            query = P.select(P.restart_savings).order_by(*_newest_first(P)).limit(max(1, int(limit)))
             return [{"restart_savings": r.restart_savings} for r in query]
         return self._writer.read(q, [])
 
