@@ -23,9 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tests.support import transcripts as T
-from tests.support.servicectl import running_service
-from tests.support.harness import service_env
+from tests.support.servicectl import fd_limited, running_service
+from tests.support.harness import one_session_home
 
 
 def ask(port: int, token: str, timeout: float = 5.0) -> float:
@@ -63,16 +62,8 @@ def main() -> int:
     ap.add_argument("--together", type=int, default=100)
     ap.add_argument("--slow", type=int, default=20)
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="ctxlamp-door-"))
-    home, claude = tmp / "ctx", tmp / "claude"
-    folder = claude / "projects" / "-home-user-proj"
-    folder.mkdir(parents=True)
-    home.mkdir()
-    (folder / f"{T.SID}.jsonl").write_bytes(T.to_bytes(T.growing_session(40)))
-    env = service_env(home, claude)
-    limited = (f"import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, ({args.limit}, {args.limit})); "
-               "os.execv(sys.argv[1], sys.argv[1:])")
-    with running_service(env, home, prefix=(sys.executable, "-c", limited)) as (proc, info):
+    home, env = one_session_home(Path(tempfile.mkdtemp(prefix="ctxlamp-door-")), 40)
+    with running_service(env, home, prefix=fd_limited(args.limit)) as (proc, info):
         port, token = info["port"], info["token"]
         print(f"ctxlamp serve pid {proc.pid}, descriptor limit {args.limit}")
         print(f"status alone (20 requests): {ms([ask(port, token) for _ in range(20)])}")

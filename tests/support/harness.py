@@ -190,6 +190,19 @@ def service_env(home: Path, claude: Path, **extra: str) -> dict:
     return {**env, "CTXLAMP_HOME": str(home), "CLAUDE_CONFIG_DIR": str(claude), **extra}
 
 
+def one_session_home(tmp: Path, calls: int, **extra: str) -> tuple[Path, dict]:
+    """(CTXLAMP_HOME, environment) of a process under test over tmp/claude, which holds one growing session
+    of `calls` calls in one project."""
+    from tests.support import transcripts as T
+
+    home, claude = tmp / "ctx", tmp / "claude"
+    folder = claude / "projects" / "-home-user-proj"
+    folder.mkdir(parents=True)
+    home.mkdir()
+    (folder / f"{T.SID}.jsonl").write_bytes(T.to_bytes(T.growing_session(calls)))
+    return home, service_env(home, claude, **extra)
+
+
 def integrity(db: Path) -> str:
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
     try:

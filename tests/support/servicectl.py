@@ -13,6 +13,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def fd_limited(limit: int) -> tuple[str, ...]:
+    """running_service's prefix for a service under a descriptor limit, soft = hard so it cannot raise it
+    (`python -c ... python -m service.cli serve`: exec keeps the pid). POSIX only."""
+    return (sys.executable, "-c", f"import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, "
+                                  f"({limit}, {limit})); os.execv(sys.argv[1], sys.argv[1:])")
+
+
 @contextlib.contextmanager
 def running_service(env: dict, ctx_home: Path, timeout: float = 30.0, prefix: tuple[str, ...] = ()):
     """Yields (process, api info). `env` must carry CTXLAMP_HOME (and where Claude Code's projects are).

@@ -16,29 +16,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import transcripts as T
-from tests.support.harness import service_env
+from tests.support.harness import one_session_home
+from tests.support.servicectl import fd_limited, running_service
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="a descriptor limit is set with resource (POSIX)")
 
 LIMIT = 256
-# runs `ctxlamp serve` under the limit: `python -c LIMITED python -m service.cli serve` (exec keeps the pid)
-LIMITED = (f"import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, ({LIMIT}, {LIMIT})); "
-           "os.execv(sys.argv[1], sys.argv[1:])")
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("door")
-    home, claude = tmp / "ctx", tmp / "claude"
-    folder = claude / "projects" / "-home-user-proj"
-    folder.mkdir(parents=True)
-    home.mkdir()
-    (folder / f"{T.SID}.jsonl").write_bytes(T.to_bytes(T.growing_session(20)))
-    env = service_env(home, claude)
-    from tests.support.servicectl import running_service
-
-    with running_service(env, home, prefix=(sys.executable, "-c", LIMITED)) as (proc, info):
+    home, env = one_session_home(tmp, 20)
+    with running_service(env, home, prefix=fd_limited(LIMIT)) as (proc, info):
         yield proc, info, tmp
 
 

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from service import config
-from tests.support import transcripts as T
-from tests.support.harness import service_env
+from tests.support.harness import one_session_home
 
 HUGE = int("9" * 400)
 OSC52 = "{lamp} \x1b]52;c;cm0gLXJmIH4=\x07"  # writes the clipboard at every prompt
@@ -136,13 +135,7 @@ def test_amber_not_below_red_in_the_file_uses_the_defaults_of_both(tmp_path):
 
 @pytest.fixture
 def env(tmp_path):
-    home, claude = tmp_path / "ctx", tmp_path / "claude"
-    folder = claude / "projects" / "-home-user-proj"
-    folder.mkdir(parents=True)
-    home.mkdir()
-    (folder / f"{T.SID}.jsonl").write_bytes(T.to_bytes(T.growing_session(12)))
-    out = service_env(home, claude)
-    return out
+    return one_session_home(tmp_path, 12)[1]
 
 
 def test_the_service_starts_on_a_bad_config_toml_and_names_each_bad_value(env):

@@ -18,7 +18,7 @@ import pytest
 
 from tests.support import transcripts as T
 from tests.support.corpus import ROOT
-from tests.support.harness import service_env
+from tests.support.harness import one_session_home
 
 SAMPLE = json.loads((ROOT / "tests" / "fixtures" / "statusline" / "subscriber.json").read_text())
 SCRIPT = [sys.executable, "-S", str(ROOT / "service" / "statusline" / "fast.py")]
@@ -49,14 +49,7 @@ def run_line(env, data: bytes | None, *, args=(), timeout=5.0):
 
 @pytest.fixture
 def env(tmp_path):
-    home = tmp_path / "ctx"
-    claude = tmp_path / "claude"
-    folder = claude / "projects" / "-home-user-proj"
-    folder.mkdir(parents=True)
-    home.mkdir()
-    (folder / f"{T.SID}.jsonl").write_bytes(T.to_bytes(T.growing_session(30)))
-    out = service_env(home, claude, NO_COLOR="1")
-    return out
+    return one_session_home(tmp_path, 30, NO_COLOR="1")[1]
 
 
 @pytest.fixture
