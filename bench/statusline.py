@@ -12,6 +12,7 @@ the child, from wait4) per run. Forms: `script` is what `ctxlamp install` writes
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,40 +93,57 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
-def measure(runs: int = 100, form: str = "script") -> dict:
-    """Start a service, run the command `runs` times; wall and CPU figures in ms."""
-    # An installed package has its bytecode compiled (pip does it); this checkout may run with
-    # PYTHONDONTWRITEBYTECODE, which would time the compiler instead: compile what the command imports.
+def _compile_the_line() -> None:
+    """An installed package has its bytecode compiled (pip does it); this checkout may run with
+    PYTHONDONTWRITEBYTECODE, which would time the compiler instead: compile what the command imports."""
     import compileall
 
     compileall.compile_dir(str(ROOT / "service" / "statusline"), quiet=1)
     compileall.compile_file(str(ROOT / "service" / "__init__.py"), quiet=1)
-    compileall.compile_file(str(ROOT / "service" / "cli.py"), quiet=1)
+
+
+@contextlib.contextmanager
+def _serving_a_session() -> Iterator[SourceService]:
+    """A service from this checkout over one session, done with its startup reading."""
     with tempfile.TemporaryDirectory(prefix="ctxlamp-bench-sl-") as tmp:
         home, claude = Path(tmp) / "home", Path(tmp) / "claude"
         write_session(claude)
         with SourceService(home, claude, {"CTXLAMP_LIVE_HOURS": "1000000"}) as svc:
             svc.wait_status()
             svc.wait_idle()
-            env = dict(svc.env, PYTHONPATH=str(ROOT))
-            cmd = command(form)
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            saved = os.dup(1)
-            os.dup2(devnull, 1)  # the children's lines go nowhere; the figures are printed after
-            try:
-                for i in range(3):  # warm: the page cache
-                    run_once(cmd, env, status_json(i))
-                walls, cpus = [], []
-                for i in range(runs):
-                    wall, cpu, _ = run_once(cmd, env, status_json(i))
-                    walls.append(wall)
-                    cpus.append(cpu)
-            finally:
-                os.dup2(saved, 1)
-                os.close(saved)
-                os.close(devnull)
-            check = subprocess.run(cmd, env=env, input=status_json(0), capture_output=True, timeout=5)
-            five = svc.get("/api/v1/status")["limits"]["five_hour"]["used_percentage"]
+            yield svc
+
+
+@contextlib.contextmanager
+def _children_print_nowhere() -> Iterator[None]:
+    """The timed commands' lines go nowhere (they inherit fd 1); the figures are printed after."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    saved = os.dup(1)
+    os.dup2(devnull, 1)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
+def measure(runs: int = 100, form: str = "script") -> dict:
+    """Start a service, run the command `runs` times; wall and CPU figures in ms."""
+    _compile_the_line()
+    with _serving_a_session() as svc:
+        env = dict(svc.env, PYTHONPATH=str(ROOT))
+        cmd = command(form)
+        with _children_print_nowhere():
+            for i in range(3):  # warm: the page cache
+                run_once(cmd, env, status_json(i))
+            walls, cpus = [], []
+            for i in range(runs):
+                wall, cpu, _ = run_once(cmd, env, status_json(i))
+                walls.append(wall)
+                cpus.append(cpu)
+        check = subprocess.run(cmd, env=env, input=status_json(0), capture_output=True, timeout=5)
+        five = svc.get("/api/v1/status")["limits"]["five_hour"]["used_percentage"]
     return {"form": form, "command": " ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd)),
             "runs": runs, "wall_p50_ms": 1000 * statistics.median(walls), "wall_p95_ms": 1000 * pct(walls, 0.95),
             "wall_max_ms": 1000 * max(walls), "cpu_p50_ms": 1000 * statistics.median(cpus),
@@ -148,59 +167,45 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 def compare(runs: int = 100, loads: tuple[int, ...] = (0, 4)) -> dict:
     """The installed command against a bare `python -S -c pass`, both through `sh -c` as Claude Code
     runs them, interleaved (the order swaps every round); once per load (that many busy processes)."""
-    import compileall
     import shlex
 
     from service.statusline.settings import command as installed_command
 
-    compileall.compile_dir(str(ROOT / "service" / "statusline"), quiet=1)
-    compileall.compile_file(str(ROOT / "service" / "__init__.py"), quiet=1)
+    _compile_the_line()
     line_cmd = installed_command(python=sys.executable)
     floor_cmd = f"{shlex.quote(sys.executable)} -S -c pass"
     phases = []
-    with tempfile.TemporaryDirectory(prefix="ctxlamp-bench-sl-") as tmp:
-        home, claude = Path(tmp) / "home", Path(tmp) / "claude"
-        write_session(claude)
-        with SourceService(home, claude, {"CTXLAMP_LIVE_HOURS": "1000000"}) as svc:
-            svc.wait_status()
-            svc.wait_idle()
-            env = dict(svc.env)
-            env.pop("PYTHONPATH", None)
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            saved = os.dup(1)
-            os.dup2(devnull, 1)
-            try:
-                for load in loads:
-                    busy = _busy(load)
-                    try:
-                        cmds = {"line": ["/bin/sh", "-c", line_cmd], "floor": ["/bin/sh", "-c", floor_cmd]}
-                        for i in range(3):
-                            for c in cmds.values():
-                                run_once(c, env, status_json(i))
-                        walls: dict[str, list[float]] = {"line": [], "floor": []}
-                        cpus: dict[str, list[float]] = {"line": [], "floor": []}
-                        for i in range(runs):
-                            for name in (("line", "floor") if i % 2 == 0 else ("floor", "line")):
-                                wall, cpu, _ = run_once(cmds[name], env, status_json(i))
-                                walls[name].append(wall)
-                                cpus[name].append(cpu)
-                        la = os.getloadavg()
-                    finally:
-                        _stop(busy)
-                    ph = {"busy": load, "loadavg_after": la}
-                    for name in walls:
-                        ph[name] = {"p50_ms": 1000 * statistics.median(walls[name]),
-                                    "p95_ms": 1000 * pct(walls[name], 0.95),
-                                    "cpu_p50_ms": 1000 * statistics.median(cpus[name])}
-                    ph["p95_ratio"] = ph["line"]["p95_ms"] / ph["floor"]["p95_ms"]
-                    ph["p50_ratio"] = ph["line"]["p50_ms"] / ph["floor"]["p50_ms"]
-                    phases.append(ph)
-            finally:
-                os.dup2(saved, 1)
-                os.close(saved)
-                os.close(devnull)
-            check = subprocess.run(["/bin/sh", "-c", line_cmd], env=env, input=status_json(0), capture_output=True,
-                                   timeout=5)
+    with _serving_a_session() as svc:
+        env = dict(svc.env)
+        env.pop("PYTHONPATH", None)
+        with _children_print_nowhere():
+            for load in loads:
+                busy = _busy(load)
+                try:
+                    cmds = {"line": ["/bin/sh", "-c", line_cmd], "floor": ["/bin/sh", "-c", floor_cmd]}
+                    for i in range(3):
+                        for c in cmds.values():
+                            run_once(c, env, status_json(i))
+                    walls: dict[str, list[float]] = {"line": [], "floor": []}
+                    cpus: dict[str, list[float]] = {"line": [], "floor": []}
+                    for i in range(runs):
+                        for name in (("line", "floor") if i % 2 == 0 else ("floor", "line")):
+                            wall, cpu, _ = run_once(cmds[name], env, status_json(i))
+                            walls[name].append(wall)
+                            cpus[name].append(cpu)
+                    la = os.getloadavg()
+                finally:
+                    _stop(busy)
+                ph = {"busy": load, "loadavg_after": la}
+                for name in walls:
+                    ph[name] = {"p50_ms": 1000 * statistics.median(walls[name]),
+                                "p95_ms": 1000 * pct(walls[name], 0.95),
+                                "cpu_p50_ms": 1000 * statistics.median(cpus[name])}
+                ph["p95_ratio"] = ph["line"]["p95_ms"] / ph["floor"]["p95_ms"]
+                ph["p50_ratio"] = ph["line"]["p50_ms"] / ph["floor"]["p50_ms"]
+                phases.append(ph)
+        check = subprocess.run(["/bin/sh", "-c", line_cmd], env=env, input=status_json(0), capture_output=True,
+                               timeout=5)
     return {"runs": runs, "command": line_cmd.replace(sys.executable, "<python>").replace(str(ROOT), "<checkout>"),
             "floor": "<python> -S -c pass", "phases": phases, "line": check.stdout.decode().strip()}
 
