@@ -382,8 +382,8 @@ class _RestartPlan:
 def _restart_savings(request: ReportRequest, sources: _Sources, files: list, skipped: dict[str, str], table: Any,
                      workers: int | None, plan: _RestartPlan) -> dict:
     """What restarting would have saved (docs/measurement.md 14): the main transcripts replayed, cached per file
-    (most of them by the scan, as it read them). The Overview and the team push take theirs from the
-    service's own profiles, so they spare the replay."""
+    (most of them by the scan, as it read them). The service's report, the Overview and the team push
+    take theirs from the service's own profiles, so they spare the replay."""
     from service.report import restart, scan
     from service.report.days import DayOf
 

@@ -153,15 +153,14 @@ def overview(days: int, segments: list[dict], live: list[dict], today: date | No
              timezone: str | None = "UTC") -> dict:
     """OVERVIEW for the last `days` days in `timezone` (empty: the machine's; the service's route and the demo
     call this)."""
-    from service.report import restart
     from service.report.answers import report
     from service.report.days import DayOf
 
     local = DayOf(timezone)
     since, until = period_days(days, today or local.today())
-    doc = report(since, until, local.name, restart_savings=False)  # the segments' own figures are summed below
+    doc = report(since, until, local.name, record=(segments, live))  # restart savings: the segments' own
     tally = _scan_tally(since, until, local.name)
     rent = rent_block(segments, live, since, until, local)
-    saved = restart.block(segments, live, since, until, local)
     live_ids: set[str | None] = {str(s["session_id"]) for s in live if s.get("session_id")}
-    return build(days, doc, daily_splits(tally, since, until), rent, live_ids, since, until, local.name, saved)
+    return build(days, doc, daily_splits(tally, since, until), rent, live_ids, since, until, local.name,
+                 doc["restart_savings"])

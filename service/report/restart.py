@@ -4,7 +4,7 @@ Each segment's figures come from the engine (`restart_savings` of its profile,
 or of a live snapshot for a segment still open). Here they are only counted
 by day and summed, for `ctxlamp report`, the Overview and the team push.
 
-`ctxlamp report` replays the main transcripts with the engine to get them, as
+`ctxlamp report` with no service running replays the main transcripts with the engine to get them, as
 `ctxlamp replay` does (bundled prices with the user's override, the default
 selection), with a per-file cache so a transcript is replayed again only when it
 changed: the figures of the report are those anyone can recompute from
