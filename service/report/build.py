@@ -366,6 +366,7 @@ class _RestartPlan:
     cache_file: Path | None
     cache: dict[str, Any]
     paths: frozenset[str]
+    fps: dict[str, Any]  # the fingerprints the scan was planned with: its cache and this one name the same bytes
     replayed: dict[str, list[dict]] = field(default_factory=dict)
 
     @classmethod
@@ -375,8 +376,8 @@ class _RestartPlan:
         cache_file = sources.cache_dir / "report-restart.json" if request.use_cache else None
         cache = restart.load_cache(cache_file)
         mains = [tf.path for tf in files if not tf.subagent]
-        paths = restart.to_replay(mains, cache, lambda path: fps.get(path), request.since)
-        return cls(cache_file, cache, frozenset(paths))
+        paths = restart.to_replay(mains, cache, fps.get, request.since)
+        return cls(cache_file, cache, frozenset(paths), fps)
 
 
 def _restart_savings(request: ReportRequest, sources: _Sources, files: list, skipped: dict[str, str], table: Any,
@@ -384,11 +385,11 @@ def _restart_savings(request: ReportRequest, sources: _Sources, files: list, ski
     """What restarting would have saved (docs/measurement.md 14): the main transcripts replayed, cached per file
     (most of them by the scan, as it read them). The service's report, the Overview and the team push
     take theirs from the service's own profiles, so they spare the replay."""
-    from service.report import restart, scan
+    from service.report import restart
     from service.report.days import DayOf
 
     mains = [tf.path for tf in files if not tf.subagent and tf.path not in skipped]
-    segments = restart.replayed_segments(mains, table, plan.cache_file, scan.fingerprint, sources.max_line,
+    segments = restart.replayed_segments(mains, table, plan.cache_file, plan.fps.get, sources.max_line,
                                          since=request.since, workers=workers, cache=plan.cache,
                                          replayed=plan.replayed)
     return restart.block(segments, [], request.since, request.until, DayOf(request.zone_name))
