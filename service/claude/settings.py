@@ -225,12 +225,20 @@ def _changed(path: Path) -> SettingsChanged:
                            "ctxlamp did not overwrite it")
 
 
+def _text_or_none(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
 def _atomic_write(path: Path, text: str, mode: int, expect: object = _ANY) -> None:
     """Temp file + rename. With `expect` (the text we planned from, None for "no file"), another
-    program's edit made after our read is never lost: the temp file is swapped in atomically and
-    what it displaced is checked; if that is not what we planned from, it is swapped back and
-    SettingsChanged tells the caller to plan again. (Where the system has no atomic swap: compare,
-    then rename -- a window of microseconds instead of none.)"""
+    program's edit made after our read is never lost: the file is compared with `expect` once our
+    temp file is written (so a late edit is refused before our version is ever visible), then the
+    temp file is swapped in atomically and what it displaced is checked; if that is not what we
+    planned from, it is swapped back and SettingsChanged tells the caller to plan again. (Where the
+    system has no atomic swap: compare, then rename -- a window of microseconds instead of none.)"""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.ctxlamp-tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
@@ -255,6 +263,8 @@ def _atomic_write(path: Path, text: str, mode: int, expect: object = _ANY) -> No
                 return
             os.unlink(tmp)
             return
+        if _text_or_none(path) != expect:  # an edit made while we wrote (fsync takes milliseconds): refused
+            raise _changed(path)            # before our version is ever visible to the other program
         if path.exists() and _exchange(tmp, path):
             displaced = tmp.read_text(encoding="utf-8")
             if displaced != expect:
@@ -262,11 +272,7 @@ def _atomic_write(path: Path, text: str, mode: int, expect: object = _ANY) -> No
                 raise _changed(path)
             os.unlink(tmp)
             return
-        try:
-            now = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            now = None
-        if now != expect:
+        if _text_or_none(path) != expect:
             raise _changed(path)
         os.replace(tmp, path)
     except BaseException:
