@@ -100,6 +100,12 @@ def _configured_zone() -> str:
     return configured_timezone()
 
 
+# How long the command waits for a running service's report before reading the transcripts itself. Right
+# after a start the service may still be preparing it (decision 202): waiting costs less than a second read
+# of every transcript beside it, with the replay the service spares.
+SERVICE_WAIT_S = 30.0
+
+
 def _from_service(args) -> dict | None:
     """The running service's report, or None (no service, old service, any error)."""
     from service.paths import app_paths
@@ -117,7 +123,7 @@ def _from_service(args) -> dict | None:
                                                           ("timezone", args.timezone)) if v})
         req = urllib.request.Request(f"http://127.0.0.1:{int(info['port'])}/api/v1/report?{query}",
                                      headers={"Authorization": f"Bearer {info['token']}"})
-        with urllib.request.urlopen(req, timeout=2.0) as resp:
+        with urllib.request.urlopen(req, timeout=SERVICE_WAIT_S) as resp:
             doc = json.loads(resp.read())
         if not (isinstance(doc, dict) and "spend" in doc and "edit" in doc):
             return None

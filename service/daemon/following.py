@@ -112,8 +112,7 @@ class Following(ServicePart):
             return
         log.info("caught up: %d live sessions", len(self._registry.sessions))
         self._svc.jobs.ckpt_states = {}
-        self._svc.scan = {"state": "scanning", "done": 0, "total": len(self.history_todo)} if self.history_todo \
-            else {"state": "idle", "done": 0, "total": 0}
+        self._svc.scan = {"state": "scanning", "done": 0, "total": len(self.history_todo)}
         self._svc.hub.publish("service", self._svc.service_block())
         self._svc.jobs.start_scan(self.history_todo)
 

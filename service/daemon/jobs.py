@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,14 +125,13 @@ class Jobs(ServicePart):
     # ---- history scan ------------------------------------------------------------------------
     def plan_scan(self, old: list[Path]) -> list[Path]:
         """What the background scan will read; SERVICE.scan says so from the first status on."""
-        if not old or not self._persist.wants_scan():
-            return []
-        self._svc.scan = {"state": "scanning", "done": 0, "total": len(old)}
-        return old
+        todo = old if old and self._persist.wants_scan() else []
+        self._svc.scan = {"state": "scanning", "done": 0, "total": len(todo)}
+        return todo
 
     def start_scan(self, todo: list[Path]) -> None:
-        if todo:
-            threading.Thread(target=self._scan, args=(todo,), name="history-scan", daemon=True).start()
+        """The history scan of `todo`, then the report's caches brought up to date, on a thread of its own."""
+        threading.Thread(target=self._scan, args=(todo,), name="history-scan", daemon=True).start()
 
     def _scan(self, todo: list[Path]) -> None:
         for path in todo:
@@ -147,6 +147,30 @@ class Jobs(ServicePart):
             except Exception:
                 log.exception("history scan of %s failed (skipped)", path)
             self._svc.scan["done"] += 1
+        self._prepare_report()
         self._svc.scan["state"] = "idle"
         if self._svc.ready.is_set():
             self._svc.hub.publish("service", self._svc.service_block())
+
+    def _prepare_report(self) -> None:
+        """Read every transcript into the report's scan cache now, as the report a user asks for would.
+
+        The first report after a start then reads only what changed since (decision 202); later
+        starts find the cache on disk and read only the transcripts that changed while stopped.
+        """
+        if self._svc.stopping.is_set():
+            return
+        from service.report import answers
+        from service.report.days import UnknownZone, resolve
+
+        asked = str((self._svc.cfg.get("report") or {}).get("timezone") or "")
+        try:
+            try:
+                zone = resolve(asked)[0]
+            except UnknownZone:  # the API answers 400 for it; the machine's zone is prepared instead
+                zone = resolve("")[0]
+            began, cpu = time.monotonic(), time.process_time()
+            answers.report(None, None, zone, restart_savings=False)
+            log.info("report prepared in %.1f s (%.1f s of CPU)", time.monotonic() - began, time.process_time() - cpu)
+        except Exception:
+            log.exception("preparing the report failed (the first report will read the transcripts)")

@@ -620,6 +620,32 @@ def test_old_transcripts_are_scanned_into_history_not_made_live(svc, dirs):
     assert COMPACT.stem not in {x["session_id"] for x in s.get("/api/v1/status")["sessions"]}
 
 
+def test_the_report_is_read_ready_when_the_service_goes_idle(svc, dirs):
+    """Decision 202: the first report a user asks for after a start reads no transcript again."""
+    from service.report import scan
+
+    home, claude = dirs
+    proj = claude / "projects" / "-p"
+    proj.mkdir()
+    old, live = proj / COMPACT.name, proj / CLEAR_FIRST.name
+    shutil.copyfile(COMPACT, old)
+    shutil.copyfile(CLEAR_FIRST, live)
+    week_ago = time.time() - 7 * 86400
+    os.utime(old, (week_ago, week_ago))
+    s = svc().start()
+    wait_for(lambda: s.get("/api/v1/status")["service"]["scan"]["state"] == "idle", what="history scan")
+    cache = home / "cache" / "report-scan.json"
+    prepared = json.loads(cache.read_bytes())["files"]
+    transcripts = sorted(str(p) for p in (claude / "projects").rglob("*.jsonl"))
+    assert len(transcripts) == 2
+    assert sorted(prepared) == transcripts
+    assert all(prepared[p]["fp"] == scan.fingerprint(p) for p in transcripts)
+    before = cache.stat().st_mtime_ns
+    doc = s.get("/api/v1/report")
+    assert doc["spend"]["calls"] > 0 and "restart_savings" in doc
+    assert cache.stat().st_mtime_ns == before  # nothing was read again, so nothing was written
+
+
 def test_status_command_redraws_from_the_event_stream(svc, dirs):
     _, claude = dirs
     s = svc().start()

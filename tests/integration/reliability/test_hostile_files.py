@@ -26,6 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.engine.lines import OVERLONG, LineSplitter
+from service.report.scan import CHUNK
 from tests.support import transcripts as T
 from tests.support.corpus import ROOT
 from tests.support.harness import Api, Events, meaningful, replay
@@ -291,7 +292,10 @@ def test_a_hostile_file_beside_a_good_transcript(kind, as_whom, open_base, witho
     seen = watch_service(env, home, prefix)
     assert seen["code"] == 0 and seen["stop_s"] < STOP_WITHIN_S, seen["stop_s"]
     assert seen["slowest_status_s"] < 2.0
-    assert max(seen["rss_mb"]) < 400 and seen["rss_mb"][-1] - seen["rss_mb"][0] < 3 * MAX_LINE_MB + 16, seen["rss_mb"]
+    # the live reader holds at most three bounds of a line; the report's scan, which the service runs once it
+    # has read the folder (decision 202), holds one of its chunks more; neither grows with the line
+    bound = 3 * MAX_LINE_MB + (CHUNK >> 20) + 16
+    assert max(seen["rss_mb"]) < 400 and seen["rss_mb"][-1] - seen["rss_mb"][0] < bound, seen["rss_mb"]
     assert meaningful(seen["good"]) == meaningful(expected)
     hostile = {p.name for p in project.iterdir() if p.name != GOOD}
     skipped = {Path(r["path"]).name: r["reason"] for r in seen["status"]["service"]["skipped_files"]}
