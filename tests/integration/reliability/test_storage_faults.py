@@ -209,11 +209,11 @@ def test_a_full_disk_does_not_stop_measurement_and_the_data_comes_back(tmp_path)
             end = growth.caught_up()
             assert _db(svc)["ok"] is True
             filler = home / "filler"
-            with open(filler, "wb") as fh:  # every free byte taken, as a runaway log would
+            # every free byte taken, as a runaway log would; unbuffered, so closing has nothing left to write
+            with open(filler, "wb", buffering=0) as fh:
                 try:
                     while True:
                         fh.write(b"\0" * (1 << 16))
-                        fh.flush()
                 except OSError:
                     pass
             growth.grow_to(DURING, steps=3)
