@@ -13,11 +13,12 @@ worker pool).
 
 ctxlamp runs cold (a fresh CTXLAMP_HOME with the tokenizer set up, as after the first
 run: no scan cache) and then warm (the
-same home again: an unchanged history). Every tool gets HOME and
+same home again: an unchanged history), and as users run it: with a `ctxlamp serve` started
+on the corpus beforehand, its startup reading done, answering the command. Every tool gets HOME and
 CLAUDE_CONFIG_DIR pointed at the corpus and TZ=UTC (ctxlamp's days are UTC).
 One untimed run of each tool first, so all of them read from a warm page cache.
 
-    python bench/peers.py --corpus /tmp/corpus --runs 5 [--json out.json]
+    python bench/peers.py --corpus /tmp/corpus --runs 5 [--no-monitor] [--no-service] [--json out.json]
 """
 from __future__ import annotations
 
@@ -131,6 +132,9 @@ def ctxlamp_cmd() -> list[str]:
     return [str(exe) if exe.exists() else shutil.which("ctxlamp") or "ctxlamp", "report", "--json"]
 
 
+SERVED = "ctxlamp, service running"  # `ctxlamp report` as users run it: a service answers (decision 202)
+
+
 @dataclass
 class Tool:
     name: str
@@ -144,18 +148,29 @@ class Tool:
                 "walls": [round(r.wall_s, 4) for r in self.runs]}
 
 
-def compare_run(corpus: Path, peers: Peers, runs: int = 5, with_monitor: bool = True) -> dict:
+def compare_run(corpus: Path, peers: Peers, runs: int = 5, with_monitor: bool = True, with_service: bool = True) -> dict:
     """Interleaved runs of every tool; medians, ratios and the last outputs."""
     env = base_env(corpus)
     projects = corpus / ".claude" / "projects"
-    tools = {name: Tool(name) for name in ("ccusage", "claude-monitor", "ctxlamp cold", "ctxlamp warm")}
+    tools = {name: Tool(name) for name in ("ccusage", "claude-monitor", "ctxlamp cold", "ctxlamp warm", SERVED)}
     if not with_monitor:
         del tools["claude-monitor"]
+    if not with_service:
+        del tools[SERVED]
     cc_cmd = [str(peers.ccusage), "claude", "daily", "--json", "--offline"]
     mon_cmd = [str(peers.monitor_python), str(peers.monitor_driver), str(projects)]
     homes = Path(tempfile.mkdtemp(prefix="ctxlamp-bench-home-"))
     outputs: dict[str, bytes] = {}
+    service = None
     try:
+        if with_service:  # started and done with its startup reading before any round: the state users are in
+            sys.path.insert(0, str(ROOT))
+            from bench.service_proc import ServiceProcess
+
+            service = ServiceProcess(homes / "service", corpus / ".claude").start()
+            service.wait_status()
+            service.wait_idle()
+            timed(ctxlamp_cmd(), {**env, "CTXLAMP_HOME": str(service.home)})  # untimed, as every tool's first run
         def ctx_env(home: Path) -> dict[str, str]:
             return {**env, "CTXLAMP_HOME": str(home)}
 
@@ -185,8 +200,14 @@ def compare_run(corpus: Path, peers: Peers, runs: int = 5, with_monitor: bool = 
                     tools["ctxlamp cold"].runs.append(r)
                     outputs["ctxlamp"] = r.out
                     tools["ctxlamp warm"].runs.append(timed(ctxlamp_cmd(), ctx_env(home)))
+                    if service is not None:
+                        r = timed(ctxlamp_cmd(), ctx_env(service.home))
+                        tools[SERVED].runs.append(r)
+                        outputs[SERVED] = r.out
             load.append(os.getloadavg()[0])
     finally:
+        if service is not None:
+            service.stop()
         shutil.rmtree(homes, ignore_errors=True)
     size = sum(p.stat().st_size for p in projects.rglob("*.jsonl"))
     summary = {name: t.summary() for name, t in tools.items()}
@@ -202,7 +223,9 @@ def compare_run(corpus: Path, peers: Peers, runs: int = 5, with_monitor: bool = 
                                     "ccusage claude daily --json --offline",
                          "claude-monitor": "<venv>/bin/python bench/claude_monitor_daily.py <corpus>/.claude/projects",
                          "ctxlamp cold": "CTXLAMP_HOME=<fresh dir, tokenizer set up> .venv/bin/ctxlamp report --json",
-                         "ctxlamp warm": "the same again with the same CTXLAMP_HOME (unchanged history)"}}
+                         "ctxlamp warm": "the same again with the same CTXLAMP_HOME (unchanged history)",
+                         SERVED: "CTXLAMP_HOME=<the home of a `ctxlamp serve` started on the corpus, its startup "
+                                 "reading done> .venv/bin/ctxlamp report --json"}}
 
 
 def format_table(result: dict) -> str:
@@ -223,10 +246,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=default_cache(),
                     help="where the peers are installed (default $CTXLAMP_BENCH_CACHE or ~/.cache/ctxlamp-bench)")
     ap.add_argument("--no-monitor", action="store_true", help="skip claude-monitor")
+    ap.add_argument("--no-service", action="store_true", help="skip the report a running service answers")
     ap.add_argument("--json", type=Path, help="write the full result (with outputs) here")
     args = ap.parse_args(argv)
     peers = install(args.cache)
-    result = compare_run(args.corpus, peers, args.runs, with_monitor=not args.no_monitor)
+    result = compare_run(args.corpus, peers, args.runs, with_monitor=not args.no_monitor,
+                         with_service=not args.no_service)
     print(f"corpus {result['corpus_mb']:.1f} MB, {args.runs} interleaved runs, "
           f"1-min loadavg {min(result['loadavg_1m']):.2f}..{max(result['loadavg_1m']):.2f}")
     print(format_table(result))

@@ -7,7 +7,8 @@ once, in the parent, while its workers scan: o200k's table and the Python counte
 for small texts, decision 43), the scan serially and with forked workers, the
 spend tally (fed while the workers scan, decision 45), what is left of the summary
 after the last file (with the collector paused, as the report runs it), and
-serializing / reading the scan cache.
+serializing / reading the scan cache; and the floor under any Python report: every byte
+read once by a bare interpreter in two processes.
 
     python bench/report_phases.py --corpus DIR
 """
@@ -17,9 +18,11 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,6 +89,34 @@ print(json.dumps(out))
 '''
 
 
+# The floor under any Python report: a bare interpreter (-S) that reads every transcript once, in two
+# processes, and only counts the usage fields: no parsing, no sums. What a report does beyond it is its own.
+_FLOOR = r'''
+import os, sys
+files = sorted(os.path.join(d, f) for d, _, names in os.walk(sys.argv[1]) for f in names if f.endswith(".jsonl"))
+def count(paths):
+    n = 0
+    for p in paths:
+        with open(p, "rb") as fh:
+            n += fh.read().count(b'"usage"')
+    return n
+pid = os.fork()
+if pid == 0:
+    count(files[1::2]); os._exit(0)
+count(files[0::2]); os.waitpid(pid, 0)
+'''
+
+
+def byte_floor(corpus: Path, runs: int = 5) -> float:
+    """Median wall seconds of _FLOOR over the corpus, interpreter start included."""
+    walls = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-S", "-c", _FLOOR, str(corpus / ".claude" / "projects")], check=True)
+        walls.append(time.perf_counter() - t)
+    return statistics.median(walls)
+
+
 def phases(corpus: Path, workers: int, tokenizer_first: bool, tokenizer_dir: Path, replay: bool = False) -> dict:
     with tempfile.TemporaryDirectory(prefix="ctxlamp-phases-") as home:  # a fresh data dir, as a cold run has,
         if tokenizer_dir.is_dir():  # with the tokenizer set up, as bench/peers.py (the install ships the table)
@@ -107,7 +138,8 @@ def measure(corpus: Path) -> dict:
         return {"serial_with_tokenizer_first": phases(corpus, 1, True, tok),
                 "serial": phases(corpus, 1, False, tok),
                 "workers": phases(corpus, os.cpu_count() or 1, False, tok),
-                "replay_serial": phases(corpus, 1, False, tok, replay=True)}
+                "replay_serial": phases(corpus, 1, False, tok, replay=True),
+                "floor_s": byte_floor(corpus)}
 
 
 def format_phases(r: dict) -> str:
@@ -122,11 +154,14 @@ def format_phases(r: dict) -> str:
             f"| spend tally over {s['calls']} calls (the report feeds it while its workers scan) | {s['tally_s']:.3f} |",
             f"| the rest of the summary, after the last file | {s['summary_s']:.3f} |",
             f"| scan cache: serialize (done as results arrive) / read ({s['cache_mb']:.1f} MB) | {s['cache_dump_s']:.3f} / {s['cache_load_s']:.3f} |"]
+    floor = r["floor_s"]
     r = r.get("replay_serial")
     if r:
         rows.append(f"| scan with the restart replay of {r['replayed_files']} main transcripts from the same read, one "
                     f"process (the report's workers each do a share) | {r['replay_s']:.3f} (CPU {r['replay_cpu_s']:.3f}; "
                     f"counting tokens {r['replay_tokenizer_s']:.3f}) |")
+    rows.append(f"| the floor: a bare interpreter reads every byte once in two processes and counts `\"usage\"`, "
+                f"nothing parsed (median of 5, interpreter start included) | {floor:.3f} |")
     return "\n".join(rows)
 
 

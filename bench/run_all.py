@@ -244,6 +244,10 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
               f"{ratio:.2f}x (rounds {rr[0]:.2f} .. {rr[-1]:.2f}) -> {'met' if ratio <= 1.0 else 'NOT met'}",
               f"- warm report (unchanged history) under 100 ms: {t['ctxlamp warm']['wall_s'] * 1000:.0f} ms -> "
               f"{'met' if t['ctxlamp warm']['wall_s'] < 0.1 else 'NOT met'}"]
+        served = t.get(peers.SERVED)
+        if served:
+            L.append(f"- `ctxlamp report --json` answered by a running service, at most 1.0x ccusage: "
+                     f"{served['ratio_vs_ccusage']:.2f}x -> {'met' if served['ratio_vs_ccusage'] <= 1.0 else 'NOT met'}")
     ls = extra.get("long_segment") or {}
     if ls and not ls.get("error"):
         L.append(f"- 4x the calls in one segment at most 5x the replay time: {ls['ratio']:.2f}x -> "
