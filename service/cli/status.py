@@ -35,8 +35,10 @@ def render(status: dict, tty: bool) -> str:
     head = f"ctxlamp service pid {p(svc.get('pid', '?'), 20)} · observer {p(svc.get('observer'), 40)}"
     if scan.get("state") == "catching_up":
         head += f" · reading recent sessions {scan.get('done', 0)}/{scan.get('total', 0)}"
-    elif scan.get("state") == "scanning":
+    elif scan.get("state") == "scanning" and scan.get("done", 0) < scan.get("total", 0):
         head += f" · scanning history {scan.get('done', 0)}/{scan.get('total', 0)}"
+    elif scan.get("state") == "scanning":  # the history is read: the report's cache is filled last (decision 202)
+        head += " · preparing the report"
     db = svc.get("db") or {}
     if db and not db.get("ok", True):
         head += f" · database unavailable ({p(db.get('error'), 300)})"
