@@ -26,6 +26,7 @@ from service.engine.prices import Price, PriceTable, family_of
 from service.engine.restart_savings import RestartLedger, restart_now
 from service.engine.snapshot import Lamp, LastReminder, Skeleton, Snapshot
 from service.engine.tokens import TokenCounter
+from service.engine.window import SlidingSum, rounded_sum
 
 _EDIT_TOOLS = ("Edit", "MultiEdit")
 _FILE_TOOLS = ("Read", "Write", "Edit", "MultiEdit")
@@ -158,11 +159,8 @@ class _Segment:
     selected_basis: tuple[int, str | None] | None = None  # (selection version, cwd); None: sum afresh
     timed_t: list[float] = field(default_factory=list)  # times of the timed calls, in call order
     timed_max: list[float] = field(default_factory=list)  # running maximum of timed_t (bisected)
-    timed_drent: list[float] = field(default_factory=list)  # their rent increments, kept as revisions top up
+    timed_drent: SlidingSum = field(default_factory=SlidingSum)  # their rent increments, kept as revisions top up
     timed_in_order: bool = True  # timed_t never went back
-    br_key: tuple[float, int, int] | None = None
-    br_total: float = 0.0
-    drent_version: int = 0
     restart: RestartLedger = field(default_factory=RestartLedger)  # section 14
 
 
@@ -560,7 +558,6 @@ class SessionEngine:
             call.drent += added
         if call.timed >= 0:
             seg.timed_drent[call.timed] = call.drent
-            seg.drent_version += 1
         if added <= 0 or call.interval <= 0:
             seg.bill_cycle += max(0.0, added)
             return
@@ -844,23 +841,17 @@ class SessionEngine:
         return total * 3600.0 / span
 
     def _window_rent(self, start: float) -> float:
-        """Rent of the timed calls at or after `start`, summed in call order.
+        """Rent of the timed calls at or after `start`: their exact sum, rounded once (decision 204).
 
         No call before the first whose running maximum time reaches `start` can be in the window
-        (a bisection); when times never went back, every call from there on is. The sum itself
-        runs over the window's increments only (never the segment's), in C, and is kept until
-        the window or an increment in it changes.
+        (a bisection); when times never went back, every call from there on is, and the sliding
+        sum moves by the calls that entered and left the window since the last snapshot.
         """
         seg = self._seg
         first = bisect_left(seg.timed_max, start)
-        key = (start, len(seg.timed_t), seg.drent_version)
-        if seg.br_key != key:
-            if seg.timed_in_order:
-                total = sum(seg.timed_drent[first:])
-            else:
-                total = sum(d for t, d in zip(seg.timed_t[first:], seg.timed_drent[first:]) if t >= start)
-            seg.br_key, seg.br_total = key, total
-        return seg.br_total
+        if seg.timed_in_order:
+            return seg.timed_drent.sum_from(first)
+        return rounded_sum([d for t, d in zip(seg.timed_t[first:], seg.timed_drent.values[first:]) if t >= start])
 
     # ---- segment profiles (sections 5 settlement, 10) ------------------------------------
 

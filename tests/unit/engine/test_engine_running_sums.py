@@ -6,6 +6,7 @@ through late revisions of older calls, /model switches and times that go back.
 """
 from __future__ import annotations
 
+import math
 import random
 
 from hypothesis import HealthCheck, given, settings
@@ -48,14 +49,15 @@ def session(seed: int, n: int) -> list[dict]:
 
 
 def afresh(eng) -> tuple[float, float, float | None, dict[str, tuple[int, float, float]]]:
-    """The open segment's bill, burn rate and per-model bills summed again from its calls, in call order."""
+    """The open segment's bill and per-model bills summed again from its calls, in call order, and its burn
+    rate from the window's exact sum rounded once (math.fsum; decision 204)."""
     seg = eng._seg
     bill_in = sum(c.bill_in for c in seg.calls)
     bill_out = sum(c.bill_out for c in seg.calls)
     br = None
     if seg.calls and seg.last_t is not None:
         start = seg.last_t - eng.config.br_window_s
-        total = sum(c.drent for c in seg.calls if c.t is not None and c.t >= start)
+        total = math.fsum(c.drent for c in seg.calls if c.t is not None and c.t >= start)
         first = seg.started_t if seg.started_t is not None else seg.last_t
         br = total * 3600.0 / max(60.0, seg.last_t - max(start, first))
     models: dict[str, tuple[int, float, float]] = {}
