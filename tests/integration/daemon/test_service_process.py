@@ -600,15 +600,19 @@ def test_inotify_out_of_watches_falls_back_to_polling_and_says_why_once(tmp_path
 
 
 # ---- history older than the live window --------------------------------------------------------------
-def test_old_transcripts_are_scanned_into_history_not_made_live(svc, dirs):
-    _, claude = dirs
+def _one_old_one_live(claude: Path) -> None:
+    """COMPACT's transcript a week old (for the history scan) and CLEAR_FIRST's recent (a live session)."""
     proj = claude / "projects" / "-p"
     proj.mkdir()
-    old, live = proj / COMPACT.name, proj / CLEAR_FIRST.name
-    shutil.copyfile(COMPACT, old)
-    shutil.copyfile(CLEAR_FIRST, live)
+    shutil.copyfile(COMPACT, proj / COMPACT.name)
+    shutil.copyfile(CLEAR_FIRST, proj / CLEAR_FIRST.name)
     week_ago = time.time() - 7 * 86400
-    os.utime(old, (week_ago, week_ago))
+    os.utime(proj / COMPACT.name, (week_ago, week_ago))
+
+
+def test_old_transcripts_are_scanned_into_history_not_made_live(svc, dirs):
+    _, claude = dirs
+    _one_old_one_live(claude)
     s = svc().start()
     status = s.get("/api/v1/status")
     assert [x["session_id"] for x in status["sessions"]] == [CLEAR_FIRST.stem]  # live ones are ready first
@@ -625,13 +629,7 @@ def test_the_report_is_read_ready_when_the_service_goes_idle(svc, dirs):
     from service.report import scan
 
     home, claude = dirs
-    proj = claude / "projects" / "-p"
-    proj.mkdir()
-    old, live = proj / COMPACT.name, proj / CLEAR_FIRST.name
-    shutil.copyfile(COMPACT, old)
-    shutil.copyfile(CLEAR_FIRST, live)
-    week_ago = time.time() - 7 * 86400
-    os.utime(old, (week_ago, week_ago))
+    _one_old_one_live(claude)
     s = svc().start()
     wait_for(lambda: s.get("/api/v1/status")["service"]["scan"]["state"] == "idle", what="history scan")
     cache = home / "cache" / "report-scan.json"
