@@ -115,6 +115,11 @@ def max_line_bytes(cfg: dict | None) -> int:
     return max(1024, int(float(mb) * (1 << 20)))
 
 
+def report_timezone(cfg: dict | None) -> str:
+    """[report] timezone of a loaded config ("" = the machine's zone)."""
+    return str(((cfg or {}).get("report") or {}).get("timezone") or "")
+
+
 def configured_timezone() -> str:
     """[report] timezone of the user's config.toml ("" = the machine's zone; never writes the file)."""
     from service.paths import app_paths
@@ -124,7 +129,7 @@ def configured_timezone() -> str:
         cfg = load(path) if path.is_file() else None
     except (ConfigError, OSError):
         cfg = None
-    return str(((cfg or {}).get("report") or {}).get("timezone") or "")
+    return report_timezone(cfg)
 
 
 def configured_max_line() -> int:

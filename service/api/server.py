@@ -249,9 +249,10 @@ class ApiServer:
 
     def _zone(self, q) -> str:
         """The zone days are cut in: ?timezone=, else [report] timezone, else the machine's (issue 26)."""
+        from service.config import report_timezone
         from service.report.days import UnknownZone, resolve
 
-        asked = q.get("timezone") or str((self.service.cfg.get("report") or {}).get("timezone") or "")
+        asked = q.get("timezone") or report_timezone(self.service.cfg)
         try:
             return resolve(asked)[0]
         except UnknownZone as exc:

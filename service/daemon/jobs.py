@@ -160,10 +160,11 @@ class Jobs(ServicePart):
         """
         if self._svc.stopping.is_set():
             return
+        from service.config import report_timezone
         from service.report import answers
         from service.report.days import UnknownZone, resolve
 
-        asked = str((self._svc.cfg.get("report") or {}).get("timezone") or "")
+        asked = report_timezone(self._svc.cfg)
         try:
             try:
                 zone = resolve(asked)[0]

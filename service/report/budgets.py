@@ -75,10 +75,11 @@ def current_keys(block: dict[str, Any], keys: set[str]) -> set[str]:
 
 def compute(cfg: dict[str, Any] | None) -> dict[str, Any]:
     """The budgets block now: this month's billed figure per day, from the report (its caches)."""
+    from service.config import report_timezone
     from service.report.answers import report
     from service.report.days import DayOf
 
-    local = DayOf(str(((cfg or {}).get("report") or {}).get("timezone") or ""))
+    local = DayOf(report_timezone(cfg))
     today = local.today()
     # only the billed figure counts here: the restart savings' replay of every main transcript is spared
     doc = report(today.replace(day=1).isoformat(), today.isoformat(), local.name, restart_savings=False)
