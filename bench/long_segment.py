@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.corpus import long_session
+from bench.rounds import alternating
 from service.measure.engines import load_prices, replay_file, shared_counter
 
 _ID = re.compile(rb'"(msg_[A-Za-z0-9_]+|req_[A-Za-z0-9_]+|toolu_[A-Za-z0-9_]+)"')
@@ -104,17 +105,14 @@ def measure(calls: int = 2000, runs: int = 5, factor: int = 4) -> dict[str, Any]
         copies = max(1, round(calls / per_copy))
         small = one_segment(copies, work / "small.jsonl")
         large = one_segment(copies * factor, work / "large.jsonl")
-        times: dict[str, list[float]] = {"small": [], "large": []}
-        cpu: dict[str, list[float]] = {"small": [], "large": []}
-        info: dict[str, tuple[int, int]] = {}
-        loads = []
-        for r in range(runs):
-            for name in (("small", "large") if r % 2 == 0 else ("large", "small")):
-                seconds, n, segs, cpu_s = replay_seconds((small if name == "small" else large)["path"])
-                times[name].append(seconds)
-                cpu[name].append(cpu_s)
-                info[name] = (n, segs)
-                loads.append(os.getloadavg()[0])
+        def replaying(path: Path) -> Callable[[int], tuple[float, int, int, float, float]]:
+            return lambda _round: (*replay_seconds(path), os.getloadavg()[0])
+
+        got = alternating(runs, {"small": replaying(small["path"]), "large": replaying(large["path"])})
+        times = {name: [r[0] for r in rows] for name, rows in got.items()}
+        cpu = {name: [r[3] for r in rows] for name, rows in got.items()}
+        info = {name: (rows[-1][1], rows[-1][2]) for name, rows in got.items()}
+        loads = [r[4] for rows in got.values() for r in rows]
         med = {k: statistics.median(v) for k, v in times.items()}
         med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
         return {"runs": runs, "factor": factor,

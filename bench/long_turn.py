@@ -16,13 +16,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from service.history.sink import TurnSink  # noqa: E402 (the path above first)
+from bench.rounds import alternating  # noqa: E402 (the path above first)
+from service.history.sink import TurnSink  # noqa: E402
 from service.store import Store  # noqa: E402
 
 
@@ -61,15 +63,15 @@ def feed_seconds(entries: list[dict[str, Any]], folder: Path) -> tuple[float, fl
 
 
 def measure(calls: int = 1000, runs: int = 5, factor: int = 4) -> dict[str, Any]:
-    turns = {"small": one_turn(calls), "large": one_turn(calls * factor)}
-    wall: dict[str, list[float]] = {"small": [], "large": []}
-    cpu: dict[str, list[float]] = {"small": [], "large": []}
-    for r in range(runs):
-        for name in (("small", "large") if r % 2 == 0 else ("large", "small")):
+    def feeding(entries: list[dict[str, Any]]) -> Callable[[int], tuple[float, float]]:
+        def feed(_round: int) -> tuple[float, float]:
             with tempfile.TemporaryDirectory(prefix="ctxlamp-turn-") as tmp:
-                w, c = feed_seconds(turns[name], Path(tmp))
-            wall[name].append(w)
-            cpu[name].append(c)
+                return feed_seconds(entries, Path(tmp))
+        return feed
+
+    timed = alternating(runs, {"small": feeding(one_turn(calls)), "large": feeding(one_turn(calls * factor))})
+    wall = {name: [w for w, _ in got] for name, got in timed.items()}
+    cpu = {name: [c for _, c in got] for name, got in timed.items()}
     med = statistics.median
     return {"calls": calls, "factor": factor, "runs": runs, "small_s": med(wall["small"]), "large_s": med(wall["large"]),
             "small_cpu_s": med(cpu["small"]), "large_cpu_s": med(cpu["large"]),

@@ -26,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.rounds import alternating
 from bench.service_proc import ServiceProcess
 from tests.support import transcripts as T
 
@@ -186,13 +187,10 @@ def compare(runs: int = 100, loads: tuple[int, ...] = (0, 4)) -> dict:
                     for i in range(3):
                         for c in cmds.values():
                             run_once(c, env, status_json(i))
-                    walls: dict[str, list[float]] = {"line": [], "floor": []}
-                    cpus: dict[str, list[float]] = {"line": [], "floor": []}
-                    for i in range(runs):
-                        for name in (("line", "floor") if i % 2 == 0 else ("floor", "line")):
-                            wall, cpu, _ = run_once(cmds[name], env, status_json(i))
-                            walls[name].append(wall)
-                            cpus[name].append(cpu)
+                    got = alternating(runs, {name: (lambda i, cmd=cmd: run_once(cmd, env, status_json(i)))
+                                             for name, cmd in cmds.items()})
+                    walls = {name: [wall for wall, _, _ in rows] for name, rows in got.items()}
+                    cpus = {name: [cpu for _, cpu, _ in rows] for name, rows in got.items()}
                     la = os.getloadavg()
                 finally:
                     _stop(busy)
