@@ -83,11 +83,16 @@ def new_plot(title: str, left: str, bottom: str, *, left_unit: str = "", bottom_
     return w
 
 
-def _note(plot: pg.PlotWidget, text: str) -> None:
+def _note(plot: pg.PlotWidget, text: str, days: int = 0) -> None:
+    """`text` in the middle of an empty plot; a daily chart keeps its `days` on the x axis."""
     item = pg.TextItem(text, color=theme.colours()["muted"], anchor=(0.5, 0.5))
     plot.addItem(item)
-    item.setPos(0.5, 0.5)
-    plot.setXRange(0, 1)
+    if days:
+        item.setPos((days - 1) / 2, 0.5)
+        plot.setXRange(-0.6, days - 0.4, padding=0)
+    else:
+        item.setPos(0.5, 0.5)
+        plot.setXRange(0, 1)
     plot.setYRange(0, 1)
 
 
@@ -208,7 +213,7 @@ def draw_stacks(plot: pg.PlotWidget, days: list[str], layers: list[tuple[str, li
     if isinstance(axis, UnitAxis):
         axis.day_labels = [fmt.day(d) for d in days]
     if not days or not layers or not any(any(v for v in vals) for _, vals in layers):
-        _note(plot, "Nothing spent in this period.")
+        _note(plot, "Nothing spent in this period.", days=len(days))  # the axis still names the period's days
         return
     base = [0.0] * len(days)
     xs = list(range(len(days)))

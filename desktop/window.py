@@ -39,6 +39,7 @@ class MainWindow(QMainWindow):
         self.session_id = session_id
         self.snapshot: dict | None = None
         self.series: dict | None = None
+        self.ended_id: str | None = None  # the ended session the Session tab shows, if it shows one
         self.setWindowTitle("ctxlamp")
         self.resize(1100, 760)
         self.tabs = QTabWidget()
@@ -114,7 +115,7 @@ class MainWindow(QMainWindow):
                             if p.get("session_id") == session_id]
             except DataError:
                 segments = []
-            self.session_id = None
+            self.session_id, self.ended_id = None, session_id
             self.session_tab.show_ended(row, segments)
             self.files_tab.show_series(None)
         self.tabs.setCurrentWidget(self.session_tab)
@@ -122,7 +123,7 @@ class MainWindow(QMainWindow):
     def set_snapshot(self, snapshot: dict | None) -> None:
         self.snapshot = snapshot
         if snapshot:
-            self.session_id = snapshot.get("session_id")
+            self.session_id, self.ended_id = snapshot.get("session_id"), None
         self.session_tab.show_snapshot(snapshot)
 
     def reload_series(self) -> None:
@@ -154,7 +155,12 @@ class MainWindow(QMainWindow):
 
     # ---- live updates ----
     def on_live_snapshot(self, snapshot: dict) -> None:
-        """A snapshot from the event stream: redraw if it is the shown session."""
+        """A snapshot from the event stream: the Overview's live list takes it; the Session tab redraws if it
+        shows that session, or takes the session up if it shows none (the window was opened before the
+        session's first call, as in the demo)."""
+        self.overview_tab.note_snapshot(snapshot)
+        if self.session_id is None and self.ended_id is None and snapshot.get("session_id"):
+            self.session_id = snapshot["session_id"]
         if snapshot.get("session_id") != self.session_id:
             return
         self.set_snapshot(snapshot)

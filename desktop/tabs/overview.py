@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 import time
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QButtonGroup, QFrame, QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QListWidget, QListWidgetItem,
     QProgressBar, QPushButton, QRadioButton, QTableWidget, QTableWidgetItem, QVBoxLayout,
@@ -22,6 +22,7 @@ from desktop.present.lamp import STATE_WORDS, lamp_colour, lamp_state, session_n
 from desktop.tabs.base import Tab
 
 SESSION_COLUMNS = ("Session", "Spent", "Calls", "Last call", "Live")
+RELOAD_AFTER_MS = 20_000  # calls being written bring the figures up to date this long after the first of them
 
 
 class OverviewTab(Tab):
@@ -33,6 +34,11 @@ class OverviewTab(Tab):
         self.days = 7
         self.doc: dict | None = None
         self.status: dict | None = None
+        self.stale = False  # calls came while the tab was hidden: it reloads when shown again
+        self.reload_timer = QTimer(self)
+        self.reload_timer.setSingleShot(True)
+        self.reload_timer.setInterval(RELOAD_AFTER_MS)
+        self.reload_timer.timeout.connect(self._reload_if_shown)
 
         # period and grouping switches
         self.period_group = QButtonGroup(self)
@@ -148,6 +154,32 @@ class OverviewTab(Tab):
 
     def show_error(self, text: str) -> None:
         self.notes.setText(f"Could not load the overview: {text}")
+
+    def note_snapshot(self, snap: dict) -> None:
+        """A live session's new snapshot: its line in the live list now, the figures RELOAD_AFTER_MS later
+        (one reload however many calls come meanwhile, none while nothing is written)."""
+        if self.status is None and self.doc is None:
+            return  # not loaded yet: the first showing loads everything
+        sid = snap.get("session_id")
+        sessions = list((self.status or {}).get("sessions") or [])
+        at = next((i for i, s in enumerate(sessions) if s.get("session_id") == sid), len(sessions))
+        sessions[at:at + 1] = [snap]
+        self.status = {**(self.status or {}), "sessions": sessions}
+        self.show_live(self.status)
+        if not self.reload_timer.isActive():
+            self.reload_timer.start()
+
+    def _reload_if_shown(self) -> None:
+        if self.isVisible():
+            self.reload()
+        else:
+            self.stale = True
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self.stale:
+            self.stale = False
+            self.reload()
 
     def show_overview(self, doc: dict | None, status: dict | None) -> None:
         self.doc, self.status = doc, status

@@ -173,10 +173,23 @@ def transcript_path(claude_dir: Path, cwd: str) -> Path:
     return claude_dir / "projects" / cwd.replace("/", "-") / f"{SESSION}.jsonl"
 
 
+def ending_at(entries: list[dict], end: datetime) -> list[dict]:
+    """The session moved in time, whole milliseconds, so its last entry is at `end`: every gap between
+    entries is what generate() made, and the session lands in today's spend instead of an old day's."""
+    def at(e: dict) -> datetime:
+        return datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00"))
+
+    shift = end.astimezone(timezone.utc).replace(microsecond=end.microsecond // 1000 * 1000) - at(entries[-1])
+    for e in entries:
+        e["timestamp"] = (at(e) + shift).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return entries
+
+
 def play(claude_dir: Path, cwd: Path, seconds_per_call: float = 0.5, seed: int = 3,
-         progress=None) -> Path:
-    """Append the demo session to its transcript, one API response at a time."""
-    entries = generate(str(cwd), seed)
+         progress=None, end: datetime | None = None) -> Path:
+    """Append the demo session to its transcript, one API response at a time; it is dated to end at
+    `end` (default: now), so the Overview's periods and the live list show it whenever it plays."""
+    entries = ending_at(generate(str(cwd), seed), end or datetime.now(timezone.utc))
     path = transcript_path(claude_dir, str(cwd))
     path.parent.mkdir(parents=True, exist_ok=True)
     write_project(cwd, seed)

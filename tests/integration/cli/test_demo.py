@@ -4,8 +4,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import datetime, timedelta, timezone
 
-from service.cli.demo_session import generate
+from service.cli.demo_session import generate, play
 from service.measure.engines import load_prices, new_engine
 from tests.support.corpus import ROOT
 
@@ -29,3 +30,23 @@ def test_bundled_demo_data_is_what_make_demo_measures(tmp_path):
         fresh = json.loads((tmp_path / name).read_text())
         bundled = json.loads((ROOT / "resources/demo" / name).read_text())
         assert fresh == bundled, f"resources/demo/{name} is stale: run resources/demo/make_demo.py"
+
+
+def test_the_demo_is_dated_to_end_when_it_plays(tmp_path):
+    """Played a month after it was made, the demo is still today's session: the Overview shows it."""
+    def at(e: dict) -> datetime:
+        return datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00"))
+
+    end = datetime(2031, 5, 6, 7, 8, 9, 123456, tzinfo=timezone.utc)
+    project = tmp_path / "project"
+    path = play(tmp_path / "claude", project, seconds_per_call=0, end=end)
+    written = [json.loads(line) for line in path.read_text().splitlines()]
+    made = generate(str(project))
+    assert len(written) == len(made) and at(written[-1]) == end.replace(microsecond=123000)
+    assert [at(b) - at(a) for a, b in zip(written, written[1:])] == [at(b) - at(a) for a, b in zip(made, made[1:])]
+    assert [{**w, "timestamp": None} for w in written] == [{**m, "timestamp": None} for m in made]
+
+    before = datetime.now(timezone.utc)
+    path = play(tmp_path / "claude", project, seconds_per_call=0)
+    last = at(json.loads(path.read_text().splitlines()[-1]))
+    assert before - timedelta(seconds=1) <= last <= datetime.now(timezone.utc)

@@ -78,6 +78,68 @@ def test_overview_tab_shows_the_demo_and_a_click_opens_the_session(qtbot):
     assert win.session_tab.curve_plot.now_point is None
 
 
+class _Quiet(DemoSource):
+    """The demo before its first call: no live session until `writing`; counts the overview loads."""
+
+    writing = False
+    loads = 0
+
+    def status(self) -> dict:
+        doc = super().status()
+        return doc if self.writing else {**doc, "sessions": [], "followed": None}
+
+    def overview(self, days: int) -> dict:
+        self.loads += 1
+        return super().overview(days)
+
+
+def test_a_window_opened_before_the_first_call_follows_the_session(qtbot):
+    from desktop.window import MainWindow
+
+    src = _Quiet()
+    win = MainWindow(src)
+    qtbot.addWidget(win)
+    win.show()
+    win.load_all()
+    tab = win.overview_tab
+    tab.reload_timer.setInterval(50)
+    assert [tab.live.item(i).text() for i in range(tab.live.count())] == ["No live session."]
+    assert win.session_id is None
+    loads = src.loads
+    src.writing = True
+    first, second = DemoSource().status()["sessions"][:2]
+    for _ in range(5):  # calls as they come: the live list at once, the figures once for all of them
+        win.on_live_snapshot(first)
+    assert tab.live.count() == 1 and tab.live.item(0).data(0x0100) == first["session_id"]
+    assert win.session_id == first["session_id"] and win.snapshot == first  # the Session tab took it up
+    qtbot.waitUntil(lambda: src.loads == loads + 1)
+    qtbot.wait(200)
+    assert src.loads == loads + 1
+    win.on_live_snapshot(second)  # another session: listed, the shown one stays
+    assert [tab.live.item(i).data(0x0100) for i in range(2)] == [first["session_id"], second["session_id"]]
+    assert win.session_id == first["session_id"]
+    win.tabs.setCurrentWidget(win.history_tab)  # hidden, the tab waits to be shown before it loads
+    win.on_live_snapshot(second)
+    qtbot.waitUntil(lambda: tab.stale)
+    assert src.loads == loads + 1
+    win.tabs.setCurrentWidget(tab)
+    assert src.loads == loads + 2 and not tab.stale
+
+
+def test_an_ended_session_being_read_is_not_replaced_by_a_live_one(qtbot):
+    from desktop.window import MainWindow
+
+    src = _Quiet()
+    win = MainWindow(src)
+    qtbot.addWidget(win)
+    win.show()
+    win.load_all()
+    ended = next(s for s in src.overview(7)["sessions"] if not s["live"])
+    win.open_session(ended["session_id"])
+    win.on_live_snapshot(DemoSource().status()["sessions"][0])
+    assert win.session_id is None and "not live any more" in win.session_tab.title.text()
+
+
 def test_limit_meters_appear_when_the_status_has_them(qtbot):
     from desktop.tabs.overview import OverviewTab
 
@@ -99,6 +161,22 @@ def test_count_axes_tick_whole_numbers_only(qtbot):
     assert values and all(float(v).is_integer() for v in values)
     assert axis.tickStrings([1000.0, 2000.0], 1, 1000) == ["1,000", "2,000"]
     assert UnitAxis("left", "usd").tickStrings([0.5, 2.0], 1, 0.5) == ["$0.50", "$2.00"]
+
+
+def test_a_period_with_nothing_spent_still_names_its_days(qtbot):
+    from desktop.charts import draw_stacks, new_plot
+
+    plot = new_plot("Spend per day", "", "", left_unit="usd", bottom_unit="day", legend=True)
+    qtbot.addWidget(plot)
+    days = [f"2026-11-{d}" for d in range(26, 31)] + ["2026-12-01", "2026-12-02"]
+    draw_stacks(plot, days, [("Sonnet 4.5", [0.0] * 7)])
+    (lo, hi), _ = plot.getPlotItem().getViewBox().viewRange()
+    assert (lo, hi) == (-0.6, 6.6)  # every day of the period, not the first two of it
+    axis = plot.getAxis("bottom")
+    ticks = [v for _, vs in axis.tickValues(lo, hi, 700) for v in vs]
+    assert axis.tickStrings([min(ticks), max(ticks)], 1, 1) == [fmt.day(days[0]), fmt.day(days[-1])]
+    draw_stacks(plot, days, [("Sonnet 4.5", [0.0] * 6 + [1.5])])  # and as much when something was
+    assert plot.getPlotItem().getViewBox().viewRange()[0] == [-0.6, 6.6]
 
 
 # ---------------- the overview's sums are the report's ----------------
