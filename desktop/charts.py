@@ -83,17 +83,15 @@ def new_plot(title: str, left: str, bottom: str, *, left_unit: str = "", bottom_
     return w
 
 
-def _note(plot: pg.PlotWidget, text: str, days: int = 0) -> None:
-    """`text` in the middle of an empty plot; a daily chart keeps its `days` on the x axis."""
+def note(plot: pg.PlotWidget, text: str, xs: tuple[float, float] = (0.0, 1.0),
+         ys: tuple[float, float] = (0.0, 1.0)) -> None:
+    """`text` in the middle of an empty plot whose axes span `xs` and `ys` (a daily or a time axis keeps
+    the days or hours it stands for; pyqtgraph's 0..1 would name the first two days, or 1970)."""
     item = pg.TextItem(text, color=theme.colours()["muted"], anchor=(0.5, 0.5))
     plot.addItem(item)
-    if days:
-        item.setPos((days - 1) / 2, 0.5)
-        plot.setXRange(-0.6, days - 0.4, padding=0)
-    else:
-        item.setPos(0.5, 0.5)
-        plot.setXRange(0, 1)
-    plot.setYRange(0, 1)
+    item.setPos((xs[0] + xs[1]) / 2, (ys[0] + ys[1]) / 2)
+    plot.setXRange(*xs, padding=0)
+    plot.setYRange(*ys, padding=0)
 
 
 def draw_curve(plot: pg.PlotWidget, view: CurveView) -> None:
@@ -102,7 +100,7 @@ def draw_curve(plot: pg.PlotWidget, view: CurveView) -> None:
     plot.clear()
     plot.now_point = None
     if not view.us:
-        _note(plot, view.note or "No cost curve yet.")
+        note(plot, view.note or "No cost curve yet.")
         return
     finite = [y for y in view.ys if math.isfinite(y)]
     y_top = min(max(finite) if finite else 2.0, 2.0)
@@ -164,7 +162,7 @@ def _marks(plot: pg.PlotWidget, view: SeriesView, labels: bool) -> None:
 def draw_stock(plot: pg.PlotWidget, view: SeriesView) -> None:
     plot.clear()
     if not view.calls:
-        _note(plot, "No calls yet.")
+        note(plot, "No calls yet.")
         return
     plot.plot(view.calls, view.total_stock, pen=pg.mkPen(theme.SERIES[0], width=2), name="context carried")
     plot.plot(view.calls, view.L, pen=pg.mkPen(theme.SERIES[6], width=1.5, style=Qt.PenStyle.DashLine),
@@ -181,7 +179,7 @@ def draw_stock(plot: pg.PlotWidget, view: SeriesView) -> None:
 def draw_rent(plot: pg.PlotWidget, view: SeriesView) -> None:
     plot.clear()
     if not view.calls:
-        _note(plot, "No rent yet.")
+        note(plot, "No rent yet.")
         return
     plot.plot(view.calls, view.rent, pen=pg.mkPen(theme.SERIES[5], width=2), name="rent paid so far")
     _marks(plot, view, labels=False)
@@ -191,7 +189,7 @@ def draw_rent(plot: pg.PlotWidget, view: SeriesView) -> None:
 def draw_bars(plot: pg.PlotWidget, view: ChannelView) -> None:
     plot.clear()
     if not view.xs:
-        _note(plot, "No data for this channel yet.")
+        note(plot, "No data for this channel yet.")
         return
     brush = theme.SERIES[0] if view.label == "measured" else theme.SERIES[6]
     bars = pg.BarGraphItem(x=view.xs, height=view.heights, width=view.width_s * 0.8, brush=brush,
@@ -213,7 +211,7 @@ def draw_stacks(plot: pg.PlotWidget, days: list[str], layers: list[tuple[str, li
     if isinstance(axis, UnitAxis):
         axis.day_labels = [fmt.day(d) for d in days]
     if not days or not layers or not any(any(v for v in vals) for _, vals in layers):
-        _note(plot, "Nothing spent in this period.", days=len(days))  # the axis still names the period's days
+        note(plot, "Nothing spent in this period.", (-0.6, len(days) - 0.4) if days else (0.0, 1.0))
         return
     base = [0.0] * len(days)
     xs = list(range(len(days)))

@@ -6,6 +6,8 @@ shows a note, never an error dialog.
 """
 from __future__ import annotations
 
+import time
+
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 from PySide6.QtCore import Qt
@@ -69,6 +71,9 @@ class LimitsPanel(QWidget):
         if drawn:
             self.plot.setYRange(0, 100)
             self.plot.enableAutoRange(axis="x")
+        else:  # the last five hours, empty: a time axis of 0..1 would read as seconds of 1970
+            now = time.time()
+            charts.note(self.plot, "No plan usage reported yet.", (now - 5 * 3600, now), (0.0, 100.0))
         rows = turn_rows(session.get("turns") or [])
         self.table.setRowCount(len(rows))
         for r, row in enumerate(rows):

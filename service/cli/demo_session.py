@@ -169,6 +169,17 @@ def write_project(cwd: Path, seed: int = 3) -> None:
         dest.write_text(text)
 
 
+def _land(entry: dict, cwd: Path) -> None:
+    """A file the session's Write created lands in the demo project, as Claude Code's would: the Files
+    tab shows it present, not gone."""
+    made = entry.get("toolUseResult")
+    if isinstance(made, dict) and made.get("type") == "create":
+        dest = Path(made["filePath"])
+        if dest.is_relative_to(cwd):
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(made["content"])
+
+
 def transcript_path(claude_dir: Path, cwd: str) -> Path:
     return claude_dir / "projects" / cwd.replace("/", "-") / f"{SESSION}.jsonl"
 
@@ -196,6 +207,7 @@ def play(claude_dir: Path, cwd: Path, seconds_per_call: float = 0.5, seed: int =
     path.write_bytes(b"")
     with open(path, "ab") as fh:
         for i, e in enumerate(entries):
+            _land(e, cwd)
             fh.write(json.dumps(e).encode() + b"\n")
             fh.flush()
             if e["type"] == "user" and isinstance(e["message"]["content"], list):

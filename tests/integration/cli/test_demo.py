@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 from service.cli.demo_session import generate, play
 from service.measure.engines import load_prices, new_engine
@@ -45,6 +46,9 @@ def test_the_demo_is_dated_to_end_when_it_plays(tmp_path):
     assert len(written) == len(made) and at(written[-1]) == end.replace(microsecond=123000)
     assert [at(b) - at(a) for a, b in zip(written, written[1:])] == [at(b) - at(a) for a, b in zip(made, made[1:])]
     assert [{**w, "timestamp": None} for w in written] == [{**m, "timestamp": None} for m in made]
+    results = [w["toolUseResult"] for w in written if isinstance(w.get("toolUseResult"), dict)]
+    created = [r for r in results if r.get("type") == "create"]
+    assert created and all(Path(c["filePath"]).read_text() == c["content"] for c in created)  # on disk, as written
 
     before = datetime.now(timezone.utc)
     path = play(tmp_path / "claude", project, seconds_per_call=0)

@@ -32,6 +32,8 @@ def test_session_tab_panel_draws_usage_and_turns(qtbot):
     panel = LimitsPanel()
     qtbot.addWidget(panel)
     assert "none seen yet" in panel.note.text()
+    (lo, hi), (bottom, top) = panel.plot.getPlotItem().getViewBox().viewRange()
+    assert hi - lo == 5 * 3600 and hi > 1.7e9 and (bottom, top) == (0, 100)  # the last hours, not 1970's
     data = {"limits": limits(), "account": [],
             "session": {"readings": [{"at": "2026-11-30T10:00:00Z", "five_hour": 10, "seven_day": 3},
                                      {"at": "2026-11-30T10:05:00Z", "five_hour": 12.5, "seven_day": 3}],
