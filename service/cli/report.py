@@ -184,17 +184,21 @@ def _spend_lines(sp: dict) -> list[str]:
     return lines
 
 
+def _segments(n: int) -> str:
+    return f"{n} segment" if n == 1 else f"{n} segments"
+
+
 def restart_lines(rs: dict | None) -> list[str]:
     """What restarting would have saved (docs/measurement.md 14), in the text report."""
     if not rs:
         return []
     capture = rs.get("capture")
     lines = ["", (f"Restarts (estimated, one per segment): at the first reminder ${rs['first_reminder_usd']:.2f}, "
-                  f"best single restart ${rs['best_single_usd']:.2f} over {rs['segments']} segments")]
+                  f"best single restart ${rs['best_single_usd']:.2f} over {_segments(rs['segments'])}")]
     lines.append(f"  segments with a reminder: {rs['segments_with_reminders']}"
                  + (f"; the lamp's advice got {capture * 100:.0f}% of the best" if capture is not None else ""))
     lines.append(f"  missed (no reminder, a restart would have saved): ${rs['missed_usd']:.2f} "
-                 f"in {rs.get('missed_segments', 0)} segments")
+                 f"in {_segments(rs.get('missed_segments', 0))}")
     return lines
 
 
