@@ -93,7 +93,7 @@ class _Quiet(DemoSource):
         return super().overview(days)
 
 
-def test_a_window_opened_before_the_first_call_follows_the_session(qtbot):
+def _quiet_window(qtbot):
     from desktop.window import MainWindow
 
     src = _Quiet()
@@ -101,6 +101,11 @@ def test_a_window_opened_before_the_first_call_follows_the_session(qtbot):
     qtbot.addWidget(win)
     win.show()
     win.load_all()
+    return src, win
+
+
+def test_a_window_opened_before_the_first_call_follows_the_session(qtbot):
+    src, win = _quiet_window(qtbot)
     tab = win.overview_tab
     tab.reload_timer.setInterval(50)
     assert [tab.live.item(i).text() for i in range(tab.live.count())] == ["No live session."]
@@ -127,13 +132,7 @@ def test_a_window_opened_before_the_first_call_follows_the_session(qtbot):
 
 
 def test_an_ended_session_being_read_is_not_replaced_by_a_live_one(qtbot):
-    from desktop.window import MainWindow
-
-    src = _Quiet()
-    win = MainWindow(src)
-    qtbot.addWidget(win)
-    win.show()
-    win.load_all()
+    src, win = _quiet_window(qtbot)
     ended = next(s for s in src.overview(7)["sessions"] if not s["live"])
     win.open_session(ended["session_id"])
     win.on_live_snapshot(DemoSource().status()["sessions"][0])
