@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -79,10 +80,12 @@ def test_overview_tab_shows_the_demo_and_a_click_opens_the_session(qtbot):
 
 
 class _Quiet(DemoSource):
-    """The demo before its first call: no live session until `writing`; counts the overview loads."""
+    """The demo before its first call: no session until `writing`; counts the overview loads and says
+    which thread asked for the last one."""
 
     writing = False
     loads = 0
+    asked_on: threading.Thread | None = None
 
     def status(self) -> dict:
         doc = super().status()
@@ -90,7 +93,9 @@ class _Quiet(DemoSource):
 
     def overview(self, days: int) -> dict:
         self.loads += 1
-        return super().overview(days)
+        self.asked_on = threading.current_thread()
+        doc = super().overview(days)
+        return doc if self.writing else {**doc, "sessions": []}
 
 
 def _quiet_window(qtbot):
@@ -109,7 +114,7 @@ def test_a_window_opened_before_the_first_call_follows_the_session(qtbot):
     tab = win.overview_tab
     tab.reload_timer.setInterval(50)
     assert [tab.live.item(i).text() for i in range(tab.live.count())] == ["No live session."]
-    assert win.session_id is None
+    assert win.session_id is None and tab.sessions.rowCount() == 0
     loads = src.loads
     src.writing = True
     first, second = DemoSource().status()["sessions"][:2]
@@ -117,7 +122,8 @@ def test_a_window_opened_before_the_first_call_follows_the_session(qtbot):
         win.on_live_snapshot(first)
     assert tab.live.count() == 1 and tab.live.item(0).data(0x0100) == first["session_id"]
     assert win.session_id == first["session_id"] and win.snapshot == first  # the Session tab took it up
-    qtbot.waitUntil(lambda: src.loads == loads + 1)
+    qtbot.waitUntil(lambda: tab.sessions.rowCount() > 0)  # the figures, fetched off the window's thread
+    assert src.asked_on is not threading.main_thread() and not tab.fetching
     qtbot.wait(200)
     assert src.loads == loads + 1
     win.on_live_snapshot(second)  # another session: listed, the shown one stays
@@ -132,8 +138,8 @@ def test_a_window_opened_before_the_first_call_follows_the_session(qtbot):
 
 
 def test_an_ended_session_being_read_is_not_replaced_by_a_live_one(qtbot):
-    src, win = _quiet_window(qtbot)
-    ended = next(s for s in src.overview(7)["sessions"] if not s["live"])
+    _, win = _quiet_window(qtbot)
+    ended = next(s for s in DemoSource().overview(7)["sessions"] if not s["live"])
     win.open_session(ended["session_id"])
     win.on_live_snapshot(DemoSource().status()["sessions"][0])
     assert win.session_id is None and "not live any more" in win.session_tab.title.text()
