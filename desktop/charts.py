@@ -210,8 +210,9 @@ def draw_stacks(plot: pg.PlotWidget, days: list[str], layers: list[tuple[str, li
     axis = plot.getAxis("bottom")
     if isinstance(axis, UnitAxis):
         axis.day_labels = [fmt.day(d) for d in days]
+    span = (-0.6, len(days) - 0.4) if days else (0.0, 1.0)  # the period's days, spent in or not
     if not days or not layers or not any(any(v for v in vals) for _, vals in layers):
-        note(plot, "Nothing spent in this period.", (-0.6, len(days) - 0.4) if days else (0.0, 1.0))
+        note(plot, "Nothing spent in this period.", span)
         return
     base = [0.0] * len(days)
     xs = list(range(len(days)))
@@ -221,6 +222,6 @@ def draw_stacks(plot: pg.PlotWidget, days: list[str], layers: list[tuple[str, li
                                name=name)
         plot.addItem(bars)  # a named item joins the legend by itself
         base = [b + v for b, v in zip(base, values)]
-    plot.setXRange(-0.6, len(days) - 0.4, padding=0)
+    plot.setXRange(*span, padding=0)
     top = max(base) if base else 0
     plot.setYRange(0, top * 1.3 if top > 0 else 1, padding=0)  # headroom for the legend's row

@@ -45,6 +45,11 @@ def _numbered(text: str) -> str:
     return "".join(f"{i:>6}\u2192{line}\n" for i, line in enumerate(text.splitlines(), 1))
 
 
+def _stamp(t: datetime) -> str:
+    """A transcript timestamp as Claude Code writes it: UTC, milliseconds, Z."""
+    return t.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def project_files(seed: int = 3) -> dict[str, str]:
     rnd = random.Random(seed)
     return {p: _code(p, rnd, rnd.randint(40, 160)) for p in FILES}
@@ -66,8 +71,7 @@ def generate(cwd: str, seed: int = 3, calls: int = 120, start: datetime | None =
         t += timedelta(seconds=rnd.uniform(4, 25))
         me = str(next(uid))
         e = {"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": cwd, "sessionId": session,
-             "version": "2.1.328", "type": kind, "uuid": me, "timestamp": t.isoformat(timespec="milliseconds")
-             .replace("+00:00", "Z")}
+             "version": "2.1.328", "type": kind, "uuid": me, "timestamp": _stamp(t)}
         parent = me
         return e
 
@@ -192,7 +196,7 @@ def ending_at(entries: list[dict], end: datetime) -> list[dict]:
 
     shift = end.astimezone(timezone.utc).replace(microsecond=end.microsecond // 1000 * 1000) - at(entries[-1])
     for e in entries:
-        e["timestamp"] = (at(e) + shift).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        e["timestamp"] = _stamp(at(e) + shift)
     return entries
 
 
