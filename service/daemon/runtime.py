@@ -23,7 +23,6 @@ import queue
 import signal
 import sys
 import threading
-import time
 import traceback
 from concurrent.futures import Future
 from datetime import datetime, timezone
@@ -53,7 +52,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("ctxlamp.service")
 
 MAIN_CALL_TIMEOUT_S = 15
-SLICE_PAUSE_S = 0.002  # between two slices of a big read, so a waiting API thread gets the registry lock
+HANDOFF_AT_MOST_S = 0.5  # between two slices of a big read, the longest the loop waits for API threads to have the lock
 
 
 def iso_now() -> str:
@@ -316,11 +315,12 @@ class Service:
                 raise Defect(a)
 
     def _pause_after_slice(self) -> None:
-        """The registry lock is not fair: after a slice of a big read, without a pause this thread takes it
-        again at once and a waiting /status waits for the whole file."""
+        """After a slice of a big read, the threads waiting for the registry lock have it before this one
+        takes it back; a bare lock gave it straight back to this thread, and a /status waited for many
+        slices on a busy machine (service/ingest/handoff.py)."""
         if self.following.sliced:
             self.following.sliced = False
-            time.sleep(SLICE_PAUSE_S)
+            self._live.lock.let_waiting_in(HANDOFF_AT_MOST_S)
 
     @property
     def reads(self) -> StoreReads:

@@ -13,13 +13,13 @@ Thread safety: the runtime's main loop mutates, API threads read; both hold
 """
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, cast
 
 from service.engine.snapshot import Snapshot
+from service.ingest.handoff import HandOffLock
 from service.ingest.tail import FileTail
 
 EngineFactory = Callable[[Path], Any]
@@ -179,7 +179,7 @@ class Registry:
     def __init__(self, projects: Path, make_engine: EngineFactory) -> None:
         self.projects = projects
         self.make_engine = make_engine
-        self.lock = threading.RLock()
+        self.lock = HandOffLock()  # the service loop lets API threads in between the slices of a big read
         self.sessions: dict[str, LiveSession] = {}        # transcript path -> session
         self.followed_by_project: dict[str, str] = {}     # project folder -> transcript path
         self.followed_path: str | None = None
