@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from service.daemon import checkpoint
-from service.ingest.live import classify
-from service.ingest.transcript_file import Skipped
+from service.ingest.transcript_file import Skipped, check
 from service.daemon.part import ServicePart
 
 if TYPE_CHECKING:
@@ -134,23 +133,57 @@ class Jobs(ServicePart):
         threading.Thread(target=self._scan, args=(todo,), name="history-scan", daemon=True).start()
 
     def _scan(self, todo: list[Path]) -> None:
-        for path in todo:
-            if self._svc.stopping.is_set():
-                return
-            try:
-                self._persist.scan_file(path, classify(path, self._svc.projects), self._svc.prices, self._svc.engine_cfg,
-                                       store_prompts=bool(self._svc.cfg["history"]["store_prompts"]),
-                                       max_line=self._registry.max_line, should_stop=self._svc.stopping.is_set)
-            except Skipped as exc:
-                if not exc.gone:
-                    self._svc.skipped.note(path, exc.reason)
-            except Exception:
-                log.exception("history scan of %s failed (skipped)", path)
-            self._svc.scan["done"] += 1
-        self._prepare_report()
+        if self._first_pass(todo):
+            self._prepare_report()
         self._svc.scan["state"] = "idle"
         if self._svc.ready.is_set():
             self._svc.hub.publish("service", self._svc.service_block())
+
+    def _first_pass(self, todo: list[Path]) -> bool:
+        """The old transcripts into the history, and every transcript into the report's scan cache, from one
+        read of each file in the report's workers (service/daemon/first_pass.py). False when stopping."""
+        from service import config as config_mod
+        from service.daemon import first_pass
+        from service.report import scan
+
+        svc = self._svc
+        history: set[str] = set()
+        for path in todo:
+            try:
+                st = check(path)
+            except Skipped as exc:
+                if not exc.gone:
+                    svc.skipped.note(path, exc.reason)
+                svc.scan["done"] += 1
+                continue
+            if self._persist.history_current(str(path), st):
+                svc.scan["done"] += 1
+            else:
+                history.add(str(path))
+
+        def recorded(path: str, read: first_pass.HistoryRead | None, why: str | None) -> None:
+            if read is not None:
+                self._persist.record_history(path, read)
+            elif why is not None:
+                svc.skipped.note(Path(path), why)
+            svc.scan["done"] += 1
+
+        max_line = config_mod.max_line_bytes(svc.cfg)
+        began, cpu = time.monotonic(), time.process_time()
+        try:
+            cache = scan.ScanCache(svc.paths.data / "cache" / "report-scan.json", max_line)
+            planned = first_pass.plan(scan.discover(svc.projects), cache, history)
+            done = first_pass.run(planned, cache, max_line=max_line, prices=svc.prices, engine_cfg=svc.engine_cfg,
+                                  store_prompts=bool(svc.cfg["history"]["store_prompts"]), on_history=recorded,
+                                  should_stop=svc.stopping.is_set)
+            if done:
+                cache.save()
+        except Exception:
+            log.exception("the first pass over the history failed (the report will read the transcripts)")
+            return not svc.stopping.is_set()
+        log.info("history read in %.1f s: %d files, %.0f MB (the service's CPU meanwhile: %.1f s)",
+                 time.monotonic() - began, len(planned.jobs), planned.bytes / 1e6, time.process_time() - cpu)
+        return done
 
     def _prepare_report(self) -> None:
         """Read every transcript into the report's scan cache now, as the report a user asks for would.

@@ -17,6 +17,7 @@ from service.api.reads import Row, Unavailable
 from service.client.paths import Paths
 
 if TYPE_CHECKING:
+    from service.daemon.first_pass import HistoryRead
     from service.store import Store
 
 log = logging.getLogger("ctxlamp.persist")
@@ -131,57 +132,32 @@ class Persistence:
     def wants_scan(self) -> bool:
         return self.store is not None
 
-    def scan_file(self, path: Path, kind: str | None, prices, engine_cfg, store_prompts: bool = True,
-                  max_line: int | None = None, should_stop=lambda: False) -> bool:
-        """Profiles and turn records of one old transcript; skipped when unchanged since the last scan.
+    def history_current(self, path: str, st: Any) -> bool:
+        """The history holds this old transcript as it is now (the stat of its last scan)."""
+        known = self._call("get_scan_state", lambda s: s.spend.get_scan_state(path))
+        return bool(known) and known.get("size") == st.st_size and known.get("inode") == st.st_ino \
+            and known.get("mtime") == st.st_mtime
 
-        Raises transcript_file.Skipped for a path that is not a readable regular
-        file; gives up (False, nothing written) when `should_stop()` turns true.
-        """
-        if kind != "session":
-            return False  # subagent files are spend: the report's scan reads them
-        from service.ingest.transcript_file import check, chunks
+    def record_history(self, path: str, read: HistoryRead) -> None:
+        """Write what a history read of one old transcript gave (service/daemon/first_pass.py): its turn
+        records, its session, the profiles of segments no live run archived, and its scan state."""
+        from service.history.sink import MAX_UNSAVED
 
-        st = check(path)
-        known = self._call("get_scan_state", lambda s: s.spend.get_scan_state(str(path)))
-        if known and known.get("size") == st.st_size and known.get("inode") == st.st_ino \
-                and known.get("mtime") == st.st_mtime:
-            return False
-        from types import SimpleNamespace
-
-        from service.engine import LineSplitter
-        from service.measure.engines import new_engine
-        from service.history.sink import TurnSink
-
-        engine = new_engine(str(path), prices, engine_cfg, full_events=False, call_rows=False)  # profiles, no per-call rows
-        assert self.store is not None  # wants_scan() said so
-        turns = TurnSink(self.store.history.add_turn_records, store_prompts=store_prompts, prices=prices,
-                         clock=lambda: 0.0)  # one write per closed turn: no time-based rewrites
-        who = SimpleNamespace(path=path, engine=engine, session_id=path.stem)
-        splitter = LineSplitter() if max_line is None else LineSplitter(max_line)
-        for chunk in chunks(path):
-            if should_stop():
-                return False
-            for line in splitter.feed(chunk):
-                entry = engine.feed_line(line)
-                if entry is not None:
-                    turns(who, entry)
-            engine.drain_events()
-        engine.finish("end")
-        engine.drain_events()
-        turns.finish(who)
-        snap = engine.snapshot()
+        for at in range(0, len(read.turns), MAX_UNSAVED):  # a transaction per batch, as the turn sink writes
+            batch = read.turns[at:at + MAX_UNSAVED]
+            self._call("add_turn_records", lambda s, batch=batch: s.history.add_turn_records(batch))
+        session = read.session
         self._call("upsert_session", lambda s: s.sessions.upsert_session(
-            snap["session_id"], transcript=str(path), project=snap.get("project"), model=snap.get("model"),
-            seen_at=snap.get("updated_at")))
+            session["session_id"], transcript=path, project=session.get("project"), model=session.get("model"),
+            seen_at=session.get("updated_at")))
         known_segments = {p.get("segment") for p in
-                          (self._call("segments", lambda s: s.sessions.segments(snap["session_id"], 10_000)) or [])}
-        for profile in engine.profiles:
+                          (self._call("segments", lambda s: s.sessions.segments(session["session_id"], 10_000)) or [])}
+        for profile in read.profiles:
             if profile["segment"] not in known_segments:  # a live run archived it with its real end reason
                 self.archive_profile(profile)
+        inode, size, mtime = read.stat
         self._call("set_scan_state", lambda s: s.spend.set_scan_state(
-            str(path), inode=st.st_ino, size=st.st_size, mtime=st.st_mtime, offset=st.st_size))
-        return True
+            path, inode=inode, size=size, mtime=mtime, offset=size))
 
     def configure(self, cfg: dict[str, Any]) -> None:
         self._call("configure", lambda s: s.configure(cfg))

@@ -1,0 +1,173 @@
+"""The service's first pass over the history: the report's scan and the history's replay, one read per file.
+
+A new user's Overview and report are complete only when every transcript was read. The history
+scan used to replay each old transcript on one thread, and the report's scan cache was filled
+afterwards by reading every transcript again. Here both readers run in the report's workers
+(service/report/forked.py), from one read of each file: the report's meters and spend
+(`service/report/scan.py`'s `scan_chunks`) and, for an old main transcript, the engine and the
+turn records the history keeps (what `Persistence.scan_file` did on its own). The service's
+thread only writes what the workers send back: the report's per-file cache, the segment
+profiles, the turn records and each file's scan state.
+
+Workers are fresh interpreters (spawned), never forked: the service runs threads (the API, the
+live loop, the scheduler) and a child forked while one of them holds a lock waits for it forever.
+Below `forked.SPAWN_MIN_BYTES` of unread history one process is as fast, and the service's own
+thread reads it (the same functions).
+"""
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from service.report import scan
+
+# What a worker needs besides the job: set once per worker by `init_worker`.
+_replay_with: tuple[Any, Any, bool] | None = None   # (prices, engine config, store prompts)
+
+
+def init_worker(remembered: dict[str, int], max_line: int, prices: Any, engine_cfg: Any, store_prompts: bool) -> None:
+    global _replay_with
+    scan._init_worker(remembered, max_line)
+    _replay_with = (prices, engine_cfg, store_prompts)
+
+
+@dataclass
+class HistoryRead:
+    """What the history keeps of one old main transcript: as `Persistence.scan_file` records it."""
+    stat: tuple[int, int, float]                    # (inode, size, mtime) before the read
+    session: dict[str, Any]                         # session id, project, model, updated_at
+    profiles: list[dict] = field(default_factory=list)
+    turns: list[dict] = field(default_factory=list)
+
+
+class _HistoryTee:
+    """The engine and the turn sink fed from the chunks another reader (the report's scan) consumes."""
+
+    def __init__(self, path: str, prices: Any, engine_cfg: Any, store_prompts: bool, max_line: int | None) -> None:
+        from types import SimpleNamespace
+
+        from service.engine import LineSplitter
+        from service.history.sink import TurnSink
+        from service.measure.engines import new_engine
+
+        self.engine = new_engine(path, prices, engine_cfg, full_events=False, call_rows=False)
+        self.turns: list[dict] = []
+        # one write per closed turn (no time-based rewrites), collected here and written by the service
+        self.sink = TurnSink(self.turns.extend, store_prompts=store_prompts, prices=prices, clock=lambda: 0.0)
+        self.who = SimpleNamespace(path=path, engine=self.engine, session_id=os.path.basename(path)[:-6])
+        self.splitter = LineSplitter() if max_line is None else LineSplitter(max_line)
+
+    def tee(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
+        engine, sink, who = self.engine, self.sink, self.who
+        for chunk in chunks:
+            for line in self.splitter.feed(chunk):
+                entry = engine.feed_line(line)
+                if entry is not None:
+                    sink(who, entry)
+            engine.drain_events()
+            yield chunk
+
+    def close(self, st: os.stat_result) -> HistoryRead:
+        engine = self.engine
+        engine.finish("end")
+        engine.drain_events()
+        self.sink.finish(self.who)
+        snap = engine.snapshot()
+        session = {"session_id": snap["session_id"], "project": snap.get("project"), "model": snap.get("model"),
+                   "updated_at": snap.get("updated_at")}
+        return HistoryRead((st.st_ino, st.st_size, st.st_mtime), session, list(engine.profiles), self.turns)
+
+
+Item = tuple[str, "dict | str | None", dict[str, int], "HistoryRead | None"]
+
+
+def read_one(job: tuple[scan.TranscriptFile, bool]) -> Item:
+    """(path, report scan result or why skipped, new sizes, history read or None) of one transcript.
+
+    With `history` the file is an old main transcript the history has not read yet: its bytes feed the
+    engine as they pass to the report's scan.
+    """
+    from service.ingest.transcript_file import Skipped, check
+
+    tf, history = job
+    if not history:
+        path, result, sizes, _ = scan._scan_one(tf)
+        return path, result, sizes, None
+    assert _replay_with is not None, "init_worker first"
+    prices, engine_cfg, store_prompts = _replay_with
+    sizes = scan.SizeMemo(scan._remembered)
+    try:
+        st = check(tf.path)
+        tee = _HistoryTee(tf.path, prices, engine_cfg, store_prompts, scan._max_line)
+        result = scan.scan_chunks(tee.tee(scan.file_chunks(tf.path)), tf, sizes, defer_tokens=True)
+        return tf.path, result, sizes.new, tee.close(st)
+    except Skipped as exc:
+        return tf.path, None if exc.gone else exc.reason, {}, None
+    except OSError:
+        return tf.path, None, {}, None
+
+
+@dataclass
+class Plan:
+    """The first pass's jobs: (file, with the history's replay) for every transcript one reader still needs."""
+    jobs: list[tuple[scan.TranscriptFile, bool]]
+    fps: dict[str, list[int]]
+    bytes: int
+
+
+def plan(files: list[scan.TranscriptFile], cache: scan.ScanCache, history: set[str]) -> Plan:
+    """Which files to read: those the report's cache lacks (or holds for other bytes), and the old main
+    transcripts in `history` (those the history's scan state does not hold as they are now)."""
+    jobs: list[tuple[scan.TranscriptFile, bool, int]] = []
+    fps: dict[str, list[int]] = {}
+    for tf in files:
+        fp = scan.fingerprint(tf.path)
+        if fp is None:
+            continue
+        wanted = tf.path in history
+        if wanted or cache.get(tf.path, fp) is None:
+            fps[tf.path] = fp
+            jobs.append((tf, wanted, fp[1]))
+    jobs.sort(key=lambda j: -j[2])  # biggest first: the workers finish together
+    return Plan([(tf, wanted) for tf, wanted, _ in jobs], fps, sum(j[2] for j in jobs))
+
+
+def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engine_cfg: Any, store_prompts: bool,
+        on_history: Callable[[str, HistoryRead | None, str | None], None],
+        should_stop: Callable[[], bool] = lambda: False, workers: int | None = None,
+        method: str | None = None) -> bool:
+    """Read the planned files; each result goes into `cache` (the report's) and, for the history's files,
+    to `on_history(path, read, why skipped)`. False when `should_stop` stopped it first."""
+    from service.channels.edit import settle_tokens
+    from service.report import forked
+
+    init = functools.partial(init_worker, cache.sizes, max_line, prices, engine_cfg, store_prompts)
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    if method is None:  # `method` given: a test of one way
+        method = "serial" if forked.start_method() == "serial" else "spawn"
+        if workers < 2 or len(plan_.jobs) < 2 or plan_.bytes < forked.min_bytes(forked.POOL_MIN_BYTES, method):
+            method = "serial"
+
+    history_paths = {tf.path for tf, wanted in plan_.jobs if wanted}
+
+    def collect(item: Item) -> None:
+        path, result, new_sizes, read = item
+        if isinstance(result, dict):
+            settle_tokens(result["events"], scan._lazy_counter)
+            cache.put(path, plan_.fps[path], result)
+        if new_sizes:
+            cache.sizes.update(new_sizes)
+            cache.dirty = True
+        if path in history_paths:
+            on_history(path, read, result if isinstance(result, str) else None)
+
+    with scan.collector_paused(), forked.pool(read_one, plan_.jobs, workers, init, method=method) as results:
+        for item in results:
+            collect(item)
+            if should_stop():
+                return False
+    return True
+

@@ -1,0 +1,114 @@
+"""The service's first pass reads each transcript once, for the history and the report's cache together.
+
+A new user's Overview and report wait for it (issue 40): the history's replay and the report's
+scan used to read every file one after the other.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from service import config as config_mod
+from service.client.paths import app_paths
+from service.daemon import first_pass
+from service.daemon.runtime import Service
+from service.ingest.transcript_file import chunks
+from service.measure.engines import new_engine
+from service.report import scan
+from service.report.build import load_prices
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "claude-code-2.1.328"
+_opened: list[str] | None = None  # paths the audit hook saw opened, while a test listens
+
+
+def _audit(event: str, args: tuple) -> None:
+    if _opened is not None and event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+        _opened.append(os.fsdecode(args[0]))
+
+
+sys.addaudithook(_audit)
+
+
+def _history(ctx_home: Path) -> tuple[Path, list[Path]]:
+    """Every fixture transcript (main and subagent files) under CLAUDE_CONFIG_DIR, three days old."""
+    if not FIXTURES.is_dir():
+        pytest.skip("the recorded fixtures are not in this checkout")
+    projects = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects"
+    old = time.time() - 3 * 86400
+    copied = []
+    for src in sorted(FIXTURES.rglob("*.jsonl")):
+        if src.name in ("api.jsonl", "results.jsonl") or "projects" not in src.parts:
+            continue
+        at = src.parts.index("projects")  # <scenario>/projects/<project>/...: one project per scenario
+        dst = projects / (src.parts[at - 1] + src.parts[at + 1]) / Path(*src.parts[at + 2:])
+        if dst.exists():
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dst)
+        os.utime(dst, (old, old))
+        copied.append(dst)
+    return projects, copied
+
+
+def _profiles(path: Path, prices) -> list[dict]:
+    engine = new_engine(str(path), prices, full_events=False, call_rows=False)
+    splitter = scan.LineSplitter()
+    for chunk in chunks(path):
+        for line in splitter.feed(chunk):
+            engine.feed_line(line)
+    engine.finish("end")
+    return engine.profiles
+
+
+def test_the_first_pass_reads_each_transcript_once_for_the_history_and_the_report(ctx_home):
+    global _opened
+    projects, copied = _history(ctx_home)
+    paths = app_paths()
+    svc = Service(paths, config_mod.load(paths.config_file), projects=projects)
+    svc._build()
+    try:
+        live, old = svc.following.discover()
+        assert not live and old, "three-day-old transcripts are history"
+        todo = svc.jobs.plan_scan(old)
+        _opened = []
+        svc.jobs._scan(todo)
+        opened, _opened = _opened, None
+        assert svc.scan["state"] == "idle" and svc.scan["done"] == len(todo)
+        reads = {str(p): opened.count(str(p)) for p in copied}
+        assert reads == {str(p): 1 for p in copied}, "each transcript is read once"
+
+        cache = scan.ScanCache(paths.data / "cache" / "report-scan.json")
+        fresh = scan.scan(scan.discover(projects), scan.ScanCache(None), workers=1)
+        assert {p: cache.get(p, scan.fingerprint(p)) for p in fresh} == fresh, "the report's cache, as a report fills it"
+
+        for path in old:  # the history holds what a replay of each old transcript gives
+            want = _profiles(path, svc.prices)
+            got = svc.persist.store.sessions.segments(path.stem, 10_000)
+            assert sorted(p["segment"] for p in got) == sorted(p["segment"] for p in want)
+            assert svc.persist.history_current(str(path), path.stat())
+    finally:
+        svc.persist.close()
+
+
+def test_the_report_workers_give_what_one_process_gives(ctx_home):
+    projects, copied = _history(ctx_home)
+    prices = load_prices()
+    files = scan.discover(projects)
+    history = {str(p) for p in copied if "subagents" not in p.parts}
+
+    def one_way(method: str):
+        cache = scan.ScanCache(None)
+        reads: dict[str, first_pass.HistoryRead | None] = {}
+        assert first_pass.run(first_pass.plan(files, cache, history), cache, max_line=scan.DEFAULT_MAX_LINE,
+                              prices=prices, engine_cfg=None, store_prompts=True, method=method, workers=2,
+                              on_history=lambda path, read, why: reads.__setitem__(path, read))
+        return cache.files, reads
+
+    serial, spawned = one_way("serial"), one_way("spawn")
+    assert set(serial[1]) == history
+    assert spawned == serial
