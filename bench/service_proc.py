@@ -54,7 +54,8 @@ def tree_rss_mb(pid: int) -> float:
 
 
 class ServiceProcess:
-    def __init__(self, home: Path, claude_dir: Path, extra_env: dict[str, str] | None = None):
+    def __init__(self, home: Path, claude_dir: Path, extra_env: dict[str, str] | None = None, exe: str | None = None):
+        self.exe = exe or ctxlamp_exe()  # another checkout's, for a bench that runs two alternately
         self.home, self.claude_dir = Path(home), Path(claude_dir)
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAMP_", "CLAUDE_"))}
         self.env.update(CTXLAMP_HOME=str(self.home), CLAUDE_CONFIG_DIR=str(self.claude_dir), TZ="UTC",
@@ -68,7 +69,7 @@ class ServiceProcess:
         self.home.mkdir(parents=True, exist_ok=True)
         self.started = time.perf_counter()
         with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen([ctxlamp_exe(), "serve"], env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            self.proc = subprocess.Popen([self.exe, "serve"], env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True)
         return self
 

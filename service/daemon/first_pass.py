@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,35 +43,26 @@ class HistoryRead:
     turns: list[dict] = field(default_factory=list)
 
 
-class _HistoryTee:
-    """The engine and the turn sink fed from the chunks another reader (the report's scan) consumes."""
+class _HistoryReplay:
+    """The engine and the turn sink, fed the lines the report's scan splits (service/report/restart.py's Replay)."""
 
-    def __init__(self, path: str, prices: Any, engine_cfg: Any, store_prompts: bool, max_line: int | None) -> None:
+    def __init__(self, path: str, prices: Any, engine_cfg: Any, store_prompts: bool) -> None:
         from types import SimpleNamespace
 
-        from service.engine import LineSplitter
         from service.history.sink import TurnSink
         from service.measure.engines import new_engine
+        from service.report.restart import Replay
 
-        self.engine = new_engine(path, prices, engine_cfg, full_events=False, call_rows=False)
+        engine = new_engine(path, prices, engine_cfg, full_events=False, call_rows=False)
         self.turns: list[dict] = []
         # one write per closed turn (no time-based rewrites), collected here and written by the service
-        self.sink = TurnSink(self.turns.extend, store_prompts=store_prompts, prices=prices, clock=lambda: 0.0)
-        self.who = SimpleNamespace(path=path, engine=self.engine, session_id=os.path.basename(path)[:-6])
-        self.splitter = LineSplitter() if max_line is None else LineSplitter(max_line)
-
-    def tee(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
-        engine, sink, who = self.engine, self.sink, self.who
-        for chunk in chunks:
-            for line in self.splitter.feed(chunk):
-                entry = engine.feed_line(line)
-                if entry is not None:
-                    sink(who, entry)
-            engine.drain_events()
-            yield chunk
+        sink = TurnSink(self.turns.extend, store_prompts=store_prompts, prices=prices, clock=lambda: 0.0)
+        who = SimpleNamespace(path=path, engine=engine, session_id=os.path.basename(path)[:-6])
+        self.sink, self.who = sink, who
+        self.replay = Replay(path, prices, engine=engine, on_entry=lambda entry: sink(who, entry))
 
     def close(self, st: os.stat_result) -> HistoryRead:
-        engine = self.engine
+        engine = self.replay.engine
         engine.finish("end")
         engine.drain_events()
         self.sink.finish(self.who)
@@ -92,8 +83,8 @@ def read_one(job: tuple[scan.TranscriptFile, bool]) -> Item:
     """
     from service.ingest.transcript_file import Skipped, check
 
-    tf, history = job
-    if not history:
+    tf, wanted = job
+    if not wanted:
         path, result, sizes, _ = scan._scan_one(tf)
         return path, result, sizes, None
     assert _replay_with is not None, "init_worker first"
@@ -101,9 +92,9 @@ def read_one(job: tuple[scan.TranscriptFile, bool]) -> Item:
     sizes = scan.SizeMemo(scan._remembered)
     try:
         st = check(tf.path)
-        tee = _HistoryTee(tf.path, prices, engine_cfg, store_prompts, scan._max_line)
-        result = scan.scan_chunks(tee.tee(scan.file_chunks(tf.path)), tf, sizes, defer_tokens=True)
-        return tf.path, result, sizes.new, tee.close(st)
+        history = _HistoryReplay(tf.path, prices, engine_cfg, store_prompts)
+        result = scan.scan_chunks(scan.file_chunks(tf.path), tf, sizes, defer_tokens=True, replay=history.replay)
+        return tf.path, result, sizes.new, history.close(st)
     except Skipped as exc:
         return tf.path, None if exc.gone else exc.reason, {}, None
     except OSError:

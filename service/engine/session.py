@@ -170,8 +170,11 @@ class SessionEngine:
     def __init__(self, transcript: str, prices: PriceTable, counter: TokenCounter,
                  config: EngineConfig | None = None,
                  path_exists: Callable[[str], bool] | None = None, full_events: bool = True,
-                 call_rows: bool = True) -> None:
+                 call_rows: bool = True, restart_only: bool = False) -> None:
         self.transcript = transcript
+        # True: a segment's profile keeps only what its restart figures need (the report's replay keeps
+        # nothing else), so closing a segment or the replay takes no snapshot: the same figures
+        self.restart_only = restart_only
         self.full_events = full_events  # False: call events carry the series row only (the service's replay)
         # False: no snapshot, series row or call event per call, only the segment profiles and the end
         # event (the report's replay, which keeps nothing else): the same figures, a quarter less work
@@ -859,13 +862,18 @@ class SessionEngine:
         seg = self._seg
         if not seg.calls:
             return None
+        ended = t if t is not None else seg.last_t
+        if self.restart_only:
+            lean = {"session_id": self._session_id(), "segment": seg.index, "started_at": _iso(seg.started_t),
+                    "ended_at": _iso(ended), "end_reason": reason, "restart_savings": seg.restart.figures().as_dict()}
+            self.profiles.append(lean)
+            return lean
         snap = self.snapshot()
         b_all = self.b_all()
         floor = seg.floor or 0
         scale = 1.0
         if b_all > floor and (seg.L_peak - floor) / (b_all - floor) < 1:
             scale = max(0.0, (seg.L_peak - floor) / (b_all - floor))
-        ended = t if t is not None else seg.last_t
         profile = {
             "session_id": snap["session_id"], "segment": seg.index,
             "started_at": _iso(seg.started_t), "ended_at": _iso(ended), "end_reason": reason,
@@ -888,7 +896,8 @@ class SessionEngine:
         self._finished = True
         self._emit_pending()
         profile = self._archive(end_reason, self._seg.last_t)
-        self._events.append({"event": "end", "segments": list(self.profiles), "status": self.snapshot(),
+        self._events.append({"event": "end", "segments": list(self.profiles),
+                             "status": None if self.restart_only else self.snapshot(),
                              "skipped_lines": self.skipped_lines, "held_back_bytes": self.held_back_bytes})
         return profile
 

@@ -48,11 +48,11 @@ def shared_counter(use_cache: bool = True) -> TokenCounter:
 
 def new_engine(transcript: str, prices: PriceTable, config: EngineConfig | None = None,
                counter: TokenCounter | None = None, full_events: bool = True,
-               call_rows: bool = True) -> SessionEngine:
+               call_rows: bool = True, restart_only: bool = False) -> SessionEngine:
     holder: dict = {}
     engine = SessionEngine(transcript=transcript, prices=prices, counter=counter or shared_counter(),
                            config=config, path_exists=make_path_exists(lambda: holder["e"].cwd),
-                           full_events=full_events, call_rows=call_rows)
+                           full_events=full_events, call_rows=call_rows, restart_only=restart_only)
     holder["e"] = engine
     return engine
 

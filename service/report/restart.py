@@ -13,7 +13,7 @@ changed: the figures of the report are those anyone can recompute from
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from math import fsum
 from pathlib import Path
 from typing import Any
@@ -89,62 +89,100 @@ def median_calls_after_reminder(segments: Iterable[dict]) -> float | None:
 
 # ---- the report's own replay of the transcripts ---------------------------------------------------
 
-class Replay:
-    """One main transcript replayed while its bytes are read for another reader (the scan's worker):
-    the chunks pass through `tee`, `segments` closes the replay. Only the segment profiles are kept,
-    so the engine writes no per-call row (`call_rows=False`): the figures are those of `ctxlamp replay`."""
+MALFORMED = object()  # Replay.feed_buffer's mark of a line that is not a JSON object
 
-    def __init__(self, path: str, prices: Any, max_line: int | None) -> None:
-        from service.engine import LineSplitter
+# The entry types the report's scan may parse (service/report/scan.py's wanted_lines): a line of one of
+# these the engine decoded is handed to the scan, which then does not decode it again.
+SCANNED_TYPES = frozenset(("assistant", "user", "system"))
+
+
+class Replay:
+    """One main transcript replayed from the lines another reader (the scan's worker) splits: `feed_buffer`
+    takes each buffer of whole lines, `segments` closes the replay. Only what the restart figures need is
+    kept (`call_rows=False`, `restart_only=True`): the figures are those of `ctxlamp replay`."""
+
+    def __init__(self, path: str, prices: Any, *, engine: Any = None,
+                 on_entry: Callable[[dict], None] | None = None) -> None:
+        """`engine`: another engine to feed (the service's history keeps whole profiles); `on_entry` sees
+        each entry the engine took, as the service's turn records see the entries of a live session."""
         from service.measure.engines import new_engine, shared_counter
 
-        self.engine = new_engine(path, prices, counter=shared_counter(), full_events=False, call_rows=False)
-        self.splitter = LineSplitter() if max_line is None else LineSplitter(max_line)
+        self.engine = engine if engine is not None else new_engine(
+            path, prices, counter=shared_counter(), full_events=False, call_rows=False, restart_only=True)
+        self.on_entry = on_entry
+        self._long_lines = 0
 
-    def tee(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
-        """The same chunks, each fed to the engine first, line by line as replay_file feeds it.
+    def feed_buffer(self, data: bytes, stop: int, long_lines: int) -> dict[int, Any]:
+        """Feed the whole lines of data[:stop] to the engine, as replay_file feeds them; `long_lines` is the
+        splitter's count of over-long lines so far (replay_file feeds each as an empty line: skipped).
 
-        Lines are found in the chunk itself, and a line the engine's parser skips by its opening
-        bytes (service/engine/parse.py) is never copied out: a third of a transcript's bytes. An
-        over-long line, which replay_file feeds as an empty one, only counts as a skipped line.
+        A line the engine's parser skips by its opening bytes (service/engine/parse.py) is never copied
+        out: a third of a transcript's bytes. Returns start -> entry for the lines of SCANNED_TYPES it
+        decoded, and start -> MALFORMED for those that are not JSON objects, so the scan reads them from here.
         """
-        from service.engine.parse import SKIP_AT
+        from service.engine.parse import SKIP_AT, Malformed, parse_line
 
-        engine, splitter = self.engine, self.splitter
-        feed, skipped_at = engine.feed_line, SKIP_AT.match
-        for chunk in chunks:
-            long_before = splitter.long_lines
-            data, stop = splitter.feed_buffer(chunk) if chunk else (b"", 0)
-            engine.skipped_lines += splitter.long_lines - long_before
-            find = data.find
-            pos = 0
-            while pos < stop:
-                end = find(b"\n", pos, stop)
-                start, pos = pos, end + 1
-                if skipped_at(data, start, end) is None:
-                    line = data[start:end]
-                    if line.strip():
-                        feed(line)
-            engine.drain_events()  # a reminder event now and then: nothing here reads them
-            yield chunk
+        engine = self.engine
+        engine.skipped_lines += long_lines - self._long_lines
+        self._long_lines = long_lines
+        ingest, skipped_at, on_entry = engine.ingest, SKIP_AT.match, self.on_entry
+        decoded: dict[int, Any] = {}
+        find = data.find
+        pos = 0
+        while pos < stop:
+            end = find(b"\n", pos, stop)
+            start, pos = pos, end + 1
+            if skipped_at(data, start, end) is not None:
+                continue
+            line = data[start:end]
+            if not line.strip():
+                continue
+            try:  # SessionEngine.feed_line, with the parse apart: the scan counts what does not parse
+                entry = parse_line(line)
+            except Malformed:
+                engine.skipped_lines += 1
+                decoded[start] = MALFORMED
+                continue
+            if entry is None:
+                continue
+            try:
+                ingest(entry)
+            except Malformed:
+                engine.skipped_lines += 1
+            else:
+                if on_entry is not None:
+                    on_entry(entry)
+            if entry.get("type") in SCANNED_TYPES:
+                decoded[start] = entry
+        engine.drain_events()  # a reminder event now and then: nothing here reads them
+        return decoded
+
+    def at_end(self, held_back: int, long_lines: int) -> None:
+        """The reader's splitter at the end of the file: an unfinished last line of `held_back` bytes (held
+        back, as replay_file holds it) and its count of over-long lines."""
+        self.engine.skipped_lines += long_lines - self._long_lines
+        self._long_lines = long_lines
+        self.engine.held_back_bytes = held_back
 
     def segments(self) -> list[dict]:
-        """Close the replay (an unfinished last line held back, as replay_file holds it): what the
-        report keeps of each segment's profile."""
-        self.engine.held_back_bytes = self.splitter.pending
+        """Close the replay (after `at_end`): what the report keeps of each segment's profile."""
         self.engine.finish("end")
         return [{k: p.get(k) for k in KEPT} for p in self.engine.profiles]
 
 
 def _replay_one(job: tuple[str, Any, int | None]) -> tuple[str, list[dict]]:
     """One main transcript's segments (what the report keeps of each profile); unreadable: none."""
+    from service.engine import LineSplitter
     from service.ingest.transcript_file import Skipped, chunks
 
     path, prices, max_line = job
     try:
-        replay = Replay(path, prices, max_line)
-        for _ in replay.tee(chunks(path, 1 << 20)):
-            pass
+        replay = Replay(path, prices)
+        splitter = LineSplitter() if max_line is None else LineSplitter(max_line)
+        for chunk in chunks(path, 1 << 20):
+            data, stop = splitter.feed_buffer(chunk)
+            replay.feed_buffer(data, stop, splitter.long_lines)
+        replay.at_end(splitter.pending, splitter.long_lines)
         return path, replay.segments()
     except (Skipped, OSError):
         return path, []

@@ -38,6 +38,7 @@ from service.channels.spend import SpendCollector
 from service import __version__
 from service.engine.lines import DEFAULT_MAX_LINE, LineSplitter
 from service.ingest.transcript_file import Skipped
+from service.report.restart import MALFORMED
 
 CACHE_VERSION = f"6/{__version__}"  # bump the number when a meter's output changes
 
@@ -269,12 +270,15 @@ def scan_bytes(data: bytes, tf: TranscriptFile, sizes: SizeMemo,
 
 
 def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
-                count_tokens: Callable[[str], int] | None = None, *, defer_tokens: bool = False) -> dict:
+                count_tokens: Callable[[str], int] | None = None, *, defer_tokens: bool = False,
+                replay: Any = None) -> dict:
     """Meter one transcript read piece by piece.
 
     A last line without its newline is being written: it is used if it is
     already whole JSON, else left for the next scan (not counted as damage).
     With `defer_tokens`, edit events keep their old_strings for `settle_tokens`.
+    `replay` (service/report/restart.py's Replay) is fed the same lines, split once; the lines it
+    decodes are not decoded again here.
     """
     meters = ChannelMeters(tf.session_hint, sidechain_file=tf.subagent, count_tokens=count_tokens or _lazy_counter,
                            defer_tokens=defer_tokens)
@@ -286,13 +290,23 @@ def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
 
     loads = orjson.loads
     splitter = LineSplitter(_max_line)
+    decoded: dict[int, Any] = {}
     for data, stop, complete in complete_buffers(chunks, splitter):
         size += stop
+        if replay is not None and complete:  # the unfinished last piece: the replay holds it back
+            decoded = replay.feed_buffer(data, stop, splitter.long_lines)
+        elif decoded:
+            decoded = {}
         for start, end in wanted_lines(data, stop, complete, pending):
-            try:
-                entry = loads(data[start:end])
-            except orjson.JSONDecodeError:
-                malformed += complete
+            entry = decoded.get(start) if decoded else None
+            if entry is None:
+                try:
+                    entry = loads(data[start:end])
+                except orjson.JSONDecodeError:
+                    malformed += complete
+                    continue
+            elif entry is MALFORMED:
+                malformed += 1
                 continue
             if not isinstance(entry, dict):
                 malformed += 1
@@ -306,6 +320,8 @@ def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
             spend.feed(entry, p)
             for ev in meters.feed(entry, sizes, p):
                 events.append(ev.to_dict())
+    if replay is not None:
+        replay.at_end(splitter.pending, splitter.long_lines)
     return {
         "session_id": session_id or tf.session_hint, "project": tf.project, "cwd": cwd, "subagent": tf.subagent,
         "events": events, "calls": list(spend.calls.values()), "cost_state": spend.cost_state,
@@ -357,12 +373,12 @@ def _scan_one(tf: TranscriptFile) -> ScanItem:
     if _replay is not None and tf.path in _replay[1]:
         from service.report.restart import Replay
 
-        replay = Replay(tf.path, _replay[0], _max_line)
+        replay = Replay(tf.path, _replay[0])
     unread: list[dict] | None = [] if replay is not None else None  # an unreadable file has no segments
     try:
         chunks = file_chunks(tf.path)
         # old_strings are counted by `scan`'s collect, once per distinct text, never in a pool worker
-        result = scan_chunks(replay.tee(chunks) if replay is not None else chunks, tf, sizes, defer_tokens=True)
+        result = scan_chunks(chunks, tf, sizes, defer_tokens=True, replay=replay)
         return tf.path, result, sizes.new, replay.segments() if replay is not None else None
     except Skipped as exc:
         return tf.path, None if exc.gone else exc.reason, {}, unread
@@ -506,7 +522,13 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
     if pool_min_bytes is None:
         pool_min_bytes = forked.min_bytes(forked.POOL_MIN_BYTES)  # spawned workers cost more to start
     if workers > 1 and len(todo) > 1 and total_bytes >= pool_min_bytes and forked.available():
-        # workers never load the tokenizer: the parent loads it once, while they scan, and counts in collect
+        # the scan's workers never count tokens: the parent counts the edits in collect, with a tokenizer it
+        # loads while they scan. The replay's workers do count: forked, they share the encoder built here once
+        # (built in each, it cost as much CPU again per worker, and its memory twice).
+        if replay is not None and replay[1] and forked.start_method() == "fork":
+            from service.measure.tokenizer import load_o200k
+
+            load_o200k()
         with collector_paused(), forked.pool(_scan_one, jobs, workers,
                                              init=functools.partial(_init_worker, cache.sizes, max_line, replay)) as scanned:
             _lazy_counter("")

@@ -163,21 +163,29 @@ def test_the_reports_reader_feeds_the_engine_what_replay_feeds_it(tmp_path):
     """Blank lines, lines the parser skips by their opening bytes, over-long and broken lines and an
     unfinished last line, in chunks that cut lines anywhere: the same segments and skipped lines."""
     from service.measure.engines import load_prices
-    from service.report import restart
+    from service.report import restart, scan
     from tests.support.corpus import scenario_session
 
     src = scenario_session("subagent-and-compact").read_bytes().splitlines(keepends=True)
     noise = [b"\n", b"   \n", b'{"type":"attachment","uuid":"x-1","parentUuid":null}\n',
-             b'  {"type": "progress", "data": 1}\n', b"{broken\n", b"x" * 5000 + b"\n"]
+             b'  {"type": "progress", "data": 1}\n', b"{broken\n", b"x" * 5000 + b"\n",
+             b'{"type":"assistant","message":{"usage":\n']
     lines = [line for i, line in enumerate(src) for line in ([line, noise[i % len(noise)]] if i % 3 else [line])]
     path = tmp_path / "s.jsonl"
     path.write_bytes(b"".join(lines) + b'{"type":"user","unfinished')
     prices = load_prices()
     want = _replayed_alone(str(path), prices, max_line=4096, chunk_size=1000)
-    for size in (1, 777, 1 << 20):
-        replay = restart.Replay(str(path), prices, 4096)
-        data = path.read_bytes()
-        for _ in replay.tee(data[i:i + size] for i in range(0, len(data), size)):
-            pass
-        assert (replay.segments(), replay.engine.skipped_lines) == want
-    assert want[1] >= 3 and len(want[0]) >= 2
+    data = path.read_bytes()
+    tf = scan.TranscriptFile(str(path), "p", False, "s")
+    scan._init_worker({}, 4096)
+    try:
+        alone = scan.scan_chunks([data], tf, scan.SizeMemo())
+        for size in (1, 777, 1 << 20):
+            replay = restart.Replay(str(path), prices)
+            scanned = scan.scan_chunks((data[i:i + size] for i in range(0, len(data), size)), tf, scan.SizeMemo(),
+                                       replay=replay)
+            assert (replay.segments(), replay.engine.skipped_lines) == want
+            assert scanned == alone, "the lines the replay decoded give the scan what its own decoding gives"
+    finally:
+        scan._init_worker({})
+    assert want[1] >= 3 and len(want[0]) >= 2 and alone["malformed"] >= 1

@@ -1,0 +1,125 @@
+"""The service's first pass beside a cold report, in alternating rounds, on the same corpus.
+
+First pass: `ctxlamp serve` on an empty data folder (the tokenizer set up, as after the first
+run) until `/api/v1/status` says the scan is `idle`: the moment a new user's Overview and report
+are complete. Its peak memory: the service's own VmHWM, and the largest sum of the RSS of the
+service and its worker processes seen while it read (sampled every 50 ms).
+Cold report: `ctxlamp report --json --no-service` on an empty data folder (tokenizer set up).
+
+`--dated` first sets each transcript's modification time to its last entry's time, as a real
+history has them (the corpus writes every file now, which makes all of them live sessions at a
+start); only the files of the last `[sessions] live_hours` are then live.
+`--code DIR` (repeatable) runs another checkout's `DIR/.venv/bin/ctxlamp` in the same rounds.
+
+    python bench/first_pass.py --corpus DIR [--runs 3] [--dated] [--code DIR ...]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from calendar import timegm
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from bench.first_run import SET_UP
+from bench.peers import base_env, timed
+from bench.rounds import alternating
+from bench.service_proc import ServiceProcess, read_proc_stat, tree_rss_mb
+
+_TIME = re.compile(rb'"timestamp":"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)')
+
+
+def date_files(projects: Path) -> int:
+    """Each transcript's mtime set as a real history has it: its last entry's time, moved so that the newest
+    transcript was written now (the corpus dates its copies up to a year ahead). How many were dated."""
+    last: dict[Path, int] = {}
+    for path in projects.rglob("*.jsonl"):
+        with open(path, "rb") as f:
+            f.seek(max(0, path.stat().st_size - (1 << 20)))
+            stamps = _TIME.findall(f.read())
+        if stamps:
+            last[path] = timegm(time.strptime(stamps[-1].decode(), "%Y-%m-%dT%H:%M:%S"))
+    shift = time.time() - max(last.values(), default=0)
+    for path, t in last.items():
+        os.utime(path, (t + shift, t + shift))
+    return len(last)
+
+
+def first_pass(exe: str, corpus: Path, home: Path, tokenizer: Path) -> dict:
+    shutil.copytree(tokenizer, home / "tiktoken")
+    peak = [0.0]
+    stop = threading.Event()
+    with ServiceProcess(home, corpus / ".claude", exe=exe) as svc:
+        def sample() -> None:
+            while not stop.is_set():
+                try:
+                    peak[0] = max(peak[0], tree_rss_mb(svc.pid))
+                except OSError:
+                    pass
+                stop.wait(0.05)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        svc.wait_status()
+        idle = svc.wait_idle(step=0.02)
+        stop.set()
+        sampler.join()
+        st = read_proc_stat(svc.pid)
+    return {"idle_s": idle, "cpu_s": st["cpu_s"] + st["children_cpu_s"], "hwm_mb": st["hwm_mb"], "tree_peak_mb": peak[0]}
+
+
+def cold_report(exe: str, corpus: Path, home: Path, tokenizer: Path) -> dict:
+    shutil.copytree(tokenizer, home / "tiktoken")
+    r = timed([exe, "report", "--json", "--no-service"], {**base_env(corpus), "CTXLAMP_HOME": str(home)})
+    return {"wall_s": r.wall_s, "cpu_s": r.cpu_s, "rss_mb": r.rss_mb}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", type=Path, required=True, help="a folder holding .claude/projects")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--dated", action="store_true", help="set each transcript's mtime to its last entry's time")
+    ap.add_argument("--code", type=Path, action="append", default=[], help="another checkout to run alongside")
+    args = ap.parse_args(argv)
+    if args.dated:
+        print(f"dated {date_files(args.corpus / '.claude' / 'projects')} transcripts")
+    codes = {"this": str(ROOT / ".venv" / "bin" / "ctxlamp")}
+    for other in args.code:
+        codes[other.name] = str(other / ".venv" / "bin" / "ctxlamp")
+    print("load average before:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    with tempfile.TemporaryDirectory(prefix="ctxlamp-first-pass-") as tmp:
+        tokenizer = Path(tmp) / "set-up" / "tiktoken"
+        subprocess.run([sys.executable, "-c", SET_UP, str(tokenizer)], check=True, cwd=ROOT)
+        jobs = {}
+        for name, exe in codes.items():
+            jobs[f"{name}: first pass"] = lambda r, exe=exe, name=name: first_pass(
+                exe, args.corpus, Path(tmp) / f"{name}-serve-{r}", tokenizer)
+            jobs[f"{name}: cold report"] = lambda r, exe=exe, name=name: cold_report(
+                exe, args.corpus, Path(tmp) / f"{name}-report-{r}", tokenizer)
+        cold_report(codes["this"], args.corpus, Path(tmp) / "warm-up", tokenizer)  # untimed: the page cache
+        loads: list[float] = []
+        results = alternating(args.runs, {k: (lambda r, f=f: (loads.append(os.getloadavg()[0]), f(r))[1])
+                                          for k, f in jobs.items()})
+    for name, runs in results.items():
+        keys = runs[0].keys()
+        print(f"{name:>24}: " + ", ".join(f"{k} {statistics.median(r[k] for r in runs):.3f}" for k in keys)
+              + f"  (runs: {', '.join(str(round(r.get('idle_s', r.get('wall_s')), 2)) for r in runs)})")
+    for name in codes:
+        fp, cr = results[f"{name}: first pass"], results[f"{name}: cold report"]
+        ratios = sorted(a["idle_s"] / b["wall_s"] for a, b in zip(fp, cr))
+        print(f"{name}: first pass to idle / cold report, per round: {', '.join(f'{x:.2f}' for x in ratios)}")
+    print(f"1-minute load average during the rounds: {min(loads):.2f} .. {max(loads):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
