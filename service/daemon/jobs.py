@@ -148,6 +148,7 @@ class Jobs(ServicePart):
 
         svc = self._svc
         history: set[str] = set()
+        known = self._persist.history_states() if todo else {}
         for path in todo:
             try:
                 st = check(path)
@@ -156,7 +157,7 @@ class Jobs(ServicePart):
                     svc.skipped.note(path, exc.reason)
                 svc.scan["done"] += 1
                 continue
-            if self._persist.history_current(str(path), st):
+            if self._persist.history_current(known.get(str(path)), st):
                 svc.scan["done"] += 1
             else:
                 history.add(str(path))

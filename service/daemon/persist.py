@@ -132,15 +132,26 @@ class Persistence:
     def wants_scan(self) -> bool:
         return self.store is not None
 
-    def history_current(self, path: str, st: Any) -> bool:
-        """The history holds this old transcript as it is now (the stat of its last scan)."""
-        known = self._call("get_scan_state", lambda s: s.spend.get_scan_state(path))
+    def history_states(self) -> dict[str, Row]:
+        """path -> where the history's scan of it stopped, for every old transcript it read (one query)."""
+        return self._call("scan_states", lambda s: s.spend.scan_states()) or {}
+
+    @staticmethod
+    def history_current(known: Row | None, st: Any) -> bool:
+        """The history holds an old transcript as it is now: `known` (its entry in `history_states`) has its stat."""
         return bool(known) and known.get("size") == st.st_size and known.get("inode") == st.st_ino \
             and known.get("mtime") == st.st_mtime
 
     def record_history(self, path: str, read: HistoryRead) -> None:
         """Write what a history read of one old transcript gave (service/daemon/first_pass.py): its turn
-        records, its session, the profiles of segments no live run archived, and its scan state."""
+        records, its session, the profiles of segments no live run archived, and its scan state, in one
+        transaction (a first start writes hundreds of files: one commit each, not one per row)."""
+        import contextlib
+
+        with self.store.batch() if self.store is not None else contextlib.nullcontext():
+            self._record_history(path, read)
+
+    def _record_history(self, path: str, read: HistoryRead) -> None:
         from service.history.sink import MAX_UNSAVED
 
         for at in range(0, len(read.turns), MAX_UNSAVED):  # a transaction per batch, as the turn sink writes

@@ -90,7 +90,7 @@ def test_the_first_pass_reads_each_transcript_once_for_the_history_and_the_repor
             want = _profiles(path, svc.prices)
             got = svc.persist.store.sessions.segments(path.stem, 10_000)
             assert sorted(p["segment"] for p in got) == sorted(p["segment"] for p in want)
-            assert svc.persist.history_current(str(path), path.stat())
+            assert svc.persist.history_current(svc.persist.history_states().get(str(path)), path.stat())
     finally:
         svc.persist.close()
 
