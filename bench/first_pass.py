@@ -26,6 +26,7 @@ import tempfile
 import threading
 import time
 from calendar import timegm
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="ctxlamp-first-pass-") as tmp:
         tokenizer = Path(tmp) / "set-up" / "tiktoken"
         subprocess.run([sys.executable, "-c", SET_UP, str(tokenizer)], check=True, cwd=ROOT)
-        jobs = {}
+        jobs: dict[str, Callable[[int], dict]] = {}
         for name, exe in codes.items():
             jobs[f"{name}: first pass"] = lambda r, exe=exe, name=name: first_pass(
                 exe, args.corpus, Path(tmp) / f"{name}-serve-{r}", tokenizer)
@@ -107,8 +108,14 @@ def main(argv: list[str] | None = None) -> int:
                 exe, args.corpus, Path(tmp) / f"{name}-report-{r}", tokenizer)
         cold_report(codes["this"], args.corpus, Path(tmp) / "warm-up", tokenizer)  # untimed: the page cache
         loads: list[float] = []
-        results = alternating(args.runs, {k: (lambda r, f=f: (loads.append(os.getloadavg()[0]), f(r))[1])
-                                          for k, f in jobs.items()})
+
+        def noting_load(job: Callable[[int], dict]) -> Callable[[int], dict]:
+            def run(r: int) -> dict:
+                loads.append(os.getloadavg()[0])
+                return job(r)
+            return run
+
+        results = alternating(args.runs, {k: noting_load(f) for k, f in jobs.items()})
     for name, runs in results.items():
         keys = runs[0].keys()
         print(f"{name:>24}: " + ", ".join(f"{k} {statistics.median(r[k] for r in runs):.3f}" for k in keys)

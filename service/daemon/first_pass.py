@@ -85,8 +85,8 @@ def read_one(job: tuple[scan.TranscriptFile, bool]) -> Item:
 
     tf, wanted = job
     if not wanted:
-        path, result, sizes, _ = scan._scan_one(tf)
-        return path, result, sizes, None
+        path, result, new_sizes, _ = scan._scan_one(tf)
+        return path, result, new_sizes, None
     assert _replay_with is not None, "init_worker first"
     prices, engine_cfg, store_prompts = _replay_with
     sizes = scan.SizeMemo(scan._remembered)

@@ -8,6 +8,7 @@ of service/api/reads.py) raise Unavailable instead.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from pathlib import Path
@@ -139,7 +140,7 @@ class Persistence:
     @staticmethod
     def history_current(known: Row | None, st: Any) -> bool:
         """The history holds an old transcript as it is now: `known` (its entry in `history_states`) has its stat."""
-        return bool(known) and known.get("size") == st.st_size and known.get("inode") == st.st_ino \
+        return known is not None and known.get("size") == st.st_size and known.get("inode") == st.st_ino \
             and known.get("mtime") == st.st_mtime
 
     def record_history(self, path: str, read: HistoryRead) -> None:
@@ -154,9 +155,11 @@ class Persistence:
     def _record_history(self, path: str, read: HistoryRead) -> None:
         from service.history.sink import MAX_UNSAVED
 
-        for at in range(0, len(read.turns), MAX_UNSAVED):  # a transaction per batch, as the turn sink writes
-            batch = read.turns[at:at + MAX_UNSAVED]
-            self._call("add_turn_records", lambda s, batch=batch: s.history.add_turn_records(batch))
+        def add_turns(store: Store, batch: list[dict]) -> None:
+            store.history.add_turn_records(batch)
+
+        for at in range(0, len(read.turns), MAX_UNSAVED):  # as many at once as the turn sink writes
+            self._call("add_turn_records", functools.partial(add_turns, batch=read.turns[at:at + MAX_UNSAVED]))
         session = read.session
         self._call("upsert_session", lambda s: s.sessions.upsert_session(
             session["session_id"], transcript=path, project=session.get("project"), model=session.get("model"),
