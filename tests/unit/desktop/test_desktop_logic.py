@@ -20,7 +20,7 @@ from service.client.api import read_api_info
 from service.client.where import runtime_dir
 from desktop.handoff_prompt import handoff_prompt
 from desktop.restart_policy import RestartPolicy
-from desktop.sse import SseParser
+from service.client.sse import SseParser
 
 
 
