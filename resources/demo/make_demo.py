@@ -97,7 +97,7 @@ PLAN_READINGS = [(80, 20.0, 31.0), (55, 31.0, 32.0), (30, 42.0, 33.0), (5, 53.0,
 def plan_limits() -> dict:
     """LIMITS as the service computes them from those readings (pace and run-out included)."""
     from service.statusline import reading
-    from service.statusline.book import Book
+    from service.limits.book import Book
 
     book = Book()
     five_resets = (T_END.replace(hour=14, minute=0)).timestamp()

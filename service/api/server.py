@@ -237,7 +237,7 @@ class ApiServer:
 
     def get_report(self, q, body):
         from service.report import cached
-        from service.statusline.serve import book_unwritten
+        from service.limits.serve import book_unwritten
 
         since, until = q.get("since") or None, q.get("until") or None
         doc = cached.report(since, until, self._zone(q), record=(self._segments(), self.service.status()["sessions"]))
@@ -379,12 +379,12 @@ class ApiServer:
         return document(self.port)
 
     def post_statusline(self, q, body):
-        from service.statusline.serve import answer
+        from service.limits.serve import answer
 
         return answer(self.service, body)
 
     def get_limits(self, q, body):
-        from service.statusline.serve import limits_view
+        from service.limits.serve import limits_view
 
         return limits_view(self.service, q.get("session") or None)
 

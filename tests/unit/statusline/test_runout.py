@@ -7,8 +7,8 @@ import time
 import pytest
 
 from service.statusline import line, reading
-from service.statusline.book import Book, iso
-from service.statusline.runout import run_out
+from service.limits.book import Book, iso
+from service.limits.runout import run_out
 
 NOW = 1795000000.0  # 2026-11-18T11:06:40Z
 HOUR = 3600.0
