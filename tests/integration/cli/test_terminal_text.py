@@ -147,7 +147,7 @@ def test_a_project_with_markup_shows_literally_in_the_session_title(qtbot):
 
 
 def test_the_reminder_popup_shows_markup_as_written(qtbot):
-    from desktop.popup import ReminderPopup
+    from desktop.widgets.popup import ReminderPopup
 
     popup = ReminderPopup()
     qtbot.addWidget(popup)
@@ -157,7 +157,7 @@ def test_the_reminder_popup_shows_markup_as_written(qtbot):
 
 
 def test_fmt_html_text_escapes_and_strips():
-    from desktop import fmt
+    from desktop.present import fmt
 
     assert fmt.html_text("<b>x</b>" + CLEAR) == "&lt;b&gt;x&lt;/b&gt;[2J"
     assert fmt.plain("a\u202eb\nc") == "ab c"
@@ -167,7 +167,7 @@ def test_fmt_html_text_escapes_and_strips():
 def test_a_project_with_markup_shows_literally_in_the_overviews_tooltip(qtbot):
     from PySide6.QtGui import QTextDocument
 
-    from desktop.datasource import DemoSource
+    from desktop.connection.datasource import DemoSource
     from desktop.tabs.overview import OverviewTab
 
     src = DemoSource()

@@ -84,7 +84,7 @@ def test_the_status_line_says_full_at_when_it_comes_before_the_reset():
 
 
 def test_the_tray_tooltip_and_the_overview_meter_say_it_and_a_notice_comes_once():
-    from desktop import fmt
+    from desktop.present import fmt
     from desktop.present.limits import LimitNotices, limits_text
     from desktop.present.overview import limit_meters
 
