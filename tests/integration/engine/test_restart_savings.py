@@ -441,7 +441,7 @@ def test_the_reports_replay_is_cached_and_skips_files_written_before_the_period(
     import os
     import shutil
 
-    from service.measure.engines import load_prices
+    from service.engine_setup.engines import load_prices
     from service.report import restart, scan
 
     src = scenario_session("long-session")

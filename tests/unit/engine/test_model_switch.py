@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from service.engine import EngineConfig
 from service.engine.model_mix import profile_models
-from service.measure.engines import load_prices
+from service.engine_setup.engines import load_prices
 from tests.support import transcripts as T
 from tests.support.engine_runs import calls_of, run
 
