@@ -50,7 +50,7 @@ class _HistoryReplay:
         from types import SimpleNamespace
 
         from service.history.sink import TurnSink
-        from service.measure.engines import new_engine
+        from service.engine_setup.engines import new_engine
         from service.report.restart import Replay
 
         engine = new_engine(path, prices, engine_cfg, full_events=False, call_rows=False)

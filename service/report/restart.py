@@ -105,7 +105,7 @@ class Replay:
                  on_entry: Callable[[dict], None] | None = None) -> None:
         """`engine`: another engine to feed (the service's history keeps whole profiles); `on_entry` sees
         each entry the engine took, as the service's turn records see the entries of a live session."""
-        from service.measure.engines import new_engine, shared_counter
+        from service.engine_setup.engines import new_engine, shared_counter
 
         self.engine = engine if engine is not None else new_engine(
             path, prices, counter=shared_counter(), full_events=False, call_rows=False, restart_only=True)

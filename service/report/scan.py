@@ -341,7 +341,7 @@ def _lazy_counter(text: str) -> int:
     """
     n = _counted.get(text)
     if n is None:
-        from service.measure.tokenizer import encode_len
+        from service.engine_setup.tokenizer import encode_len
         if len(_counted) >= 50_000:  # a long-lived service process must not grow without bound
             _counted.clear()
         n = _counted[text] = encode_len(text)
@@ -526,7 +526,7 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
         # loads while they scan. The replay's workers do count: forked, they share the encoder built here once
         # (built in each, it cost as much CPU again per worker, and its memory twice).
         if replay is not None and replay[1] and forked.start_method() == "fork":
-            from service.measure.tokenizer import load_o200k
+            from service.engine_setup.tokenizer import load_o200k
 
             load_o200k()
         with collector_paused(), forked.pool(_scan_one, jobs, workers,

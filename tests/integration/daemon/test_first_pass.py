@@ -18,7 +18,7 @@ from service.client.paths import app_paths
 from service.daemon import first_pass
 from service.daemon.runtime import Service
 from service.ingest.transcript_file import chunks
-from service.measure.engines import new_engine
+from service.engine_setup.engines import new_engine
 from service.report import scan
 from service.report.build import load_prices
 
