@@ -78,8 +78,8 @@ Item = tuple[str, "dict | str | None", dict[str, int], "HistoryRead | None"]
 def read_one(job: tuple[scan.TranscriptFile, bool]) -> Item:
     """(path, report scan result or why skipped, new sizes, history read or None) of one transcript.
 
-    With `history` the file is an old main transcript the history has not read yet: its bytes feed the
-    engine as they pass to the report's scan.
+    `job` is (file, wanted by the history): an old main transcript the history has not read as it is now,
+    whose lines also feed the engine and the turn records as the report's scan splits them.
     """
     from service.ingest.transcript_file import Skipped, check
 
