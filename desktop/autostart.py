@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from service.own_python import module_argv
+
 FILE_NAME = "ctxlamp.desktop"
 AGENT_LABEL = "io.ctxlamp.tray"
 RUN_KEY = r"Software\Microsoft\Windows\CurrentVersion\Run"
@@ -86,11 +88,11 @@ def tray_argv(system: str = sys.platform) -> list[str]:
     if system_kind(system) == "windows":
         windowless = Path(sys.executable).with_name("pythonw.exe")
         python = str(windowless) if windowless.is_file() else sys.executable
-        return [python, "-m", "service.cli", "tray"]
+        return module_argv("service.cli", "tray", python=python)
     exe = shutil.which("ctxlamp")
     if exe:
         return [exe, "tray"]
-    return [sys.executable, "-m", "service.cli", "tray"]
+    return module_argv("service.cli", "tray")
 
 
 # ---- Linux: an XDG autostart entry ------------------------------------------------------------
