@@ -70,6 +70,21 @@ class WinregRunKey:
             pass
 
 
+class UnsafeCommand(ValueError):
+    """A program path no start-at-login entry can name safely (a control character in it)."""
+
+
+def checked_argv(argv: Sequence[str]) -> list[str]:
+    """`argv` as given, or UnsafeCommand: a line break in a path would add lines (keys) to the XDG entry
+    and a control character has no form in a Desktop Entry value or a plist, so neither is written."""
+    for word in argv:
+        bad = next((c for c in word if ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f), None)
+        if bad is not None:
+            raise UnsafeCommand(f"the path {word!r} holds the control character U+{ord(bad):04X}: "
+                                "start at login cannot name it; move ctxlamp to a folder without one")
+    return list(argv)
+
+
 def system_kind(system: str = sys.platform) -> str:
     if system.startswith("win"):
         return "windows"
@@ -104,10 +119,10 @@ def autostart_file() -> Path:
 def desktop_exec(argv: Sequence[str]) -> str:
     """`Exec=` per the Desktop Entry spec: words with reserved characters in double quotes
     (`"`, backquote, `$` and backslash escaped inside), `%` doubled; then the string-value
-    escape of backslashes."""
+    escape of backslashes. A control character is refused (UnsafeCommand)."""
     reserved = set(" \t\n\"'\\><~|&;$*?#()`")
     words = []
-    for word in argv:
+    for word in checked_argv(argv):
         word = word.replace("%", "%%")
         if any(c in reserved for c in word):
             word = '"' + "".join("\\" + c if c in '"`$\\' else c for c in word) + '"'
@@ -172,7 +187,7 @@ class LoginItem:
 
     def set_enabled(self, enabled: bool) -> str:
         """Write or remove the entry; returns where it is (a path, or the registry value's name)."""
-        argv = tray_argv(self.system)
+        argv = checked_argv(tray_argv(self.system)) if enabled else []
         if self.kind == "windows":
             if enabled:
                 self.run_key().set(RUN_VALUE, subprocess.list2cmdline(argv))

@@ -148,3 +148,16 @@ def test_the_settings_switch_writes_and_removes_the_entry(home, qtbot, ctx_home)
     assert entry.exists() and str(entry) in tab.status.text()
     tab.autostart.setChecked(False)
     assert not entry.exists() and "Removed" in tab.status.text()
+
+
+@pytest.mark.parametrize("system", ["linux", "darwin", "win32"])
+@pytest.mark.parametrize("odd", ["\nExec=/bin/sh -c 'touch /tmp/pwned'\nX=", "\r", "\t", "\x1b]0;x\x07", "\x85"])
+def test_a_path_with_a_control_character_is_refused_and_nothing_is_written(home, monkeypatch, system, odd):
+    """A line break in the program's path added keys to the XDG entry (an injected Exec= ran)."""
+    monkeypatch.setattr(sys, "executable", f"/opt/ada{odd}/bin/python")
+    run_key = DictRunKey()
+    item = LoginItem(system, run_key)
+    with pytest.raises(autostart.UnsafeCommand, match="control character"):
+        item.set_enabled(True)
+    assert not item.is_enabled() and run_key.values == {}
+    assert not list(home.rglob("*.desktop")) and not list(home.rglob("*.plist"))
