@@ -21,6 +21,7 @@ SHOWN = 10
 # A turn as answered: transcripts are outside text (a path or a prompt may carry ESC, BEL or OSC
 # sequences) and a turn may have read thousands of files, so every text is filtered and cut and
 # each list of paths is cut, the rest counted; a page then stays a few hundred kB at most.
+MAX_PAGE = 1_000_000  # beyond any lineage; a bigger number overflowed the database's offset
 PATHS_SHOWN = 20
 PATH_CHARS = 300
 TEXT_CHARS = 500
@@ -69,10 +70,11 @@ def _no_lineage(**extra: Any) -> dict:
 
 
 def page(reads: HistoryReads, session_id: str, page_no: int) -> dict:
+    page_no = max(1, min(int(page_no), MAX_PAGE))
     lineage = _lineage(reads, session_id)
     if not lineage:
         return _no_lineage(page=page_no, turns=[])
-    answer = dict(reads.history_page(lineage, max(1, int(page_no)), PAGE_SIZE))
+    answer = dict(reads.history_page(lineage, page_no, PAGE_SIZE))
     answer["turns"] = [shown_turn(t) for t in answer.get("turns") or []]
     answer["loaded"] = True
     pages = answer.get("pages") or 0

@@ -134,3 +134,10 @@ def test_the_mcp_tools_answer_no_control_characters_whatever_the_service_sends()
         assert not any(c in text for c in "\x1b\x07\x9b\u202e")
         assert len(text) <= 250_000  # the body alone was 600 kB
     assert "line two\tx" in tools.handoff_load("t")  # lines and tabs are kept
+
+
+def test_a_page_number_past_any_lineage_is_told_so(store, caplog):
+    make_lineage(store, 3)
+    answer = history.page(store, "new", 10**25)  # overflowed the database's offset: an error, "no turns yet"
+    assert answer["turns"] == [] and "the history has 1 page(s)" in answer["message"]
+    assert "database read failed" not in caplog.text
