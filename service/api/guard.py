@@ -134,7 +134,7 @@ class WholeWrites(io.RawIOBase):
     def writable(self) -> bool:
         return True
 
-    def write(self, data) -> int:  # type: ignore[no-untyped-def,override]  # bytes-like, as io's writers take
+    def write(self, data) -> int:  # bytes-like, as io's writers take
         self._sock.sendall(data)
         return len(data)
 

@@ -6,8 +6,8 @@ package. Each command ctxlamp writes or starts is run here from such a folder, f
 """
 from __future__ import annotations
 
+import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -82,8 +82,6 @@ def test_the_hook_and_mcp_commands_install_writes_run_ctxlamp(project):
 
 
 def _env(extra: dict[str, str]) -> dict[str, str]:
-    import os
-
     return {**os.environ, **extra}
 
 
