@@ -7,7 +7,7 @@ import stat
 import pytest
 
 from service.team import passfile
-from tests.support.pg_server import BINDIR, NO_PG, PgServer
+from tests.support.pg_server import module_server
 from tests.support.procs import ctl
 from tests.support.team_history import member_env
 
@@ -79,14 +79,7 @@ def test_the_file_itself_is_written_0600_and_its_other_lines_kept(shared):
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and not path.is_symlink()
 
 
-@pytest.fixture(scope="module")
-def pg():
-    if BINDIR is None:
-        pytest.skip(NO_PG)
-    srv = PgServer(BINDIR)
-    srv.start()
-    yield srv
-    srv.cleanup()
+pg = pytest.fixture(scope="module", name="pg")(module_server)
 
 
 @pytest.mark.parametrize("kind", ["to a file", "dangling"])
