@@ -46,7 +46,7 @@ _PORT_TRIES = 6
 _HELLO = b"ctxlamp-lock/2"
 _KEY_SUFFIX = ".key"
 _KEY_HEX = 64            # 32 bytes of key, as hex text
-_ASK_TIMEOUT_S = 0.5
+_ASK_TIMEOUT_S = 2.0     # a holder busy at its start (its service reading transcripts) still answers in time
 _ANSWER_WITHIN_S = 2.0   # a connection to the holder that has not asked by then is closed
 _MAX_ASKERS = 256        # connections the holder keeps at once; past that the oldest is closed
 
