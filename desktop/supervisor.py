@@ -20,9 +20,9 @@ from desktop.restart_policy import RestartPolicy
 def service_command() -> tuple[str, list[str]]:
     if getattr(sys, "frozen", False):  # the packaged build: the same executable runs every command
         return sys.executable, ["serve"]
-    from service.own_python import module_argv
+    from desktop.autostart import ctxlamp_argv
 
-    python, *args = module_argv("service.cli", "serve")  # the user's folder never shadows ctxlamp
+    python, *args = ctxlamp_argv("serve")  # the user's folder never shadows ctxlamp
     return python, args
 
 
