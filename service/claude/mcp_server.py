@@ -71,7 +71,7 @@ class Backend:
     """HTTP to the service; api.json is read on every call (the service may have restarted)."""
 
     def __init__(self, timeout: float = 20.0) -> None:
-        from service.paths import app_paths
+        from service.client.paths import app_paths
 
         self.paths = app_paths()
         self.timeout = timeout
@@ -81,12 +81,11 @@ class Backend:
         return resolve_caller(self.paths.runtime, self.started_at)
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        from service.api.client import ApiClient, NoService, discovery
+        from service.client.api import ApiClient, ApiError
 
         try:
-            client = ApiClient(discovery(self.paths.api_file), timeout=self.timeout)
-            return client.request(method, path, body)
-        except NoService as exc:
+            return ApiClient(timeout=self.timeout, api_file=self.paths.api_file).exchange(method, path, body)
+        except ApiError as exc:
             raise ServiceDown(NOT_RUNNING.format(why=str(exc))) from None
 
 
@@ -184,7 +183,7 @@ def _render_turn(t: Any) -> str:
 def agent_text(text: str) -> str:
     """A tool's answer as the agent gets it: transcripts and handoffs are outside text, so no control
     character but line breaks and tabs (no ESC, BEL or OSC sequence reaches a terminal), and bounded."""
-    from service.textsafe import text_block
+    from service.client.textsafe import text_block
 
     return text_block(text, MAX_ANSWER_CHARS)
 

@@ -82,7 +82,7 @@ def find_launcher() -> Launcher:
 
 def python_launcher() -> Launcher:
     """This Python with `-P -m service.cli`: the folder Claude Code runs it in never shadows ctxlamp."""
-    from service.own_python import module_argv
+    from service.client.own_python import module_argv
 
     python = str(Path(sys.executable).absolute())
     env = {} if _importable_anywhere(python) else {"PYTHONPATH": str(ROOT)}

@@ -30,7 +30,7 @@ def _has_transcripts(projects: Path) -> bool:
 
 def child_argv(args: list[str]) -> list[str]:
     """`ctxlamp ARGS` as this Python runs it, whatever folder the user started from."""
-    from service.own_python import module_argv
+    from service.client.own_python import module_argv
 
     return module_argv("service.cli", *args)
 
@@ -61,7 +61,7 @@ def _stop_on_sigterm() -> None:
 
 
 def run(args) -> int:
-    from service.paths import app_paths, claude_projects
+    from service.client.paths import app_paths, claude_projects
 
     _stop_on_sigterm()
     env = dict(os.environ)

@@ -13,8 +13,7 @@ Three ways, chosen by what the interpreter has (`lock_kind`):
   waiting on any (a flood cannot silence it), and the real path is used (a data folder reached
   through a link is the same lock). A port taken by some other program is skipped for the next
   of a few derived ports; after binding, the holder looks at the others and gives way to an
-  older holder (so two services starting at once never both keep a port). docs/decisions.md
-  107 and 236.
+  older holder (so two services starting at once never both keep a port).
 
 The file holds the owner's pid for the message a second `ctxlamp serve` prints; with the
 `socket` kind the pid also comes from the holder's answer.
@@ -36,7 +35,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Self
 
-from service.privdir import make_private_dirs
+from service.client.privdir import make_private_dirs
 
 KINDS = ("fcntl", "msvcrt", "socket")
 _MSVCRT_BYTE = 1 << 20   # the locked byte: beyond the pid text, so a reader is never refused

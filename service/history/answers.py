@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from service.textsafe import printable
+from service.client.textsafe import printable
 
 PAGE_SIZE = 10
 SHOWN = 10

@@ -56,7 +56,7 @@ def test_ctxlamp_start_children_run_ctxlamp(project):
 
 
 def test_the_trays_service_runs_ctxlamp(project):
-    from desktop.supervisor import service_command
+    from desktop.connection.supervisor import service_command
 
     program, args = service_command()
     _is_ctxlamp(_run(_with_version([program, *args], "serve"), project))
@@ -64,7 +64,7 @@ def test_the_trays_service_runs_ctxlamp(project):
 
 @pytest.mark.parametrize("system", ["linux", "win32"])
 def test_the_login_entry_runs_ctxlamp(project, system, monkeypatch):
-    from desktop import autostart
+    from desktop.platforms import autostart
 
     monkeypatch.setattr(autostart.shutil, "which", lambda name: None)  # the `-m` form, as without a script
     _is_ctxlamp(_run(_with_version(autostart.tray_argv(system), "tray"), project))

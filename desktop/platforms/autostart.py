@@ -19,17 +19,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from service.client.own_python import module_argv
+
 FILE_NAME = "ctxlamp.desktop"
 AGENT_LABEL = "io.ctxlamp.tray"
 RUN_KEY = r"Software\Microsoft\Windows\CurrentVersion\Run"
 RUN_VALUE = "ctxlamp"
-
-
-def ctxlamp_argv(*args: str, python: str | None = None) -> list[str]:
-    """`python -P -m service.cli ARGS`: `-P` keeps the folder it is started from off the import path, so a
-    project's own `service/` package never runs in ctxlamp's place (the desktop's side of
-    service/own_python.py, which it may not import)."""
-    return [python or sys.executable, "-P", "-m", "service.cli", *args]
 
 
 class RunKey(Protocol):
@@ -108,11 +103,11 @@ def tray_argv(system: str = sys.platform) -> list[str]:
     if system_kind(system) == "windows":
         windowless = Path(sys.executable).with_name("pythonw.exe")
         python = str(windowless) if windowless.is_file() else sys.executable
-        return ctxlamp_argv("tray", python=python)
+        return module_argv("service.cli", "tray", python=python)
     exe = shutil.which("ctxlamp")
     if exe:
         return [exe, "tray"]
-    return ctxlamp_argv("tray")
+    return module_argv("service.cli", "tray")
 
 
 # ---- Linux: an XDG autostart entry ------------------------------------------------------------

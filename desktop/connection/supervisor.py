@@ -13,16 +13,16 @@ import time
 
 from PySide6.QtCore import QObject, QProcess, QTimer, Signal
 
-from desktop.client import ApiClient
-from desktop.restart_policy import RestartPolicy
+from service.client.api import ApiClient
+from desktop.connection.restart_policy import RestartPolicy
 
 
 def service_command() -> tuple[str, list[str]]:
     if getattr(sys, "frozen", False):  # the packaged build: the same executable runs every command
         return sys.executable, ["serve"]
-    from desktop.autostart import ctxlamp_argv
+    from service.client.own_python import module_argv
 
-    python, *args = ctxlamp_argv("serve")  # the user's folder never shadows ctxlamp
+    python, *args = module_argv("service.cli", "serve")  # the user's folder never shadows ctxlamp
     return python, args
 
 
