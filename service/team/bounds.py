@@ -63,8 +63,7 @@ def row_fits(payload: dict) -> bool:
 
 def money_ok_sql(column: str) -> str:
     """A SQL predicate true when `column` holds sane money (false for NaN: it sorts above every number)."""
-    return (f"({column} OPERATOR(pg_catalog.>=) '{-MONEY_MAX!r}'::pg_catalog.float8 "
-            f"AND {column} OPERATOR(pg_catalog.<=) '{MONEY_MAX!r}'::pg_catalog.float8)")
+    return f"pg_catalog.abs({column}) OPERATOR(pg_catalog.<=) '{MONEY_MAX!r}'::pg_catalog.float8"
 
 
 def row_ok_sql(money_columns: tuple[str, ...] | list[str]) -> str:

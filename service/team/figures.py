@@ -196,8 +196,8 @@ def _add_store_figures(settings: TeamSettings, store, day_acc: DayRows, rows: di
                    "reminders": reminded.get((sid, seg), 0)}
         for k in SEGMENT_FIELDS:
             payload[k.lower()] = p.get(k)
-        if payload["end_reason"] is not None:
-            payload["end_reason"] = shared_name(payload["end_reason"])
+        if p.get("end_reason") is not None:
+            payload["end_reason"] = shared_name(str(p["end_reason"]))
         payload.update(restart)
         rows[("segment", row_key(session, seg))] = payload
 

@@ -18,10 +18,10 @@ every new write; the reader skips rows outside the bounds and says so).
 """
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 S = "ctxlamp_team"
-NAME_MAX = 200
 # service/textsafe.py's set, plus tab and newline (a name is one line); PostgreSQL's regex escapes
 UNSAFE = (r"[\u0001-\u001f\u007f-\u009f\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
           r"\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164"
@@ -38,20 +38,11 @@ FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "segment": (("bill_in_usd", "bill_out_usd", "rent_usd", "restart_first_usd", "restart_best_usd"),
                 ("g", "br", "mf", "duration_s")),
 }
-NAMES: dict[str, tuple[tuple[str, bool], ...]] = {  # as in 0002: table -> (column, may it be empty)
-    "member": (("name", False),),
-    "day_figures": (("member", False), ("model", True), ("project", True)),
-    "channel_day": (("member", False),),
-    "segment": (("member", False), ("model", True), ("project", True), ("session", False),
-                ("end_reason", True)),
-}
+_SAFE_NAMES = importlib.import_module(f"{__package__}.0002_safe_names")  # its name columns and CHECK, wider
 
 
 def name_check(column: str, may_be_empty: bool) -> str:
-    shortest = 0 if may_be_empty else 1
-    return (f"(pg_catalog.char_length({column}) OPERATOR(pg_catalog.>=) {shortest} "
-            f"AND pg_catalog.char_length({column}) OPERATOR(pg_catalog.<=) {NAME_MAX} "
-            f"AND {column} OPERATOR(pg_catalog.!~) '{UNSAFE}')")
+    return _SAFE_NAMES.name_check(column, may_be_empty, UNSAFE)
 
 
 def figures_check(table: str) -> str:
@@ -65,22 +56,10 @@ def figures_check(table: str) -> str:
     return " AND ".join(f"({p})" for p in parts)
 
 
-def _constraint(table: str, name: str, expr: str, what: str) -> str:
-    return f"""
-ALTER TABLE {S}.{table} DROP CONSTRAINT IF EXISTS {name};
-ALTER TABLE {S}.{table} ADD CONSTRAINT {name} CHECK ({expr}) NOT VALID;
-DO $$ BEGIN
-    ALTER TABLE {S}.{table} VALIDATE CONSTRAINT {name};
-EXCEPTION WHEN check_violation THEN
-    RAISE NOTICE 'older rows of {S}.{table} hold {what}; new rows are checked';
-END $$;
-"""
-
-
 def up(db: Any) -> None:
-    for table, columns in NAMES.items():
-        exprs = " AND ".join(f"({c} IS NULL OR {name_check(c, empty)})" for c, empty in columns)
-        db.execute_sql(_constraint(table, f"{table}_names_printable", exprs, "names that are not printable"))
+    for table in _SAFE_NAMES.NAMES:
+        db.execute_sql(_SAFE_NAMES.constraint(table, f"{table}_names_printable",
+                                              _SAFE_NAMES.names_check(table, UNSAFE), "names that are not printable"))
     for table in FIGURES:
-        db.execute_sql(_constraint(table, f"{table}_figures_bounded", figures_check(table),
-                                   "days or figures outside the bounds"))
+        db.execute_sql(_SAFE_NAMES.constraint(table, f"{table}_figures_bounded", figures_check(table),
+                                              "days or figures outside the bounds"))

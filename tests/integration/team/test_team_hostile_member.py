@@ -7,11 +7,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import math
 import os
 import stat
-import subprocess
-import sys
 import time
 import unicodedata
 from pathlib import Path
@@ -23,9 +20,9 @@ from service import config
 from service.team import bounds, passfile, schema, server
 from service.team.migrations import steps
 from service.textsafe import printable
+from tests.integration.team import test_team_door as door
 from tests.integration.team.test_team_door import member_conn, open_public, write_own
-from tests.support.corpus import ROOT
-from tests.support.pg_server import BINDIR, NO_PG, PgServer
+from tests.support.pg_server import PgServer
 from tests.support.procs import ctl
 from tests.support.team_history import MODELS, cost_state, member_env, write_member
 from tests.support.transcripts import call, compact, prompt
@@ -33,14 +30,7 @@ from tests.support.transcripts import call, compact, prompt
 A, B = "alice@laptop", "bob@desk"
 
 
-@pytest.fixture(scope="module")
-def pg():
-    if BINDIR is None:
-        pytest.skip(NO_PG)
-    srv = PgServer(BINDIR)
-    srv.start()
-    yield srv
-    srv.cleanup()
+pg = door.pg  # a server of this module's own, started as the door tests start theirs
 
 
 def team_at(pg: PgServer, name: str, tmp_path: Path, version: int | None = None) -> tuple[str, dict[str, str], Path]:
