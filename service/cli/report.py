@@ -13,8 +13,8 @@ import sys
 from datetime import date
 
 from service.report.build import ReportRequest, build_report
-from service.terminal import printable_lines
-from service.textsafe import printable
+from service.client.textsafe import printable_lines
+from service.client.textsafe import printable
 
 DATE_RE = re.compile(r"^(\d{4})-?(\d{2})-?(\d{2})$")
 
@@ -101,14 +101,14 @@ def _configured_zone() -> str:
 
 
 # How long the command waits for a running service's report before reading the transcripts itself. Right
-# after a start the service may still be preparing it (decision 202): waiting costs less than a second read
+# after a start the service may still be preparing it: waiting costs less than a second read
 # of every transcript beside it, with the replay the service spares.
 SERVICE_WAIT_S = 30.0
 
 
 def _from_service(args) -> dict | None:
     """The running service's report, or None (no service, old service, any error)."""
-    from service.paths import app_paths
+    from service.client.paths import app_paths
 
     api_file = app_paths().api_file
     if not api_file.is_file():

@@ -22,7 +22,7 @@ def load_or_make(folder: Path) -> str:
     Made whole in a private temp file and linked into place, which fails when anything (a file, a
     planted link) is there already: two processes that race agree on the first one's key.
     """
-    from service.privdir import make_private_dirs
+    from service.client.privdir import make_private_dirs
 
     path = folder / FILE_NAME
     key = _read(path)

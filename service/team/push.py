@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from service.paths import app_paths
+from service.client.paths import app_paths
 from service.team import bounds, figures, outbox
 from service.team.server import SCHEMA, Refused, TeamError, transaction, where
 from service.team.settings import TeamSettings

@@ -11,7 +11,7 @@ reader and the push).
 The printable-name CHECK of 0002 let through characters that make one name
 look like another or hide text: U+180E, tag characters (U+E0000...), variation
 selectors, Hangul fillers and the other format and default-ignorable code
-points. It now refuses the set service/textsafe.py strips.
+points. It now refuses the set service/client/textsafe.py strips.
 
 Like 0002, rows written before are left as they are (each constraint checks
 every new write; the reader skips rows outside the bounds and says so).
@@ -22,7 +22,7 @@ import importlib
 from typing import Any
 
 S = "ctxlamp_team"
-# service/textsafe.py's set, plus tab and newline (a name is one line); PostgreSQL's regex escapes
+# service/client/textsafe.py's set, plus tab and newline (a name is one line); PostgreSQL's regex escapes
 UNSAFE = (r"[\u0001-\u001f\u007f-\u009f\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
           r"\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164"
           r"\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"

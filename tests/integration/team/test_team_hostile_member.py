@@ -19,7 +19,7 @@ import pytest
 from service import config
 from service.team import bounds, passfile, schema, server
 from service.team.migrations import steps
-from service.textsafe import printable
+from service.client.textsafe import printable
 from tests.integration.team import test_team_door as door
 from tests.integration.team.test_team_door import member_conn, open_public, write_own
 from tests.support.pg_server import PgServer
@@ -330,7 +330,7 @@ def test_invisible_and_look_alike_names_are_refused_by_the_server_and_the_termin
 
 
 def test_the_server_and_the_terminal_filter_refuse_the_same_characters(pg, tmp_path):
-    """Every code point: the server's name CHECK refuses exactly what service/textsafe.py strips (tab and newline
+    """Every code point: the server's name CHECK refuses exactly what service/client/textsafe.py strips (tab and newline
     aside: the filter turns them into a space, a name refuses them), and that holds every format character
     (Cf), control, separator and default-ignorable code point."""
     pg.sql("DROP DATABASE IF EXISTS hostile_codepoints WITH (FORCE)", database="postgres")
