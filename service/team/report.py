@@ -140,8 +140,9 @@ def render_text(doc: dict) -> str:
                      f"{restarts.get('best_single_usd', 0.0):>8.2f}")
     lines.append(f"{'total':<28} {doc.get('billed_usd', doc['total_usd']):>11.2f} {doc['total_usd']:>11.2f}")
     for name, count in (doc.get("skipped_rows") or {}).items():
-        lines.append(f"skipped {count} rows of {printable(name, 60)}: a day outside {bounds.DAY_FIRST}..{bounds.DAY_LAST} "
-                     f"or money that is not a number within ${bounds.MONEY_MAX:,.0f}")
+        lines.append(f"skipped {count} rows of {printable(name, 60)}: a day outside "
+                     f"{bounds.DAY_FIRST}..{bounds.DAY_LAST} or money that is not a number within "
+                     f"${bounds.MONEY_MAX:,.0f}")
     lines.append("billed = the calls Claude Code wrote + the requests it made and did not write (measured from "
                  "its cost-state)")
     for title, block in (("by model", doc["by_model"]), ("by project", doc["by_project"])):

@@ -87,7 +87,7 @@ def _hostile_rows(cur, member: str) -> int:
     return n + 1
 
 
-def test_a_members_far_off_day_or_money_that_is_not_a_number_never_breaks_the_team_report(pg, tmp_path):
+def test_a_members_far_off_day_or_money_that_is_not_a_number_never_breaks_the_team_report(pg, tmp_path, qtbot):
     owner, urls, pgpass = team_at(pg, "hostile_reader", tmp_path, version=4)  # no bounds yet: the rows get in
     with member_conn(urls[A], pgpass) as conn, conn.cursor() as cur:
         bad = _hostile_rows(cur, A)
@@ -111,6 +111,13 @@ def test_a_members_far_off_day_or_money_that_is_not_a_number_never_breaks_the_te
     week = strict_json(ctl(env, "team", "report", "--json", "--url", urls[B], "--since", "2026-11-01",
                            "--until", "2026-11-07").stdout)
     assert week["total_usd"] == pytest.approx(2.5) and week["skipped_rows"] == {A: len(HOSTILE_MONEY) + 1}
+    # the Team tab says it too
+    from desktop.tabs.team import TeamTab
+
+    tab = TeamTab(source=None)
+    qtbot.addWidget(tab)
+    tab.show_team({**doc, "member": B, "last_push": None})
+    assert f"{bad} rows left out" in tab.head.text()
 
 
 def test_the_server_refuses_far_off_days_and_money_that_is_not_a_number(pg, tmp_path):
