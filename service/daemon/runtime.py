@@ -134,7 +134,7 @@ class Service:
         self.prices: PriceTable | None = None
         self.registry: Registry | None = None
         self.turn_sink = None
-        from service.statusline.book import Book
+        from service.limits.book import Book
 
         self.readings = Book(paths.data / "statusline.json")  # what Claude Code's status line reported
         self.following = Following(self)  # live sessions: catch-up, changes, rotation, selection, reminders

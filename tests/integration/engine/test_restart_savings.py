@@ -300,7 +300,7 @@ def test_the_fixture_figures_from_replay_lines_and_in_the_report(scenario, tmp_p
 
 def test_the_overview_sums_the_demo_segments_and_says_so():
     """The Overview's figures are the segments' own: archived ones by the day they ended, live ones open."""
-    from desktop import fmt
+    from desktop.present import fmt
     from desktop.present.overview import rent_sentence, spend_figures
 
     demo = ROOT / "resources" / "demo"

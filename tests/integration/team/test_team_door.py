@@ -224,7 +224,7 @@ def test_a_password_in_a_url_never_comes_back(pg, tmp_path, qtbot, monkeypatch):
             assert time.monotonic() < deadline, (status, body, log)
             time.sleep(0.2)
         assert status == 503 and "cannot be read" in json.dumps(body)
-        from desktop.datasource import ApiSource
+        from desktop.connection.datasource import ApiSource
         from desktop.tabs.team import TeamTab
 
         monkeypatch.setenv("CTXLAMP_HOME", str(home))
