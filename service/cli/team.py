@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from service.cli.report import _day
+from service.cli.report import day_argument
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -27,8 +27,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     report = sub.add_parser("report", help="the team's figures")
     report.add_argument("--url", help="a member's postgresql:// URL (default: [team] url)")
     report.add_argument("--json", action="store_true", help="print JSON")
-    report.add_argument("--since", type=_day, help="first day included (YYYY-MM-DD, UTC)")
-    report.add_argument("--until", type=_day, help="last day included (YYYY-MM-DD, UTC)")
+    report.add_argument("--since", type=day_argument, help="first day included (YYYY-MM-DD, UTC)")
+    report.add_argument("--until", type=day_argument, help="last day included (YYYY-MM-DD, UTC)")
 
 
 def _config() -> dict:
@@ -174,7 +174,8 @@ def _report(settings, args) -> int:
     if args.json:  # ASCII only: another member's names arrive as \u escapes, never as raw control codes
         import json
 
-        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=True, default=str) + "\n")
+        # allow_nan=False: never a bare NaN (not JSON); the reader refuses such figures before this
+        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=True, allow_nan=False, default=str) + "\n")
     else:
         sys.stdout.write(render_text(doc))
     return 0
