@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QSplitter, QVBoxLayout
 
 from desktop import charts, fmt
+from desktop.present.advice import session_advice
 from desktop.present.curve import curve_view, series_view
 from desktop.present.overview import project_name
 from desktop.present.session import header_facts, header_title
@@ -22,13 +23,17 @@ class SessionTab(Tab):
         self.title = QLabel()
         self.title.setTextFormat(Qt.TextFormat.RichText)
         self.title.setWordWrap(True)
+        self.advice = QLabel()  # the notice's advice as the lamp stands now, and its why: a tray notice opens here
+        self.advice.setTextFormat(Qt.TextFormat.PlainText)
+        self.advice.setWordWrap(True)
         self.facts = QGridLayout()
         self.facts.setHorizontalSpacing(20)
         self.series: dict | None = None
         self.snapshot: dict | None = None
         self.curve_plot = charts.new_plot("Cost curve: average cost per call if you restarted now, against the best",
                                           "times the best", "position (1 = the sweet spot)")
-        self.curve_plot.setToolTip("Diamonds mark where the reminders fired; the dot is where the session is now.")
+        self.curve_plot.setToolTip("Diamonds mark where the rent on dead weight reached a restart's price; the dot is "
+                                   "where the session is now.")
         self.stock_plot = charts.new_plot("Context over calls", "tokens", "call", left_unit="tokens",
                                           bottom_unit="count", legend=True)
         self.rent_plot = charts.new_plot("Rent paid on dead weight", "", "call", left_unit="usd",
@@ -43,6 +48,7 @@ class SessionTab(Tab):
         split.setSizes([300, 200, 150, 180])
         lay = QVBoxLayout(self)
         lay.addWidget(self.title)
+        lay.addWidget(self.advice)
         lay.addLayout(self.facts)
         lay.addWidget(split, 1)
         self.show_snapshot(None)
@@ -51,6 +57,9 @@ class SessionTab(Tab):
     def show_snapshot(self, snapshot: dict | None) -> None:
         self.snapshot = snapshot
         self.title.setText(header_title(snapshot))
+        advice, why = session_advice(snapshot)
+        self.advice.setText(f"{advice} {why}".strip())
+        self.advice.setVisible(bool(advice))
         self._facts(header_facts(snapshot))
         charts.draw_curve(self.curve_plot, curve_view(snapshot, self.series))
 
@@ -69,11 +78,12 @@ class SessionTab(Tab):
     def show_ended(self, row: dict, segments: list[dict]) -> None:
         """A session that is not live any more: what the overview and its archived parts say."""
         self.snapshot = self.series = None
+        self.advice.hide()
         sid = str(row.get("session_id") or "")
         self.title.setText(f"<b>{fmt.html_text(project_name(row.get('project')))} · {fmt.html_text(sid[:8])}</b>"
                            " — not live any more")
         rent = sum(float(p.get("rent_usd") or 0) for p in segments)
-        laps = sum(int(p.get("laps") or 0) for p in segments)
+        advised = sum(1 for p in segments if int(p.get("laps") or 0) > 0)
         unwritten = row.get("unwritten_usd") or 0.0
         self._facts([("Spent", fmt.usd(row.get("billed_usd", row.get("usd"))),
                       "What the API billed for it in the overview's period"
@@ -83,7 +93,10 @@ class SessionTab(Tab):
                      ("Last call", fmt.when(row.get("last_at")), "When it last called the API."),
                      ("Rent on dead weight", fmt.usd(rent) if segments else fmt.DASH,
                       "Over its archived parts (History tab)."),
-                     ("Reminders", fmt.count(laps) if segments else fmt.DASH, "Over its archived parts.")])
+                     ("Restart notices", f"{advised} of {fmt.plural(len(segments), 'stretch', 'stretches')}"
+                      if segments else fmt.DASH,
+                      "Stretches of work in which the rent on dead weight reached a restart's price: the tray "
+                      "gave its notice once in each (archived parts, History tab).")])
         charts.draw_curve(self.curve_plot, curve_view(None))
         self.show_series(None)
 
