@@ -110,7 +110,7 @@ def saving_line(reminder: dict, snapshot: dict | None) -> str:
     return f"Rent paid on dead weight so far: {fmt.usd(rent)}."
 
 
-def notice_why(red: bool, reminder: dict, snapshot: dict | None) -> str:
+def notice_why(red: bool, reminder: dict, snapshot: dict | None, notice: bool = True) -> str:
     """The explanation behind a notice: which signal spoke, and why it does not contradict the lamp."""
     colour = lamp_colour(snapshot) if snapshot else None
     rent = reminder.get("rent_usd", (snapshot or {}).get("bill_cycle_usd"))
@@ -127,8 +127,8 @@ def notice_why(red: bool, reminder: dict, snapshot: dict | None) -> str:
                 else " later"
             parts.append(f"The lamp is {colour}: no hurry, the sweet spot comes{when}; a restart at a natural "
                          "break already pays.")
-        elif colour == "amber":
-            parts.append("The lamp is amber: the session is past its sweet spot.")
+    if not notice:
+        return " ".join(parts)
     estimate = reminder.get("restart_now")
     if isinstance(estimate, dict) and estimate.get("calls_ahead") is not None:
         parts.append("The saving counts the calls your sessions usually run after this advice, at what they "
@@ -147,13 +147,13 @@ def session_advice(snapshot: dict | None) -> tuple[str, str]:
     colour = lamp_colour(snapshot)
     laps = int(snapshot.get("laps") or 0)
     if colour == "red":
-        return notice_text({"kind": RED}, snapshot).body.splitlines()[0], notice_why(True, {}, snapshot)
+        return notice_text({"kind": RED}, snapshot).body.splitlines()[0], notice_why(True, {}, snapshot, False)
     if laps:
         first = ((snapshot.get("restart_savings") or {}).get("first_reminder_call"))
         since = f" since call {first}" if first is not None else ""
         return (f"Restart at your next break: the rent on dead weight has paid for "
                 f"{'a restart' if laps == 1 else f'{laps} restarts'}{since}.",
-                notice_why(False, {}, snapshot))
+                notice_why(False, {}, snapshot, False))
     if colour == "amber":
         return ("Past the sweet spot: a restart soon pays for itself.",
                 "The lamp is amber: the average cost per call, counting one restart, is past its lowest. A notice "

@@ -16,7 +16,8 @@ TIPS = {
              "starts paying for itself.",
     "rent": "What the calls of this session paid to re-read dead weight: context a fresh session would not need.",
     "burn": "Rent paid per hour over the last half hour of work.",
-    "context": "Tokens re-sent with every call now, and the useful part of them.",
+    "context": "Tokens re-sent with every call now, and the useful part of them: what a restart would carry over, "
+               "the files ticked in the Files tab.",
 }
 
 
@@ -36,7 +37,8 @@ def header_facts(snapshot: dict | None) -> list[tuple[str, str, str]]:
     size = f"{fmt.number(x)}x its useful part" if x is not None else fmt.DASH
     sweet = f"at {fmt.number(xs)}x, {position_words(snapshot)}" if xs is not None else "not known yet"
     return [
-        ("Context", f"{fmt.tokens(snapshot.get('totalStock'))} tokens, {fmt.tokens(snapshot.get('B'))} useful",
+        ("Context", f"{fmt.tokens(snapshot.get('totalStock'))} tokens, "
+                    f"{fmt.tokens(snapshot.get('B_default', snapshot.get('B')))} useful",
          TIPS["context"]),
         ("Size", size, TIPS["x"]),
         ("Sweet spot", sweet, TIPS["sweet"]),

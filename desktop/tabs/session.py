@@ -32,25 +32,32 @@ class SessionTab(Tab):
         self.snapshot: dict | None = None
         self.curve_plot = charts.new_plot("Cost curve: average cost per call if you restarted now, against the best",
                                           "times the best", "position (1 = the sweet spot)")
-        self.curve_plot.setToolTip("Diamonds mark where the rent on dead weight reached a restart's price; the dot is "
-                                   "where the session is now.")
-        self.stock_plot = charts.new_plot("Context over calls", "tokens", "call", left_unit="tokens",
-                                          bottom_unit="count", legend=True)
-        self.rent_plot = charts.new_plot("Rent paid on dead weight", "", "call", left_unit="usd",
-                                         bottom_unit="count", legend=True)
-        self.rent_plot.setXLink(self.stock_plot)
+        self.curve_plot.setToolTip("Diamonds mark each time the rent on dead weight reached a restart's price (the "
+                                   "first gave the notice); the dot is where the session is now.")
+        self.stock_plot = charts.new_plot("", "tokens", "call", left_unit="tokens", bottom_unit="count")
+        charts.title_legend(self.stock_plot, "Context over calls", charts.STOCK_KEYS)
+        self.rent_plot = charts.new_plot("", "", "call", left_unit="usd", bottom_unit="count")
+        charts.title_legend(self.rent_plot, "Rent on dead weight", charts.rent_keys())
+        # each chart keeps the height its tick labels need; the two series side by side leave the curve room
+        self.curve_plot.setMinimumHeight(190)
+        for plot in (self.stock_plot, self.rent_plot):
+            plot.setMinimumHeight(150)
+        series = QSplitter(Qt.Horizontal)
+        series.addWidget(self.stock_plot)
+        series.addWidget(self.rent_plot)
+        series.setSizes([560, 440])
         split = QSplitter(Qt.Vertical)
         split.addWidget(self.curve_plot)
-        split.addWidget(self.stock_plot)
-        split.addWidget(self.rent_plot)
-        self.limits_panel = LimitsPanel()
-        split.addWidget(self.limits_panel)
-        split.setSizes([300, 200, 150, 180])
+        split.addWidget(series)
+        split.setSizes([320, 220])
+        self.limits_panel = LimitsPanel()  # outside the splitter: with nothing reported it is one line
+        split.setChildrenCollapsible(False)
         lay = QVBoxLayout(self)
         lay.addWidget(self.title)
         lay.addWidget(self.advice)
         lay.addLayout(self.facts)
         lay.addWidget(split, 1)
+        lay.addWidget(self.limits_panel)
         self.show_snapshot(None)
         self.show_series(None)
 

@@ -163,7 +163,7 @@ def test_history_tab_shows_each_model_a_segment_used(qtbot, tmp_path):
     win.load_all()
     table = win.history_tab.table
     header = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
-    cell = table.item(0, header.index("Models used (calls, spend)"))
+    cell = table.item(0, header.index("Models\n(calls, $)"))
     assert cell.text() == "Sonnet 4.5 ×6 $0.42; Opus 4.5 ×3 $1.27"
     assert table.item(0, header.index("Model")).text() == "Sonnet 4.5"  # the model the part opened with
 
