@@ -192,9 +192,34 @@ def test_settings_send_only_what_changed(qtbot, tmp_path):
     assert not tab.validate() and not tab.save_button.isEnabled()
     assert "above amber" in tab.rows["engine.eps_crit"].error.text() and not tab.rows["engine.eps_crit"].error.isHidden()
     assert not tab.save() and len(saved) == 1
-    # reset puts the default back
+    # reset puts the default back, and the footer's message of the refused value goes with it
+    assert "Fix the marked settings" in tab.status.text()
     tab.rows["engine.eps_amber"].reset.click()
     assert tab.rows["engine.eps_amber"].value() == 0.05
+    tab.validate()
+    assert "Fix" not in tab.status.text() and tab.rows["engine.eps_crit"].error.isHidden()
+
+
+def test_saving_a_team_server_opens_the_team_tab_at_once_and_says_so(qtbot):
+    class Saving(DemoSource):
+        live = True
+
+        def save_config(self, changes):
+            self._config.setdefault("team", {}).update(changes.get("team") or {})
+            return self.config()
+
+    win = MainWindow(Saving())
+    qtbot.addWidget(win)
+    win.load_all()
+    labels = lambda: [win.tabs.tabText(i) for i in range(win.tabs.count())]  # noqa: E731
+    assert "Team" not in labels()
+    tab = win.settings_tab
+    tab.rows["team.url"].set_value("postgresql://team.example/ctxlamp")
+    assert tab.save(), tab.status.text()
+    assert labels()[-1] == "Team" and "Team tab" in tab.status.text()
+    tab.rows["team.url"].set_value("")
+    assert tab.save(), tab.status.text()
+    assert "Team" not in labels() and "Team tab is closed" in tab.status.text()
 
 
 def test_demo_source_refuses_to_save():
