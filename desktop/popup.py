@@ -58,7 +58,7 @@ class ReminderPopup(QWidget):
         outer = self._outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(frame)
-        self.setFixedWidth(380)
+        self.setFixedWidth(440)  # a notice's two lines stay two lines
         self.handoff.clicked.connect(self._handoff)
         self.snooze.clicked.connect(self._snooze)
         self.close_button.clicked.connect(self.hide)

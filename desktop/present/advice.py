@@ -86,7 +86,7 @@ def notice_text(told: dict, snapshot: dict | None = None, several: bool = False)
     who = f" · {session_name(snapshot)}" if several and snapshot else ""
     title = f"ctxlamp{who}: {head}"
     do = ("The lamp is red: prepare a handoff, then start a fresh session." if red else
-          "Rent on dead weight has reached a restart's price: at a break, prepare a handoff and start afresh.")
+          "Dead-weight rent has reached a restart's price: prepare a handoff.")
     return Notice(title, f"{do}\n{saving_line(reminder, snapshot)}", notice_why(red, reminder, snapshot))
 
 

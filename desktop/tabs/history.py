@@ -15,6 +15,10 @@ EMPTY = ("No finished part of a session yet: a part is listed here when a sessio
          "starts a new session, or when the service stops.")
 
 
+NUMBERS = {"calls", "turns", "B", "L_peak", "g", "rent_usd", "laps", "restart_first", "restart_best", "bill_usd",
+           "duration_s"}  # right-aligned
+
+
 class HistoryTab(Tab):
     """The archived parts of sessions, newest first."""
 
@@ -53,7 +57,7 @@ class HistoryTab(Tab):
         for r, row in enumerate(rows):
             for c, text in enumerate(row):
                 item = QTableWidgetItem(text)
-                if 5 <= c < len(row) - 1:  # numbers; the last column (the models used) reads as text
+                if SEGMENT_COLUMNS[c][0] in NUMBERS:
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(r, c, item)
 

@@ -23,6 +23,7 @@ from desktop.present.lamp import STATE_WORDS, lamp_colour, lamp_state, session_n
 from desktop.tabs.base import Tab
 
 SESSION_COLUMNS = ("Session", "Spent", "Calls", "Last call", "Live")
+LIVE_ROWS_SHOWN = 3
 RELOAD_AFTER_MS = 20_000  # calls being written bring the figures up to date this long after the first of them
 
 
@@ -113,7 +114,7 @@ class OverviewTab(Tab):
         self.channels = QLabel()
         self.channels.setWordWrap(True)
         self.channels.setTextFormat(Qt.TextFormat.RichText)
-        story = QGroupBox("Rent, reminders and savings")
+        story = QGroupBox("Rent, notices and savings")
         sl = QVBoxLayout(story)
         sl.addWidget(self.rent)
         sl.addWidget(self.channels)
@@ -258,7 +259,10 @@ class OverviewTab(Tab):
             item.setToolTip(f"Lamp {lamp_colour(snap)}. Click to open this session.")
             self.live.addItem(item)
         if not self.live.count():
-            self.live.addItem(QListWidgetItem("No live session."))
+            self.live.addItem(QListWidgetItem("No live session: a Claude Code session shows here from its first call."))
+        # up to three live sessions show whole; more scroll (the chart above gives up the height)
+        rows = min(self.live.count(), LIVE_ROWS_SHOWN)
+        self.live.setMinimumHeight(max(44, self.live.sizeHintForRow(0) * rows + 2 * self.live.frameWidth()))
 
     def show_limits(self, status: dict | None, now: float) -> None:
         while self.limits_lay.count():

@@ -7,6 +7,7 @@ sees on the current tab:
 - two visible labels whose rectangles overlap;
 - a table cell or header whose text is wider than its column (Qt elides it with
   "..."), or a table wider than its view (the last columns are cut off);
+- a row of a short list (three rows or fewer) that does not show whole;
 - in a chart: two tick labels of an axis, or of the two axes, that overlap; two
   text items in the plot (band names, reminder marks, notes) that overlap; a
   legend that covers a point of a drawn line.
@@ -19,7 +20,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRect, QRectF
 from PySide6.QtGui import QFontMetrics, QTextDocument
 from PySide6.QtWidgets import (
-    QAbstractButton, QAbstractItemView, QLabel, QTableView, QTableWidget, QWidget,
+    QAbstractButton, QAbstractItemView, QLabel, QListView, QTableView, QTableWidget, QWidget,
 )
 
 SLACK = 1  # pixels of rounding
@@ -105,6 +106,20 @@ def cut_table_cells(top: QWidget) -> list[str]:
     return problems
 
 
+def cut_list_rows(top: QWidget, whole: int = 3) -> list[str]:
+    """A list of up to `whole` rows shows each row whole (a longer one may scroll)."""
+    problems = []
+    for view in top.findChildren(QListView):
+        if not _shown(view, top) or view.model() is None or not 0 < view.model().rowCount() <= whole:
+            continue
+        room = view.viewport().rect()
+        for row in range(view.model().rowCount()):
+            rect = view.visualRect(view.model().index(row, 0))
+            if not room.contains(rect):
+                problems.append(f"list row cut: {view.model().index(row, 0).data()!r}")
+    return problems
+
+
 def _axis_texts(axis: pg.AxisItem) -> list[tuple[QRectF, str]]:
     """The axis's tick labels, as drawn, in scene coordinates."""
     from PySide6.QtGui import QImage, QPainter
@@ -159,4 +174,4 @@ def chart_overlaps(top: QWidget) -> list[str]:
 
 def layout_problems(top: QWidget) -> list[str]:
     """Everything cut or overlapping on what `top` shows now."""
-    return cut_or_overlapping_labels(top) + cut_table_cells(top) + chart_overlaps(top)
+    return cut_or_overlapping_labels(top) + cut_table_cells(top) + cut_list_rows(top) + chart_overlaps(top)

@@ -84,6 +84,8 @@ def test_a_stretch_of_17_rent_laps_and_a_red_lamp_is_said_in_two_notices(tray, q
     assert shown == [("rent", 1, "popup")]  # offscreen has no tray: the fallback window
     body = tray.popup.body.text()
     assert len(body.splitlines()) == 2 and "prepare a handoff" in body and "$0.40" in body
+    label = tray.popup.body
+    assert label.heightForWidth(label.width()) <= 2 * label.fontMetrics().lineSpacing() + 2  # two lines as shown
     assert "amber" not in body and "red" not in body.replace("prepare", "")
     assert "restart at your next break" in tray.popup.title.text()
     assert not tray.popup.why.isVisible()
