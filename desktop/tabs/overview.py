@@ -259,7 +259,7 @@ class OverviewTab(Tab):
             item.setToolTip(f"Lamp {lamp_colour(snap)}. Click to open this session.")
             self.live.addItem(item)
         if not self.live.count():
-            self.live.addItem(QListWidgetItem("No live session: a Claude Code session shows here from its first call."))
+            self.live.addItem(QListWidgetItem("No live session: one shows here from its first call."))
         # up to three live sessions show whole; more scroll (the chart above gives up the height)
         rows = min(self.live.count(), LIVE_ROWS_SHOWN)
         self.live.setMinimumHeight(max(44, self.live.sizeHintForRow(0) * rows + 2 * self.live.frameWidth()))

@@ -15,6 +15,9 @@ pytest.importorskip("pytestqt")
 from desktop.datasource import DataError, DemoSource  # noqa: E402
 from desktop.window import TAB_NAMES, MainWindow  # noqa: E402
 from tests.support.corpus import ROOT  # noqa: E402
+from tests.support.layout import layout_problems  # noqa: E402
+from PySide6.QtCore import QEvent  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
 
 
 
@@ -58,6 +61,33 @@ def test_every_tab_renders_with_empty_data(qtbot, tmp_path, ctx_home):
         assert img.width() > 0
     assert "No live session" in win.session_tab.title.text()
     assert win.history_tab.table.rowCount() == 0
+
+
+def test_every_empty_view_says_why_it_is_empty_and_what_fills_it(qtbot, tmp_path):
+    import pyqtgraph as pg
+
+    empty_channel = {"label": "measured", "bucket": "day", "buckets": [], "totals": {}, "sources": []}
+    src = write_source(tmp_path / "empty", {"sessions": [], "followed": None, "service": {}}, {},
+                       {"segments": []}, {n: {**empty_channel, "channel": n} for n in ("edit", "pinch", "retrieval")},
+                       {})
+    win = MainWindow(src)
+    qtbot.addWidget(win)
+    win.resize(1100, 760)
+    win.show()
+    win.load_all()
+    assert "No finished part of a session yet" in win.history_tab.note.text()
+    assert "compacted" in win.history_tab.note.text() and not win.history_tab.table.isVisibleTo(win)
+    for name, tab in win.channel_tabs.items():
+        notes = [i.textItem.toPlainText() for i in tab.plot.getPlotItem().getViewBox().allChildren()
+                 if isinstance(i, pg.TextItem)]
+        assert len(notes) == 1 and " in this period: " in notes[0] and "this chart" in notes[0], (name, notes)
+    live = [win.overview_tab.live.item(i).text() for i in range(win.overview_tab.live.count())]
+    assert live == ["No live session: one shows here from its first call."]
+    for i in range(len(TAB_NAMES)):
+        win.tabs.setCurrentIndex(i)
+        QApplication.processEvents()
+        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+        assert layout_problems(win.tabs.currentWidget()) == [], TAB_NAMES[i]
     assert win.files_tab.list.count() == 0
 
 
