@@ -98,7 +98,7 @@ def saving_line(reminder: dict, snapshot: dict | None) -> str:
         saving = float(estimate["saving_usd"])
         if saving > 0:
             return f"Saves about {fmt.usd(saving)} if the session runs {ahead} (estimate)."
-        return f"Over {ahead} it would about break even (estimate)."
+        return f"Over {ahead} a restart would not earn its rebuild back (estimate)."
     restart = reminder.get("restart_usd")
     pp = reminder.get("payback_calls", (snapshot or {}).get("pp"))
     if restart is not None and pp is not None:
