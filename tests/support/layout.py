@@ -175,3 +175,22 @@ def chart_overlaps(top: QWidget) -> list[str]:
 def layout_problems(top: QWidget) -> list[str]:
     """Everything cut or overlapping on what `top` shows now."""
     return cut_or_overlapping_labels(top) + cut_table_cells(top) + cut_list_rows(top) + chart_overlaps(top)
+
+
+def window_problems(win) -> dict[str, list[str]]:
+    """layout_problems of every tab of a shown MainWindow, by tab name (empty when all is well)."""
+    from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QApplication
+
+    from desktop.window import TAB_NAMES
+
+    problems = {}
+    for i, name in enumerate(TAB_NAMES):
+        win.tabs.setCurrentIndex(i)
+        for _ in range(3):
+            QApplication.processEvents()
+            QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)  # labels a redraw replaced
+        found = layout_problems(win.tabs.currentWidget())
+        if found:
+            problems[name] = found
+    return problems

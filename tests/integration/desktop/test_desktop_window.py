@@ -15,9 +15,7 @@ pytest.importorskip("pytestqt")
 from desktop.datasource import DataError, DemoSource  # noqa: E402
 from desktop.window import TAB_NAMES, MainWindow  # noqa: E402
 from tests.support.corpus import ROOT  # noqa: E402
-from tests.support.layout import layout_problems  # noqa: E402
-from PySide6.QtCore import QEvent  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
+from tests.support.layout import window_problems  # noqa: E402
 
 
 
@@ -61,6 +59,7 @@ def test_every_tab_renders_with_empty_data(qtbot, tmp_path, ctx_home):
         assert img.width() > 0
     assert "No live session" in win.session_tab.title.text()
     assert win.history_tab.table.rowCount() == 0
+    assert win.files_tab.list.count() == 0
 
 
 def test_every_empty_view_says_why_it_is_empty_and_what_fills_it(qtbot, tmp_path):
@@ -83,12 +82,20 @@ def test_every_empty_view_says_why_it_is_empty_and_what_fills_it(qtbot, tmp_path
         assert len(notes) == 1 and " in this period: " in notes[0] and "this chart" in notes[0], (name, notes)
     live = [win.overview_tab.live.item(i).text() for i in range(win.overview_tab.live.count())]
     assert live == ["No live session: one shows here from its first call."]
-    for i in range(len(TAB_NAMES)):
-        win.tabs.setCurrentIndex(i)
-        QApplication.processEvents()
-        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
-        assert layout_problems(win.tabs.currentWidget()) == [], TAB_NAMES[i]
-    assert win.files_tab.list.count() == 0
+    assert window_problems(win) == {}
+
+
+@pytest.mark.parametrize("size", [(1100, 760), (1400, 900)])
+def test_every_tab_of_the_demo_has_no_cut_or_overlapping_text(qtbot, size):
+    """The window at its default size and larger, with the demo's data: no text over text, no cut text, no
+    legend over data (tests/support/layout.py says what is checked)."""
+    win = MainWindow(DemoSource())
+    qtbot.addWidget(win)
+    win.resize(*size)
+    win.show()
+    win.load_all()
+    problems = window_problems(win)
+    assert problems == {}, "\n".join(f"{k}: {p}" for k, v in problems.items() for p in v)
 
 
 def test_a_gated_snapshot_and_a_session_with_one_call(qtbot, tmp_path):
