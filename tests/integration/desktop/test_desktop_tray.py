@@ -104,6 +104,18 @@ def test_a_stretch_of_17_rent_laps_and_a_red_lamp_is_said_in_two_notices(tray, q
     assert len(shown) == 2 and tray.notices_shown == 2
 
 
+def test_clicking_a_notice_copies_the_handoff_and_opens_the_session_tab_with_the_why(tray, qtbot):
+    tray.on_snapshot(snap(colour="green", state="good", laps=1, restart_savings={"first_reminder_call": 10}))
+    tray.on_reminder(rem(1), now=1000.0)
+    tray.tray.messageClicked.emit()  # what the desktop's notification sends on a click
+    assert "mcp__ctxlamp__handoff_save" in QGuiApplication.clipboard().text()
+    win = tray.window
+    qtbot.addWidget(win)
+    assert win.isVisible() and win.tabs.currentWidget() is win.session_tab
+    advice = win.session_tab.advice.text()
+    assert advice.startswith("Restart at your next break") and "The lamp is green" in advice
+
+
 def test_a_held_notice_is_shown_by_one_timer(tray, qtbot):
     tray.coalescer.min_gap_s = 0.4
     shown = []
