@@ -4,7 +4,7 @@ shows with its explanation (pure Python, no Qt).
 One place, so the lamp and the reminders speak with one voice: a notice says what
 to do and what it saves in two lines, never contradicting the lamp's colour; the
 why is one click away (the popup's "Why?" button, or the Session tab a tray
-notice opens). When a notice is given is desktop/coalesce.py's rule.
+notice opens). When a notice is given is desktop/present/coalesce.py's rule.
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
-from desktop import fmt
-from desktop.coalesce import RED
+from desktop.present import fmt
+from desktop.present.coalesce import RED
 from desktop.present.lamp import STATE_WORDS, lamp_colour, lamp_state, session_name
 
 
@@ -79,7 +79,7 @@ def rent_worth(snapshot: dict) -> str:
 # ---------- the notices ----------
 
 def notice_text(told: dict, snapshot: dict | None = None, several: bool = False) -> Notice:
-    """The notice for a decision of desktop/coalesce.py: title, two lines, and the why."""
+    """The notice for a decision of desktop/present/coalesce.py: title, two lines, and the why."""
     reminder = told.get("reminder") or {}
     red = told.get("kind") == RED
     head = "restart pays now" if red else "restart at your next break"

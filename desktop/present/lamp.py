@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
-from desktop import fmt
+from desktop.present import fmt
 
 # Lamp colours: fill colours chosen to read on light and dark panels (the icon adds an outline).
 LAMP_FILL = {
