@@ -103,7 +103,7 @@ def test_unticking_a_file_revalues_and_moves_the_curve_point(live, qtbot):
     rows = [win.files_tab.list.item(i) for i in range(win.files_tab.list.count())]
     from PySide6.QtCore import Qt
 
-    from desktop import fmt
+    from desktop.present import fmt
 
     ticked = [it for it in rows if it.checkState() == Qt.Checked]
     assert ticked, "the fixture session has selected files"
