@@ -189,8 +189,8 @@ def restart_figure(doc: dict | None) -> Figure:
     """What restarting at the first reminder would have saved (an estimate, docs/measurement.md 14)."""
     rs = (doc or {}).get("restart_savings") or {}
     return Figure("Restarts save (est.)", fmt.usd(rs.get("first_reminder_usd")),
-                  "What restarting at the reminders would have saved, an estimate per stretch of work: a restart "
-                  "with a handoff at its first reminder, against what the "
+                  "What restarting at the restart notices would have saved, an estimate per stretch of work: a "
+                  "restart with a handoff at its notice, against what the "
                   "later calls paid to re-read what the handoff would have left behind, less one rebuild of the "
                   f"useful context. The best single restart in hindsight: {fmt.usd(rs.get('best_single_usd'))}.")
 
@@ -201,13 +201,13 @@ def restart_sentence(rs: dict) -> str:
         return ""
     text = ""
     if rs.get("segments_with_reminders"):
-        text = (f" Restarting at the first reminder of each would have saved about "
+        text = (f" Restarting at each notice would have saved about "
                 f"{fmt.usd(rs.get('first_reminder_usd'))} (estimate); the best single restart in hindsight, "
                 f"{fmt.usd(rs.get('best_single_usd'))}")
         capture = rs.get("capture")
-        text += f", so the reminders got {capture * 100:.0f}% of it." if capture is not None else "."
+        text += f", so the notices got {capture * 100:.0f}% of it." if capture is not None else "."
     if rs.get("missed_segments"):
-        text += (f" {fmt.plural(rs['missed_segments'], 'stretch', 'stretches')} without a reminder could have "
+        text += (f" {fmt.plural(rs['missed_segments'], 'stretch', 'stretches')} without a notice could have "
                  f"saved {fmt.usd(rs.get('missed_usd'))} by a restart.")
     return text
 
@@ -219,10 +219,14 @@ def rent_sentence(doc: dict | None) -> str:
         return "No session context was carried in this period."
     text = (f"Calls paid {fmt.usd(rent.get('rent_usd'))} of rent to re-read dead weight, over "
             f"{fmt.plural(rent.get('segments') or 0, 'stretch', 'stretches')} of work between restarts.")
+    advised = rent.get("segments_with_reminders") or 0
     if n:
-        text += f" {fmt.plural(n, 'reminder')} fired."
+        # the notices the tray gives (one a stretch), not the rent's laps that count restarts' worth of rent
+        text += (f" The restart notice was given in {fmt.plural(advised, 'stretch', 'stretches')}, once each, when "
+                 f"the rent first reached a restart's price (in all the rent paid for "
+                 f"{fmt.plural(n, 'restart')}).")
     else:
-        text += " No reminder fired: no session carried a restart's worth of dead weight."
+        text += " No restart notice: no stretch paid a restart's worth of rent on dead weight."
     return text + restart_sentence((doc or {}).get("restart_savings") or {})
 
 

@@ -35,8 +35,9 @@ FIELDS = (
     Field("engine.g_floor", "Least growth per call", "int",
           "Tokens the context is assumed to grow by per call at least (it keeps a new session's curve sane).",
           10_000_000),
-    Field("reminders.min_gap", "Time between two reminders", "duration",
-          "At most one reminder per session this often."),
+    Field("reminders.min_gap", "Time between two notices", "duration",
+          "At most one restart notice per session this often (the notice that the lamp turned red is never "
+          "held back)."),
     Field("sessions.live_hours", "Sessions count as live for", "hours",
           "At start, transcripts changed this recently are measured as live sessions.", 24 * 366),
     Field("history.store_prompts", "Keep the text of prompts in the history", "bool",

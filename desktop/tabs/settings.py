@@ -318,6 +318,8 @@ class FieldRow(QWidget):
 
 
 class SettingsTab(Tab):
+    saved = Signal()  # the service took a change: the window adds or removes what depends on it (the Team tab)
+
     def __init__(self, source, parent=None):
         super().__init__(parent)
         self.source = source
@@ -518,8 +520,7 @@ class SettingsTab(Tab):
                 row.set_value(self.values[key])
             row.set_error(None)
         self.save_button.setEnabled(False)
-        self.status.setText("Changes are checked as you type and saved by the service."
-                            if getattr(self.source, "live", False) else "Demo settings: nothing is saved.")
+        self.status.setText(self._resting_text())
 
     # ---- checking and saving ----
     def current(self) -> dict[str, object]:
@@ -560,7 +561,13 @@ class SettingsTab(Tab):
         elif changes:
             self.status.setText("Ready to save." if getattr(self.source, "live", False)
                                 else "Demo settings: nothing is saved.")
+        else:  # back to what is saved (a Reset, an undone edit): no message of an earlier state stays
+            self.status.setText(self._resting_text())
         return ok
+
+    def _resting_text(self) -> str:
+        return ("Changes are checked as you type and saved by the service." if getattr(self.source, "live", False)
+                else "Demo settings: nothing is saved.")
 
     def save(self) -> bool:
         if not self.validate():
@@ -578,6 +585,7 @@ class SettingsTab(Tab):
             self.values = flatten(config)
         self.save_button.setEnabled(False)
         self.status.setText("Saved.")
+        self.saved.emit()
         return True
 
     def _toggle_autostart(self, on: bool) -> None:
