@@ -39,7 +39,7 @@ from service import __version__
 from service.engine.lines import DEFAULT_MAX_LINE, LineSplitter
 from service.ingest.transcript_file import Skipped
 
-CACHE_VERSION = f"6/{__version__}"  # bump the number when a meter's output changes
+CACHE_VERSION = f"7/{__version__}"  # bump the number when a meter's output changes
 # Below this much unscanned history one process is as fast: workers cost forks and pickled results,
 # and hide the tokenizer load (cold reports: 8 MB took 0.11 s either way, 16 MB 0.13 s alone, 0.12 s in two).
 POOL_MIN_BYTES = 8 * 1024 * 1024

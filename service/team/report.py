@@ -7,6 +7,7 @@ in USD like the local report's (only groups with priced calls), and
 """
 from __future__ import annotations
 
+from service.engine.prices import label_text
 from service.team.server import SCHEMA, transaction
 
 SPEND = "SUM(main_usd + subagents_usd)"
@@ -125,5 +126,6 @@ def render_text(doc: dict) -> str:
     for title, block in (("by model", doc["by_model"]), ("by project", doc["by_project"])):
         lines += ["", title]
         for k, usd in sorted(block.items(), key=lambda kv: -kv[1]):
-            lines.append(f"  {printable(k or '(none)', 40):<40} ${usd:.2f}")
+            name = label_text(k) if title == "by model" and k else k
+            lines.append(f"  {printable(name or '(none)', 40):<40} ${usd:.2f}")
     return "\n".join(lines) + "\n"
