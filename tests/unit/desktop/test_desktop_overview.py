@@ -95,6 +95,16 @@ def test_model_and_project_names_are_words():
     assert om.project_name("/home/dev/webshop") == "webshop"
 
 
+def test_fast_calls_have_their_own_bars_and_name_and_unpriced_values_are_said():
+    """Issue 38: the report books fast-mode calls as "<model>-fast"; the Overview shows them apart, in words."""
+    assert om.model_name("claude-opus-5-5-fast") == "Opus 5.5 (fast)"
+    doc = {"spend": {"days": ["2026-12-01"],
+                     "by_day_model": {"2026-12-01": {"claude-opus-5-5": 0.19, "claude-opus-5-5-fast": 0.35}},
+                     "unknown_price_modifiers": {"speed=fast": {"claude-opus-4-8-fast": 8}}}}
+    assert om.daily_stacks(doc, "model").layers == [("Opus 5.5 (fast)", [0.35]), ("Opus 5.5", [0.19])]
+    assert "Priced at standard rates, no price known for speed=fast: Opus 4.8 (fast)." in om.spend_notes(doc)
+
+
 RECORDED_LIMITS = {"five_hour": {"used_percentage": 37.0, "resets_at": "2026-11-30T18:00:00Z",
                                  "seen_at": "2026-11-30T14:02:00Z"},
                    "seven_day": {"used_percentage": 81.5, "resets_at": "2026-12-03T09:00:00Z",
