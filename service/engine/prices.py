@@ -246,7 +246,7 @@ class PriceTable:
                 price = before[k]
         speed, geo = modifier_value("speed", speed), modifier_value("inference_geo", geo)
         if speed is None and geo is None:
-            return price, how
+            return hit if price is hit[0] else (price, how)
         return self._modified(price, (("speed", speed), ("inference_geo", geo)), t), how
 
     def _modified(self, price: Price, values: tuple[tuple[str, str | None], ...], t: float | None) -> Price:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from service.engine.parse import human_prompt
-from service.engine.prices import call_label
+from service.engine.prices import call_label, modifier_value
 
 READ_TOOLS = frozenset({"Read"})
 CHANGE_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
@@ -195,7 +195,11 @@ class TurnBuilder:
         for key, (model, usage) in self._calls.items():
             if cost is None:
                 break
-            one = self.cost_of(model, dict(usage), self._geos.get(key)) if self.cost_of else None
+            geo = self._geos.get(key)
+            if self.cost_of is None:
+                one = None
+            else:  # a geography that changes the price is handed on; the standard ones are left out
+                one = self.cost_of(model, dict(usage), geo) if geo is not None else self.cost_of(model, dict(usage))
             cost = None if one is None else cost + one
         turn.cost_usd = cost
 
@@ -216,7 +220,7 @@ class TurnBuilder:
                 if old is not None:
                     figures = {f: max(old[1][f], figures[f]) for f in USAGE_FIELDS}
                 self._calls[key] = (call_label(model, usage.get("speed")), figures)
-                self._geos[key] = usage.get("inference_geo")
+                self._geos[key] = modifier_value("inference_geo", usage.get("inference_geo"))
         content = msg.get("content")
         if not isinstance(content, list):
             return
