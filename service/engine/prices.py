@@ -362,17 +362,11 @@ def _parse_changes(mid: str, changes: Any) -> list[tuple[float, dict[str, float]
         if unknown:
             raise ValueError(f"{where}[{i}]: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
         day = change.get("from")
-        try:
-            start = date.fromisoformat(day) if isinstance(day, str) and len(day) == 10 else None
-        except ValueError:
-            start = None
-        if start is None:
-            raise ValueError(f"{where}[{i}].from must be a day YYYY-MM-DD, got {day!r}")
+        at = _day_epoch(f"{where}[{i}].from", day)
         was = change.get("was")
         if not isinstance(was, Mapping) or not was or set(was) - set(RATE_FIELDS):
             raise ValueError(f"{where}[{i}].was must name one or more of {', '.join(RATE_FIELDS)}")
         rates = {f: _rate(mid, was, f, f"changes[{i}].was.{f}") for f in RATE_FIELDS if f in was}
-        at = datetime(start.year, start.month, start.day, tzinfo=UTC).timestamp()
         if out and at <= out[-1][0]:
             raise ValueError(f"{where}: days must be in order, each once ({day!r})")
         out.append((at, rates))
@@ -453,8 +447,9 @@ def _parse_mod_periods(where: str, periods: Any) -> list[tuple[float, float, flo
     return out
 
 
-def _day_epoch(where: str, day: Any, missing: float) -> float:
-    if day is None:
+def _day_epoch(where: str, day: Any, missing: float | None = None) -> float:
+    """Epoch seconds of 00:00 UTC of a day YYYY-MM-DD; `missing` when it is absent and may be."""
+    if day is None and missing is not None:
         return missing
     try:
         d = date.fromisoformat(day) if isinstance(day, str) and len(day) == 10 else None
