@@ -212,3 +212,21 @@ def test_each_call_is_billed_at_its_own_speed_and_geography(steps):
     labels = {c["model"] for c in calls_of(events)}
     assert labels <= {OPUS55, OPUS55 + "-fast"}
     assert (OPUS55 + "-fast" in labels) == any(s == "fast" for (s, _), _, _ in steps)
+
+
+def test_replay_and_live_ingestion_give_the_same_figures_for_a_speed_switch(tmp_path):
+    """The service's live engine (snapshots between lines, reminders at once) ends where the replay ends."""
+    from service.measure.engines import new_engine
+
+    path = M.derive(tmp_path, {"inference_geo": "us"}, models={M.FIRST: OPUS55, M.MIDDLE: OPUS55},
+                    middle={"speed": "fast"})
+    replayed_end = list(replay_file(path, load_prices()))[-1]
+    live = new_engine(str(path), load_prices(), full_events=False)
+    for line in path.read_bytes().splitlines():
+        live.feed_line(line)
+        live.snapshot(with_curve=False)
+    live.finish()
+    live_end = live.drain_events()[-1]
+    assert live_end["event"] == replayed_end["event"] == "end"
+    assert live_end["segments"] == replayed_end["segments"] and live_end["status"] == replayed_end["status"]
+    assert {m["model"] for m in live_end["segments"][0]["models"]} == {OPUS55, OPUS55 + "-fast"}
