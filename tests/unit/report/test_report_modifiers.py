@@ -13,7 +13,7 @@ import pytest
 
 from service.cli.report import render_text
 from service.measure.engines import load_prices
-from service.report.overview import build as overview_of
+from service.api.overview import build as overview_of
 from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
 from service.report.summary import build_summary
 from tests.support import modifiers as M
@@ -26,7 +26,7 @@ OPUS = {M.FIRST: OPUS55, M.MIDDLE: OPUS55}
 def report_of(path: Path) -> dict:
     tf = TranscriptFile(path=str(path), project=path.parent.name, subagent=False, session_hint=path.stem)
     result = scan_bytes(path.read_bytes(), tf, SizeMemo(), len)
-    return build_summary({tf.path: result}, load_prices().lookup, timezone="UTC")
+    return build_summary({tf.path: result}, load_prices().lookup)  # days in UTC
 
 
 @pytest.mark.parametrize("usage, label, factor, by_hand", [
@@ -80,7 +80,7 @@ def test_the_team_figures_keep_fast_calls_apart(tmp_path):
 
     path = M.derive(tmp_path, models=OPUS, middle={"speed": "fast", "inference_geo": "us"})
     tf = TranscriptFile(path=str(path), project=path.parent.name, subagent=False, session_hint=path.stem)
-    tally = spend_tally(load_prices().lookup, timezone="UTC")
+    tally = spend_tally(load_prices().lookup)
     tally.add(tf.path, scan_bytes(path.read_bytes(), tf, SizeMemo(), len))
     by_model = {model: g["main_usd"] for (_day, model, _project), g in tally.breakdown().items()}
     middle = M.usd(STANDARD, M.MIDDLE_CALLS)
