@@ -132,3 +132,12 @@ def test_channel_headlines_are_sentences_with_units():
 
 
 # ---------------- the overview's sums are the report's ----------------
+
+
+def test_the_history_names_a_segments_fast_stretch_apart():
+    """Issue 38: a profile's `models` lists the fast calls under "<model>-fast"; History says "(fast)"."""
+    from desktop.present.history import fmt_models
+
+    models = [{"model": "claude-opus-5-5", "calls": 5, "bill_in_usd": 0.18, "bill_out_usd": 0.01},
+              {"model": "claude-opus-5-5-fast", "calls": 3, "bill_in_usd": 0.35, "bill_out_usd": 0.0}]
+    assert fmt_models(models) == "Opus 5.5 ×5 $0.19; Opus 5.5 (fast) ×3 $0.35"
