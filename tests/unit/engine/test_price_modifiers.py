@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from resources import resource_path
 from service.engine.prices import PriceTable
-from service.measure.engines import load_prices, replay_file
+from service.engine_setup.engines import load_prices, replay_file
 from tests.support import modifiers as M
 from tests.support import transcripts as T
 from tests.support.engine_runs import calls_of, run
@@ -216,7 +216,7 @@ def test_each_call_is_billed_at_its_own_speed_and_geography(steps):
 
 def test_replay_and_live_ingestion_give_the_same_figures_for_a_speed_switch(tmp_path):
     """The service's live engine (snapshots between lines, reminders at once) ends where the replay ends."""
-    from service.measure.engines import new_engine
+    from service.engine_setup.engines import new_engine
 
     path = M.derive(tmp_path, {"inference_geo": "us"}, models={M.FIRST: OPUS55, M.MIDDLE: OPUS55},
                     middle={"speed": "fast"})

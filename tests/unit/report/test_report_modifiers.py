@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from service.cli.report import render_text
-from service.measure.engines import load_prices
+from service.engine_setup.engines import load_prices
 from service.api.overview import build as overview_of
 from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
 from service.report.summary import build_summary
