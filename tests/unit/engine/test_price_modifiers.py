@@ -50,6 +50,7 @@ def test_fast_mode_and_us_only_multiply_every_rate_and_stack(speed, geo, factor)
 @pytest.mark.parametrize("model, when, factor", [
     ("claude-opus-4-6", "2026-03-01T12:00:00Z", 6.0),   # $30 / $150 against $5 / $25
     ("claude-opus-4-6", "2026-06-28T23:59:59Z", 6.0),
+    ("claude-opus-4-6", "2026-02-06T12:00:00Z", 6.0),   # no start day: a call that says fast ran fast
     ("claude-opus-4-7", "2026-06-01T12:00:00Z", 6.0),
     ("claude-opus-4-8", "2026-10-01T12:00:00Z", 2.0),   # $10 / $50
     ("claude-opus-5", "2026-08-01T12:00:00Z", 2.0),
@@ -64,7 +65,6 @@ def test_each_model_has_its_own_fast_multiplier_in_its_own_dates(model, when, fa
 
 @pytest.mark.parametrize("model, when", [
     ("claude-opus-4-6", "2026-06-29T00:00:00Z"),   # fast mode removed from Opus 4.6 that day
-    ("claude-opus-4-6", "2026-02-06T12:00:00Z"),   # before it came
     ("claude-opus-4-7", "2026-07-24T00:00:00Z"),
     ("claude-opus-4-8", "2026-11-30T00:00:00Z"),
     ("claude-fable-5-2", "2026-11-20T00:00:00Z"),  # no figure on Anthropic's pages
