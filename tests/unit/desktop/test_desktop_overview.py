@@ -141,3 +141,15 @@ def test_the_history_names_a_segments_fast_stretch_apart():
     models = [{"model": "claude-opus-5-5", "calls": 5, "bill_in_usd": 0.18, "bill_out_usd": 0.01},
               {"model": "claude-opus-5-5-fast", "calls": 3, "bill_in_usd": 0.35, "bill_out_usd": 0.0}]
     assert fmt_models(models) == "Opus 5.5 ×5 $0.19; Opus 5.5 (fast) ×3 $0.35"
+
+
+def test_saving_the_price_table_keeps_what_it_does_not_edit():
+    """Issue 38: a user's fast-mode or US-only figures in the override file survive a save from Settings."""
+    from desktop.present.settings import price_table
+
+    fast = {"speed": {"fast": [{"multiplier": 2}]}}
+    previous = {"models": {"claude-fable-5-2": {"input": 9, "modifiers": fast}, "gone-model": {"input": 1}}}
+    rows = [("claude-fable-5-2", {"input": "8", "output": ""}), ("claude-opus-5-5", {"output": "21"})]
+    assert price_table(rows, previous) == {"models": {"claude-fable-5-2": {"input": 8.0, "modifiers": fast},
+                                                      "claude-opus-5-5": {"output": 21.0}}}
+    assert price_table(rows) == {"models": {"claude-fable-5-2": {"input": 8.0}, "claude-opus-5-5": {"output": 21.0}}}
