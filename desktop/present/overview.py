@@ -17,6 +17,7 @@ MAX_STACKS = 6  # bars stack the dearest few; the rest is one "other" layer
 OTHER = "other"
 NOT_WRITTEN = "not written down (measured)"  # requests Claude Code billed without writing them
 
+FAST_SUFFIX = "-fast"  # the report books a model's fast-mode calls as "<model>-fast" (docs/api.md)
 LIMIT_NAMES = {"five_hour": "5-hour limit", "seven_day": "Weekly limit", "spend_limit": "Spend limit"}
 
 
@@ -29,15 +30,20 @@ def project_name(project: str | None) -> str:
 
 
 def model_name(model: str | None) -> str:
-    """"claude-sonnet-4-5" -> "Sonnet 4.5"; an unknown shape stays as it is."""
+    """"claude-sonnet-4-5" -> "Sonnet 4.5", a fast call's "claude-opus-5-5-fast" -> "Opus 5.5 (fast)";
+    an unknown shape stays as it is."""
     if not model or model == "(none)":
         return "unknown model"
-    parts = str(model).split("-")
+    model = str(model)
+    fast = ""
+    if model.endswith(FAST_SUFFIX) and len(model) > len(FAST_SUFFIX):  # the API's label of fast calls
+        model, fast = model[:-len(FAST_SUFFIX)], " (fast)"
+    parts = model.split("-")
     if parts[0] == "claude" and len(parts) >= 2:
         family = parts[1].capitalize()
         version = [p for p in parts[2:] if p.isdigit() and len(p) <= 2]
-        return f"{family} {'.'.join(version)}".strip()
-    return str(model)
+        return f"{family} {'.'.join(version)}".strip() + fast
+    return model + fast
 
 
 @dataclass
@@ -115,6 +121,10 @@ def spend_notes(doc: dict | None) -> str:
     unpriced = spend.get("unpriced_models") or []
     if unpriced:
         notes.append("Not counted (no price known): " + ", ".join(model_name(m) for m in unpriced) + ".")
+    unknown = spend.get("unknown_price_modifiers") or {}
+    for value, models in sorted(unknown.items()) if isinstance(unknown, dict) else ():
+        names = ", ".join(model_name(m) for m in sorted(models)) if isinstance(models, dict) else ""
+        notes.append(f"Priced at standard rates, no price known for {value}: {names}.")
     ph = spend.get("placeholder_output_calls") or 0
     if ph:
         notes.append(f"{fmt.plural(ph, 'call')} recorded only a placeholder for the output, so their output cost "

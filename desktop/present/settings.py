@@ -196,11 +196,18 @@ def price_errors(rows: list[tuple[str, dict[str, str]]], known: set[str]) -> lis
     return errors
 
 
-def price_table(rows: list[tuple[str, dict[str, str]]]) -> dict:
-    """Rows -> prices.json (only the filled cells: a known model keeps its other prices)."""
+def price_table(rows: list[tuple[str, dict[str, str]]], previous: dict | None = None) -> dict:
+    """Rows -> prices.json (only the filled cells: a known model keeps its other prices).
+
+    What the table does not edit (a model's fast-mode and US-only `modifiers`, its dated `changes`)
+    is kept from the `previous` file for the models still listed, so saving never drops it."""
+    before = (previous or {}).get("models") if isinstance(previous, dict) else None
     models = {}
     for model, cells in rows:
-        models[model.strip()] = {k: float(v) for k, v in cells.items() if v.strip()}
+        kept = (before or {}).get(model.strip()) if isinstance(before, dict) else None
+        entry = {k: v for k, v in kept.items() if k not in dict(PRICE_FIELDS)} if isinstance(kept, dict) else {}
+        entry.update({k: float(v) for k, v in cells.items() if v.strip()})
+        models[model.strip()] = entry
     return {"models": models}
 
 

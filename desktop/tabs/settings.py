@@ -453,8 +453,12 @@ class SettingsTab(Tab):
             self.status.setText("Removed the price overrides; restart the service to use the bundled prices.")
             return True
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # ctxlamp's folders are private
+        try:  # what the table does not edit (modifiers, dated changes) stays
+            previous = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            previous = None
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(sm.price_table(rows), indent=2) + "\n", encoding="utf-8")
+        tmp.write_text(json.dumps(sm.price_table(rows, previous), indent=2) + "\n", encoding="utf-8")
         tmp.replace(path)
         self.status.setText(f"Saved {path}; restart the service to apply the prices.")
         return True
