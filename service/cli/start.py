@@ -39,6 +39,15 @@ def _child(args: list[str], env: dict) -> subprocess.Popen:
     return subprocess.Popen(child_argv(args), env=env)
 
 
+def _reaped_when_done(proc: subprocess.Popen) -> subprocess.Popen:
+    """Wait for `proc` on a thread of its own, so a child that ends while we wait for another (the demo,
+    after its story, while the tray runs) is reaped at once instead of lingering as a zombie."""
+    import threading
+
+    threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
+    return proc
+
+
 def _wait_for_api(api_file: Path, proc: subprocess.Popen, seconds: float = 30) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -84,7 +93,7 @@ def run(args) -> int:
                 children.append(tray)
                 if demo:
                     time.sleep(2)  # let the tray start its service first
-                    children.append(_child(["demo", "--quiet"], env))
+                    children.append(_reaped_when_done(_child(["demo", "--quiet"], env)))
                 return tray.wait()
             print(f"ctxlamp: the tray cannot start. {diagnosis.text()} "
                   "Falling back to the terminal view.", file=sys.stderr)
@@ -98,7 +107,7 @@ def run(args) -> int:
             print("ctxlamp: the service did not start; see the messages above.", file=sys.stderr)
             return 1
         if demo:
-            children.append(_child(["demo", "--quiet"], env))
+            children.append(_reaped_when_done(_child(["demo", "--quiet"], env)))
         return _child(["status"], env).wait()
     except KeyboardInterrupt:
         return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from service.engine.prices import label_text
 from service.team import bounds
 from service.team.figures import CHANNEL_FIELDS, DAY_SUMS
 from service.team.server import SCHEMA, TeamError, transaction
@@ -148,5 +149,6 @@ def render_text(doc: dict) -> str:
     for title, block in (("by model", doc["by_model"]), ("by project", doc["by_project"])):
         lines += ["", title]
         for k, usd in sorted(block.items(), key=lambda kv: -kv[1]):
-            lines.append(f"  {printable(k or '(none)', 40):<40} ${usd:.2f}")
+            name = label_text(k) if title == "by model" and k else k
+            lines.append(f"  {printable(name or '(none)', 40):<40} ${usd:.2f}")
     return "\n".join(lines) + "\n"

@@ -98,13 +98,14 @@ def test_history_answers_are_bounded_and_carry_no_control_characters(store):
 
     paths = [f"/p/{HOSTILE}dir/{'x' * 400}{i}.py" for i in range(5000)]
     for i in range(12):
-        store.add_turn_record("old", 0, i, f"2026-01-01T00:00:{i:02d}.000Z", prompt_preview=f"{HOSTILE} zebra {i}",
+        store.history.add_turn_record("old", 0, i, f"2026-01-01T00:00:{i:02d}.000Z", prompt_preview=f"{HOSTILE} zebra {i}",
                               paths_read=paths, paths_changed=paths[:30])
-    token = store.save_handoff("go on", "notes", [], "/p", from_session="old")["token"]
-    assert store.load_handoff(token, "new") is not None
+    token = store.handoffs.save_handoff("go on", "notes", [], "/p", from_session="old")["token"]
+    assert store.handoffs.load_handoff(token, "new") is not None
     unsafe = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]")
-    answers = [history.page(store, "new", 1), history.search(store, "new", "zebra"),
-               history.locate(store, "new", "dir")]
+    ask = ask_of(store)
+    answers = [history.page(ask, "new", 1), history.search(ask, "new", "zebra"),
+               history.locate(ask, "new", "dir")]
     for answer in answers:
         text = json.dumps(answer, ensure_ascii=False)
         assert not unsafe.search(text)
@@ -140,6 +141,6 @@ def test_the_mcp_tools_answer_no_control_characters_whatever_the_service_sends()
 
 def test_a_page_number_past_any_lineage_is_told_so(store, caplog):
     make_lineage(store, 3)
-    answer = history.page(store, "new", 10**25)  # overflowed the database's offset: an error, "no turns yet"
+    answer = history.page(ask_of(store), "new", 10**25)  # overflowed the database's offset: an error, "no turns yet"
     assert answer["turns"] == [] and "the history has 1 page(s)" in answer["message"]
     assert "database read failed" not in caplog.text
