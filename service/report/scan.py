@@ -40,7 +40,7 @@ from service.engine.lines import DEFAULT_MAX_LINE, LineSplitter
 from service.ingest.transcript_file import Skipped
 from service.report.restart import MALFORMED
 
-CACHE_VERSION = f"6/{__version__}"  # bump the number when a meter's output changes
+CACHE_VERSION = f"7/{__version__}"  # bump the number when a meter's output changes
 
 
 @dataclass(frozen=True)
