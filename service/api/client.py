@@ -1,6 +1,6 @@
 """A small client of the local API for the CLI (`ctxlamp status`), tests and benches.
 
-Finds the service through api.json (service.paths rules); stdlib only.
+Finds the service through api.json: the user's, else the demo's (service/running.py); stdlib only.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from service.paths import app_paths
+from service.running import service_api_file
 
 
 class NoService(RuntimeError):
@@ -17,7 +17,7 @@ class NoService(RuntimeError):
 
 
 def discovery(path: Path | None = None) -> dict:
-    path = path or app_paths().api_file
+    path = path or service_api_file()  # the user's service, else the demo's (service/running.py)
     try:
         info = json.loads(path.read_text())
         return {"port": int(info["port"]), "token": str(info["token"]), **info}

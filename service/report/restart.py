@@ -18,7 +18,7 @@ from math import fsum
 from pathlib import Path
 from typing import Any
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: a segment keeps its rent and reminders
 LABEL = "estimated"
 DEFINITION = ("per segment: a restart after call k with a handoff of B_default(k) saves "
               "(totalStock(k) - B_default(k)) x the cache-read price of each later call, less "
@@ -52,12 +52,15 @@ def block(segments: Iterable[dict], live: Iterable[dict], since: str | None, unt
     first: list[float] = []
     best: list[float] = []
     missed: list[float] = []
-    counted = reminded = missed_n = 0
+    rent: list[float] = []
+    counted = reminded = missed_n = laps = 0
     for _key, (day, row) in sorted(rows.items(), key=lambda kv: str(kv[0])):
         fig = figures_of(row)
         if fig is None or day is None or (since and day < since) or (until and day > until):
             continue
         counted += 1
+        rent.append(float(row.get("rent_usd", row.get("bill_cycle_usd")) or 0.0))  # a profile's, a snapshot's
+        laps += int(row.get("laps") or 0)
         best.append(float(fig.get("best_usd") or 0.0))
         if fig.get("first_reminder_call") is not None:
             reminded += 1
@@ -74,6 +77,8 @@ def block(segments: Iterable[dict], live: Iterable[dict], since: str | None, unt
         "segments": counted,
         "segments_with_reminders": reminded,
         "missed_segments": missed_n,
+        "rent_usd": round(fsum(rent), 9),  # rent on dead weight over the same segments
+        "reminders": laps,
         "capture": round(fsum(first) / best_with_reminders, 6) if best_with_reminders > 0 else None,
         "definition": DEFINITION,
     }
@@ -150,7 +155,7 @@ def _replay_one(job: tuple[str, Any, int | None]) -> tuple[str, list[dict]]:
         return path, []
 
 
-KEPT = ("session_id", "segment", "started_at", "ended_at", "end_reason", "restart_savings")
+KEPT = ("session_id", "segment", "started_at", "ended_at", "end_reason", "restart_savings", "rent_usd", "laps")
 
 
 def _modified_before(path: str, since: str | None) -> bool:
