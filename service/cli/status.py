@@ -157,15 +157,17 @@ def run(args: argparse.Namespace) -> int:
                 state["service"] = data
             elif event != "reminder":
                 continue
+            said = None
             if event in ("snapshot", "reminder"):
                 said = notice_for(event, {**sessions.get(data.get("session_id"), {}), **data}, told, colours)
                 if said:
-                    notices = [*notices, said][-3:]  # kept under the table, so a redraw does not wipe them
+                    notices = [*notices, said][-3:]
             ordered = sorted(sessions.values(), key=lambda s: s.get("updated_at") or "", reverse=True)
-            text = render({"sessions": ordered, **state}, tty, notices)
-            if tty:
+            if tty:  # the screen is redrawn: the last notices stay under the table
                 sys.stdout.write("\033[H\033[2J")
-            print(text, flush=True)
+                print(render({"sessions": ordered, **state}, tty, notices), flush=True)
+            else:  # a log: each notice once, where it came
+                print(render({"sessions": ordered, **state}, tty) + (f"\n{said}" if said else ""), flush=True)
     except NoService as exc:
         print(f"ctxlamp: lost the service ({exc})", file=sys.stderr)
         return 1
