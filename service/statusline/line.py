@@ -92,7 +92,7 @@ def position_part(f: dict, color: bool) -> str:
         if dhat >= 0:
             return f"{n} call{'s' if n != 1 else ''} to sweet spot"
         return f"{n} call{'s' if n != 1 else ''} past sweet spot"
-    words: dict[object, str] = {"warming": "warming up", "insufficient_data": "measuring", "no_transcript": "no transcript"}
+    words: dict[object, str] = {"warming": "warming up", "insufficient_data": "warming up", "no_transcript": "no transcript"}
     return words.get(state, "")
 
 

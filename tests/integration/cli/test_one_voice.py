@@ -181,3 +181,15 @@ def test_every_help_text_says_the_glossary_words():
 def test_doctor_is_a_subcommand():
     proc = ctxlamp(["doctor", "--for-tests"], {**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("state, colour", [("warming", "white"), ("insufficient_data", "white"), ("good", "green"),
+                                           ("warning", "amber"), ("critical", "red")])
+def test_the_status_line_says_the_glossary_words(state, colour):
+    from service.statusline.line import render
+
+    line = render({"session": {"lamp": {"colour": colour, "state": state}, "dhat": -3.2, "bill_cycle_usd": 0.5},
+                   "service": "up"}, color=False, now=0)
+    assert line.startswith(f"{'●' if colour != 'white' else '○'} {colour}") and not internal_words(line), line
+    if state in ("warming", "insufficient_data"):
+        assert "warming up" in line, line  # the window's words for a white lamp
