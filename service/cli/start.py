@@ -121,7 +121,7 @@ def run(args) -> int:
                 if demo:
                     time.sleep(2)  # let the tray start its service first
                     children.append(_play_demo(env, args.pace))
-                return tray.wait()
+                return _until_tray_ends(tray, children)
             print(f"ctxlamp: the tray cannot start. {diagnosis.text()} "
                   "Falling back to the terminal view.", file=sys.stderr)
         else:
@@ -151,6 +151,15 @@ def run(args) -> int:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+def _until_tray_ends(tray: subprocess.Popen, children: list[subprocess.Popen]) -> int:
+    """Wait for the tray, reaping the demo's writer when it ends (else it stays a zombie while the tray runs)."""
+    while tray.poll() is None:
+        for proc in children:
+            proc.poll()
+        time.sleep(0.5)
+    return tray.returncode
 
 
 def _until_status_ends(status: subprocess.Popen, player: subprocess.Popen, api_file: Path) -> int:
