@@ -296,6 +296,9 @@ def test_the_fixture_figures_from_replay_lines_and_in_the_report(scenario, tmp_p
     assert block["first_reminder_usd"] == pytest.approx(sum(w["first_reminder_usd"] for w in with_reminder), abs=1e-9)
     assert block["best_single_usd"] == pytest.approx(sum(w["best_usd"] for w in want.values()), abs=1e-9)
     assert block["missed_usd"] == pytest.approx(sum(missed), abs=1e-9)
+    # the rent on dead weight and the reminders of the same segments, as the replay's profiles book them
+    assert block["rent_usd"] == pytest.approx(sum(p["rent_usd"] for p in events[-1]["segments"]), abs=1e-9)
+    assert block["reminders"] == sum(p["laps"] for p in events[-1]["segments"])
 
 
 def test_the_overview_sums_the_demo_segments_and_says_so():
