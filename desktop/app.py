@@ -57,11 +57,13 @@ def _quit_on_signals(app) -> None:
 
 def _watch_discovery(app, stream):
     """Reconnect as soon as api.json appears (inotify via QFileSystemWatcher), not on the next backoff."""
+    from pathlib import Path
+
     from PySide6.QtCore import QFileSystemWatcher
 
-    from desktop.discovery import runtime_dir
+    from service.client.where import runtime_dir
 
-    folder = runtime_dir()
+    folder = Path(runtime_dir())
     watcher = QFileSystemWatcher(app)
     if folder.is_dir():
         watcher.addPath(str(folder))

@@ -14,7 +14,7 @@ import threading
 
 from PySide6.QtCore import QThread, Signal
 
-from desktop.discovery import read_api_info
+from service.client.api import read_api_info
 from desktop.sse import SseParser
 
 BACKOFF = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)

@@ -13,7 +13,7 @@ import time
 
 from PySide6.QtCore import QObject, QProcess, QTimer, Signal
 
-from desktop.client import ApiClient
+from service.client.api import ApiClient
 from desktop.restart_policy import RestartPolicy
 
 

@@ -1,6 +1,6 @@
 """The tray lamp: icon, tooltip, menu, restart reminders, and the window on demand.
 
-Everything it shows comes from the event stream and the API (desktop.client);
+Everything it shows comes from the event stream and the API (service/client/api.py);
 decisions live in plain modules (desktop/present/, coalesce). No timer ticks: the icon
 changes when a snapshot arrives, held reminders and cache expiry each set one
 single-shot timer, and the tray retry (no tray yet) backs off to minutes.
@@ -70,7 +70,7 @@ class TrayController(QObject):
         self._tray_timer.setSingleShot(True)
         self._tray_timer.timeout.connect(self._try_show_tray)
         self.limits: dict | None = None  # plan limits last seen by Claude Code's status line
-        self.budgets: dict | None = None  # billed today and this month against the budgets (issue 26)
+        self.budgets: dict | None = None  # billed today and this month against the budgets
         self.limit_notices, self.idle_notice = LimitNotices(), IdleCacheNotice()
         self._idle_timer = QTimer(self)
         self._idle_timer.setSingleShot(True)

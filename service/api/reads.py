@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
 from service.api.sse import Hub
-from service.engine.snapshot import Snapshot
+from service.client.payloads import Snapshot
 from service.history.answers import HistoryReads
-from service.paths import Paths
+from service.client.paths import Paths
 
 if TYPE_CHECKING:
     from service.store import Store

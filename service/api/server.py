@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from service import __version__
 from service.api.guard import BufferedHandler, GuardedServer, raise_descriptor_limit
 from service.config import ConfigError
-from service.paths import write_private
+from service.client.privdir import write_private
 from service.api.reads import ServiceView, Unavailable
 
 log = logging.getLogger("ctxlamp.api")
@@ -248,7 +248,7 @@ class ApiServer:
             return []
 
     def _zone(self, q) -> str:
-        """The zone days are cut in: ?timezone=, else [report] timezone, else the machine's (issue 26)."""
+        """The zone days are cut in: ?timezone=, else [report] timezone, else the machine's."""
         from service.config import report_timezone
         from service.report.days import UnknownZone, resolve
 

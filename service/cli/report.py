@@ -2,7 +2,7 @@
 the budgets, then the savings channels (Edits, Trimming, Search), over a period.
 
 Works with or without a running service: when one answers on the local API (`GET /api/v1/report`;
-the user's service, else the demo `make run` plays: service/running.py), its figures are printed;
+the user's service, else the demo `make run` plays: service/client/running.py), its figures are printed;
 otherwise the command scans `$CLAUDE_CONFIG_DIR/projects` and the ledgers itself, with a per-file
 cache under the data dir so a second run reads only what changed. The text says docs/glossary.md's
 words; `--json` and `--csv` keep the identifiers.
@@ -15,8 +15,8 @@ import sys
 from datetime import date
 
 from service.report.build import ReportRequest, build_report
-from service.terminal import printable_lines
-from service.textsafe import printable
+from service.client.textsafe import printable_lines
+from service.client.textsafe import printable
 
 DATE_RE = re.compile(r"^(\d{4})-?(\d{2})-?(\d{2})$")
 
@@ -115,7 +115,7 @@ def _budgets(summary: dict) -> dict | None:
     """The budgets block for today and this month (None: no budget set). From this report's billed days when
     its period covers this month up to today, else from a report over this month."""
     from service.config import load
-    from service.paths import app_paths
+    from service.client.paths import app_paths
     from service.report import budgets
     from service.report.days import DayOf
 
@@ -134,7 +134,7 @@ def _budgets(summary: dict) -> dict | None:
 
 def _where_data_is(summary: dict) -> str:
     """One line when the report found nothing and the demo's session is on disk: how to see it."""
-    from service.running import demo_claude_dir
+    from service.client.running import demo_claude_dir
 
     demo = demo_claude_dir() / "projects"
     if (summary.get("spend") or {}).get("calls") or not demo.is_dir():
@@ -150,14 +150,14 @@ def _configured_zone() -> str:
 
 
 # How long the command waits for a running service's report before reading the transcripts itself. Right
-# after a start the service may still be preparing it (decision 202): waiting costs less than a second read
+# after a start the service may still be preparing it: waiting costs less than a second read
 # of every transcript beside it, with the replay the service spares.
 SERVICE_WAIT_S = 30.0
 
 
 def _from_service(args) -> dict | None:
     """The running service's report, or None (no service, old service, any error)."""
-    from service.running import service_api_file
+    from service.client.running import service_api_file
 
     api_file = service_api_file()  # the user's service, else the demo `make run` plays
     if not api_file.is_file():

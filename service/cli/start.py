@@ -2,7 +2,7 @@
 
 - Claude Code transcripts present: the tray (which starts the service).
 - None yet: the demo, a bundled session written live in a private demo folder, fresh on every
-  run (service/running.py: where `ctxlamp status` and `ctxlamp report` find it).
+  run (service/client/running.py: where `ctxlamp status` and `ctxlamp report` find it).
 - No display: the service in the background and `ctxlamp status` live here; when the demo has
   written its last call, one line says what restarting at its first reminder would have saved.
 """
@@ -70,7 +70,7 @@ def fresh_demo_home() -> Path | None:
     already playing is left alone)."""
     import shutil
 
-    from service.running import answers, demo_home, demo_paths
+    from service.client.running import answers, demo_home, demo_paths
 
     home = demo_home()
     if answers(demo_paths().api_file):
@@ -87,14 +87,14 @@ def _play_demo(env: dict, pace: float) -> subprocess.Popen:
 
 
 def run(args) -> int:
-    from service.paths import app_paths, claude_projects
+    from service.client.paths import app_paths, claude_projects
 
     _stop_on_sigterm()
     env = dict(os.environ)
     demo = args.demo or not _has_transcripts(claude_projects())
     api_file = app_paths().api_file
     if demo:
-        from service.running import demo_claude_dir, demo_paths
+        from service.client.running import demo_claude_dir, demo_paths
 
         home = fresh_demo_home()
         if home is None:
@@ -176,11 +176,11 @@ def _until_status_ends(status: subprocess.Popen, player: subprocess.Popen, api_f
 
 def demo_ending(api_file: Path) -> str:
     """What restarting at the demo's first reminder would have saved, from the running demo service."""
-    from service.api.client import ApiClient, NoService, discovery
     from service.cli.status import ending_words
+    from service.client.api import ApiClient, ApiError
 
     try:
-        sessions = ApiClient(discovery(api_file), timeout=5).get("/api/v1/status").get("sessions") or []
-    except (NoService, RuntimeError, OSError):
+        sessions = ApiClient(api_file=api_file, timeout=5).status().get("sessions") or []
+    except ApiError:
         return "The demo has written its last call."
     return "The demo has written its last call. " + ending_words(sessions[0] if sessions else {})

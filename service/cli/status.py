@@ -30,7 +30,7 @@ def _x(v) -> str:
 
 def ending_words(snapshot: dict) -> str:
     """What restarting at the session's first reminder would have saved by now (docs/measurement.md 14)."""
-    from service.words import usd
+    from service.client.words import usd
 
     rs = snapshot.get("restart_savings") or {}
     call = rs.get("first_reminder_call")
@@ -48,8 +48,8 @@ def ending_words(snapshot: dict) -> str:
 
 def render(status: dict, tty: bool, notices: list[str] | None = None) -> str:
     """The table as text (pure: tests call it); every text from outside passes `printable`."""
-    from service.textsafe import printable as p
-    from service.words import advice, colour_of, plural, position, project_name, usd
+    from service.client.textsafe import printable as p
+    from service.client.words import advice, colour_of, plural, position, project_name, usd
 
     svc = status.get("service") or {}
     scan = svc.get("scan") or {}
@@ -59,7 +59,7 @@ def render(status: dict, tty: bool, notices: list[str] | None = None) -> str:
         head += f" · reading recent sessions {scan.get('done', 0)}/{scan.get('total', 0)}"
     elif scan.get("state") == "scanning" and scan.get("done", 0) < scan.get("total", 0):
         head += f" · reading older sessions {scan.get('done', 0)}/{scan.get('total', 0)}"
-    elif scan.get("state") == "scanning":  # the history is read: the report's cache is filled last (decision 202)
+    elif scan.get("state") == "scanning":  # the history is read: the report's cache is filled last
         head += " · preparing the report"
     db = svc.get("db") or {}
     if db and not db.get("ok", True):
@@ -92,8 +92,8 @@ def render(status: dict, tty: bool, notices: list[str] | None = None) -> str:
 def notice_for(event: str, data: dict, told: set, colours: dict) -> str | None:
     """The terminal's notice, by the tray's rule: the first reminder of a stretch of work speaks, later
     reminders only update the figures; turning red speaks once. None: nothing to say."""
-    from service.textsafe import printable as p
-    from service.words import colour_of, project_name, usd
+    from service.client.textsafe import printable as p
+    from service.client.words import colour_of, project_name, usd
 
     sid = data.get("session_id")
     if event == "reminder":
@@ -116,22 +116,21 @@ def notice_for(event: str, data: dict, told: set, colours: dict) -> str | None:
 
 
 def plural_calls(n) -> str:
-    from service.words import plural
+    from service.client.words import plural
 
     return plural(max(1, round(float(n))), "call")
 
 
 def run(args: argparse.Namespace) -> int:
-    from service.api.client import ApiClient, NoService
-    from service.words import colour_of
+    from service.client.api import ApiClient, ApiError
+    from service.client.running import service_api_file, where_to_look
+    from service.client.words import colour_of
 
     try:
-        client = ApiClient()
-        status = client.get("/api/v1/status")
-    except NoService:
-        from service.running import where_to_look
-
-        print(f"ctxlamp: {where_to_look()}.", file=sys.stderr)
+        client = ApiClient(api_file=service_api_file())  # the user's service, else the demo's
+        status = client.status()
+    except ApiError as exc:
+        print(f"ctxlamp: {where_to_look() if exc.down else exc}.", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(status, indent=2))
@@ -168,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
                 print(render({"sessions": ordered, **state}, tty, notices), flush=True)
             else:  # a log: each notice once, where it came
                 print(render({"sessions": ordered, **state}, tty) + (f"\n{said}" if said else ""), flush=True)
-    except NoService as exc:
+    except ApiError as exc:
         print(f"ctxlamp: lost the service ({exc})", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

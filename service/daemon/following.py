@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from service.engine.snapshot import Snapshot
+    from service.client.payloads import Snapshot
     from service.daemon.runtime import Service
 
 from service.ingest.live import Ingest, LiveSession, classify

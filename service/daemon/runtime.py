@@ -36,11 +36,11 @@ from service.daemon.budget_watch import BudgetWatch
 from service.daemon.following import Defect, Following
 from service.daemon.jobs import Jobs
 from service.api.reads import StoreReads
-from service.engine.snapshot import Snapshot
+from service.client.payloads import Snapshot
 from service.daemon.persist import Persistence
 from service.ingest.live import Registry
 from service.ingest.transcript_file import SkipNotes
-from service.paths import Paths, claude_projects
+from service.client.paths import Paths, claude_projects
 
 if TYPE_CHECKING:
     from service.api.server import ApiServer
@@ -139,7 +139,7 @@ class Service:
         self.readings = Book(paths.data / "statusline.json")  # what Claude Code's status line reported
         self.following = Following(self)  # live sessions: catch-up, changes, rotation, selection, reminders
         self.jobs = Jobs(self)            # checkpoints and the history scan
-        self.budget_watch = BudgetWatch(self)  # the budgets job (issue 26)
+        self.budget_watch = BudgetWatch(self)  # the budgets job
 
     # ---- setup --------------------------------------------------------------------
     @property
@@ -368,7 +368,7 @@ class Service:
             self.persist.configure(new)
         if self.turn_sink is not None:
             self.turn_sink.configure(store_prompts=bool(new["history"]["store_prompts"]))
-        if "budgets" in changes or "report" in changes:  # issue 26: the budgets are worked out again
+        if "budgets" in changes or "report" in changes:  # the budgets are worked out again
             self.budget_watch.recompute()
         return new
 

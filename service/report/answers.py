@@ -44,7 +44,7 @@ def report(since: str | None = None, until: str | None = None, timezone: str | N
 
     `record` is the engine's own (segment profiles, live snapshots), as the service keeps them: what
     restarting would have saved is then summed from it, as the Overview does, instead of replaying every
-    main transcript again (the service has read each of them already; decision 200).
+    main transcript again (the service has read each of them already).
     """
     from service.report.build import compute
 
@@ -79,7 +79,7 @@ def scan_results() -> dict[str, dict]:
     """Every transcript's scan result, from (and refreshing) the report's scan cache."""
     from service.config import configured_max_line
     from service.report import scan
-    from service.paths import app_paths, claude_projects
+    from service.client.paths import app_paths, claude_projects
 
     files = scan.discover(claude_projects())
     max_line = configured_max_line()

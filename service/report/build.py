@@ -20,7 +20,7 @@ def load_prices():
 
     from resources import resource_path
     from service.engine.prices import PriceTable
-    from service.paths import app_paths
+    from service.client.paths import app_paths
 
     table = PriceTable.from_json(json.load(open(resource_path("prices.json"), encoding="utf-8")))
     override = app_paths().prices_override
@@ -104,7 +104,7 @@ class _Sources:
     def of(cls, request: ReportRequest) -> _Sources:
         from service.channels import ledgers
         from service.config import configured_max_line
-        from service.paths import app_paths, claude_projects
+        from service.client.paths import app_paths, claude_projects
 
         paths = app_paths()
         return cls(
@@ -167,7 +167,7 @@ def _build_report(request: ReportRequest, workers: int | None, progress: bool, k
         snapshots.save()
         import orjson
 
-        from service.paths import write_private
+        from service.client.privdir import write_private
         write_private(last_path, orjson.dumps({"key": key, "summary": summary}), durable=False)
     return summary
 

@@ -60,7 +60,7 @@ def _r(x: float) -> float:
 
 class _Prices:
     """Prices by model (today's rates), and by model and time when the table knows dated changes: a
-    PriceTable's `lookup` brings its `lookup_at` along (issue 26: each call at the rates of its day)."""
+    PriceTable's `lookup` brings its `lookup_at` along (each call at the rates of its day)."""
 
     def __init__(self, lookup: Lookup):
         self.lookup = lookup

@@ -14,7 +14,7 @@ from service.statusline.reading import parse, to_epoch
 
 if TYPE_CHECKING:
     from service.api.reads import ServiceView
-    from service.engine.snapshot import Snapshot
+    from service.client.payloads import Snapshot
 
 SESSION_FIELDS = ("session_id", "lamp", "dhat", "x", "xSweet", "bill_cycle_usd", "laps", "calls", "turns", "segment")
 

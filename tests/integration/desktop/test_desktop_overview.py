@@ -215,7 +215,7 @@ def write_history(claude: Path) -> None:
 
 
 def test_overview_sums_equal_the_report_on_the_same_transcripts(tmp_path):
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
 
     home, claude = tmp_path / "home", tmp_path / "claude"
     home.mkdir()
@@ -253,7 +253,7 @@ def test_overview_sums_equal_the_report_on_the_same_transcripts(tmp_path):
 
 
 def test_config_check_validates_with_the_service_rules_and_saves_nothing(tmp_path):
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
 
     home, claude = tmp_path / "home", tmp_path / "claude"
     home.mkdir()
@@ -264,7 +264,7 @@ def test_config_check_validates_with_the_service_rules_and_saves_nothing(tmp_pat
         before = client.get("/api/v1/config")
         ok = client.post("/api/v1/config?check=1", {"engine": {"g_floor": 900}})
         assert ok["engine"]["g_floor"] == 900
-        status, answer = client.request("POST", "/api/v1/config?check=1", {"reminders": {"min_gap": "soon"}})
+        status, answer = client.exchange("POST", "/api/v1/config?check=1", {"reminders": {"min_gap": "soon"}})
         assert status == 400 and "duration" in answer["error"]
         assert client.get("/api/v1/config") == before  # checking saved nothing
         assert client.get("/api/v1/config/defaults")["engine"]["g_floor"] == 500

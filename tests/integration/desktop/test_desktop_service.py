@@ -55,7 +55,7 @@ def make_home(base: Path) -> dict:
 
 
 def live_status(client):
-    from desktop.client import ApiError
+    from service.client.api import ApiError
 
     try:
         st = client.status()
@@ -77,7 +77,7 @@ def live(tmp_path_factory):
             proc = subprocess.Popen([sys.executable, "-m", "service.cli", "serve"], cwd=ROOT, env=os.environ.copy(),
                                     stdout=out, stderr=subprocess.STDOUT)
         try:
-            from desktop.client import ApiClient
+            from service.client.api import ApiClient
 
             client = ApiClient()
             _wait(lambda: ApiClient().alive(), 30, "the service's /health", log)

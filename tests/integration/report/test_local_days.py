@@ -139,7 +139,7 @@ def test_an_unknown_zone_is_refused_with_a_clear_message(tmp_path):
 def test_the_service_answers_in_the_zone_asked_for_and_refuses_an_unknown_one(tmp_path):
     """A real `ctxlamp serve`: ?timezone= on the report and the overview; `ctxlamp report --timezone` with a
     service running gives that zone's days."""
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
     from tests.support.servicectl import running_service
 
     home, claude = tmp_path / "ctx", tmp_path / "claude"
@@ -149,14 +149,14 @@ def test_the_service_answers_in_the_zone_asked_for_and_refuses_an_unknown_one(tm
     env = service_env(home, claude)
     with running_service(env, home) as (_proc, info):
         client = ApiClient(info, timeout=30)
-        status, doc = client.request("GET", "/api/v1/report?timezone=America/Los_Angeles")
+        status, doc = client.exchange("GET", "/api/v1/report?timezone=America/Los_Angeles")
         assert status == 200 and doc["period"]["timezone"] == "America/Los_Angeles"
         assert list(doc["spend"]["by_day"]) == ["2026-11-02"]
-        status, doc = client.request("GET", "/api/v1/report")
+        status, doc = client.exchange("GET", "/api/v1/report")
         assert doc["period"]["timezone"] == "UTC" and list(doc["spend"]["by_day"]) == ["2026-11-03"]
-        status, body = client.request("GET", "/api/v1/report?timezone=Mars/Olympus")
+        status, body = client.exchange("GET", "/api/v1/report?timezone=Mars/Olympus")
         assert status == 400 and "unknown time zone" in json.dumps(body)
-        status, ov = client.request("GET", "/api/v1/overview?days=1&timezone=Asia/Tokyo")
+        status, ov = client.exchange("GET", "/api/v1/overview?days=1&timezone=Asia/Tokyo")
         assert status == 200 and ov["period"]["timezone"] == "Asia/Tokyo"
         out = subprocess.run([sys.executable, "-m", "service.cli", "report", "--json", "--timezone",
                               "America/Los_Angeles"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120,

@@ -390,7 +390,7 @@ def test_the_service_pushes_every_push_every_and_serves_the_team_view(team, qtbo
     from pathlib import Path
 
     from service import config
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
     from tests.support.servicectl import running_service
 
     env = team.env[A]

@@ -12,7 +12,8 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from service.statusline import fastjson, line, reading, where
+from service.client import where
+from service.statusline import fastjson, line, reading
 from service.statusline.book import Book
 from tests.support.corpus import ROOT
 
@@ -130,7 +131,7 @@ def test_fastjson_refuses_what_json_refuses(bad):
 
 @pytest.mark.parametrize("env", [{"CTXLAMP_HOME": "/tmp/x/../ctx"}, {"XDG_DATA_HOME": "/tmp/data"}])
 def test_where_agrees_with_service_paths(monkeypatch, env):
-    from service.paths import app_paths
+    from service.client.paths import app_paths
 
     for key in ("CTXLAMP_HOME", "XDG_RUNTIME_DIR", "XDG_DATA_HOME"):
         monkeypatch.delenv(key, raising=False)

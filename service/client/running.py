@@ -12,7 +12,7 @@ import json
 import socket
 from pathlib import Path
 
-from service.paths import Paths, app_paths
+from service.client.paths import Paths, app_paths
 
 
 def demo_home(paths: Paths | None = None) -> Path:
