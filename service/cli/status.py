@@ -90,35 +90,28 @@ def render(status: dict, tty: bool, notices: list[str] | None = None) -> str:
 
 
 def notice_for(event: str, data: dict, told: set, colours: dict) -> str | None:
-    """The terminal's notice, by the tray's rule: the first reminder of a stretch of work speaks, later
-    reminders only update the figures; turning red speaks once. None: nothing to say."""
+    """The terminal's notice, by the tray's rule and in its words: the first reminder of a stretch of work
+    speaks, later reminders only move the figures; turning red speaks once. None: nothing to say."""
     from service.client.textsafe import printable as p
-    from service.client.words import colour_of, project_name, usd
+    from service.client.words import colour_of, project_name, saving_line
 
     sid = data.get("session_id")
+    who = f"Notice · {p(project_name(data), 60)}"
     if event == "reminder":
         key = (sid, data.get("segment"), "reminder")
         if key in told:
             return None
         told.add(key)
-        pay = data.get("payback_calls")
-        return (f"Notice · {p(project_name(data), 60)}: the rent paid on dead weight ({usd(data.get('rent_usd'))}) "
-                f"has reached a restart's cost. Write a handoff and start a fresh session"
-                + (f": it pays for itself within about {plural_calls(pay)}." if pay is not None else "."))
+        return (f"{who}: restart at your next break. Rent on dead weight has reached a restart's cost: "
+                f"prepare a handoff. {saving_line(data)}")
     colour, before = colour_of(data), colours.get(sid)
     colours[sid] = colour
     key = (sid, data.get("segment"), "red")
     if colour == "red" and before not in (None, "red") and key not in told:
         told.add(key)
-        return (f"Notice · {p(project_name(data), 60)}: the lamp is red, restart pays: carrying on now costs more "
-                "per call than a fresh session with a handoff.")
+        return (f"{who}: restart pays now. The lamp is red: prepare a handoff, then start a fresh session. "
+                f"{saving_line({}, data)}")
     return None
-
-
-def plural_calls(n) -> str:
-    from service.client.words import plural
-
-    return plural(max(1, round(float(n))), "call")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -55,3 +55,23 @@ def usd(v) -> str:
         return "-"
     v = float(v)
     return f"${v:,.2f}" if abs(v) >= 1 else f"${v:.3f}" if abs(v) >= 0.01 else f"${v:.4f}"
+
+
+def saving_line(reminder: dict, snapshot: dict | None = None) -> str:
+    """What a restart now saves, as briefly as the figures allow: the estimate over the calls this user's
+    sessions usually run after a reminder, else its payback, else the rent paid (a notice's second line)."""
+    estimate = reminder.get("restart_now") or (snapshot or {}).get("restart_now")
+    if isinstance(estimate, dict) and estimate.get("calls_ahead") is not None and estimate.get("saving_usd") is not None:
+        ahead = plural(max(0, round(float(estimate["calls_ahead"]))), "more call")
+        saving = float(estimate["saving_usd"])
+        if saving > 0:
+            return f"Saves about {usd(saving)} if the session runs {ahead} (estimate)."
+        return f"Over {ahead} it would about break even (estimate)."
+    restart = reminder.get("restart_usd")
+    pp = reminder.get("payback_calls", (snapshot or {}).get("pp"))
+    if restart is not None and pp is not None:
+        return (f"A restart costs {usd(restart)} and pays for itself after "
+                f"{plural(max(1, math.ceil(float(pp))), 'call')}.")
+    if pp is not None:
+        return f"A restart pays for itself after {plural(max(1, math.ceil(float(pp))), 'call')}."
+    return f"Rent paid on dead weight so far: {usd(reminder.get('rent_usd', (snapshot or {}).get('bill_cycle_usd')))}."

@@ -130,7 +130,7 @@ def test_status_and_report_in_a_second_shell_show_the_demo_make_run_plays(played
 
 def test_a_second_make_run_shows_the_demo_notice_again(played):
     _env, play = played
-    notice = "Notice · demo-project: the rent paid on dead weight"
+    notice = "Notice · demo-project: restart at your next break."
     for name in ("first", "second"):
         run = play(name)
         run.wait_for("The demo has written its last call.")
