@@ -75,10 +75,14 @@ def fresh_demo_home() -> Path | None:
     home = demo_home()
     if answers(demo_paths().api_file):
         return None
-    if home.is_symlink():  # never empty a folder somebody pointed elsewhere
-        home.unlink()
-    elif home.exists():
-        shutil.rmtree(home)
+    try:
+        if home.is_symlink():  # never empty a folder somebody pointed elsewhere
+            home.unlink()
+        elif home.exists():
+            shutil.rmtree(home)
+    except OSError as exc:  # a file held open elsewhere (Windows): play on what is there
+        print(f"ctxlamp: could not empty the demo's folder ({exc}); its reminders may not show again.",
+              file=sys.stderr)
     return home
 
 

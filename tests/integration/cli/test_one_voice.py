@@ -222,3 +222,21 @@ def test_the_demo_writer_is_reaped_while_the_tray_runs():
              if Path(f"/proc/{writer.pid}").exists() else "gone")
     waiting.join()
     assert alive and state == "gone", state  # reaped while the tray still ran
+
+
+def test_the_demo_folder_is_emptied_for_each_run_and_a_planted_link_is_not_followed(tmp_path, monkeypatch):
+    from service.cli.start import fresh_demo_home
+
+    monkeypatch.setenv("CTXLAMP_HOME", str(tmp_path / "home"))
+    old = tmp_path / "home" / "demo" / "ctxlamp"
+    old.mkdir(parents=True)
+    (old / "ctxlamp.db").write_text("the reminders of the last run")
+    home = fresh_demo_home()
+    assert home == tmp_path / "home" / "demo" and not home.exists()
+
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "keep.txt").write_text("mine")
+    home.symlink_to(precious, target_is_directory=True)
+    assert fresh_demo_home() == home and not home.exists()
+    assert (precious / "keep.txt").read_text() == "mine"
