@@ -1,4 +1,4 @@
-"""The command line in the window's words, and seeing what `make run` plays (issue 36, its command-line half).
+"""The command line in the window's words, and seeing what `make run` plays.
 
 `make run` on a machine without a display and without transcripts plays the demo with its own service
 in a folder of its own; a user then types `ctxlamp status` and `ctxlamp report` in a second terminal,

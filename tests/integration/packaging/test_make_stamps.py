@@ -1,8 +1,8 @@
-"""`make run` installs what the program needs; `make test`, `make lint` add their tools (issue 36).
+"""`make run` installs what the program needs; `make test`, `make lint` add their tools.
 
 The Makefile is run for real (`make -n`, in a copy with the venv's tools stubbed): what each target
 would install, and that the stamps keep a second run from installing again. A bare clone's real
-`make run` takes minutes of downloads; docs/decisions.md 264 gives what it left in .venv.
+`make run` takes minutes of downloads; docs/decisions.md gives what it left in .venv.
 """
 from __future__ import annotations
 
