@@ -258,7 +258,8 @@ def _spend_lines(sp: dict) -> list[str]:
     unwritten = sp.get("unwritten") or {}
     if unwritten and unwritten["estimated"].get("compactions"):
         est = unwritten["estimated"]
-        lines.append(f"  not in the billed figure: {est['compactions']} compactions Claude Code gave no cost for "
+        n = est["compactions"]
+        lines.append(f"  not in the billed figure: {n} compaction{'' if n == 1 else 's'} Claude Code gave no cost for "
                      f"(estimated): ${est['low_usd']:.2f} .. ${est['high_usd']:.2f}")
     return lines
 
