@@ -20,14 +20,14 @@ COMPILE := $(BIN)/python -m compileall -q service desktop models resources > /de
 
 $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e .
-	@$(BIN)/python -m service.measure.tokenizer > /dev/null  # the parsed o200k table a wheel ships
+	@$(BIN)/python -m service.engine_setup.tokenizer > /dev/null  # the parsed o200k table a wheel ships
 	@$(COMPILE)
 	@touch $(RUN_STAMP)
 
 # The developer's venv is a superset of the user's: it stamps both, so `make run` after it installs nothing.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test,lint]'
-	@$(BIN)/python -m service.measure.tokenizer > /dev/null
+	@$(BIN)/python -m service.engine_setup.tokenizer > /dev/null
 	@$(COMPILE)
 	@touch $(STAMP) $(RUN_STAMP)
 

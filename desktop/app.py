@@ -77,11 +77,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from PySide6.QtWidgets import QApplication
 
-    from desktop.datasource import ApiSource
-    from desktop.events import EventStream
-    from desktop.icons import lamp_icon
-    from desktop.platform_tray import prepare_app
-    from desktop.supervisor import ServiceSupervisor
+    from desktop.connection.datasource import ApiSource
+    from desktop.connection.events import EventStream
+    from desktop.widgets.icons import lamp_icon
+    from desktop.platforms.tray_host import prepare_app
+    from desktop.connection.supervisor import ServiceSupervisor
     from desktop.tray import TrayController
 
     existing = QApplication.instance()

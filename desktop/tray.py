@@ -13,15 +13,15 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QGuiApplication
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
-from desktop import fmt
-from desktop.coalesce import DEFAULT_SNOOZE_S, ReminderCoalescer
-from desktop.datasource import ApiSource, DataError
-from desktop.handoff_prompt import handoff_prompt
-from desktop.icons import lamp_icon
-from desktop.platform_tray import tray_icon
+from desktop.present import fmt
+from desktop.present.coalesce import DEFAULT_SNOOZE_S, ReminderCoalescer
+from desktop.connection.datasource import ApiSource, DataError
+from desktop.present.handoff_prompt import handoff_prompt
+from desktop.widgets.icons import lamp_icon
+from desktop.platforms.tray_host import tray_icon
 from desktop.present.limits import IdleCacheNotice, LimitNotices, limits_text
 from desktop.present.overview import budgets_text
-from desktop.popup import ReminderPopup
+from desktop.widgets.popup import ReminderPopup
 from desktop.present.lamp import (
     lamp_colour, menu_sessions, pick_followed, reminder_message, session_name, tooltip_text,
 )

@@ -213,7 +213,7 @@ def _check(section: str, key: str, value: Any) -> Any:
             except ValueError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
         if (section, key) == ("report", "timezone"):
-            from service.report.days import UnknownZone, check_zone
+            from service.days import UnknownZone, check_zone
 
             try:
                 value = check_zone(value)

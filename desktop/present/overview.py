@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from desktop import fmt
+from desktop.present import fmt
 
 PERIODS = ((1, "Today"), (7, "Last 7 days"), (30, "Last 30 days"))
 MAX_STACKS = 6  # bars stack the dearest few; the rest is one "other" layer

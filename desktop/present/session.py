@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from desktop import fmt
+from desktop.present import fmt
 from service.client.textsafe import html_text
 from desktop.present.lamp import STATE_WORDS, lamp_colour, lamp_state, session_name
 

@@ -15,9 +15,9 @@ from PySide6.QtWidgets import (
     QProgressBar, QPushButton, QRadioButton, QTableWidget, QTableWidgetItem, QVBoxLayout,
 )
 
-from desktop import charts, theme
-from desktop.datasource import DataError
-from desktop.icons import lamp_icon
+from desktop.widgets import charts, theme
+from desktop.connection.datasource import DataError
+from desktop.widgets.icons import lamp_icon
 from desktop.present import overview as om
 from desktop.present.lamp import STATE_WORDS, lamp_colour, lamp_state, session_name
 from desktop.tabs.base import Tab

@@ -6,7 +6,9 @@ import html
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QSplitter, QVBoxLayout
 
-from desktop import charts, fmt
+from desktop.present import fmt
+
+from desktop.widgets import charts
 from desktop.present.curve import curve_view, series_view
 from desktop.present.overview import project_name
 from desktop.present.session import header_facts, header_title

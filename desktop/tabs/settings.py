@@ -15,8 +15,8 @@ from PySide6.QtWidgets import (
     QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
-from desktop import autostart
-from desktop.datasource import DataError
+from desktop.platforms import autostart
+from desktop.connection.datasource import DataError
 from desktop.present import settings as sm
 from desktop.present.settings import flatten, unflatten
 from desktop.tabs.base import Tab

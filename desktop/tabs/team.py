@@ -12,10 +12,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QPushButton, QHBoxLayout, QTableWidget, QTableWidgetItem, \
     QVBoxLayout
 
-from desktop import fmt
+from desktop.present import fmt
 from service.client.textsafe import html_text, printable
-from desktop import charts
-from desktop.datasource import DataError
+from desktop.widgets import charts
+from desktop.connection.datasource import DataError
 from desktop.tabs.base import Tab
 
 MEMBER_COLUMNS = ("member", "spend", "calls", "rent", "reminders", "restarts after one", "pinch saved",

@@ -47,7 +47,7 @@ class ServiceView(Protocol):
     paths: Paths
     cfg: dict[str, Any]
     reminder_log: list[Row]
-    readings: Any  # service.statusline.book.Book: what Claude Code's status line reported
+    readings: Any  # service.limits.book.Book: what Claude Code's status line reported
     team: Any      # service.team.job.TeamPusher, or None without a team
     hub: Hub
 

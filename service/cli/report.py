@@ -14,6 +14,7 @@ import re
 import sys
 from datetime import date
 
+from service.days import Zone
 from service.report.build import ReportRequest, build_report
 from service.client.textsafe import printable_lines
 from service.client.textsafe import printable
@@ -21,7 +22,7 @@ from service.client.textsafe import printable
 DATE_RE = re.compile(r"^(\d{4})-?(\d{2})-?(\d{2})$")
 
 
-def _day(text: str) -> str:
+def day_argument(text: str) -> str:
     m = DATE_RE.match(text.strip())
     if not m:
         raise argparse.ArgumentTypeError(f"not a date: {text!r} (use YYYY-MM-DD)")
@@ -42,8 +43,8 @@ DESCRIPTION = (
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = DESCRIPTION
-    parser.add_argument("--since", type=_day, help="first day included (YYYY-MM-DD, in --timezone)")
-    parser.add_argument("--until", type=_day, help="last day included (YYYY-MM-DD, in --timezone)")
+    parser.add_argument("--since", type=day_argument, help="first day included (YYYY-MM-DD, in --timezone)")
+    parser.add_argument("--until", type=day_argument, help="last day included (YYYY-MM-DD, in --timezone)")
     parser.add_argument("--timezone", metavar="ZONE", help="IANA time zone days are cut in (e.g. Asia/Tokyo; "
                         "default: [report] timezone in config.toml, else the machine's zone)")
     fmt = parser.add_mutually_exclusive_group()
@@ -70,33 +71,33 @@ def configure(parser: argparse.ArgumentParser) -> None:
 _KEPT: list = []
 
 
-def request_of(args: argparse.Namespace) -> ReportRequest:
-    """The report's input from the command's flags."""
+def request_of(args: argparse.Namespace, zone: Zone) -> ReportRequest:
+    """The report's input from the command's flags, days cut in `zone` (resolved from --timezone)."""
     return ReportRequest(since=args.since, until=args.until, projects=args.projects, lean_ctx=args.lean_ctx,
                          router_db=args.router_db, usage_db=args.usage_db, use_cache=not args.no_cache,
-                         timezone=args.timezone)
+                         zone=zone)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.since and args.until and args.since > args.until:
         print("ctxlamp report: --since is after --until", file=sys.stderr)
         return 2
-    from service.report.days import UnknownZone, resolve
+    from service.days import UnknownZone, Zone
 
     try:
-        args.timezone = resolve(args.timezone if args.timezone is not None else _configured_zone())[0]
+        zone = Zone.named(args.timezone if args.timezone is not None else _configured_zone())
     except UnknownZone as exc:
         print(f"ctxlamp report: {exc}", file=sys.stderr)
         return 2
     summary = None
     if not args.no_service and not any((args.projects, args.lean_ctx, args.router_db, args.usage_db)):
-        summary = _from_service(args)
+        summary = _from_service(args, zone)
     if summary is None:
         from service.report.forked import WorkerFailed
 
         _KEPT.clear()  # a process that runs the command twice (tests) keeps only the last
         try:
-            summary = build_report(request_of(args), keep=_KEPT)
+            summary = build_report(request_of(args, zone), keep=_KEPT)
         except WorkerFailed as exc:
             print(f"ctxlamp report: the scan failed: {exc}", file=sys.stderr)
             return 1
@@ -117,13 +118,16 @@ def _budgets(summary: dict) -> dict | None:
     from service.config import load
     from service.client.paths import app_paths
     from service.report import budgets
-    from service.report.days import DayOf
+    from service.days import DayOf, UnknownZone, Zone
 
     cfg = load(app_paths().config_file)
     if not budgets.configured(cfg):
         return None
     period = summary.get("period") or {}
-    local = DayOf(period.get("timezone") or "UTC")
+    try:
+        local = DayOf(Zone.named(period.get("timezone") or "UTC"))
+    except UnknownZone:
+        return budgets.compute(cfg)
     today = local.today()
     since, until = period.get("since"), period.get("until")
     if (since is None or since <= today.replace(day=1).isoformat()) and (until is None or until >= today.isoformat()):
@@ -155,29 +159,19 @@ def _configured_zone() -> str:
 SERVICE_WAIT_S = 30.0
 
 
-def _from_service(args) -> dict | None:
+def _from_service(args, zone: Zone) -> dict | None:
     """The running service's report, or None (no service, old service, any error)."""
+    from service.client.api import ApiClient
     from service.client.running import service_api_file
 
-    api_file = service_api_file()  # the user's service, else the demo `make run` plays
-    if not api_file.is_file():
-        return None
-    import json
-    import urllib.parse
-    import urllib.request
-
     try:
-        info = json.loads(api_file.read_text())
-        query = urllib.parse.urlencode({k: v for k, v in (("since", args.since), ("until", args.until),
-                                                          ("timezone", args.timezone)) if v})
-        req = urllib.request.Request(f"http://127.0.0.1:{int(info['port'])}/api/v1/report?{query}",
-                                     headers={"Authorization": f"Bearer {info['token']}"})
-        with urllib.request.urlopen(req, timeout=SERVICE_WAIT_S) as resp:
-            doc = json.loads(resp.read())
+        # the user's service, else the demo `make run` plays
+        client = ApiClient(timeout=SERVICE_WAIT_S, api_file=service_api_file())
+        doc = client.get_report(args.since, args.until, zone.name)
         if not (isinstance(doc, dict) and "spend" in doc and "edit" in doc):
             return None
         # an older service cuts UTC days whatever it is asked: then scan here, in the zone asked for
-        return doc if (doc.get("period") or {}).get("timezone") == args.timezone else None
+        return doc if (doc.get("period") or {}).get("timezone") == zone.name else None
     except Exception:  # any failure means: scan ourselves
         return None
 

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from service.client.sse import sse_pairs
 
 PREFIX = "/api/v1"
 
@@ -88,7 +91,9 @@ class ApiClient:
     def _connect(self, timeout: float | None) -> tuple[ApiInfo, http.client.HTTPConnection]:
         info = self.info
         if info is None:
-            raise ApiError("the ctxlamp service is not running (it has not announced itself)")
+            from service.client.where import api_file
+
+            raise ApiError(f"nothing announced in {self._api_file or api_file()}")
         return info, http.client.HTTPConnection("127.0.0.1", info.port, timeout=timeout)
 
     def exchange(self, method: str, path: str, body: Any = None, query: Mapping[str, Any] | None = None,
@@ -133,20 +138,30 @@ class ApiClient:
     def post(self, path: str, body: Any) -> Any:
         return self.request("POST", path, body)
 
-    def events(self) -> Iterator[tuple[str, Any]]:
-        """(event, data) pairs from the event stream until it ends (ApiError when it cannot start)."""
-        info, conn = self._connect(None)
+    def events(self, on_open: Callable[[socket.socket], None] | None = None) -> Iterator[tuple[str, Any]]:
+        """(event, data) pairs from the event stream until it ends (ApiError when it cannot start).
+
+        `on_open` gets the stream's socket once the service accepted it: a reader on another thread
+        shuts that socket down to stop (http.client lets go of it once a streamed answer starts)."""
+        info, conn = self._connect(self.timeout)
         try:
+            conn.connect()
+            sock = conn.sock
             conn.request("GET", PREFIX + "/events", headers={"Authorization": f"Bearer {info.token}",
-                                                             "Accept": "text/event-stream"})
+                                                             "Accept": "text/event-stream",
+                                                             "Cache-Control": "no-cache"})
             resp = conn.getresponse()
-        except OSError as exc:
+            if resp.status != 200:
+                raise ApiError(f"the event stream answered {resp.status}", resp.status)
+            sock.settimeout(None)  # block until the service speaks: no idle wake-ups
+            if on_open is not None:
+                on_open(sock)
+            yield from sse_pairs(resp.fp)
+        except (OSError, http.client.HTTPException) as exc:
             self.forget()
-            raise ApiError(f"the ctxlamp service did not answer on port {info.port} "
-                           f"({exc.__class__.__name__})") from None
-        if resp.status != 200:
-            raise ApiError(f"events: {resp.status}", resp.status)
-        yield from sse_pairs(resp.fp)
+            raise ApiError(f"the event stream from port {info.port} broke ({exc.__class__.__name__})") from None
+        finally:
+            conn.close()
 
     # --- named routes (docs/api.md) ---
     def health(self) -> dict:
@@ -194,25 +209,9 @@ class ApiClient:
         """Sums the report over the period: a first (cold) report over a big history takes seconds."""
         return self.request("GET", PREFIX + "/overview", query={"days": days}, timeout=max(self.timeout, 60.0))
 
+    def get_report(self, since: str | None = None, until: str | None = None, timezone: str | None = None) -> dict:
+        return self.request("GET", PREFIX + "/report", query={"since": since or None, "until": until or None,
+                                                              "timezone": timezone or None})
+
     def team(self, since: str | None = None, until: str | None = None) -> dict:
         return self.request("GET", PREFIX + "/team", query={"since": since, "until": until})
-
-
-def sse_pairs(fp: Any) -> Iterator[tuple[str, Any]]:
-    """(event, data) pairs of a server-sent event stream read from `fp`, until it ends."""
-    event, data = "message", list[str]()
-    while True:
-        line = fp.readline()
-        if not line:
-            return
-        line = line.rstrip(b"\r\n").decode("utf-8", "replace")
-        if not line:
-            if data:
-                yield event, json.loads("\n".join(data))
-            event, data = "message", []
-        elif line.startswith(":"):
-            continue
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].lstrip())

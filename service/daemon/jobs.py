@@ -161,17 +161,17 @@ class Jobs(ServicePart):
         if self._svc.stopping.is_set():
             return
         from service.config import report_timezone
-        from service.report import answers
-        from service.report.days import UnknownZone, resolve
+        from service.days import UnknownZone, Zone
+        from service.report import cached
 
         asked = report_timezone(self._svc.cfg)
         try:
             try:
-                zone = resolve(asked)[0]
+                zone = Zone.named(asked)
             except UnknownZone:  # the API answers 400 for it; the machine's zone is prepared instead
-                zone = resolve("")[0]
+                zone = Zone.named("")
             began, cpu = time.monotonic(), time.process_time()
-            answers.report(None, None, zone, restart_savings=False)
+            cached.report(None, None, zone, restart_savings=False)
             log.info("report prepared in %.1f s (the service's CPU meanwhile: %.1f s)", time.monotonic() - began,
                      time.process_time() - cpu)
         except Exception:

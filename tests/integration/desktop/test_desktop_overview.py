@@ -16,9 +16,9 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from desktop import fmt  # noqa: E402
+from desktop.present import fmt  # noqa: E402
 from desktop.present import overview as om  # noqa: E402
-from desktop.datasource import DemoSource  # noqa: E402
+from desktop.connection.datasource import DemoSource  # noqa: E402
 from tests.support import transcripts as tr  # noqa: E402
 from tests.support.servicectl import running_service  # noqa: E402
 from tests.support.corpus import ROOT  # noqa: E402
@@ -159,7 +159,7 @@ def test_limit_meters_appear_when_the_status_has_them(qtbot):
 
 
 def test_count_axes_tick_whole_numbers_only(qtbot):
-    from desktop.charts import UnitAxis
+    from desktop.widgets.charts import UnitAxis
 
     axis = UnitAxis("left", "count")
     values = [v for _, vs in axis.tickValues(0, 3.2, 400) for v in vs]
@@ -169,7 +169,7 @@ def test_count_axes_tick_whole_numbers_only(qtbot):
 
 
 def test_a_period_with_nothing_spent_still_names_its_days(qtbot):
-    from desktop.charts import draw_stacks, new_plot
+    from desktop.widgets.charts import draw_stacks, new_plot
 
     plot = new_plot("Spend per day", "", "", left_unit="usd", bottom_unit="day", legend=True)
     qtbot.addWidget(plot)

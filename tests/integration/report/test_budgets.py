@@ -129,7 +129,7 @@ def test_the_tray_shows_the_budgets_and_each_notice_the_service_sends(tray):
 
 
 def test_settings_show_the_time_zone_and_the_budgets_with_their_ranges(qtbot):
-    from desktop.datasource import DemoSource
+    from desktop.connection.datasource import DemoSource
     from desktop.tabs.settings import SettingsTab
 
     tab = SettingsTab(DemoSource())

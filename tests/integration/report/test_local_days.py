@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.config import DEFAULTS, ConfigError, merge
-from service.measure.engines import load_prices
-from service.report.days import DayOf, UnknownZone, resolve
+from service.engine_setup.engines import load_prices
+from service.days import DayOf, UnknownZone, Zone
 from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
 from service.report.summary import build_summary
 from tests.support import transcripts as T
@@ -41,7 +41,7 @@ def summary_of(entries: list[dict], zone: str, since: str | None = None, until: 
     tf = TranscriptFile(path="/p/-home-user-proj/s.jsonl", project="-home-user-proj", subagent=False,
                         session_hint=T.SID)
     result = scan_bytes(T.to_bytes(entries), tf, SizeMemo(), len)
-    return build_summary({tf.path: result}, load_prices().lookup, since=since, until=until, timezone=zone)
+    return build_summary({tf.path: result}, load_prices().lookup, since=since, until=until, zone=Zone.named(zone))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -73,12 +73,12 @@ def test_an_evening_in_california_and_a_morning_in_tokyo_stay_on_their_own_day()
 
 
 def test_days_across_a_daylight_saving_change_are_23_and_25_hours_long():
-    berlin = DayOf("Europe/Berlin")
+    berlin = DayOf(Zone.named("Europe/Berlin"))
     assert berlin("2026-03-28T22:59:00.000Z") == "2026-03-28"  # 23:59 CET
     assert berlin("2026-03-28T23:00:00.000Z") == "2026-03-29"  # midnight CET
     assert berlin("2026-03-29T21:59:00.000Z") == "2026-03-29"  # 23:59 CEST: that day had 23 hours
     assert berlin("2026-03-29T22:00:00.000Z") == "2026-03-30"
-    kathmandu = DayOf("Asia/Kathmandu")  # +05:45: a day boundary inside an hour
+    kathmandu = DayOf(Zone.named("Asia/Kathmandu"))  # +05:45: a day boundary inside an hour
     assert kathmandu("2026-05-01T18:14:59Z") == "2026-05-01"
     assert kathmandu("2026-05-01T18:15:00Z") == "2026-05-02"
     assert kathmandu("not a time") is None and kathmandu(None) is None
@@ -87,11 +87,11 @@ def test_days_across_a_daylight_saving_change_are_23_and_25_hours_long():
 def test_unknown_zones_are_clear_errors():
     for bad in ("Mars/Olympus", "../etc/passwd", "Europe/", "x" * 100):
         with pytest.raises(UnknownZone, match="unknown time zone"):
-            resolve(bad)
+            Zone.named(bad)
     with pytest.raises(ConfigError, match="report.timezone: unknown time zone"):
         merge(DEFAULTS, {"report": {"timezone": "Nowhere/Land"}})
     assert merge(DEFAULTS, {"report": {"timezone": "Asia/Tokyo"}})["report"]["timezone"] == "Asia/Tokyo"
-    assert resolve("")[0] == "UTC"  # the machine's zone: the suite runs with TZ=UTC (conftest)
+    assert Zone.named("").name == "UTC"  # the machine's zone: the suite runs with TZ=UTC (conftest)
 
 
 def run_report(projects: Path, home: Path, *args: str, config: str | None = None) -> subprocess.CompletedProcess:

@@ -103,7 +103,7 @@ def test_the_write_route_takes_the_token(env, service):
 
 
 def test_a_client_cannot_grow_the_series_without_bound(env, service):
-    from service.statusline import book as book_mod
+    from service.limits import book as book_mod
 
     for i in range(book_mod.PER_SESSION + 60):
         body = {"session_id": f"flood-{i % (book_mod.MAX_SESSIONS + 10)}",

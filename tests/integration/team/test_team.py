@@ -410,7 +410,7 @@ def test_the_service_pushes_every_push_every_and_serves_the_team_view(team, qtbo
             time.sleep(0.2)
             view = client.get("/api/v1/team")
         # the window shows a Team tab only with a team, and reads it through the service's API
-        from desktop.datasource import ApiSource, DemoSource
+        from desktop.connection.datasource import ApiSource, DemoSource
         from desktop.window import MainWindow
 
         monkeypatch.setenv("CTXLAMP_HOME", str(home))
@@ -420,7 +420,7 @@ def test_the_service_pushes_every_push_every_and_serves_the_team_view(team, qtbo
         win.tabs.setCurrentWidget(win.team_tab)
         shown = [win.team_tab.members.item(r, 0).text() for r in range(win.team_tab.members.rowCount())]
         assert A in shown and B in shown  # B is a member (no figures yet)
-        from desktop import fmt
+        from desktop.present import fmt
         from desktop.tabs.team import MEMBER_COLUMNS
 
         row = shown.index(A)
@@ -451,18 +451,18 @@ def test_the_local_store_also_runs_on_a_postgresql_database_url(pg):
     st = Store(url)
     try:
         assert st.health() == {"ok": True, "error": None}
-        st.upsert_session("s1", project="/p", model="m")
-        st.archive_profile({"session_id": "s1", "segment": 0, "rent_usd": 1.5, "path_totals": {"a.py": 3}})
-        assert st.record_reminder("s1", 0, 1, 3, "2026-11-01T00:00:00Z") is True
-        assert st.record_reminder("s1", 0, 1, 3, "2026-11-01T00:00:00Z") is False
-        st.add_spend("2026-11-01", "s1", "m", "/p", False, {"in": 3}, 0.5)
-        st.add_spend("2026-11-01", "s1", "m", "/p", False, {"in": 2}, 0.25)
-        assert [p["rent_usd"] for p in st.segments()] == [1.5]
-        assert st.spend_rows()[0]["usd"] == 0.75 and st.spend_rows()[0]["tokens"]["in"] == 5
+        st.sessions.upsert_session("s1", project="/p", model="m")
+        st.sessions.archive_profile({"session_id": "s1", "segment": 0, "rent_usd": 1.5, "path_totals": {"a.py": 3}})
+        assert st.sessions.record_reminder("s1", 0, 1, 3, "2026-11-01T00:00:00Z") is True
+        assert st.sessions.record_reminder("s1", 0, 1, 3, "2026-11-01T00:00:00Z") is False
+        st.spend.add_spend("2026-11-01", "s1", "m", "/p", False, {"in": 3}, 0.5)
+        st.spend.add_spend("2026-11-01", "s1", "m", "/p", False, {"in": 2}, 0.25)
+        assert [p["rent_usd"] for p in st.sessions.segments()] == [1.5]
+        assert st.spend.spend_rows()[0]["usd"] == 0.75 and st.spend.spend_rows()[0]["tokens"]["in"] == 5
         row = {"kind": "day", "key": "[1]", "payload": {"a": 1}, "digest": "d1"}
-        assert st.team_outbox_write("me", put=[row])
-        assert st.team_outbox_write("me", confirm=[["day", "[1]", "d1"]])
-        assert st.team_outbox("me")[0]["confirmed"] == "d1"
+        assert st.team.team_outbox_write("me", put=[row])
+        assert st.team.team_outbox_write("me", confirm=[["day", "[1]", "d1"]])
+        assert st.team.team_outbox("me")[0]["confirmed"] == "d1"
         assert pg.sql("SELECT version FROM schema_version", database="local_store")[0][0] >= 2
     finally:
         st.close()

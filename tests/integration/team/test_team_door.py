@@ -57,11 +57,11 @@ def team_db(pg: PgServer, name: str, tmp_path: Path, version: int | None = None)
     if version is None:
         schema.init(owner)
     else:
-        from service.store.team import migrate_schema
+        from models.migrations import migrate
 
         db = schema._owner_db(server.connect(owner))
         try:
-            migrate_schema(db, steps()[:version])
+            migrate(db, steps()[:version])
         finally:
             db.close()
     urls = {m: schema.add_member(owner, m, pgpass) for m in (A, B)}
@@ -216,7 +216,7 @@ def test_a_password_in_a_url_never_comes_back(pg, tmp_path, qtbot, monkeypatch):
             assert time.monotonic() < deadline, (status, body, log)
             time.sleep(0.2)
         assert status == 503 and "cannot be read" in json.dumps(body)
-        from desktop.datasource import ApiSource
+        from desktop.connection.datasource import ApiSource
         from desktop.tabs.team import TeamTab
 
         monkeypatch.setenv("CTXLAMP_HOME", str(home))

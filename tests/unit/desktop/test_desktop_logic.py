@@ -8,19 +8,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from desktop import fmt
-from desktop import autostart
+from desktop.present import fmt
+from desktop.platforms import autostart
 from desktop.present.channel import channel_csv, channel_view
 from desktop.present.curve import curve_view, series_view
 from desktop.present.files import file_rows, selection_change
 from desktop.present.lamp import lamp_colour, menu_sessions, pick_followed, reminder_message, tooltip_text
 from desktop.present.settings import flatten, min_gap_seconds, unflatten
-from desktop.coalesce import ReminderCoalescer
+from desktop.present.coalesce import ReminderCoalescer
 from service.client.api import read_api_info
 from service.client.where import runtime_dir
-from desktop.handoff_prompt import handoff_prompt
-from desktop.restart_policy import RestartPolicy
-from desktop.sse import SseParser
+from desktop.present.handoff_prompt import handoff_prompt
+from desktop.connection.restart_policy import RestartPolicy
+from service.client.sse import SseParser
 
 
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 from service.client import where
 from service.statusline import fastjson, line, reading
-from service.statusline.book import Book
+from service.limits.book import Book
 from tests.support.corpus import ROOT
 
 SAMPLE = json.loads((ROOT / "tests" / "fixtures" / "statusline" / "subscriber.json").read_text())

@@ -44,7 +44,7 @@ def answer(service: ServiceView, body: dict[str, Any]) -> dict[str, Any]:
 def limits_view(service, session_id: str | None) -> dict:
     """GET /api/v1/limits: the latest limits, the account's readings and, with ?session=, that session's
     readings and per-turn costs."""
-    from service.statusline.book import iso
+    from service.limits.book import iso
 
     book = service.readings
 

@@ -14,7 +14,7 @@ import time
 from PySide6.QtCore import QObject, QProcess, QTimer, Signal
 
 from service.client.api import ApiClient
-from desktop.restart_policy import RestartPolicy
+from desktop.connection.restart_policy import RestartPolicy
 
 
 def service_command() -> tuple[str, list[str]]:

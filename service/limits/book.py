@@ -21,7 +21,7 @@ from collections import OrderedDict, deque
 from datetime import datetime, timezone
 
 from service.statusline.reading import LIMIT_WINDOWS
-from service.statusline.runout import RunOut, run_out
+from service.limits.runout import RunOut, run_out
 
 RUN_OUT_WINDOWS = ("five_hour", "seven_day")  # the plan windows with a reset (spend_limit has none)
 
