@@ -15,6 +15,7 @@ import sys
 from datetime import date
 
 from service.days import Zone
+from service.engine.prices import label_text
 from service.report.build import ReportRequest, build_report
 from service.client.textsafe import printable_lines
 from service.client.textsafe import printable
@@ -207,6 +208,7 @@ def _write_csv(summary: dict, out) -> None:
 
 def _model(name: str) -> str:
     """A model as ccusage's daily table shows it: without the `claude-` every name starts with."""
+    name = label_text(name)
     return name[7:] if name.startswith("claude-") else name
 
 
@@ -248,7 +250,7 @@ def _spend_lines(sp: dict) -> list[str]:
     lines.append(f"  written calls (measured): ${sp['total_usd']:.2f} over {sp['calls']} calls, "
                  f"of which subagents ${sp['subagents_usd']:.2f}")
     for model, usd in sorted(sp["by_model"].items(), key=lambda kv: -kv[1]):
-        lines.append(f"  {model:<40} ${usd:.2f}")
+        lines.append(f"  {label_text(model):<40} ${usd:.2f}")
     unwritten = sp.get("unwritten") or {}
     if unwritten and unwritten["estimated"].get("compactions"):
         est = unwritten["estimated"]
@@ -333,6 +335,9 @@ def render_text(s: dict, budgets: dict | None = None) -> str:
     lines += [""] + channel_lines(e, p, r)
     lines += ["", "Data quality:"]
     lines.append(f"  unpriced models: {', '.join(dq['unpriced_models']) or 'none'}")
+    for value, models in (dq.get("unknown_price_modifiers") or {}).items():
+        calls = ", ".join(f"{label_text(m)} ({n})" for m, n in models.items())
+        lines.append(f"  priced at standard, no figure for {value}: {calls}")
     lines.append(f"  calls whose output Claude Code wrote as a placeholder: {dq['placeholder_output_calls']}")
     diff = dq["cost_state_diff_pct"]
     lines.append(f"  against Claude Code's own cost figure: {'n/a' if diff is None else f'{diff:+.2f}%'}")

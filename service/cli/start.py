@@ -35,6 +35,15 @@ def _child(args: list[str], env: dict) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "service.cli", *args], env=env)
 
 
+def _reaped_when_done(proc: subprocess.Popen) -> subprocess.Popen:
+    """Wait for `proc` on a thread of its own, so a child that ends while we wait for another (the demo,
+    after its story, while the tray runs) is reaped at once instead of lingering as a zombie."""
+    import threading
+
+    threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
+    return proc
+
+
 def _wait_for_api(api_file: Path, proc: subprocess.Popen, seconds: float = 30) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -124,8 +133,8 @@ def run(args) -> int:
                       "window. Quit in its menu, or Ctrl-C here, stops it.", file=sys.stderr)
                 if demo:
                     time.sleep(2)  # let the tray start its service first
-                    children.append(_play_demo(env, args.pace))
-                return _until_tray_ends(tray, children)
+                    children.append(_reaped_when_done(_play_demo(env, getattr(args, "pace", 0.5))))
+                return tray.wait()
             print(f"ctxlamp: the tray cannot start. {diagnosis.text()} "
                   "Falling back to the terminal view.", file=sys.stderr)
         else:
@@ -141,7 +150,7 @@ def run(args) -> int:
         children.append(status)
         if not demo:
             return status.wait()
-        player = _play_demo(env, args.pace)
+        player = _play_demo(env, getattr(args, "pace", 0.5))
         children.append(player)
         return _until_status_ends(status, player, api_file)
     except KeyboardInterrupt:
@@ -155,15 +164,6 @@ def run(args) -> int:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
-
-
-def _until_tray_ends(tray: subprocess.Popen, children: list[subprocess.Popen]) -> int:
-    """Wait for the tray, reaping the demo's writer when it ends (else it stays a zombie while the tray runs)."""
-    while tray.poll() is None:
-        for proc in children:
-            proc.poll()
-        time.sleep(0.5)
-    return tray.returncode
 
 
 def _until_status_ends(status: subprocess.Popen, player: subprocess.Popen, api_file: Path) -> int:

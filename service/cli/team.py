@@ -170,7 +170,8 @@ def _report(settings, args) -> int:
     if args.json:  # ASCII only: another member's names arrive as \u escapes, never as raw control codes
         import json
 
-        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=True, default=str) + "\n")
+        # allow_nan=False: never a bare NaN (not JSON); the reader refuses such figures before this
+        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=True, allow_nan=False, default=str) + "\n")
     else:
         sys.stdout.write(render_text(doc))
     return 0

@@ -202,28 +202,6 @@ def test_the_status_line_says_the_glossary_words(state, colour):
         assert "warming up" in line, line  # the window's words for a white lamp
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads a process's state in /proc (Linux)")
-def test_the_demo_writer_is_reaped_while_the_tray_runs():
-    """`make run` with a display waits for the tray; the demo's writer ends a minute in and must not stay a
-    zombie for as long as the tray runs."""
-    import threading
-
-    from service.cli.start import _until_tray_ends
-
-    tray = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(4)"])
-    writer = subprocess.Popen([sys.executable, "-c", "pass"])
-    waiting = threading.Thread(target=_until_tray_ends, args=(tray, [tray, writer]))
-    waiting.start()
-    deadline = time.monotonic() + 3
-    while Path(f"/proc/{writer.pid}").exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    alive = tray.poll() is None
-    state = (Path(f"/proc/{writer.pid}/stat").read_text().split(") ")[1][0]
-             if Path(f"/proc/{writer.pid}").exists() else "gone")
-    waiting.join()
-    assert alive and state == "gone", state  # reaped while the tray still ran
-
-
 def test_the_demo_folder_is_emptied_for_each_run_and_a_planted_link_is_not_followed(tmp_path, monkeypatch):
     from service.cli.start import fresh_demo_home
 
