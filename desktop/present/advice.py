@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from desktop.present import fmt
+from service.client import words
 from desktop.present.coalesce import RED
 from desktop.present.lamp import STATE_WORDS, lamp_colour, lamp_state, session_name
 
@@ -59,13 +60,8 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
 
 
 def position_words(snapshot: dict) -> str:
-    """Where the session stands against the sweet spot, in calls."""
-    dhat = snapshot.get("dhat")
-    if dhat is None:
-        return "no sweet spot yet"
-    d = float(dhat)
-    return (f"{fmt.plural(math.ceil(d), 'call')} to the sweet spot" if d >= 0
-            else f"{fmt.plural(math.ceil(-d), 'call')} past the sweet spot")
+    """Where the session stands against the sweet spot, in calls (the command line's words too)."""
+    return words.position(snapshot, plural=fmt.plural)
 
 
 def rent_worth(snapshot: dict) -> str:
@@ -91,23 +87,9 @@ def notice_text(told: dict, snapshot: dict | None = None, several: bool = False)
 
 
 def saving_line(reminder: dict, snapshot: dict | None) -> str:
-    """What the restart saves, as briefly as the figures allow: the estimate, else its payback."""
-    estimate = reminder.get("restart_now") or (snapshot or {}).get("restart_now")
-    if isinstance(estimate, dict) and estimate.get("calls_ahead") is not None and estimate.get("saving_usd") is not None:
-        ahead = fmt.plural(max(0, round(float(estimate["calls_ahead"]))), "more call")
-        saving = float(estimate["saving_usd"])
-        if saving > 0:
-            return f"Saves about {fmt.usd(saving)} if the session runs {ahead} (estimate)."
-        return f"Over {ahead} a restart would not earn its rebuild back (estimate)."
-    restart = reminder.get("restart_usd")
-    pp = reminder.get("payback_calls", (snapshot or {}).get("pp"))
-    if restart is not None and pp is not None:
-        return (f"A restart costs {fmt.usd(restart)} and pays for itself after "
-                f"{fmt.plural(max(1, math.ceil(float(pp))), 'call')}.")
-    if pp is not None:
-        return f"A restart pays for itself after {fmt.plural(max(1, math.ceil(float(pp))), 'call')}."
-    rent = reminder.get("rent_usd", (snapshot or {}).get("bill_cycle_usd"))
-    return f"Rent paid on dead weight so far: {fmt.usd(rent)}."
+    """What the restart saves, as briefly as the figures allow: the estimate, else its payback (the
+    terminal's notices say the same, service/client/words.py)."""
+    return words.saving_line(reminder, snapshot, usd=fmt.usd, plural=fmt.plural)
 
 
 def notice_why(red: bool, reminder: dict, snapshot: dict | None, notice: bool = True) -> str:

@@ -34,8 +34,9 @@ def advice(snapshot: dict) -> str:
     return STATE_WORDS.get(state, state)
 
 
-def position(snapshot: dict) -> str:
-    """Whole calls to or past the sweet spot (the window's and the tooltip's count)."""
+def position(snapshot: dict, plural=plural) -> str:
+    """Whole calls to or past the sweet spot (the window's and the tooltip's count); `plural` formats the
+    count (the window passes its own, with thousands separators)."""
     dhat = snapshot.get("dhat")
     if dhat is None:
         return "no sweet spot yet"
@@ -57,16 +58,17 @@ def usd(v) -> str:
     return f"${v:,.2f}" if abs(v) >= 1 else f"${v:.3f}" if abs(v) >= 0.01 else f"${v:.4f}"
 
 
-def saving_line(reminder: dict, snapshot: dict | None = None) -> str:
+def saving_line(reminder: dict, snapshot: dict | None = None, usd=usd, plural=plural) -> str:
     """What a restart now saves, as briefly as the figures allow: the estimate over the calls this user's
-    sessions usually run after a reminder, else its payback, else the rent paid (a notice's second line)."""
+    sessions usually run after a reminder, else its payback, else the rent paid (a notice's second line,
+    in the tray and the terminal alike; the window passes its own money and count formats)."""
     estimate = reminder.get("restart_now") or (snapshot or {}).get("restart_now")
     if isinstance(estimate, dict) and estimate.get("calls_ahead") is not None and estimate.get("saving_usd") is not None:
         ahead = plural(max(0, round(float(estimate["calls_ahead"]))), "more call")
         saving = float(estimate["saving_usd"])
         if saving > 0:
             return f"Saves about {usd(saving)} if the session runs {ahead} (estimate)."
-        return f"Over {ahead} it would about break even (estimate)."
+        return f"Over {ahead} a restart would not earn its rebuild back (estimate)."
     restart = reminder.get("restart_usd")
     pp = reminder.get("payback_calls", (snapshot or {}).get("pp"))
     if restart is not None and pp is not None:
