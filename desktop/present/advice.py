@@ -44,7 +44,7 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
     elif x is not None:
         lines.append(f"context {fmt.number(x)}x its useful part")
     lines.append(f"rent so far {fmt.usd(snapshot.get('bill_cycle_usd'))}{rent_worth(snapshot)}"
-                 f" · burn {fmt.usd(snapshot.get('br'))}/h")
+                 f" · {fmt.usd(snapshot.get('br'))} per hour")
     cache = snapshot.get("cache") or {}
     exp = fmt.parse_time(cache.get("expires_at"))
     cold = cache.get("cold_rewrite_usd")
