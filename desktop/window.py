@@ -7,7 +7,7 @@ demo). A failed request shows its message in the tab, never a crash.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QLabel, QMainWindow, QTabWidget
 
@@ -62,6 +62,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.tabs)
         self.overview_tab.open_session.connect(self.open_session)
         self.status_label = QLabel()
+        self.status_label.setTextFormat(Qt.TextFormat.PlainText)  # a file's path or an error, shown as written
         self.statusBar().addWidget(self.status_label, 1)
         self.files_tab.selection_changed.connect(self._on_selection)
         self.settings_tab.saved.connect(self._team_tab_follows_settings)

@@ -596,5 +596,5 @@ class SettingsTab(Tab):
         try:
             path = autostart.set_enabled(on)
             self.status.setText(f"{'Wrote' if on else 'Removed'} {path}")
-        except OSError as exc:
+        except (OSError, autostart.UnsafeCommand) as exc:
             self.status.setText(f"Start at login: {exc}")

@@ -31,8 +31,15 @@ def _has_transcripts(projects: Path) -> bool:
     return projects.is_dir() and next(projects.rglob("*.jsonl"), None) is not None
 
 
+def child_argv(args: list[str]) -> list[str]:
+    """`ctxlamp ARGS` as this Python runs it, whatever folder the user started from."""
+    from service.client.own_python import module_argv
+
+    return module_argv("service.cli", *args)
+
+
 def _child(args: list[str], env: dict) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "service.cli", *args], env=env)
+    return subprocess.Popen(child_argv(args), env=env)
 
 
 def _reaped_when_done(proc: subprocess.Popen) -> subprocess.Popen:

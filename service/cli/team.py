@@ -50,6 +50,7 @@ def remember_key(key: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from service.team import passfile
     from service.team.server import TeamError
     from service.team.settings import resolve
 
@@ -73,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
     except TeamError as exc:
         print(f"ctxlamp team {what}: {safe_message(exc, settings.url)}", file=sys.stderr)
         return exc.exit_code
+    except passfile.Unsafe as exc:
+        print(f"ctxlamp team {what}: {safe_message(exc.strerror, settings.url)}", file=sys.stderr)
+        return 1
 
 
 def safe_message(text: object, url: str) -> str:

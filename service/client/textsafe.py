@@ -26,6 +26,13 @@ def printable(text: object, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: max(0, limit - 1)] + "\u2026"
 
 
+def text_block(text: object, limit: int) -> str:
+    """`text` with its lines and tabs kept, without other control or bidi-override characters (ESC, BEL,
+    an OSC sequence's introducer), at most `limit` characters."""
+    block = _UNSAFE.sub("", str(text))
+    return block if len(block) <= limit else block[: max(0, limit - 1)] + "\u2026"
+
+
 def html_text(text: object, limit: int = 200) -> str:
     """`printable(text)` escaped for a rich-text label."""
     return html.escape(printable(text, limit))

@@ -343,3 +343,31 @@ def test_the_settings_list_the_transcripts_the_service_skipped(qtbot, ctx_home):
     qtbot.addWidget(plain)
     plain.reload()
     assert plain.skipped_box.isHidden()
+
+
+MARKUP = "<a href='https://example.invalid/x'>click</a><img src='/etc/x.png'>"
+
+
+def _renders_markup(label) -> bool:
+    """Whether Qt draws this label's text as rich text (Qt's own rule for AutoText)."""
+    from PySide6.QtGui import Qt  # QtGui's Qt carries mightBeRichText
+
+    form = label.textFormat()
+    return form == Qt.TextFormat.RichText or (form == Qt.TextFormat.AutoText and Qt.mightBeRichText(label.text()))
+
+
+def test_a_file_name_from_a_transcript_is_shown_as_written_in_every_label(qtbot, tmp_path):
+    """A transcript names its files: the status bar and every label show such a name as text, never as markup."""
+    from PySide6.QtWidgets import QLabel
+
+    src = DemoSource()
+    sid = src.status()["followed"]
+    src._series[sid]["paths"].append({"path": f"/p/{MARKUP}.py", "tokens": 10, "selected": True, "why": None})
+    win = MainWindow(src)
+    qtbot.addWidget(win)
+    win.load(sid)
+    win.files_tab.selection_changed.emit(f"/p/{MARKUP}.py", False)  # the user unticks it
+    assert MARKUP in win.status_label.text()
+    win.files_tab.show_error(f"no such file /p/{MARKUP}.py")
+    for label in win.findChildren(QLabel):
+        assert not (MARKUP in label.text() and _renders_markup(label)), label.text()
