@@ -78,10 +78,14 @@ def compacted_prompt(stock: float, floor: float, keep: float) -> tuple[float, fl
     return summary, floor + summary
 
 
+def compaction_request(stock: float, summary: float, p: MovePrices, write_share: float) -> float:
+    """The compaction's own request: the whole prompt read (a share of it written), the summary as output."""
+    return stock * (write_share * p.p_w5 + (1 - write_share) * p.p_r) + summary * p.p_out
+
+
 def compaction_price(stock: float, summary: float, compacted: float, p: MovePrices, write_share: float) -> float:
     """What a compaction costs beyond the calls it shortens: its request and the compacted prompt's first write."""
-    request = stock * (write_share * p.p_w5 + (1 - write_share) * p.p_r) + summary * p.p_out
-    return request + compacted * (p.p_w5 - p.p_r)
+    return compaction_request(stock, summary, p, write_share) + compacted * (p.p_w5 - p.p_r)
 
 
 def advise(stock: int, b_default: float, floor: float, growth: float, p: MovePrices,
