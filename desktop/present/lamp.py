@@ -92,6 +92,9 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
         lines.append(f"context {fmt.number(x)}x its useful part")
     rent, br = snapshot.get("bill_cycle_usd"), snapshot.get("br")
     lines.append(f"rent so far {fmt.usd(rent)} · burn {fmt.usd(br)}/h")
+    advice = advice_sentence(snapshot)
+    if advice:
+        lines.append(advice)
     cache = snapshot.get("cache") or {}
     exp = fmt.parse_time(cache.get("expires_at"))
     cold = cache.get("cold_rewrite_usd")
@@ -101,6 +104,8 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
             # a clock time stays true without ticking; the menu shows the live countdown when opened
             clock = datetime.fromtimestamp(exp).strftime("%H:%M:%S")
             lines.append(f"cache warm until {clock}; after that the next turn re-writes {fmt.usd(cold)}")
+            if cold:  # the cache is per model: a switch (or fast mode on or off) misses it now
+                lines.append(f"switching model now re-writes {fmt.usd(cold)}")
         else:
             lines.append(f"cache expired: the next turn re-writes {fmt.usd(cold)}")
     return "\n".join(lines)
@@ -153,11 +158,41 @@ def reminder_message(reminder: dict, snapshot: dict | None = None) -> tuple[str,
     estimate = restart_now_note(reminder.get("restart_now"))
     if estimate:
         parts.append(estimate)
+    advice = advice_sentence(snapshot)
+    if advice:
+        parts.append(advice)
     colour = lamp_colour(snapshot) if snapshot else None
     if colour in ("white", "green"):
         parts.append(early_reminder_note(snapshot))
     parts.append("Prepare a handoff, then start a fresh session.")
     return title, " ".join(parts)
+
+
+MOVE_NOW = {"compact": "/compact now", "restart": "A restart now"}
+MOVE_ALSO = {"compact": "/compact", "restart": "a restart"}
+
+
+def advice_sentence(snapshot: dict | None) -> str:
+    """The cheapest move and its saving in one line (docs/measurement.md 15), the other move's saving after it:
+    "/compact now saves about $0.40 over the next 30 calls; a restart about $0.55." Empty while going on is
+    cheapest."""
+    advice = (snapshot or {}).get("advice")
+    if not isinstance(advice, dict) or advice.get("move") not in MOVE_NOW:
+        return ""
+    try:
+        ahead = max(1, round(float(advice["horizon_calls"])))
+        keep_going = float(advice["continue_usd"])
+        saves = {m: keep_going - float(advice[f"{m}_usd"]) for m in MOVE_NOW}
+    except (KeyError, TypeError, ValueError):
+        return ""
+    move = advice["move"]
+    if not saves[move] > 0:
+        return ""
+    text = f"{MOVE_NOW[move]} saves about {fmt.usd(saves[move])} over the next {fmt.plural(ahead, 'call')}"
+    other = "restart" if move == "compact" else "compact"
+    if saves[other] > 0:
+        text += f"; {MOVE_ALSO[other]} about {fmt.usd(saves[other])}"
+    return text + " (estimate)."
 
 
 def restart_now_note(estimate: dict | None) -> str:
