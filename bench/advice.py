@@ -12,7 +12,8 @@ for restart and for compact, beside what the same move at the first reminder sav
 
 - `break-even`: the first call where the advice's move is not "continue";
 - `pays twice`: the first call where the move saves at least its own price over the horizon
-  (a restart's rebuild, a compaction's request and first write);
+  (a restart's rebuild, a compaction's request and first write: the advice's `pays_twice`), where
+  the lamp's words name it;
 - `history, pays twice`: the same over the horizon the service would learn (the median run after a
   first reminder of the corpus's other segments, as `advice_basis` takes it; 30 without any).
 
@@ -109,19 +110,10 @@ class Segment:
                 a = dict(advise(r.stock, r.b0, r.floor, r.g, r.p, basis.bounded()))
             if not a or a["move"] == "continue":
                 continue
-            if policy != "break-even":
-                price = self._price(a["move"], r)
-                if a["saves_usd"] < price:
-                    continue
+            if policy != "break-even" and not a["pays_twice"]:
+                continue
             return a["move"], self.saving(a["move"], i)
         return None
-
-    @staticmethod
-    def _price(move: str, r: Row) -> float:
-        if move == "restart":
-            return r.b0 * (r.p.p_w5 - r.p.p_r)
-        summary, compacted = compacted_prompt(r.stock, r.floor, BASIS.compact_keep)
-        return compaction_price(r.stock, summary, compacted, r.p, BASIS.compact_write_share)
 
 
 def rates(model: str, stock: int) -> MovePrices | None:

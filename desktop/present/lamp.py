@@ -175,9 +175,10 @@ MOVE_ALSO = {"compact": "/compact", "restart": "a restart"}
 def advice_sentence(snapshot: dict | None) -> str:
     """The cheapest move and its saving in one line (docs/measurement.md 15), the other move's saving after it:
     "/compact now saves about $0.40 over the next 30 calls; a restart about $0.55." Empty while going on is
-    cheapest."""
+    cheapest, and until the move saves its own price again (`pays_twice`): a move that only breaks even over
+    the coming calls lost more often than it saved (bench/advice.py)."""
     advice = (snapshot or {}).get("advice")
-    if not isinstance(advice, dict) or advice.get("move") not in MOVE_NOW:
+    if not isinstance(advice, dict) or advice.get("move") not in MOVE_NOW or advice.get("pays_twice") is not True:
         return ""
     try:
         ahead = max(1, round(float(advice["horizon_calls"])))

@@ -95,11 +95,15 @@ def advise(stock: int, b_default: float, floor: float, growth: float, p: MovePri
     keep_going = carry(stock, growth, h, p)
     restart = b_default * (p.p_w5 - p.p_r) + carry(b_default, growth, h, p)
     summary, compacted = compacted_prompt(stock, floor, basis.compact_keep)
-    compact = compaction_price(stock, summary, compacted, p, basis.compact_write_share) + carry(compacted, growth, h, p)
+    own = {"continue": 0.0, "restart": b_default * (p.p_w5 - p.p_r),
+           "compact": compaction_price(stock, summary, compacted, p, basis.compact_write_share)}
+    compact = own["compact"] + carry(compacted, growth, h, p)
     priced = {"continue": keep_going, "compact": compact, "restart": restart}
     move = min(MOVES, key=lambda m: (priced[m], MOVES.index(m)))
+    saves = keep_going - priced[move]
     return {"move": move, "horizon_calls": h, "continue_usd": keep_going, "compact_usd": compact,
-            "restart_usd": restart, "saves_usd": keep_going - priced[move], "label": "estimated"}
+            "restart_usd": restart, "saves_usd": saves, "label": "estimated",
+            "pays_twice": move != "continue" and saves >= own[move]}
 
 
 def compaction_keep(pre_tokens: float, post_tokens: float) -> float | None:

@@ -85,6 +85,7 @@ class Advice(TypedDict):
     restart_usd: float
     saves_usd: float
     label: str
+    pays_twice: bool  # the move saves its own price again over the horizon: the lamp's words name it only then
 
 
 class Snapshot(TypedDict):

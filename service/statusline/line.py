@@ -99,9 +99,9 @@ def position_part(f: dict, color: bool) -> str:
 
 def advice_part(f: dict, color: bool) -> str:
     """The cheapest move and what it saves over the coming calls (docs/measurement.md 15); empty while going on
-    is cheapest."""
+    is cheapest and until the move saves its own price again (`pays_twice`)."""
     advice = (f.get("session") or {}).get("advice")
-    if not isinstance(advice, dict) or advice.get("move") not in MOVE_WORDS:
+    if not isinstance(advice, dict) or advice.get("move") not in MOVE_WORDS or advice.get("pays_twice") is not True:
         return ""
     saves, ahead = advice.get("saves_usd"), advice.get("horizon_calls")
     if not isinstance(saves, (int, float)) or not saves > 0 or not isinstance(ahead, (int, float)):

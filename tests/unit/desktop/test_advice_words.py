@@ -56,6 +56,16 @@ def test_an_advice_from_the_wire_that_does_not_add_up_says_nothing():
     assert vm.advice_sentence({"advice": {**LATE["advice"], "move": "<b>restart</b>"}}) == ""
 
 
+
+def test_a_move_that_only_breaks_even_is_not_said_yet():
+    """Following the advice at break-even lost more often than it saved (bench/advice.py): the words wait
+    until the move saves its own price again."""
+    early = {**LATE, "advice": {**LATE["advice"], "pays_twice": False}}
+    assert vm.advice_sentence(early) == ""
+    session = {k: early.get(k) for k in SESSION_FIELDS}
+    assert "saves" not in line.render({"session": session, "service": "up"}, color=False, now=0.0)
+
+
 def test_the_status_line_says_the_move_and_a_switchs_price():
     session = {k: LATE.get(k) for k in SESSION_FIELDS}  # what the service's answer carries
     got = line.render({"session": session, "service": "up"}, color=False, now=0.0)

@@ -47,7 +47,8 @@ def by_hand(line: dict, basis: AdviceBasis) -> dict[str, float]:
     c = f + summary
     w = basis.compact_write_share
     q = s * (w * p["w5"] + (1 - w) * p["r"]) + summary * p["out"] + c * (p["w5"] - p["r"])
-    return {"continue": carry(s), "restart": b0 * (p["w5"] - p["r"]) + carry(b0), "compact": q + carry(c)}
+    return {"continue": carry(s), "restart": b0 * (p["w5"] - p["r"]) + carry(b0), "compact": q + carry(c),
+            "own restart": b0 * (p["w5"] - p["r"]), "own compact": q}
 
 
 def check_consistent(advice: dict) -> None:
@@ -59,6 +60,9 @@ def check_consistent(advice: dict) -> None:
     assert advice["saves_usd"] >= 0
     if advice["saves_usd"] == 0:
         assert advice["move"] == "continue"  # never a move that saves nothing
+    assert isinstance(advice["pays_twice"], bool)
+    if advice["move"] == "continue":
+        assert advice["pays_twice"] is False
 
 
 # ---- by hand ----------------------------------------------------------------------------------------
@@ -78,6 +82,7 @@ def test_a_long_prompt_with_little_useful_stock_is_advised_to_restart_by_hand():
     assert last["continue_usd"] - last["restart_usd"] == pytest.approx(0.8655, abs=1e-12)
     assert last["continue_usd"] - last["compact_usd"] == pytest.approx(0.27183, abs=1e-12)
     assert last["saves_usd"] == pytest.approx(0.8655, abs=1e-12)
+    assert last["pays_twice"] and not first["pays_twice"]  # $0.8655 against a $0.0345 rebuild
 
 
 def test_compact_wins_when_the_useful_stock_is_large_and_the_summary_small():
@@ -150,6 +155,9 @@ def test_every_call_line_carries_a_consistent_advice_priced_as_section_15_says(s
         want = by_hand(line, basis)
         for m in MOVES:
             assert advice[f"{m}_usd"] == pytest.approx(want[m], rel=1e-9, abs=1e-15)
+        if advice["move"] != "continue":  # pays twice: saves its own price again (not asserted at the edge)
+            margin = advice["saves_usd"] - want[f"own {advice['move']}"]
+            assert advice["pays_twice"] is (margin >= 0) or abs(margin) < 1e-12
         if line["segment"] not in seen:  # a fresh segment goes on
             seen.add(line["segment"])
             assert advice["move"] == "continue"
