@@ -204,9 +204,13 @@ class RestartLedger:
 
     def mark_compact(self, call: int, saved_per_read: float, price: float) -> None:
         """A /compact after `call` (its first reminder's, as its line shows it): every later call reads
-        `saved_per_read` fewer tokens, and the compaction costs `price` (docs/measurement.md 15). Asked
-        right after `add_call(call, ...)`, so the read prices summed so far end with that call's."""
-        self.compact_line = Line(call, saved_per_read, -saved_per_read * self.p_sum - price, self.p_sum, price)
+        `saved_per_read` fewer tokens, and the compaction costs `price` (docs/measurement.md 15). The call
+        was added already: the read prices summed up to it are its restart line's."""
+        if self.compact_line is not None or call != self.first_reminder:
+            return
+        line = self._line_of(call)
+        if line is not None:
+            self.compact_line = Line(call, saved_per_read, -saved_per_read * line.p_at - price, line.p_at, price)
 
     def mark_reminder(self, call: int) -> None:
         """A reminder was raised at `call`; only the segment's first one is the lamp's advice."""

@@ -574,6 +574,9 @@ class SessionEngine:
             seg.phase -= crossed
             reminder: LastReminder = {"lap": seg.laps, "call": call.index, "at": _iso(call.t)}
             seg.restart.mark_reminder(call.index)
+            last = seg.restart.last_call
+            if last is not None and call.index <= last:  # a late revision of a call whose line is written
+                self._count_compact(call)
             self.last_reminder = reminder
             self.reminders.append({"segment": seg.index, **reminder})
             if self.full_events:  # the replay contract: after the call's own line
@@ -692,6 +695,10 @@ class SessionEngine:
     def _count_restart(self, call: _Call) -> None:
         """Feed the call, as its replay line shows it, to the segment's restart counterfactual (section 14)."""
         self._seg.restart.add_call(*self._restart_row(call))
+        self._count_compact(call)
+
+    def _count_compact(self, call: _Call) -> None:
+        """A /compact after the segment's first reminder's call, once that call's line is written (section 14)."""
         if call.index == self._seg.restart.first_reminder:
             compact = self._moves().compact_at(call)
             if compact is not None:
