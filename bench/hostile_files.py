@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.service_proc import tree_rss_mb
-from service.api.client import ApiClient
+from service.client.api import ApiClient
 from tests.support import transcripts as T
 from tests.support.servicectl import running_service
 

@@ -41,7 +41,7 @@ def main() -> int:
     ap.add_argument("--file", type=Path, default=DEFAULT)
     args = ap.parse_args()
 
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
 
     tmp = Path(tempfile.mkdtemp(prefix="ctxlamp-latency-"))
     home, claude = tmp / "home", tmp / "claude"

@@ -132,7 +132,7 @@ def ctxlamp_cmd() -> list[str]:
     return [str(exe) if exe.exists() else shutil.which("ctxlamp") or "ctxlamp", "report", "--json"]
 
 
-SERVED = "ctxlamp, service running"  # `ctxlamp report` as users run it: a service answers (decision 202)
+SERVED = "ctxlamp, service running"  # `ctxlamp report` as users run it: a service answers
 
 
 @dataclass

@@ -4,8 +4,8 @@ Runs the same steps as service/report/build.py's build_report (no caches),
 each timed on its own, in fresh processes so every phase starts cold:
 imports, discovery and fingerprints, the tokenizer load (a cold report pays it
 once, in the parent, while its workers scan: o200k's table and the Python counter
-for small texts, decision 43), the scan serially and with forked workers, the
-spend tally (fed while the workers scan, decision 45), what is left of the summary
+for small texts), the scan serially and with forked workers, the
+spend tally (fed while the workers scan), what is left of the summary
 after the last file (with the collector paused, as the report runs it), and
 serializing / reading the scan cache; and the floor under any Python report: every byte
 read once by a bare interpreter in two processes.

@@ -3,7 +3,7 @@
 Starts `ctxlamp serve` on a corpus, waits until its startup reading and history scan are done,
 then times the report route (the command's path when a service answers) and the service's CPU
 for it. The first answer pays the report's scan of every transcript (spend, channels); what
-restarting would have saved comes from the service's own profiles, not a replay (decision 200).
+restarting would have saved comes from the service's own profiles, not a replay.
 
     python bench/service_report.py --corpus DIR [--runs 3]
 """

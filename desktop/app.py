@@ -57,11 +57,13 @@ def _quit_on_signals(app) -> None:
 
 def _watch_discovery(app, stream):
     """Reconnect as soon as api.json appears (inotify via QFileSystemWatcher), not on the next backoff."""
+    from pathlib import Path
+
     from PySide6.QtCore import QFileSystemWatcher
 
-    from desktop.discovery import runtime_dir
+    from service.client.where import runtime_dir
 
-    folder = runtime_dir()
+    folder = Path(runtime_dir())
     watcher = QFileSystemWatcher(app)
     if folder.is_dir():
         watcher.addPath(str(folder))
@@ -75,11 +77,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from PySide6.QtWidgets import QApplication
 
-    from desktop.datasource import ApiSource
-    from desktop.events import EventStream
-    from desktop.icons import lamp_icon
-    from desktop.platform_tray import prepare_app
-    from desktop.supervisor import ServiceSupervisor
+    from desktop.connection.datasource import ApiSource
+    from desktop.connection.events import EventStream
+    from desktop.widgets.icons import lamp_icon
+    from desktop.platforms.tray_host import prepare_app
+    from desktop.connection.supervisor import ServiceSupervisor
     from desktop.tray import TrayController
 
     existing = QApplication.instance()

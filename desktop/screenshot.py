@@ -27,7 +27,7 @@ def render_icons(out: Path) -> list[Path]:
     from PySide6.QtCore import Qt
     from PySide6.QtGui import QColor, QPainter, QPixmap
 
-    from desktop.icons import SIZES, lamp_pixmap
+    from desktop.widgets.icons import SIZES, lamp_pixmap
     from desktop.present.lamp import LAMP_COLOURS
 
     files = []
@@ -74,7 +74,7 @@ def render_window(out: Path, source, width: int, height: int, mode: str = "light
     """Every tab as window-<tab>.png (light) or window-<tab>-dark.png."""
     from PySide6.QtWidgets import QApplication
 
-    from desktop import theme
+    from desktop.widgets import theme
     from desktop.window import TAB_NAMES, MainWindow
 
     theme.use(QApplication.instance(), mode)
@@ -106,7 +106,7 @@ def render_window(out: Path, source, width: int, height: int, mode: str = "light
 def render_popup(out: Path, reminder: dict, snapshot: dict | None = None, name: str = "reminder-popup") -> Path:
     from PySide6.QtWidgets import QApplication
 
-    from desktop.popup import ReminderPopup
+    from desktop.widgets.popup import ReminderPopup
     from desktop.present.lamp import reminder_message
 
     popup = ReminderPopup()
@@ -127,7 +127,7 @@ def render_tray_strip(out: Path, sessions: list[dict], now: float) -> Path:
     from PySide6.QtCore import QRect, Qt
     from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPixmap
 
-    from desktop.icons import lamp_pixmap
+    from desktop.widgets.icons import lamp_pixmap
     from desktop.present.lamp import lamp_colour, tooltip_text
 
     by_colour: dict[str, dict] = {}
@@ -182,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
-    from desktop.datasource import ApiSource, DataError, DemoSource
+    from desktop.connection.datasource import ApiSource, DataError, DemoSource
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     out: Path = args.out
@@ -196,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
     files = render_icons(out)
     for mode in MODES:
         files += render_window(out, source, args.width, args.height, mode)
-    from desktop import theme
+    from desktop.widgets import theme
 
     theme.use(app, "light")
     sessions = status.get("sessions") or []

@@ -1,6 +1,6 @@
 """The tray lamp: icon, tooltip, menu, restart reminders, and the window on demand.
 
-Everything it shows comes from the event stream and the API (desktop.client);
+Everything it shows comes from the event stream and the API (service/client/api.py);
 decisions live in plain modules (desktop/present/, coalesce). No timer ticks: the icon
 changes when a snapshot arrives, held reminders and cache expiry each set one
 single-shot timer, and the tray retry (no tray yet) backs off to minutes.
@@ -13,15 +13,15 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QGuiApplication
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
-from desktop import fmt
-from desktop.coalesce import DEFAULT_SNOOZE_S, ReminderCoalescer
-from desktop.datasource import ApiSource, DataError
-from desktop.handoff_prompt import handoff_prompt
-from desktop.icons import lamp_icon
-from desktop.platform_tray import tray_icon
+from desktop.present import fmt
+from desktop.present.coalesce import DEFAULT_SNOOZE_S, ReminderCoalescer
+from desktop.connection.datasource import ApiSource, DataError
+from desktop.present.handoff_prompt import handoff_prompt
+from desktop.widgets.icons import lamp_icon
+from desktop.platforms.tray_host import tray_icon
 from desktop.present.limits import IdleCacheNotice, LimitNotices, limits_text
 from desktop.present.overview import budgets_text
-from desktop.popup import ReminderPopup
+from desktop.widgets.popup import ReminderPopup
 from desktop.present.lamp import (
     lamp_colour, menu_sessions, pick_followed, reminder_message, session_name, tooltip_text,
 )
@@ -70,7 +70,7 @@ class TrayController(QObject):
         self._tray_timer.setSingleShot(True)
         self._tray_timer.timeout.connect(self._try_show_tray)
         self.limits: dict | None = None  # plan limits last seen by Claude Code's status line
-        self.budgets: dict | None = None  # billed today and this month against the budgets (issue 26)
+        self.budgets: dict | None = None  # billed today and this month against the budgets
         self.limit_notices, self.idle_notice = LimitNotices(), IdleCacheNotice()
         self._idle_timer = QTimer(self)
         self._idle_timer.setSingleShot(True)

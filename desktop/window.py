@@ -11,7 +11,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QLabel, QMainWindow, QTabWidget
 
-from desktop.datasource import DataError
+from desktop.connection.datasource import DataError
 from desktop.present.files import selection_change
 from desktop.tabs.base import Tab
 from desktop.tabs.channel import ChannelTab

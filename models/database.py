@@ -41,7 +41,7 @@ def tighten_sidecars(path: Path) -> None:
 
 
 def _make_private_dirs(folder: Path) -> None:
-    """`folder` and each missing parent 0700 (models/ depends on nothing of ours: service/privdir.py's rule)."""
+    """`folder` and each missing parent 0700 (models/ depends on nothing of ours: service/client/privdir.py's rule)."""
     missing = []
     while not folder.is_dir() and folder.parent != folder:
         missing.append(folder)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from service.paths import write_private
+from service.client.privdir import write_private
 from service.statusline.line import DEFAULT_FORMAT
 
 log = logging.getLogger("ctxlamp.config")
@@ -122,7 +122,7 @@ def report_timezone(cfg: dict | None) -> str:
 
 def configured_timezone() -> str:
     """[report] timezone of the user's config.toml ("" = the machine's zone; never writes the file)."""
-    from service.paths import app_paths
+    from service.client.paths import app_paths
 
     path = app_paths().config_file
     try:
@@ -134,7 +134,7 @@ def configured_timezone() -> str:
 
 def configured_max_line() -> int:
     """max_line_bytes of the user's config.toml, for commands that do not otherwise read it (never writes it)."""
-    from service.paths import app_paths
+    from service.client.paths import app_paths
 
     path = app_paths().config_file
     try:
@@ -213,7 +213,7 @@ def _check(section: str, key: str, value: Any) -> Any:
             except ValueError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
         if (section, key) == ("report", "timezone"):
-            from service.report.days import UnknownZone, check_zone
+            from service.days import UnknownZone, check_zone
 
             try:
                 value = check_zone(value)
@@ -278,14 +278,14 @@ def _check_whole(cfg: dict) -> None:
 
 def _name(key: Any) -> str:
     """An unknown section or key as a message may show it."""
-    from service.textsafe import printable
+    from service.client.textsafe import printable
 
     return printable(key, 80)
 
 
 def _shown(value: Any) -> str:
     """A bad value as a log line may show it: one short line without control characters."""
-    from service.textsafe import printable
+    from service.client.textsafe import printable
 
     return printable(repr(value), 80)
 

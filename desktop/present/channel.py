@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from desktop import fmt
+from desktop.present import fmt
 
 TITLES = {"edit": "Edits", "pinch": "Trimming", "retrieval": "Search"}
 

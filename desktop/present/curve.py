@@ -1,5 +1,5 @@
 """The Session tab's charts: the cost curve with its zones and reminders, context and rent over calls
-(pure Python, no Qt; desktop/charts.py draws them)."""
+(pure Python, no Qt; desktop/widgets/charts.py draws them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

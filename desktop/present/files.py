@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from desktop import fmt
+from desktop.present import fmt
 
 WHY_WORDS = {None: "", "outside_cwd": "outside the project", "missing": "file is gone", "excluded": "excluded"}
 

@@ -1,7 +1,7 @@
 """The History tab: the archived parts of sessions as table rows, with column tips (pure Python, no Qt)."""
 from __future__ import annotations
 
-from desktop import fmt
+from desktop.present import fmt
 from desktop.present.overview import model_name
 
 SEGMENT_COLUMNS = [

@@ -13,7 +13,7 @@ import math
 from datetime import datetime
 from pathlib import PurePath
 
-from desktop import fmt
+from desktop.present import fmt
 
 # Lamp colours: fill colours chosen to read on light and dark panels (the icon adds an outline).
 LAMP_FILL = {

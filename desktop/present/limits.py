@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from desktop import fmt
+from desktop.present import fmt
 from desktop.present.lamp import session_name
 from desktop.present.overview import run_out_at
 

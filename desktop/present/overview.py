@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from desktop import fmt
+from desktop.present import fmt
 
 PERIODS = ((1, "Today"), (7, "Last 7 days"), (30, "Last 30 days"))
 MAX_STACKS = 6  # bars stack the dearest few; the rest is one "other" layer
 OTHER = "other"
-NOT_WRITTEN = "not written down (measured)"  # requests Claude Code billed without writing them (issue 26)
+NOT_WRITTEN = "not written down (measured)"  # requests Claude Code billed without writing them
 
 LIMIT_NAMES = {"five_hour": "5-hour limit", "seven_day": "Weekly limit", "spend_limit": "Spend limit"}
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 
-from desktop import fmt
+from desktop.present import fmt
+from service.client.textsafe import html_text
 from desktop.present.lamp import STATE_WORDS, lamp_colour, lamp_state, session_name
 
 TIPS = {
@@ -36,8 +37,8 @@ def header_title(snapshot: dict | None) -> str:
     if not snapshot:
         return "No live session."
     state = lamp_state(snapshot)
-    return (f"<b>{fmt.html_text(session_name(snapshot))}</b> — {fmt.html_text(STATE_WORDS.get(state, state))} "
-            f"({fmt.html_text(lamp_colour(snapshot))} lamp)")
+    return (f"<b>{html_text(session_name(snapshot))}</b> — {html_text(STATE_WORDS.get(state, state))} "
+            f"({html_text(lamp_colour(snapshot))} lamp)")
 
 
 def header_facts(snapshot: dict | None) -> list[tuple[str, str, str]]:

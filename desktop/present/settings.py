@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from desktop import fmt
+from desktop.present import fmt
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from desktop import charts, theme
+from desktop.widgets import charts, theme
 from desktop.present.channel import TITLES, channel_csv, channel_view, counter_unit, counter_words
-from desktop.datasource import DataError
+from desktop.connection.datasource import DataError
 from desktop.tabs.base import Tab
 
 BUCKETS = (("day", "per day"), ("hour", "per hour"))

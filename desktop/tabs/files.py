@@ -4,7 +4,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QVBoxLayout
 
-from desktop import fmt
+from desktop.present import fmt
 from desktop.present.files import file_rows
 from desktop.tabs.base import Tab
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout
 
-from desktop.datasource import DataError
+from desktop.connection.datasource import DataError
 from desktop.present.history import SEGMENT_COLUMNS, SEGMENT_TIPS, segment_rows
 from desktop.tabs.base import Tab
 

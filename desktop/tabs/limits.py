@@ -12,7 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 from PySide6.QtCore import Qt
 
-from desktop import charts
+from desktop.widgets import charts
 from desktop.present.limits import TURN_COLUMNS, limits_text, turn_rows, usage_points
 
 PENS = {"five_hour": pg.mkPen("#d9480f", width=2), "seven_day": pg.mkPen("#1c7ed6", width=2)}

@@ -15,12 +15,13 @@ from PySide6.QtWidgets import (
     QProgressBar, QPushButton, QRadioButton, QTableWidget, QTableWidgetItem, QVBoxLayout,
 )
 
-from desktop import charts, fmt, theme
-from desktop.datasource import DataError
-from desktop.icons import lamp_icon
+from desktop.widgets import charts, theme
+from desktop.connection.datasource import DataError
+from desktop.widgets.icons import lamp_icon
 from desktop.present import overview as om
 from desktop.present.lamp import STATE_WORDS, lamp_colour, lamp_state, session_name
 from desktop.tabs.base import Tab
+from service.client.textsafe import html_text
 
 SESSION_COLUMNS = ("Session", "Spent", "Calls", "Last call", "Live")
 RELOAD_AFTER_MS = 20_000  # calls being written bring the figures up to date this long after the first of them
@@ -218,7 +219,7 @@ class OverviewTab(Tab):
             self.figures.takeAt(0).widget().deleteLater()
         self.plot.setTitle(html.escape(om.days_title(doc)), size="10pt", color=theme.colours()["fg"])
         for i, f in enumerate(om.spend_figures(doc)):
-            cap, val = QLabel(f.caption), QLabel(f"<b style='font-size:15pt'>{fmt.html_text(f.value)}</b>")
+            cap, val = QLabel(f.caption), QLabel(f"<b style='font-size:15pt'>{html_text(f.value)}</b>")
             cap.setTextFormat(Qt.TextFormat.PlainText)
             for w in (cap, val):
                 w.setToolTip(f.tip)
@@ -232,7 +233,7 @@ class OverviewTab(Tab):
         for r, row in enumerate(rows):
             for c, text in enumerate((row.name, row.spent, row.calls, row.last, "yes" if row.live else "")):
                 item = QTableWidgetItem(text)
-                item.setToolTip(f"<p>{fmt.html_text(row.tip, 500)}</p>")  # rich on purpose: names escaped
+                item.setToolTip(f"<p>{html_text(row.tip, 500)}</p>")  # rich on purpose: names escaped
                 item.setData(Qt.ItemDataRole.UserRole, row.session_id)
                 if c in (1, 2):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -240,7 +241,7 @@ class OverviewTab(Tab):
         self.show_live(status)
         self.show_limits(status, now)
         self.rent.setText(om.rent_sentence(doc))
-        lines = [f"<b>{fmt.html_text(title)}:</b> {fmt.html_text(text, 2000)}" for title, text in om.channel_headlines(doc)]
+        lines = [f"<b>{html_text(title)}:</b> {html_text(text, 2000)}" for title, text in om.channel_headlines(doc)]
         self.channels.setText("<br>".join(lines))
 
     def redraw_bars(self) -> None:

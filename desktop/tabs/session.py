@@ -6,11 +6,14 @@ import html
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QSplitter, QVBoxLayout
 
-from desktop import charts, fmt
+from desktop.present import fmt
+
+from desktop.widgets import charts
 from desktop.present.curve import curve_view, series_view
 from desktop.present.overview import project_name
 from desktop.present.session import header_facts, header_title
 from desktop.tabs.base import Tab
+from service.client.textsafe import html_text
 from desktop.tabs.limits import LimitsPanel
 
 
@@ -58,7 +61,7 @@ class SessionTab(Tab):
         while self.facts.count():
             self.facts.takeAt(0).widget().deleteLater()
         for i, (caption, value, tip) in enumerate(facts):
-            cap, val = QLabel(caption), QLabel(f"<b>{fmt.html_text(value)}</b>")
+            cap, val = QLabel(caption), QLabel(f"<b>{html_text(value)}</b>")
             cap.setTextFormat(Qt.TextFormat.PlainText)
             for w in (cap, val):
                 w.setToolTip(tip)
@@ -70,7 +73,7 @@ class SessionTab(Tab):
         """A session that is not live any more: what the overview and its archived parts say."""
         self.snapshot = self.series = None
         sid = str(row.get("session_id") or "")
-        self.title.setText(f"<b>{fmt.html_text(project_name(row.get('project')))} · {fmt.html_text(sid[:8])}</b>"
+        self.title.setText(f"<b>{html_text(project_name(row.get('project')))} · {html_text(sid[:8])}</b>"
                            " — not live any more")
         rent = sum(float(p.get("rent_usd") or 0) for p in segments)
         laps = sum(int(p.get("laps") or 0) for p in segments)

@@ -15,12 +15,12 @@ from PySide6.QtWidgets import (
     QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
-from desktop import autostart
-from desktop.datasource import DataError
-from desktop.discovery import api_file, claude_projects_dir, config_dir
+from desktop.platforms import autostart
+from desktop.connection.datasource import DataError
 from desktop.present import settings as sm
 from desktop.present.settings import flatten, unflatten
 from desktop.tabs.base import Tab
+from service.client.paths import app_paths, claude_projects
 
 ERROR_STYLE = "color: #d93025;"
 
@@ -436,7 +436,7 @@ class SettingsTab(Tab):
         return not errors
 
     def prices_file(self):
-        return config_dir() / "prices.json"
+        return app_paths().prices_override
 
     def save_prices(self) -> bool:
         if not getattr(self.source, "live", False):
@@ -472,9 +472,9 @@ class SettingsTab(Tab):
         self.check_prices()
         while self.paths_form.rowCount():
             self.paths_form.removeRow(0)
-        for label, path in [("Claude Code transcripts", claude_projects_dir()), ("How the tray finds the service",
-                                                                                  api_file()),
-                            ("Settings and prices", config_dir()), ("Start at login entry", autostart.location())]:
+        for label, path in [("Claude Code transcripts", claude_projects()), ("How the tray finds the service",
+                                                                                  app_paths().api_file),
+                            ("Settings and prices", app_paths().config), ("Start at login entry", autostart.location())]:
             value = QLabel(str(path))
             value.setTextFormat(Qt.TextFormat.PlainText)
             value.setTextInteractionFlags(value.textInteractionFlags() | Qt.TextInteractionFlag.TextSelectableByMouse)

@@ -12,9 +12,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QPushButton, QHBoxLayout, QTableWidget, QTableWidgetItem, \
     QVBoxLayout
 
-from desktop import fmt
-from desktop import charts
-from desktop.datasource import DataError
+from desktop.present import fmt
+from service.client.textsafe import html_text, printable
+from desktop.widgets import charts
+from desktop.connection.datasource import DataError
 from desktop.tabs.base import Tab
 
 MEMBER_COLUMNS = ("member", "spend", "calls", "rent", "reminders", "restarts after one", "pinch saved",
@@ -32,11 +33,11 @@ def team_configured(source) -> bool:
 def member_rows(doc: dict) -> list[tuple[str, ...]]:
     """One row per member (highest spend first), as the table shows them."""
     rows: list[tuple[str, ...]] = []
-    def billed(m: dict) -> float:  # the calls + what Claude Code billed but did not write (issue 26)
+    def billed(m: dict) -> float:  # the calls + what Claude Code billed but did not write
         return float(m.get("billed_usd", m.get("spend_usd")) or 0)
 
     for name, m in sorted((doc.get("members") or {}).items(), key=lambda kv: -billed(kv[1])):
-        rows.append((fmt.plain(name), fmt.usd(billed(m)), str(m.get("calls", 0)), fmt.usd(m.get("rent_usd")),
+        rows.append((printable(name), fmt.usd(billed(m)), str(m.get("calls", 0)), fmt.usd(m.get("rent_usd")),
                      str(m.get("reminders", 0)), str(m.get("restarts_after_reminder", 0)),
                      fmt.usd(m.get("pinch_saved_usd")),
                      fmt.usd((m.get("restart_savings") or {}).get("first_reminder_usd"))))
@@ -65,7 +66,7 @@ def headline(doc: dict) -> str:
     else:
         pushed = f"last push {last.get('at')} failed: {last.get('message')}"
     return (f"<b>Team</b> — {len(doc.get('members') or {})} members, spend {fmt.usd(doc.get('billed_usd', doc.get('total_usd')))}, "
-            f"rent {fmt.usd(doc.get('rent_usd'))} · you are {fmt.html_text(doc.get('member', '?'))} · {fmt.html_text(pushed, 2000)}")
+            f"rent {fmt.usd(doc.get('rent_usd'))} · you are {html_text(doc.get('member', '?'))} · {html_text(pushed, 2000)}")
 
 
 def _table(columns) -> QTableWidget:
@@ -102,7 +103,7 @@ class TeamTab(Tab):
         top.addWidget(self.head, 1)
         top.addWidget(self.refresh)
         self.members = _table(MEMBER_COLUMNS)
-        # the team server keeps UTC days: its members live in different time zones (issue 26)
+        # the team server keeps UTC days: its members live in different time zones
         self.plot = charts.new_plot("Spend and rent by day (team, UTC days)", "USD", "", date_axis=True, legend=True)
         self.projects = _table(("project", "spend"))
         self.projects.setMaximumHeight(180)
@@ -117,7 +118,7 @@ class TeamTab(Tab):
             self.show_team(self.source.team())
         except DataError as exc:
             self.show_team(None)
-            self.head.setText(f"Could not load the team view: {fmt.html_text(exc, 2000)}")
+            self.head.setText(f"Could not load the team view: {html_text(exc, 2000)}")
 
     def show_error(self, text: str) -> None:
         self.head.setText(f"Could not load the team view: {text}")
@@ -128,7 +129,7 @@ class TeamTab(Tab):
         self.head.setText(headline(doc) if doc else "")
         _fill(self.members, member_rows(doc))
         by_project = sorted((doc.get("by_project") or {}).items(), key=lambda kv: -kv[1])
-        _fill(self.projects, [(fmt.plain(p or "(none)"), fmt.usd(usd)) for p, usd in by_project])
+        _fill(self.projects, [(printable(p or "(none)"), fmt.usd(usd)) for p, usd in by_project])
         self.plot.clear()
         for block, colour, name in ((doc.get("by_day"), "#3b7dd8", "spend"), (doc.get("rent_by_day"), "#c0392b",
                                                                                "rent")):

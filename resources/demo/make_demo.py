@@ -97,7 +97,7 @@ PLAN_READINGS = [(80, 20.0, 31.0), (55, 31.0, 32.0), (30, 42.0, 33.0), (5, 53.0,
 def plan_limits() -> dict:
     """LIMITS as the service computes them from those readings (pace and run-out included)."""
     from service.statusline import reading
-    from service.statusline.book import Book
+    from service.limits.book import Book
 
     book = Book()
     five_resets = (T_END.replace(hour=14, minute=0)).timestamp()
@@ -146,21 +146,22 @@ def main(argv: list[str] | None = None) -> None:
             profiles += prof
             # what the service's database holds: a live session's open segment is not archived yet
             archived += [p for p in prof if i >= 3 or p["end_reason"] != "end"]
-        from service.report import answers as reports
+        from service.api import channels
+        from service.report import cached
 
         until = (T_END + timedelta(days=1)).isoformat()
         since = (T_END - timedelta(days=15)).isoformat()
-        channels = {name: reports.channel(name, since=since, until=until, bucket="day")
+        channel_docs = {name: channels.channel(name, since=since, until=until, bucket="day")
                     for name in ("edit", "pinch", "retrieval")}
         from service.config import DEFAULTS
-        from service.report.overview import overview
+        from service.api.overview import overview
 
         overviews = {str(days): overview(days, archived, snaps, today=T_END.date()) for days in (1, 7, 30)}
         from service.config import merge
         from service.report import budgets
 
         config = merge(DEFAULTS, BUDGETS)
-        month = reports.report(T_END.date().replace(day=1).isoformat(), T_END.date().isoformat(), "UTC")
+        month = cached.report(T_END.date().replace(day=1).isoformat(), T_END.date().isoformat())
         budget_block = budgets.view(config, month["spend"]["billed"]["by_day"], T_END.date(), "UTC")
 
     profiles.sort(key=lambda p: p["started_at"], reverse=True)
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
                           "db": {"ok": True, "error": None}, "observer": "inotify", "observer_reason": None},
               "limits": plan_limits(), "budgets": budget_block}
     out = {"status.json": status, "series.json": series, "segments.json": {"segments": profiles},
-           "channels.json": channels, "config.json": config, "overview.json": overviews}
+           "channels.json": channel_docs, "config.json": config, "overview.json": overviews}
     for name, obj in out.items():
         (out_dir / name).write_text(json.dumps(obj, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {out_dir / name}")

@@ -1,7 +1,7 @@
 """The OpenAPI 3.1 document of the local API (docs/api.md in machine form).
 
 Written by hand, except the snapshot and its lamp, which are made from their
-types in service/engine/snapshot.py so the two cannot drift apart.
+types in service/client/payloads.py so the two cannot drift apart.
 tests/integration/daemon/test_service_process.py checks that every route the server dispatches is here.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import types
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 from service import __version__
-from service.engine import snapshot
+from service.client import payloads
 
 
 def _obj(props: dict | None = None, required: list[str] | None = None, extra: bool = True) -> dict:
@@ -31,8 +31,8 @@ STR = {"type": "string"}
 NSTR = {"type": ["string", "null"]}
 
 _JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean"}
-_REFS: dict[Any, str] = {snapshot.Lamp: "Lamp", snapshot.RestartSavings: "RestartSavings",
-                         snapshot.Advice: "Advice"}  # types that have a schema of their own
+_REFS: dict[Any, str] = {payloads.Lamp: "Lamp", payloads.RestartSavings: "RestartSavings",
+                         payloads.Advice: "Advice"}  # types that have a schema of their own
 
 
 def _schema_of(tp: Any) -> dict:
@@ -66,11 +66,11 @@ def _typed(td: type, required: list[str]) -> dict:
 
 SCHEMAS = {
     "Error": _obj({"error": STR}, ["error"], extra=False),
-    "Lamp": _typed(snapshot.Lamp, ["state", "colour"]),
-    "Snapshot": _typed(snapshot.Snapshot, ["session_id", "segment", "calls", "lamp"]),
-    "RestartSavings": _typed(snapshot.RestartSavings, []),
-    "Advice": _typed(snapshot.Advice, ["move", "horizon_calls", "continue_usd", "compact_usd", "restart_usd",
-                                       "saves_usd", "label"]),
+    "Lamp": _typed(payloads.Lamp, ["state", "colour"]),
+    "Snapshot": _typed(payloads.Snapshot, ["session_id", "segment", "calls", "lamp"]),
+    "RestartSavings": _typed(payloads.RestartSavings, []),
+    "Advice": _typed(payloads.Advice, ["move", "horizon_calls", "continue_usd", "compact_usd", "restart_usd",
+                                       "saves_usd", "label", "pays_twice"]),
     "Service": _obj({
         "version": STR, "started_at": STR, "pid": INT,
         "scan": _obj({"state": {"enum": ["idle", "catching_up", "scanning"]}, "done": INT, "total": INT}),

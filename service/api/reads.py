@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
 from service.api.sse import Hub
-from service.engine.snapshot import Snapshot
+from service.client.payloads import Snapshot
 from service.history.answers import HistoryReads
-from service.paths import Paths
+from service.client.paths import Paths
 
 if TYPE_CHECKING:
     from service.store import Store
@@ -47,7 +47,7 @@ class ServiceView(Protocol):
     paths: Paths
     cfg: dict[str, Any]
     reminder_log: list[Row]
-    readings: Any  # service.statusline.book.Book: what Claude Code's status line reported
+    readings: Any  # service.limits.book.Book: what Claude Code's status line reported
     team: Any      # service.team.job.TeamPusher, or None without a team
     hub: Hub
 

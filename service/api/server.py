@@ -21,14 +21,17 @@ import secrets
 import socket
 import threading
 from datetime import datetime
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from service import __version__
 from service.api.guard import BufferedHandler, GuardedServer, raise_descriptor_limit
 from service.config import ConfigError
-from service.paths import write_private
+from service.client.privdir import write_private
 from service.api.reads import ServiceView, Unavailable
+
+if TYPE_CHECKING:
+    from service.days import Zone
 
 log = logging.getLogger("ctxlamp.api")
 
@@ -220,24 +223,24 @@ class ApiServer:
         return {"reminders": rows}
 
     def get_channel(self, q, body, channel):
-        from service.report import answers as reports
+        from service.api import channels
 
         bucket = q.get("bucket") or "day"
         if bucket not in ("hour", "day"):
             raise HttpError(400, "bucket must be hour or day")
-        return reports.channel(channel, q.get("since") or None, q.get("until") or None, bucket)
+        return channels.channel(channel, q.get("since") or None, q.get("until") or None, bucket)
 
     def get_spend(self, q, body):
-        from service.report import answers as reports
+        from service.api import channels
 
-        return reports.spend(q.get("since") or None, q.get("until") or None, self._zone(q))
+        return channels.spend(q.get("since") or None, q.get("until") or None, self._zone(q))
 
     def get_report(self, q, body):
-        from service.report import answers as reports
-        from service.statusline.serve import book_unwritten
+        from service.report import cached
+        from service.limits.serve import book_unwritten
 
         since, until = q.get("since") or None, q.get("until") or None
-        doc = reports.report(since, until, self._zone(q), record=(self._segments(), self.service.status()["sessions"]))
+        doc = cached.report(since, until, self._zone(q), record=(self._segments(), self.service.status()["sessions"]))
         return book_unwritten(doc, self.service.readings, not since and not until)
 
     def _segments(self) -> list[dict]:
@@ -247,22 +250,22 @@ class ApiServer:
         except Unavailable:
             return []
 
-    def _zone(self, q) -> str:
-        """The zone days are cut in: ?timezone=, else [report] timezone, else the machine's (issue 26)."""
+    def _zone(self, q) -> Zone:
+        """The zone days are cut in: ?timezone=, else [report] timezone, else the machine's."""
         from service.config import report_timezone
-        from service.report.days import UnknownZone, resolve
+        from service.days import UnknownZone, Zone
 
         asked = q.get("timezone") or report_timezone(self.service.cfg)
         try:
-            return resolve(asked)[0]
+            return Zone.named(asked)
         except UnknownZone as exc:
             raise HttpError(400, str(exc)) from None
 
     def get_overview(self, q, body):
-        from service.report import overview
+        from service.api import overview
 
         return overview.overview(_int(q, "days", 7), self._segments(), self.service.status()["sessions"],
-                                 timezone=self._zone(q))
+                                 zone=self._zone(q))
 
     def get_team(self, q, body):
         from service.team.job import team_view
@@ -376,12 +379,12 @@ class ApiServer:
         return document(self.port)
 
     def post_statusline(self, q, body):
-        from service.statusline.serve import answer
+        from service.limits.serve import answer
 
         return answer(self.service, body)
 
     def get_limits(self, q, body):
-        from service.statusline.serve import limits_view
+        from service.limits.serve import limits_view
 
         return limits_view(self.service, q.get("session") or None)
 

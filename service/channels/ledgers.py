@@ -231,7 +231,7 @@ class SnapshotFile:
     def save(self) -> None:
         if self.path is None or not self.dirty:
             return
-        from service.paths import write_private
+        from service.client.privdir import write_private
         write_private(self.path, orjson.dumps(self.doc))
         self.dirty = False
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Callable
 
-from service.channels import edit
-from service.channels.edit import EditMeter
+
+from service.channels.edit import EditMeter, watches
 from service.channels.entries import Parts, parts
 from service.channels.events import ChannelEvent
 from service.channels.pinch import PinchMeter
@@ -21,7 +21,7 @@ from service.channels.retrieval import RetrievalMeter, SizeLookup, tracked_tool
 @lru_cache(maxsize=4096)
 def watched_tool(name: str) -> bool:
     """Whether the edit or the retrieval meter waits for this tool's result (most calls are neither)."""
-    return edit.watches(name) or tracked_tool(name) is not None
+    return watches(name) or tracked_tool(name) is not None
 
 
 def default_token_counter() -> Callable[[str], int]:

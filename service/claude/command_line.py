@@ -6,7 +6,7 @@ are quoted the POSIX way (single quotes: literal in sh, bash and PowerShell alik
 our own paths are written with forward slashes (backslashes are escapes in bash; Windows and
 Git Bash both take `C:/...`), and the program's path, when it holds a space, becomes its 8.3
 short form: PowerShell reads a quoted word at the start of a line as a string, not a command,
-so the program must need no quotes. docs/decisions.md 111.
+so the program must need no quotes.
 """
 from __future__ import annotations
 

@@ -25,13 +25,12 @@ import re
 import sys
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from datetime import datetime, timezone
 
-from service.privdir import make_private_dirs
-from service.textsafe import printable
+from service.client.api import ApiClient, ApiError, read_api_info
+from service.client.privdir import make_private_dirs
+from service.client.textsafe import printable
 
 DEADLINE_S = 1.5          # the whole hook; Claude Code's own timeout for it is 5 s
 REQUEST_TIMEOUT_S = 0.6   # one HTTP request at most
@@ -64,7 +63,7 @@ def _watchdog() -> threading.Timer:
 
 
 def _paths():
-    from service.paths import app_paths  # stdlib only (platformdirs when CTXLAMP_HOME is unset)
+    from service.client.paths import app_paths  # stdlib only (platformdirs when CTXLAMP_HOME is unset)
 
     return app_paths()
 
@@ -74,34 +73,25 @@ class ServiceDown(Exception):
 
 
 class Api:
-    """A tiny client of the local API (urllib; every call bounded by the deadline)."""
+    """The service, every call bounded by what is left of the hook's deadline."""
 
     def __init__(self, api_file) -> None:
-        try:
-            info = json.loads(api_file.read_text(encoding="utf-8"))
-            self.base = f"http://127.0.0.1:{int(info['port'])}"
-            self.token = str(info["token"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ServiceDown("the ctxlamp service is not running") from exc
+        info = read_api_info(api_file)
+        if info is None:
+            raise ServiceDown("the ctxlamp service is not running")
+        self.client = ApiClient(info)
 
     def call(self, method: str, path: str, body: dict | None = None) -> dict:
         timeout = min(REQUEST_TIMEOUT_S, _left() - 0.1)
         if timeout <= 0.05:
             raise ServiceDown("no time left")
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.base + path, data=data, method=method, headers={
-            "Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
-                return json.loads(resp.read() or b"{}")
-        except urllib.error.HTTPError as exc:
-            try:
-                detail = json.loads(exc.read() or b"{}").get("error")
-            except (ValueError, AttributeError):
-                detail = None
-            raise ServiceDown(f"the service answered {exc.code}" + (f": {detail}" if detail else "")) from exc
-        except (OSError, ValueError) as exc:
-            raise ServiceDown(f"the ctxlamp service did not answer ({exc.__class__.__name__})") from exc
+            answer = self.client.request(method, path, body, timeout=timeout)
+        except ApiError as exc:
+            if exc.down:
+                raise ServiceDown(str(exc)) from exc
+            raise ServiceDown(f"the service answered {exc.status}" + (f": {exc.detail}" if exc.detail else "")) from exc
+        return answer if isinstance(answer, dict) else {}
 
 
 # -- the pieces -------------------------------------------------------------------------

@@ -70,7 +70,7 @@ class Backend:
     """HTTP to the service; api.json is read on every call (the service may have restarted)."""
 
     def __init__(self, timeout: float = 20.0) -> None:
-        from service.paths import app_paths
+        from service.client.paths import app_paths
 
         self.paths = app_paths()
         self.timeout = timeout
@@ -80,12 +80,11 @@ class Backend:
         return resolve_caller(self.paths.runtime, self.started_at)
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        from service.api.client import ApiClient, NoService, discovery
+        from service.client.api import ApiClient, ApiError
 
         try:
-            client = ApiClient(discovery(self.paths.api_file), timeout=self.timeout)
-            return client.request(method, path, body)
-        except NoService as exc:
+            return ApiClient(timeout=self.timeout, api_file=self.paths.api_file).exchange(method, path, body)
+        except ApiError as exc:
             raise ServiceDown(NOT_RUNNING.format(why=str(exc))) from None
 
 

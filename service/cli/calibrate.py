@@ -20,7 +20,7 @@ def run(args) -> int:
     from service.ingest.transcript_file import Skipped, chunks
     from service.measure.calibrate import fit, pairs
     from service.measure.tokenizer import encode_len
-    from service.paths import claude_projects
+    from service.client.paths import claude_projects
 
     max_line = configured_max_line()
 
@@ -58,7 +58,7 @@ def run(args) -> int:
         print(f"{f.family:<10} {f.ratio:>7.3f} {f.stderr:>9.3f} {f.rel_error_pct:>6.1f}% {f.overhead:>9.0f} {f.points:>6}")
     if args.write:
         from service.config import load, merge, save
-        from service.paths import app_paths
+        from service.client.paths import app_paths
 
         path = app_paths().ensure().config_file
         save(path, merge(load(path), {"tokenizer": {"ratio": {f.family: round(f.ratio, 4) for f in fits}}}))

@@ -18,7 +18,7 @@ def configure(p) -> None:
 
 def run(args) -> int:
     from service.cli.demo_session import play
-    from service.paths import app_paths, claude_dir
+    from service.client.paths import app_paths, claude_dir
 
     target = args.claude_dir or claude_dir()
     project = app_paths().data / "demo-project"

@@ -12,7 +12,7 @@ import traceback
 
 import orjson
 
-from service.textsafe import printable
+from service.client.textsafe import printable
 
 _LAMP_DOT = {"white": "\u25cb", "green": "\x1b[32m\u25cf\x1b[0m", "amber": "\x1b[33m\u25cf\x1b[0m",
              "red": "\x1b[31m\u25cf\x1b[0m"}

@@ -12,9 +12,10 @@ import re
 import sys
 from datetime import date
 
+from service.days import Zone
 from service.report.build import ReportRequest, build_report
-from service.terminal import printable_lines
-from service.textsafe import printable
+from service.client.textsafe import printable_lines
+from service.client.textsafe import printable
 
 DATE_RE = re.compile(r"^(\d{4})-?(\d{2})-?(\d{2})$")
 
@@ -53,33 +54,33 @@ def configure(parser: argparse.ArgumentParser) -> None:
 _KEPT: list = []
 
 
-def request_of(args: argparse.Namespace) -> ReportRequest:
-    """The report's input from the command's flags."""
+def request_of(args: argparse.Namespace, zone: Zone) -> ReportRequest:
+    """The report's input from the command's flags, days cut in `zone` (resolved from --timezone)."""
     return ReportRequest(since=args.since, until=args.until, projects=args.projects, lean_ctx=args.lean_ctx,
                          router_db=args.router_db, usage_db=args.usage_db, use_cache=not args.no_cache,
-                         timezone=args.timezone)
+                         zone=zone)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.since and args.until and args.since > args.until:
         print("ctxlamp report: --since is after --until", file=sys.stderr)
         return 2
-    from service.report.days import UnknownZone, resolve
+    from service.days import UnknownZone, Zone
 
     try:
-        args.timezone = resolve(args.timezone if args.timezone is not None else _configured_zone())[0]
+        zone = Zone.named(args.timezone if args.timezone is not None else _configured_zone())
     except UnknownZone as exc:
         print(f"ctxlamp report: {exc}", file=sys.stderr)
         return 2
     summary = None
     if not args.no_service and not any((args.projects, args.lean_ctx, args.router_db, args.usage_db)):
-        summary = _from_service(args)
+        summary = _from_service(args, zone)
     if summary is None:
         from service.report.forked import WorkerFailed
 
         _KEPT.clear()  # a process that runs the command twice (tests) keeps only the last
         try:
-            summary = build_report(request_of(args), keep=_KEPT)
+            summary = build_report(request_of(args, zone), keep=_KEPT)
         except WorkerFailed as exc:
             print(f"ctxlamp report: the scan failed: {exc}", file=sys.stderr)
             return 1
@@ -101,34 +102,21 @@ def _configured_zone() -> str:
 
 
 # How long the command waits for a running service's report before reading the transcripts itself. Right
-# after a start the service may still be preparing it (decision 202): waiting costs less than a second read
+# after a start the service may still be preparing it: waiting costs less than a second read
 # of every transcript beside it, with the replay the service spares.
 SERVICE_WAIT_S = 30.0
 
 
-def _from_service(args) -> dict | None:
+def _from_service(args, zone: Zone) -> dict | None:
     """The running service's report, or None (no service, old service, any error)."""
-    from service.paths import app_paths
-
-    api_file = app_paths().api_file
-    if not api_file.is_file():
-        return None
-    import json
-    import urllib.parse
-    import urllib.request
+    from service.client.api import ApiClient
 
     try:
-        info = json.loads(api_file.read_text())
-        query = urllib.parse.urlencode({k: v for k, v in (("since", args.since), ("until", args.until),
-                                                          ("timezone", args.timezone)) if v})
-        req = urllib.request.Request(f"http://127.0.0.1:{int(info['port'])}/api/v1/report?{query}",
-                                     headers={"Authorization": f"Bearer {info['token']}"})
-        with urllib.request.urlopen(req, timeout=SERVICE_WAIT_S) as resp:
-            doc = json.loads(resp.read())
+        doc = ApiClient(timeout=SERVICE_WAIT_S).get_report(args.since, args.until, zone.name)
         if not (isinstance(doc, dict) and "spend" in doc and "edit" in doc):
             return None
         # an older service cuts UTC days whatever it is asked: then scan here, in the zone asked for
-        return doc if (doc.get("period") or {}).get("timezone") == args.timezone else None
+        return doc if (doc.get("period") or {}).get("timezone") == zone.name else None
     except Exception:  # any failure means: scan ourselves
         return None
 

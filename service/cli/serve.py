@@ -15,7 +15,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from service import config as config_mod
     from service.daemon.lock import AlreadyRunning, ServiceLock
-    from service.paths import app_paths
+    from service.client.paths import app_paths
 
     paths = app_paths().ensure()
     lock = ServiceLock(paths.lock_file)

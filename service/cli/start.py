@@ -54,7 +54,7 @@ def _stop_on_sigterm() -> None:
 
 
 def run(args) -> int:
-    from service.paths import app_paths, claude_projects
+    from service.client.paths import app_paths, claude_projects
 
     _stop_on_sigterm()
     env = dict(os.environ)

@@ -27,7 +27,7 @@ def _dot(colour: str, tty: bool) -> str:
 
 def render(status: dict, tty: bool) -> str:
     """The table as text (pure: tests call it); every text from outside passes `printable`."""
-    from service.textsafe import printable as p
+    from service.client.textsafe import printable as p
 
     svc = status.get("service") or {}
     scan = svc.get("scan") or {}
@@ -37,7 +37,7 @@ def render(status: dict, tty: bool) -> str:
         head += f" · reading recent sessions {scan.get('done', 0)}/{scan.get('total', 0)}"
     elif scan.get("state") == "scanning" and scan.get("done", 0) < scan.get("total", 0):
         head += f" · scanning history {scan.get('done', 0)}/{scan.get('total', 0)}"
-    elif scan.get("state") == "scanning":  # the history is read: the report's cache is filled last (decision 202)
+    elif scan.get("state") == "scanning":  # the history is read: the report's cache is filled last
         head += " · preparing the report"
     db = svc.get("db") or {}
     if db and not db.get("ok", True):
@@ -65,12 +65,12 @@ def render(status: dict, tty: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from service.api.client import ApiClient, NoService
+    from service.client.api import ApiClient, ApiError
 
     try:
         client = ApiClient()
-        status = client.get("/api/v1/status")
-    except NoService as exc:
+        status = client.status()
+    except ApiError as exc:
         print(f"ctxlamp: no service is running ({exc}); start it with `ctxlamp serve`.", file=sys.stderr)
         return 1
     if args.json:
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
             if tty:
                 sys.stdout.write("\033[H\033[2J")
             print(text, flush=True)
-    except NoService as exc:
+    except ApiError as exc:
         print(f"ctxlamp: lost the service ({exc})", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

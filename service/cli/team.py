@@ -33,7 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _config() -> dict:
     from service import config
-    from service.paths import app_paths
+    from service.client.paths import app_paths
 
     return config.load(app_paths().config_file)
 
@@ -41,7 +41,7 @@ def _config() -> dict:
 def remember_key(key: str) -> None:
     """Keep the team's project key in the local config, so rows can be staged while the server is away."""
     from service import config
-    from service.paths import app_paths
+    from service.client.paths import app_paths
 
     path = app_paths().config_file
     cfg = config.load(path)
@@ -79,7 +79,7 @@ def safe_message(text: object, url: str) -> str:
     """A message for the terminal: no password (service/redact.py), no control characters (a server's text
     may quote another member's names)."""
     from service.redact import redact
-    from service.textsafe import printable
+    from service.client.textsafe import printable
 
     return printable(redact(text, url), 2000)
 
@@ -99,7 +99,7 @@ def _member_add(settings, name: str, passfile: str | None = None) -> int:
 
     from service.team.schema import add_member, check_member_name, role_name
     from service.team.server import default_passfile
-    from service.textsafe import printable
+    from service.client.textsafe import printable
 
     target = Path(passfile).expanduser() if passfile else default_passfile()
     url = add_member(settings.url, name, target)
@@ -126,13 +126,13 @@ def _push(settings, args) -> int:
 
 
 def _push_through_service(args) -> dict | None:
-    from service.api.client import ApiClient, NoService
+    from service.client.api import ApiClient, ApiError
 
     try:
         client = ApiClient(timeout=600)
-        status, body = client.request("POST", "/api/v1/team/push",
-                                      {k: v for k, v in (("url", args.url), ("member", args.member)) if v})
-    except NoService:
+        status, body = client.exchange("POST", "/api/v1/team/push",
+                                       {k: v for k, v in (("url", args.url), ("member", args.member)) if v})
+    except ApiError:
         return None
     if status != 200 or not isinstance(body, dict) or "exit_code" not in body:
         return None  # an older service, or none configured there: push from here
@@ -141,7 +141,7 @@ def _push_through_service(args) -> dict | None:
 
 
 def _push_here(settings) -> dict:
-    from service.paths import app_paths
+    from service.client.paths import app_paths
     from service.store import Store
     from service.team.push import failure, outcome, team_key
     from service.team.server import TeamError

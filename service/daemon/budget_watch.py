@@ -108,7 +108,7 @@ class BudgetWatch(ServicePart):
             notices, given = budgets.due(block, sent)
             keep = budgets.current_keys(block, sent | given)
             if keep != sent:
-                from service.paths import write_private
+                from service.client.privdir import write_private
 
                 write_private(self._budget_file(), json.dumps(sorted(keep)).encode("utf-8"), durable=False)
             self.block = block

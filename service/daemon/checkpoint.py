@@ -14,7 +14,7 @@ import re
 import time
 from pathlib import Path
 
-from service.paths import write_private
+from service.client.privdir import write_private
 
 KEEP = 3
 _NAME = re.compile(r"^ledger-(\d+)\.json$")

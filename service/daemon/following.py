@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from service.engine.snapshot import Snapshot
+    from service.client.payloads import Snapshot
     from service.daemon.runtime import Service
 
 from service.ingest.live import Ingest, LiveSession, classify
@@ -229,7 +229,7 @@ class Following(ServicePart):
 
     def learn_advice_basis(self) -> None:
         """The priced moves' horizon and compaction from this user's archived segments (measurement.md 15),
-        set on the engines' shared config: a revaluation, seen from each session's next snapshot."""
+        set on the engines' shared config: a revaluation, so the live sessions are published again."""
         from service.report.restart import advice_basis
 
         version = self._persist.profiles_version
@@ -240,8 +240,15 @@ class Following(ServicePart):
             profiles = self._persist.restart_figures(RESTART_HISTORY) or []
         except Exception:  # no History to read: the documented defaults
             profiles = []
-        if self._svc.engine_cfg is not None:
-            self._svc.engine_cfg.advice, _ = advice_basis(profiles)
+        basis, _ = advice_basis(profiles)
+        cfg = self._svc.engine_cfg
+        if cfg is None or cfg.advice == basis:
+            return
+        cfg.advice = basis
+        for sess in list(self._registry.sessions.values()):  # published again, as after a settings change
+            if sess.snapshot is not None:
+                sess.refresh()
+                self.publish_snapshot(sess)
 
     def _on_reminder(self, sess: LiveSession, ev: dict, snap: Snapshot | dict[str, Any]) -> None:
         sid = str(ev.get("session_id") or sess.session_id)

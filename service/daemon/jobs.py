@@ -68,7 +68,7 @@ class Jobs(ServicePart):
 
         self._svc.team = TeamPusher.schedule(self.scheduler, lambda: self._svc.cfg, self._persist.store if self._svc.persist else None)
         budgets = self._svc.budget_watch
-        budgets.schedule(self.scheduler)  # issue 26: budgets, after spend changed
+        budgets.schedule(self.scheduler)  # the budgets, after spend changed
         self.scheduler.start(paused=False)
         self.scheduler.pause_job("checkpoint")  # armed by the first change: no idle wakeups
         self.scheduler.pause_job("budgets")
@@ -155,23 +155,23 @@ class Jobs(ServicePart):
     def _prepare_report(self) -> None:
         """Read every transcript into the report's scan cache now, as the report a user asks for would.
 
-        The first report after a start then reads only what changed since (decision 202); later
+        The first report after a start then reads only what changed since; later
         starts find the cache on disk and read only the transcripts that changed while stopped.
         """
         if self._svc.stopping.is_set():
             return
         from service.config import report_timezone
-        from service.report import answers
-        from service.report.days import UnknownZone, resolve
+        from service.days import UnknownZone, Zone
+        from service.report import cached
 
         asked = report_timezone(self._svc.cfg)
         try:
             try:
-                zone = resolve(asked)[0]
+                zone = Zone.named(asked)
             except UnknownZone:  # the API answers 400 for it; the machine's zone is prepared instead
-                zone = resolve("")[0]
+                zone = Zone.named("")
             began, cpu = time.monotonic(), time.process_time()
-            answers.report(None, None, zone, restart_savings=False)
+            cached.report(None, None, zone, restart_savings=False)
             log.info("report prepared in %.1f s (the service's CPU meanwhile: %.1f s)", time.monotonic() - began,
                      time.process_time() - cpu)
         except Exception:

@@ -9,7 +9,7 @@ Three ways, chosen by what the interpreter has (`lock_kind`):
   The holder answers every connection with who it is, so a port taken by some other program
   is told apart from a running service; then the next of a few derived ports is tried, and
   after binding, the holder looks at the others and gives way to an older holder (so two
-  services starting at once never both keep a port). docs/decisions.md 107.
+  services starting at once never both keep a port).
 
 The file holds the owner's pid for the message a second `ctxlamp serve` prints; with the
 `socket` kind the pid also comes from the holder's answer.
@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Self
 
-from service.privdir import make_private_dirs
+from service.client.privdir import make_private_dirs
 
 KINDS = ("fcntl", "msvcrt", "socket")
 _MSVCRT_BYTE = 1 << 20   # the locked byte: beyond the pid text, so a reader is never refused

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from service.api.reads import Row, Unavailable
-from service.paths import Paths
+from service.client.paths import Paths
 
 if TYPE_CHECKING:
     from service.store import Store

@@ -36,11 +36,11 @@ from service.daemon.budget_watch import BudgetWatch
 from service.daemon.following import Defect, Following
 from service.daemon.jobs import Jobs
 from service.api.reads import StoreReads
-from service.engine.snapshot import Snapshot
+from service.client.payloads import Snapshot
 from service.daemon.persist import Persistence
 from service.ingest.live import Registry
 from service.ingest.transcript_file import SkipNotes
-from service.paths import Paths, claude_projects
+from service.client.paths import Paths, claude_projects
 
 if TYPE_CHECKING:
     from service.api.server import ApiServer
@@ -134,12 +134,12 @@ class Service:
         self.prices: PriceTable | None = None
         self.registry: Registry | None = None
         self.turn_sink = None
-        from service.statusline.book import Book
+        from service.limits.book import Book
 
         self.readings = Book(paths.data / "statusline.json")  # what Claude Code's status line reported
         self.following = Following(self)  # live sessions: catch-up, changes, rotation, selection, reminders
         self.jobs = Jobs(self)            # checkpoints and the history scan
-        self.budget_watch = BudgetWatch(self)  # the budgets job (issue 26)
+        self.budget_watch = BudgetWatch(self)  # the budgets job
 
     # ---- setup --------------------------------------------------------------------
     @property
@@ -250,6 +250,7 @@ class Service:
             print(f"ctxlamp: cannot start the service: {exc}", file=sys.stderr, flush=True)
             return 2
         self.jobs.load_checkpoint()
+        self.following.learn_advice_basis()  # before any session is read: its first snapshots use the History
         self.watcher = Watcher(self.projects, self.on_file_event, force_polling=self.force_polling)
         self.watcher.start()
         try:
@@ -368,7 +369,7 @@ class Service:
             self.persist.configure(new)
         if self.turn_sink is not None:
             self.turn_sink.configure(store_prompts=bool(new["history"]["store_prompts"]))
-        if "budgets" in changes or "report" in changes:  # issue 26: the budgets are worked out again
+        if "budgets" in changes or "report" in changes:  # the budgets are worked out again
             self.budget_watch.recompute()
         return new
 

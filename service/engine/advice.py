@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from service.engine.snapshot import Advice, Move
+from service.client.payloads import Advice, Move
 
 MOVES: tuple[Move, ...] = ("continue", "compact", "restart")  # on a tie the earlier: never a move for nothing
 

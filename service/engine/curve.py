@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from service.engine.snapshot import Skeleton
+from service.client.payloads import Skeleton
 
 SKELETON_POINTS = 64
 

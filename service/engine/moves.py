@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from service.engine.advice import AdviceBasis, MovePrices, advise, compacted_prompt, compaction_keep, \
     compaction_price
 from service.engine.prices import PriceTable
-from service.engine.snapshot import Advice
+from service.client.payloads import Advice
 
 if TYPE_CHECKING:
     from service.engine.session import _Call, _Segment

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from service.engine.snapshot import RestartSavings
+from service.client.payloads import RestartSavings
 
 MAX_DEPTH = 48  # the walk's bound; lines that still tie for a leaf this narrow are all kept there
 FIRST_DOMAIN = 2.0 ** -16  # USD per token summed: about 30 calls at $0.50/MTok before the first doubling

@@ -26,7 +26,7 @@ from service.engine.parse import Entry, Malformed, human_prompt, parse_line
 from service.engine.prices import Price, PriceTable, family_of
 from service.engine.moves import SegmentMoves, compacted_from
 from service.engine.restart_savings import RestartLedger, restart_now
-from service.engine.snapshot import Lamp, LastReminder, Skeleton, Snapshot
+from service.client.payloads import Lamp, LastReminder, Skeleton, Snapshot
 from service.engine.tokens import TokenCounter
 from service.engine.window import SlidingSum, rounded_sum
 
@@ -876,7 +876,7 @@ class SessionEngine:
         return total * 3600.0 / span
 
     def _window_rent(self, start: float) -> float:
-        """Rent of the timed calls at or after `start`: their exact sum, rounded once (decision 204).
+        """Rent of the timed calls at or after `start`: their exact sum, rounded once (the same in replay and live).
 
         No call before the first whose running maximum time reaches `start` can be in the window
         (a bisection); when times never went back, every call from there on is, and the sliding

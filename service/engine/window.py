@@ -4,7 +4,7 @@ Every finite float is a whole multiple of 2**-1074, so the window's sum is kept 
 int in those units: adding a value, dropping one or revising one never rounds, and the figure
 is the exact sum rounded once, which is what `math.fsum` gives over the same values in any
 order and on any Python version. A step costs the values that entered and left the window,
-never the window's length (issue 27; decision 204).
+never the window's length.
 """
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, cast
 
-from service.engine.snapshot import Snapshot
+from service.client.payloads import Snapshot
 from service.ingest.handoff import HandOffLock
 from service.ingest.tail import FileTail
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 
-from service.privdir import make_private_dirs
+from service.client.privdir import make_private_dirs
 
 POLL_INTERVAL_S = 2.0
 log = logging.getLogger("ctxlamp.service")

@@ -3,7 +3,7 @@
 tiktoken spends 0.10-0.15 s of CPU turning the 200 000-entry table into its encoder
 before it counts anything. A cold `ctxlamp report` counts about 1 MB of edits'
 old_strings, less work than that build, so it counts them here with the same table
-and the same split pattern (decision 43):
+and the same split pattern:
 - the text is cut into pieces by o200k's pattern, written out below for Python's
   `re` over bytes. The pattern sees a character only through its classes (letter of
   which case, mark, number, white space, other), so a character outside ASCII is

@@ -1,4 +1,4 @@
-"""o200k_base for tiktoken with no network, ever (docs/decisions.md 21).
+"""o200k_base for tiktoken with no network, ever.
 
 tiktoken fetches `o200k_base.tiktoken` from a URL unless a file named after the
 sha1 of that URL is already in `TIKTOKEN_CACHE_DIR`. We fill that folder from the
@@ -17,7 +17,7 @@ import threading
 import uuid
 from pathlib import Path
 
-from service.privdir import make_private_dirs
+from service.client.privdir import make_private_dirs
 
 # Must equal what tiktoken_ext.openai_public.o200k_base passes to load_tiktoken_bpe
 # (tests/unit/measure/test_tokenizer_setup.py checks this against the installed tiktoken).
@@ -38,7 +38,7 @@ def cache_file_name(url: str = O200K_URL) -> str:
 
 
 def default_cache_dir() -> Path:
-    from service.paths import app_paths
+    from service.client.paths import app_paths
 
     return app_paths().data / "tiktoken"
 

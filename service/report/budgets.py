@@ -76,12 +76,13 @@ def current_keys(block: dict[str, Any], keys: set[str]) -> set[str]:
 def compute(cfg: dict[str, Any] | None) -> dict[str, Any]:
     """The budgets block now: this month's billed figure per day, from the report (its caches)."""
     from service.config import report_timezone
-    from service.report.answers import report
-    from service.report.days import DayOf
+    from service.days import DayOf, Zone
+    from service.report.cached import report
 
-    local = DayOf(report_timezone(cfg))
+    zone = Zone.named(report_timezone(cfg))
+    local = DayOf(zone)
     today = local.today()
     # only the billed figure counts here: the restart savings' replay of every main transcript is spared
-    doc = report(today.replace(day=1).isoformat(), today.isoformat(), local.name, restart_savings=False)
+    doc = report(today.replace(day=1).isoformat(), today.isoformat(), zone, restart_savings=False)
     billed = ((doc.get("spend") or {}).get("billed") or {}).get("by_day") or {}
     return view(cfg, billed, today, local.name)

@@ -1,7 +1,7 @@
 """The report: scan transcripts and ledgers (cached) and sum them over a period.
 
 `ctxlamp report` (service/cli/report.py) prints it; the service's
-/api/v1/report (service/report/answers.py) answers with it. Heavy imports stay
+/api/v1/report (service/report/cached.py) answers with it. Heavy imports stay
 inside the functions so importing this module costs nothing.
 """
 from __future__ import annotations
@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from service.days import ZONE_UTC, Zone
+
 
 def load_prices():
     """The bundled price table, with the user's override file applied when present."""
@@ -20,7 +22,7 @@ def load_prices():
 
     from resources import resource_path
     from service.engine.prices import PriceTable
-    from service.paths import app_paths
+    from service.client.paths import app_paths
 
     table = PriceTable.from_json(json.load(open(resource_path("prices.json"), encoding="utf-8")))
     override = app_paths().prices_override
@@ -43,29 +45,23 @@ class ReportRequest:
     router_db: str | None = None   # a router database with route_decisions; None: $CTXLAMP_ROUTER_DB
     usage_db: str | None = None    # a CodeLens-style usage.db; None: its default place
     use_cache: bool = True         # read and write the scan cache and the last summary
-    timezone: str | None = "UTC"   # the zone days are cut in (IANA name; empty: the machine's)
+    zone: Zone = ZONE_UTC           # the zone days are cut in, resolved where its name came in
     restart_savings: bool = True   # replay the main transcripts for what restarting saves (measurement.md 14)
 
-    @property
-    def zone_name(self) -> str:
-        """The zone's resolved name (raises UnknownZone for a name the zone database does not know)."""
-        from service.report.days import resolve
-
-        return resolve(self.timezone)[0]
 
 
 def compute(since: str | None = None, until: str | None = None, *, projects: str | None = None,
             lean_ctx: str | None = None, router_db: str | None = None, usage_db: str | None = None,
             use_cache: bool = True, workers: int | None = None, progress: bool = False,
-            keep: list | None = None, timezone: str | None = "UTC", restart_savings: bool = True) -> dict:
+            keep: list | None = None, zone: Zone = ZONE_UTC, restart_savings: bool = True) -> dict:
     """The report as a dict, for callers other than the CLI (the service's /api/v1/report, the team push).
 
     A process with threads (the service) should pass workers=1: the scan's pool forks. Days are cut in
-    `timezone` (an IANA name; empty: the machine's zone; the team push keeps UTC, the default).
+    `zone` (the team push keeps UTC, the default).
     `keep` receives what the summary was built from (see build_report).
     """
     request = ReportRequest(since=since, until=until, projects=projects, lean_ctx=lean_ctx, router_db=router_db,
-                            usage_db=usage_db, use_cache=use_cache, timezone=timezone,
+                            usage_db=usage_db, use_cache=use_cache, zone=zone,
                             restart_savings=restart_savings)
     return build_report(request, workers=workers, progress=progress, keep=keep, reuse_last=keep is None)
 
@@ -104,7 +100,7 @@ class _Sources:
     def of(cls, request: ReportRequest) -> _Sources:
         from service.channels import ledgers
         from service.config import configured_max_line
-        from service.paths import app_paths, claude_projects
+        from service.client.paths import app_paths, claude_projects
 
         paths = app_paths()
         return cls(
@@ -167,7 +163,7 @@ def _build_report(request: ReportRequest, workers: int | None, progress: bool, k
         snapshots.save()
         import orjson
 
-        from service.paths import write_private
+        from service.client.privdir import write_private
         write_private(last_path, orjson.dumps({"key": key, "summary": summary}), durable=False)
     return summary
 
@@ -186,7 +182,7 @@ def _cache_key(request: ReportRequest, sources: _Sources, fps: dict[str, Any]) -
     # a SQLite file in WAL mode changes its -wal file first: both are part of the fingerprint
     extra = [sources.lean_ctx, *dbs, *(Path(f"{d}-wal") for d in dbs), *sources.ledger_files,
              sources.prices_override]
-    key_doc = [scan.CACHE_VERSION, sources.max_line, request.since, request.until, request.zone_name,
+    key_doc = [scan.CACHE_VERSION, sources.max_line, request.since, request.until, request.zone.name,
                str(sources.projects),
                sorted(fps.items()), [(str(p), scan.fingerprint(str(p))) for p in extra], _prices_fingerprint(),
                request.restart_savings]
@@ -252,7 +248,7 @@ def _scan_transcripts(request: ReportRequest, files: list, fps: dict[str, Any], 
 
     def prepare() -> None:
         table = early if early is not None else load_prices()
-        loaded[:] = [table, spend_tally(table.lookup, request.since, request.until, request.zone_name)]
+        loaded[:] = [table, spend_tally(table.lookup, request.since, request.until, request.zone)]
 
     # each file's calls are summed as it comes in, while the others are still being scanned
     skipped: dict[str, str] = {}  # files that are not readable regular files: named in the data quality
@@ -319,7 +315,7 @@ def _summarize(request: ReportRequest, sources: _Sources, results: dict, table: 
     summary = build_summary(results, table.lookup, since=request.since, until=request.until, external=read.external,
                             router=read.router, lean_ctx_present=read.lean_ctx_present,
                             usage_db_tools=read.usage_db_tools, ledger_stats=read.stats, source_notes=read.notes,
-                            tally=tally, timezone=request.zone_name)
+                            tally=tally, zone=request.zone)
     summary["data_quality"]["skipped_files"] = [{"path": p, "reason": r} for p, r in sorted(skipped.items())]
     if restarts is not None:
         summary["restart_savings"] = restarts
@@ -386,10 +382,10 @@ def _restart_savings(request: ReportRequest, sources: _Sources, files: list, ski
     (most of them by the scan, as it read them). The service's report, the Overview and the team push
     take theirs from the service's own profiles, so they spare the replay."""
     from service.report import restart
-    from service.report.days import DayOf
+    from service.days import DayOf
 
     mains = [tf.path for tf in files if not tf.subagent and tf.path not in skipped]
     segments = restart.replayed_segments(mains, table, plan.cache_file, plan.fps.get, sources.max_line,
                                          since=request.since, workers=workers, cache=plan.cache,
                                          replayed=plan.replayed)
-    return restart.block(segments, [], request.since, request.until, DayOf(request.zone_name))
+    return restart.block(segments, [], request.since, request.until, DayOf(request.zone))

@@ -13,7 +13,7 @@ while the parent is busy.
 `pool` picks the way for the system (`start_method`): forked children where fork is safe
 (Linux, BSD); fresh interpreters (`SpawnedMap`, `service/report/spawned.py`) where fork is
 missing (Windows) or unsafe after system frameworks are loaded (macOS); in-process in a frozen
-build, which cannot start `python -m`. Every way gives the same results. docs/decisions.md 109.
+build, which cannot start `python -m`. Every way gives the same results.
 """
 from __future__ import annotations
 
@@ -56,9 +56,13 @@ def start_method(platform: str = sys.platform, *, has_fork: bool | None = None,
     return "fork"
 
 
+# Below this much unscanned history one process is as fast as forked workers: they cost forks and
+# pickled results, and hide the tokenizer load (cold reports: 8 MB took 0.11 s either way, 16 MB 0.13 s
+# alone, 0.12 s in two).
+POOL_MIN_BYTES = 8 * 1024 * 1024
 # Spawned workers start an interpreter and import the scan (0.5 s on a loaded 2-core machine) where
 # forked ones start at once: below this much unscanned history one process is as fast. A guess for
-# an idle desktop, to measure there with bench/workers.py (docs/decisions.md 118).
+# an idle desktop, to measure there with bench/workers.py.
 SPAWN_MIN_BYTES = 64 * 1024 * 1024
 
 

@@ -244,7 +244,6 @@ def replayed_segments(paths: list[str], prices: Any, cache_file: Path | None,
     import orjson
 
     from service.report import forked
-    from service.report.scan import POOL_MIN_BYTES
 
     if cache is None:
         cache = load_cache(cache_file)
@@ -255,7 +254,7 @@ def replayed_segments(paths: list[str], prices: Any, cache_file: Path | None,
     todo.sort(key=lambda t: (-t[0], t[1]))  # biggest first: the workers finish together
     jobs = [(path, prices, max_line) for _, path, _ in todo]
     workers = workers if workers is not None else (os.cpu_count() or 1)
-    if workers > 1 and len(jobs) > 1 and forked.available() and sum(t[0] for t in todo) >= POOL_MIN_BYTES:
+    if workers > 1 and len(jobs) > 1 and forked.available() and sum(t[0] for t in todo) >= forked.POOL_MIN_BYTES:
         with forked.ForkedMap(_replay_one, jobs, workers) as results:
             done += list(results)
     else:
@@ -263,7 +262,7 @@ def replayed_segments(paths: list[str], prices: Any, cache_file: Path | None,
     for path, segs in done:
         fresh[path] = {"fp": fps[path], "segments": segs}
     if cache_file is not None and fresh != cache:
-        from service.paths import write_private
+        from service.client.privdir import write_private
 
         write_private(cache_file, orjson.dumps({"version": CACHE_VERSION, "files": fresh}), durable=False)
     return [seg for path in sorted(fresh) for seg in fresh[path]["segments"]]

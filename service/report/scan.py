@@ -40,9 +40,6 @@ from service.engine.lines import DEFAULT_MAX_LINE, LineSplitter
 from service.ingest.transcript_file import Skipped
 
 CACHE_VERSION = f"6/{__version__}"  # bump the number when a meter's output changes
-# Below this much unscanned history one process is as fast: workers cost forks and pickled results,
-# and hide the tokenizer load (cold reports: 8 MB took 0.11 s either way, 16 MB 0.13 s alone, 0.12 s in two).
-POOL_MIN_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -431,7 +428,7 @@ class ScanCache:
     def save(self) -> None:
         if self.path is None or not self.dirty:
             return
-        from service.paths import write_private
+        from service.client.privdir import write_private
         dumps = orjson.dumps
         pieces = [b'{"version":' + dumps(self.version) + b',"files":{']
         for p, entry in self.files.items():
@@ -507,7 +504,7 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
             progress(done_files, len(todo), done_bytes, total_bytes)
 
     if pool_min_bytes is None:
-        pool_min_bytes = forked.min_bytes(POOL_MIN_BYTES)  # spawned workers cost more to start
+        pool_min_bytes = forked.min_bytes(forked.POOL_MIN_BYTES)  # spawned workers cost more to start
     if workers > 1 and len(todo) > 1 and total_bytes >= pool_min_bytes and forked.available():
         # workers never load the tokenizer: the parent loads it once, while they scan, and counts in collect
         with collector_paused(), forked.pool(_scan_one, jobs, workers,

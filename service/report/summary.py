@@ -20,7 +20,7 @@ from service.channels.events import LABELS
 from service.channels.ledgers import iso_ts
 from service.channels.pinch import blended_rate, cache_rate
 from service.report import unwritten
-from service.report.days import UTC_NAME, DayOf
+from service.days import UTC_NAME, ZONE_UTC, DayOf, Zone
 from service.report.tally import SpendTally
 
 PLACEHOLDER_DEFINITION = ("a call (folded by message.id) whose kept revision reports output_tokens <= 1 "
@@ -60,7 +60,7 @@ def _r(x: float) -> float:
 
 class _Prices:
     """Prices by model (today's rates), and by model and time when the table knows dated changes: a
-    PriceTable's `lookup` brings its `lookup_at` along (issue 26: each call at the rates of its day)."""
+    PriceTable's `lookup` brings its `lookup_at` along (each call at the rates of its day)."""
 
     def __init__(self, lookup: Lookup):
         self.lookup = lookup
@@ -96,10 +96,9 @@ def _distinct_events(files: list[dict]) -> Iterable[dict]:
 
 
 def spend_tally(lookup: Lookup, since: str | None = None, until: str | None = None,
-                timezone: str | None = UTC_NAME) -> SpendTally:
-    """An empty tally for a report over these days (cut in `timezone`; empty: the machine's), to feed files to
-    as they are scanned."""
-    days = DayOf(timezone)
+                zone: Zone = ZONE_UTC) -> SpendTally:
+    """An empty tally for a report over these days (cut in `zone`), to feed files to as they are scanned."""
+    days = DayOf(zone)
     period = Period(since, until, days)
     everything = since is None and until is None
     return SpendTally(_Prices(lookup), None if everything else period.__contains__, days)
@@ -109,10 +108,10 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
                   external: list[dict] | None = None, router: dict | None = None, lean_ctx_present: bool = False,
                   usage_db_tools: set[str] | None = None, ledger_stats: dict | None = None,
                   source_notes: dict | None = None, tally: SpendTally | None = None,
-                  timezone: str | None = UTC_NAME) -> dict:
+                  zone: Zone = ZONE_UTC) -> dict:
     """The report. `tally` may already hold some of the files (fed while they were scanned); its days are
     the report's days."""
-    tally = tally or spend_tally(lookup, since, until, timezone)
+    tally = tally or spend_tally(lookup, since, until, zone)
     local_day = tally.day_of
     period = Period(since, until, local_day)
     paths = sorted(results)  # the workers' order must not change the report

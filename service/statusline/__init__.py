@@ -1,6 +1,8 @@
-"""Claude Code's status line: the fast `ctxlamp statusline` command, the line it prints, and the
-service's bounded record of the plan limits, cost and cache figures that Claude Code hands it.
+"""Claude Code's status line, the command it runs: `ctxlamp statusline` reads what Claude Code
+reports on stdin, hands it to the service and prints the line (`run`, `line`, `reading`,
+`fastjson`, `fast`), and its `statusLine` entry in Claude Code's settings (`settings`).
 
-The modules the command imports (`run`, `reading`, `line`, `where`) use the standard library only:
-the command must start and answer in tens of milliseconds.
+It runs in its own short process, once per update: the modules it imports use the standard library
+only (and `service/client/`'s cheap folder rules), so it starts and answers in tens of
+milliseconds. What the service keeps of these reports is `service/limits/`.
 """

@@ -15,10 +15,10 @@ import os
 import sys
 import time
 
-from service.privdir import make_private_dirs
+from service.client.privdir import make_private_dirs
 from service.statusline import fastjson, line as line_mod
 from service.statusline.reading import parse, safe_session_id
-from service.statusline.where import runtime_dir
+from service.client.where import runtime_dir
 
 TYPE_CHECKING = False  # typing's own flag costs an import on the status line's clock
 if TYPE_CHECKING:

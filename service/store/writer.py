@@ -35,7 +35,7 @@ import peewee as pw
 
 import models
 
-from service.privdir import make_private_dirs
+from service.client.privdir import make_private_dirs
 from service.redact import redact
 from service.store.common import Models, Operation, Payload, _Op, log
 

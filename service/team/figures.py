@@ -55,7 +55,7 @@ def shared_name(text: str | None) -> str:
     anything else (migrations/0002), so an odd name is cleaned here, not refused there.
     """
     from service.team.schema import NAME_MAX
-    from service.textsafe import printable
+    from service.client.textsafe import printable
 
     return printable(text or "", NAME_MAX)
 

@@ -45,7 +45,7 @@ class TeamPusher:
 
     def push_now(self, settings: TeamSettings | None = None) -> dict:
         """One push (the configured team, or `settings`); its outcome is kept for GET /api/v1/team."""
-        from service.report import answers
+        from service.report.cached import SCAN_LOCK
         from service.team.push import outcome
 
         if settings is None:
@@ -54,7 +54,7 @@ class TeamPusher:
                 return self.last
             settings = resolve(cfg)
         at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-        with self._lock, answers._lock:  # one scan at a time: the report's caches are files
+        with self._lock, SCAN_LOCK:  # one scan at a time: the report's caches are files
             try:
                 result = outcome(settings, self.store, workers=1)
             except Exception as exc:  # a scheduled job must not die; say what happened

@@ -105,8 +105,8 @@ def team_report(url: str, since: str | None = None, until: str | None = None) ->
 
 
 def render_text(doc: dict) -> str:
-    """The report for a terminal: every name another member chose printed through service/textsafe.py."""
-    from service.textsafe import printable
+    """The report for a terminal: every name another member chose printed through service/client/textsafe.py."""
+    from service.client.textsafe import printable
 
     p = doc["period"]
     lines = [f"ctxlamp team report  {p.get('since') or 'start'} .. {p.get('until') or 'now'} (UTC days)", ""]

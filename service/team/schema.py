@@ -148,7 +148,7 @@ def member_url(owner_url: str, role: str, password: str | None = None) -> str:
 
 def check_member_name(member: str) -> str:
     """The name as the team keeps it (trimmed); TeamError unless it is one printable line of at most NAME_MAX."""
-    from service.textsafe import printable
+    from service.client.textsafe import printable
 
     name = member.strip()
     if not name:

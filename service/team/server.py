@@ -100,7 +100,7 @@ def default_passfile() -> Path:
     env = os.environ.get("PGPASSFILE")
     if env:
         return Path(env).expanduser()
-    from service.paths import app_paths
+    from service.client.paths import app_paths
 
     return app_paths().config / PASSFILE_NAME
 

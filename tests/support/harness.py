@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from service.api.client import sse_pairs
+from service.client.api import sse_pairs
 from tests.support.corpus import REAL_FIXTURES, ROOT, scenario_session
 from tests.support.servicectl import running_service
 

@@ -45,7 +45,7 @@ def running_service(env: dict, ctx_home: Path, timeout: float = 30.0, prefix: tu
             time.sleep(0.1)
         else:
             raise RuntimeError(f"ctxlamp serve did not start: {Path(log.name).read_text()[-2000:]}")
-        from service.api.client import ApiClient
+        from service.client.api import ApiClient
 
         client = ApiClient(info, timeout=10)
         while time.monotonic() < deadline:  # up, and done reading the recent sessions

@@ -7,7 +7,7 @@ import pytest
 
 @pytest.fixture
 def tray(qtbot, ctx_home):
-    from desktop.datasource import ApiSource
+    from desktop.connection.datasource import ApiSource
     from desktop.tray import TrayController
 
     t = TrayController(ApiSource(), open_window_without_tray=False)

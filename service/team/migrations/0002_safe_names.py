@@ -10,7 +10,7 @@ Member, model and project names end up in other members' terminals and
 windows: a CHECK keeps them printable (no control, bidi-override or
 zero-width character) and at most NAME_MAX characters. Rows written before
 are left as they are (the constraint checks every new write; the report prints
-names through service/textsafe.py either way).
+names through service/client/textsafe.py either way).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Any
 S = "ctxlamp_team"
 FIGURE_TABLES = ("day_figures", "channel_day", "segment")
 NAME_MAX = 200
-# what service/textsafe.py strips, plus tab and newline (a name is one line); PostgreSQL's regex escapes
+# what service/client/textsafe.py strips, plus tab and newline (a name is one line); PostgreSQL's regex escapes
 UNSAFE = r"[\u0001-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]"
 
 CURRENT_MEMBER = f"""

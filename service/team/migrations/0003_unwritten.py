@@ -1,4 +1,4 @@
-"""0003: day_figures.unwritten_usd, what Claude Code billed for requests it did not write (issue 26).
+"""0003: day_figures.unwritten_usd, what Claude Code billed for requests it did not write.
 
 Measured from its cost-state and booked, per session, on the UTC day of the session's last call
 before it, by model and project, as `ctxlamp report` books it; the team's billed figure is

@@ -199,7 +199,7 @@ def test_import_stays_light():
 
 
 def test_with_the_real_service_handoffs_come_from_the_api_and_rotation_succeeds(env, ctx_home):
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
     from tests.support.servicectl import running_service
 
     with running_service(env, ctx_home) as (_, info):

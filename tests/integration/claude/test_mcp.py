@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from service.api.client import ApiClient
+from service.client.api import ApiClient
 from service.claude.mcp_server import resolve_caller
 from tests.support.servicectl import running_service
 from tests.support.corpus import ROOT

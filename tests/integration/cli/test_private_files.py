@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from service.privdir import make_private_dirs
+from service.client.privdir import make_private_dirs
 from tests.support.corpus import ROOT
 from tests.support.harness import service_env
 
@@ -82,7 +82,7 @@ def test_the_hook_run_first_makes_private_folders(tmp_path):
 
 
 def test_the_cli_writing_a_file_first_makes_private_folders(tmp_path):
-    from service.paths import write_private
+    from service.client.privdir import write_private
 
     write_private(tmp_path / "new" / "deeper" / "api.json", b"{}")
     assert mode(tmp_path / "new") == mode(tmp_path / "new" / "deeper") == 0o700

@@ -147,7 +147,7 @@ def test_a_project_with_markup_shows_literally_in_the_session_title(qtbot):
 
 
 def test_the_reminder_popup_shows_markup_as_written(qtbot):
-    from desktop.popup import ReminderPopup
+    from desktop.widgets.popup import ReminderPopup
 
     popup = ReminderPopup()
     qtbot.addWidget(popup)
@@ -156,18 +156,18 @@ def test_the_reminder_popup_shows_markup_as_written(qtbot):
     assert rendered(popup.body) == f"<i>{MARKUP}</i>"
 
 
-def test_fmt_html_text_escapes_and_strips():
-    from desktop import fmt
+def test_html_text_escapes_and_strips():
+    from service.client.textsafe import html_text, printable
 
-    assert fmt.html_text("<b>x</b>" + CLEAR) == "&lt;b&gt;x&lt;/b&gt;[2J"
-    assert fmt.plain("a\u202eb\nc") == "ab c"
-    assert json.dumps(fmt.plain("x" * 500)).count("x") == 199
+    assert html_text("<b>x</b>" + CLEAR) == "&lt;b&gt;x&lt;/b&gt;[2J"
+    assert printable("a\u202eb\nc") == "ab c"
+    assert json.dumps(printable("x" * 500)).count("x") == 199
 
 
 def test_a_project_with_markup_shows_literally_in_the_overviews_tooltip(qtbot):
     from PySide6.QtGui import QTextDocument
 
-    from desktop.datasource import DemoSource
+    from desktop.connection.datasource import DemoSource
     from desktop.tabs.overview import OverviewTab
 
     src = DemoSource()

@@ -139,7 +139,7 @@ def env(tmp_path):
 
 
 def test_the_service_starts_on_a_bad_config_toml_and_names_each_bad_value(env):
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
     from tests.support.servicectl import running_service
 
     home = Path(env["CTXLAMP_HOME"])
@@ -148,7 +148,7 @@ def test_the_service_starts_on_a_bad_config_toml_and_names_each_bad_value(env):
         client = ApiClient(info)
         cfg = client.get("/api/v1/config")
         assert cfg["engine"] == config.DEFAULTS["engine"] and cfg["transcripts"]["max_line_mb"] == 64
-        status, raw = client.request("GET", "/api/v1/status")
+        status, raw = client.exchange("GET", "/api/v1/status")
         assert status == 200 and raw["sessions"][0]["lamp"]["colour"] in ("white", "green", "amber", "red")
     log = (home / "service.log").read_text()
     for key in ("engine.g_floor", "engine.eps_crit", "sessions.live_hours", "statusline.format"):
@@ -157,7 +157,7 @@ def test_the_service_starts_on_a_bad_config_toml_and_names_each_bad_value(env):
 
 
 def test_the_api_check_refuses_what_would_break_measurement_or_the_terminal(env):
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
     from tests.support.servicectl import running_service
 
     home = Path(env["CTXLAMP_HOME"])
@@ -167,7 +167,7 @@ def test_the_api_check_refuses_what_would_break_measurement_or_the_terminal(env)
                           ({"engine": {"eps_crit": 1e308}}, "engine.eps_crit"),
                           ({"statusline": {"format": OSC52}}, "statusline.format")]:
             for path in ("/api/v1/config?check=1", "/api/v1/config"):
-                status, answer = client.request("POST", path, body)
+                status, answer = client.exchange("POST", path, body)
                 assert status == 400 and key in answer["error"], (path, answer)
         raw = json.dumps({"engine": {"g_floor": 1}})[:-2] + "9" * 400 + "}}"  # a 400-digit number, as sent
         for path in ("/api/v1/config?check=1", "/api/v1/config"):
@@ -180,5 +180,5 @@ def test_the_api_check_refuses_what_would_break_measurement_or_the_terminal(env)
             conn.close()
             assert resp.status == 400 and "engine.g_floor" in answer["error"]
         assert client.get("/api/v1/config")["engine"] == config.DEFAULTS["engine"]
-        status, text = client.request("GET", "/api/v1/status")
+        status, text = client.exchange("GET", "/api/v1/status")
         assert status == 200 and isinstance(text, dict)  # still valid JSON: nothing stored

@@ -253,7 +253,7 @@ def _sse_events(s: Svc):
     """Collect SSE events in a thread; returns the shared list."""
     import threading
 
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
 
     got: list = []
     client = ApiClient(s.info)

@@ -16,9 +16,9 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from desktop import fmt  # noqa: E402
+from desktop.present import fmt  # noqa: E402
 from desktop.present import overview as om  # noqa: E402
-from desktop.datasource import DemoSource  # noqa: E402
+from desktop.connection.datasource import DemoSource  # noqa: E402
 from tests.support import transcripts as tr  # noqa: E402
 from tests.support.servicectl import running_service  # noqa: E402
 from tests.support.corpus import ROOT  # noqa: E402
@@ -159,7 +159,7 @@ def test_limit_meters_appear_when_the_status_has_them(qtbot):
 
 
 def test_count_axes_tick_whole_numbers_only(qtbot):
-    from desktop.charts import UnitAxis
+    from desktop.widgets.charts import UnitAxis
 
     axis = UnitAxis("left", "count")
     values = [v for _, vs in axis.tickValues(0, 3.2, 400) for v in vs]
@@ -169,7 +169,7 @@ def test_count_axes_tick_whole_numbers_only(qtbot):
 
 
 def test_a_period_with_nothing_spent_still_names_its_days(qtbot):
-    from desktop.charts import draw_stacks, new_plot
+    from desktop.widgets.charts import draw_stacks, new_plot
 
     plot = new_plot("Spend per day", "", "", left_unit="usd", bottom_unit="day", legend=True)
     qtbot.addWidget(plot)
@@ -215,7 +215,7 @@ def write_history(claude: Path) -> None:
 
 
 def test_overview_sums_equal_the_report_on_the_same_transcripts(tmp_path):
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
 
     home, claude = tmp_path / "home", tmp_path / "claude"
     home.mkdir()
@@ -253,7 +253,7 @@ def test_overview_sums_equal_the_report_on_the_same_transcripts(tmp_path):
 
 
 def test_config_check_validates_with_the_service_rules_and_saves_nothing(tmp_path):
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
 
     home, claude = tmp_path / "home", tmp_path / "claude"
     home.mkdir()
@@ -264,7 +264,7 @@ def test_config_check_validates_with_the_service_rules_and_saves_nothing(tmp_pat
         before = client.get("/api/v1/config")
         ok = client.post("/api/v1/config?check=1", {"engine": {"g_floor": 900}})
         assert ok["engine"]["g_floor"] == 900
-        status, answer = client.request("POST", "/api/v1/config?check=1", {"reminders": {"min_gap": "soon"}})
+        status, answer = client.exchange("POST", "/api/v1/config?check=1", {"reminders": {"min_gap": "soon"}})
         assert status == 400 and "duration" in answer["error"]
         assert client.get("/api/v1/config") == before  # checking saved nothing
         assert client.get("/api/v1/config/defaults")["engine"]["g_floor"] == 500

@@ -55,7 +55,7 @@ def make_home(base: Path) -> dict:
 
 
 def live_status(client):
-    from desktop.client import ApiError
+    from service.client.api import ApiError
 
     try:
         st = client.status()
@@ -77,7 +77,7 @@ def live(tmp_path_factory):
             proc = subprocess.Popen([sys.executable, "-m", "service.cli", "serve"], cwd=ROOT, env=os.environ.copy(),
                                     stdout=out, stderr=subprocess.STDOUT)
         try:
-            from desktop.client import ApiClient
+            from service.client.api import ApiClient
 
             client = ApiClient()
             _wait(lambda: ApiClient().alive(), 30, "the service's /health", log)
@@ -92,7 +92,7 @@ def live(tmp_path_factory):
 
 
 def test_unticking_a_file_revalues_and_moves_the_curve_point(live, qtbot):
-    from desktop.datasource import ApiSource
+    from desktop.connection.datasource import ApiSource
     from desktop.window import MainWindow
 
     win = MainWindow(ApiSource())
@@ -125,8 +125,8 @@ def test_unticking_a_file_revalues_and_moves_the_curve_point(live, qtbot):
 
 
 def test_the_event_stream_lights_the_lamp_from_real_snapshots(live, qtbot):
-    from desktop.datasource import ApiSource
-    from desktop.events import EventStream
+    from desktop.connection.datasource import ApiSource
+    from desktop.connection.events import EventStream
     from desktop.tray import TrayController
 
     stream = EventStream()
@@ -146,7 +146,7 @@ def test_the_event_stream_lights_the_lamp_from_real_snapshots(live, qtbot):
 
 
 def test_the_supervisor_uses_a_running_service(live, qtbot):
-    from desktop.supervisor import ServiceSupervisor
+    from desktop.connection.supervisor import ServiceSupervisor
 
     sup = ServiceSupervisor()
     assert sup.ensure_running() == "external"
@@ -156,7 +156,7 @@ def test_the_supervisor_uses_a_running_service(live, qtbot):
 
 
 def test_settings_round_trip_through_post_config(live, qtbot):
-    from desktop.datasource import ApiSource
+    from desktop.connection.datasource import ApiSource
     from desktop.tabs.settings import SettingsTab
 
     tab = SettingsTab(ApiSource())
@@ -182,9 +182,9 @@ def test_screenshot_of_the_live_service(live, tmp_path):
 
 
 def test_the_tray_starts_and_stops_its_own_service(tmp_path, qtbot, monkeypatch):
-    from desktop.datasource import ApiSource
-    from desktop.events import EventStream
-    from desktop.supervisor import ServiceSupervisor
+    from desktop.connection.datasource import ApiSource
+    from desktop.connection.events import EventStream
+    from desktop.connection.supervisor import ServiceSupervisor
     from desktop.tray import TrayController
 
     for k, v in make_home(tmp_path).items():

@@ -12,10 +12,10 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication
 
-from desktop.datasource import ApiSource
-from desktop.events import EventStream
-from desktop.restart_policy import RestartPolicy
-from desktop.supervisor import ServiceSupervisor
+from desktop.connection.datasource import ApiSource
+from desktop.connection.events import EventStream
+from desktop.connection.restart_policy import RestartPolicy
+from desktop.connection.supervisor import ServiceSupervisor
 from desktop.tray import TrayController
 
 

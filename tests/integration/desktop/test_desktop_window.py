@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from desktop.datasource import DataError, DemoSource  # noqa: E402
+from desktop.connection.datasource import DataError, DemoSource  # noqa: E402
 from desktop.window import TAB_NAMES, MainWindow  # noqa: E402
 from tests.support.corpus import ROOT  # noqa: E402
 

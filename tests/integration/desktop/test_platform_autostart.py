@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from desktop import autostart
-from desktop.autostart import LoginItem
+from desktop.platforms import autostart
+from desktop.platforms.autostart import LoginItem
 
 ODD_PYTHON = "/opt/Ada Lovelace/py\\thon $HOME 100%/bin/python"
 
@@ -137,7 +137,7 @@ def test_each_system_has_its_kind():
 
 
 def test_the_settings_switch_writes_and_removes_the_entry(home, qtbot, ctx_home):
-    from desktop.datasource import DemoSource
+    from desktop.connection.datasource import DemoSource
     from desktop.tabs.settings import SettingsTab
 
     tab = SettingsTab(DemoSource())

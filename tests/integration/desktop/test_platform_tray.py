@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QImage
 
-from desktop import platform_tray as pt
-from desktop.icons import lamp_icon
+from desktop.platforms import tray_host as pt
+from desktop.widgets.icons import lamp_icon
 
 STATES = ("white", "green", "amber", "red", "grey")
 

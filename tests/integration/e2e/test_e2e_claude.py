@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from service.claude import settings as claude_settings
-from service.api.client import ApiClient
+from service.client.api import ApiClient
 from tests.support.corpus import ROOT
 from tests.support.claude_cli import claude_binary
 from tests.support.servicectl import running_service

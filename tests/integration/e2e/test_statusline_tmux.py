@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from service.api.client import ApiClient
+from service.client.api import ApiClient
 from tests.fakeapi.scenario import ClaudeUnavailable, claude_binary
 from tests.fakeapi.tmux import InteractiveClaude
 from tests.support.corpus import ROOT

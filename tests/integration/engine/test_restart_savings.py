@@ -325,7 +325,7 @@ def test_the_fixture_figures_from_replay_lines_and_in_the_report(scenario, tmp_p
 
 def test_the_overview_sums_the_demo_segments_and_says_so():
     """The Overview's figures are the segments' own: archived ones by the day they ended, live ones open."""
-    from desktop import fmt
+    from desktop.present import fmt
     from desktop.present.overview import rent_sentence, spend_figures
 
     demo = ROOT / "resources" / "demo"
@@ -389,7 +389,7 @@ def test_the_reminder_says_what_a_restart_now_would_save_over_the_usual_run(tmp_
     reminder of the archived segments, priced from the snapshot published just before it."""
     import threading
 
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
     from service.store import Store
     from tests.support.harness import wait_for
     from tests.support.service_proc import Svc
@@ -515,7 +515,7 @@ def test_the_services_report_sums_its_own_profiles_to_the_replays_figures(tmp_pa
     again (decision 200): the figures are the replay's."""
     import time
 
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
     from tests.support.servicectl import running_service
 
     transcript = scenario_session("long-session")
@@ -532,7 +532,7 @@ def test_the_services_report_sums_its_own_profiles_to_the_replays_figures(tmp_pa
         while client.get("/api/v1/status")["service"]["scan"]["state"] != "idle":
             assert time.monotonic() < deadline, "the service's history scan did not finish"
             time.sleep(0.1)
-        status, doc = client.request("GET", "/api/v1/report")
+        status, doc = client.exchange("GET", "/api/v1/report")
         assert status == 200
         got = doc["restart_savings"]
         via_cli = json.loads(subprocess.run([sys.executable, "-m", "service.cli", "report", "--json"], check=True,

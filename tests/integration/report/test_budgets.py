@@ -73,7 +73,7 @@ def test_meters_and_tray_text():
 def test_the_service_watches_the_budget_and_gives_each_notice_once(tmp_path):
     """A real `ctxlamp serve`: billed today against a $0.01 daily budget, in the status; its notice is kept
     given across a restart (the file in the data dir)."""
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
     from tests.support.servicectl import running_service
 
     home, claude = tmp_path / "ctx", tmp_path / "claude"
@@ -92,7 +92,7 @@ def test_the_service_watches_the_budget_and_gives_each_notice_once(tmp_path):
         client = ApiClient(info, timeout=10)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            got = client.request("GET", "/api/v1/status")[1].get("budgets")
+            got = client.exchange("GET", "/api/v1/status")[1].get("budgets")
             if got:
                 return got
             time.sleep(0.2)
@@ -129,7 +129,7 @@ def test_the_tray_shows_the_budgets_and_each_notice_the_service_sends(tray):
 
 
 def test_settings_show_the_time_zone_and_the_budgets_with_their_ranges(qtbot):
-    from desktop.datasource import DemoSource
+    from desktop.connection.datasource import DemoSource
     from desktop.tabs.settings import SettingsTab
 
     tab = SettingsTab(DemoSource())

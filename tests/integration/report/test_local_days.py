@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from service.config import DEFAULTS, ConfigError, merge
 from service.measure.engines import load_prices
-from service.report.days import DayOf, UnknownZone, resolve
+from service.days import DayOf, UnknownZone, Zone
 from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
 from service.report.summary import build_summary
 from tests.support import transcripts as T
@@ -41,7 +41,7 @@ def summary_of(entries: list[dict], zone: str, since: str | None = None, until: 
     tf = TranscriptFile(path="/p/-home-user-proj/s.jsonl", project="-home-user-proj", subagent=False,
                         session_hint=T.SID)
     result = scan_bytes(T.to_bytes(entries), tf, SizeMemo(), len)
-    return build_summary({tf.path: result}, load_prices().lookup, since=since, until=until, timezone=zone)
+    return build_summary({tf.path: result}, load_prices().lookup, since=since, until=until, zone=Zone.named(zone))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -73,12 +73,12 @@ def test_an_evening_in_california_and_a_morning_in_tokyo_stay_on_their_own_day()
 
 
 def test_days_across_a_daylight_saving_change_are_23_and_25_hours_long():
-    berlin = DayOf("Europe/Berlin")
+    berlin = DayOf(Zone.named("Europe/Berlin"))
     assert berlin("2026-03-28T22:59:00.000Z") == "2026-03-28"  # 23:59 CET
     assert berlin("2026-03-28T23:00:00.000Z") == "2026-03-29"  # midnight CET
     assert berlin("2026-03-29T21:59:00.000Z") == "2026-03-29"  # 23:59 CEST: that day had 23 hours
     assert berlin("2026-03-29T22:00:00.000Z") == "2026-03-30"
-    kathmandu = DayOf("Asia/Kathmandu")  # +05:45: a day boundary inside an hour
+    kathmandu = DayOf(Zone.named("Asia/Kathmandu"))  # +05:45: a day boundary inside an hour
     assert kathmandu("2026-05-01T18:14:59Z") == "2026-05-01"
     assert kathmandu("2026-05-01T18:15:00Z") == "2026-05-02"
     assert kathmandu("not a time") is None and kathmandu(None) is None
@@ -87,11 +87,11 @@ def test_days_across_a_daylight_saving_change_are_23_and_25_hours_long():
 def test_unknown_zones_are_clear_errors():
     for bad in ("Mars/Olympus", "../etc/passwd", "Europe/", "x" * 100):
         with pytest.raises(UnknownZone, match="unknown time zone"):
-            resolve(bad)
+            Zone.named(bad)
     with pytest.raises(ConfigError, match="report.timezone: unknown time zone"):
         merge(DEFAULTS, {"report": {"timezone": "Nowhere/Land"}})
     assert merge(DEFAULTS, {"report": {"timezone": "Asia/Tokyo"}})["report"]["timezone"] == "Asia/Tokyo"
-    assert resolve("")[0] == "UTC"  # the machine's zone: the suite runs with TZ=UTC (conftest)
+    assert Zone.named("").name == "UTC"  # the machine's zone: the suite runs with TZ=UTC (conftest)
 
 
 def run_report(projects: Path, home: Path, *args: str, config: str | None = None) -> subprocess.CompletedProcess:
@@ -139,7 +139,7 @@ def test_an_unknown_zone_is_refused_with_a_clear_message(tmp_path):
 def test_the_service_answers_in_the_zone_asked_for_and_refuses_an_unknown_one(tmp_path):
     """A real `ctxlamp serve`: ?timezone= on the report and the overview; `ctxlamp report --timezone` with a
     service running gives that zone's days."""
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
     from tests.support.servicectl import running_service
 
     home, claude = tmp_path / "ctx", tmp_path / "claude"
@@ -149,14 +149,14 @@ def test_the_service_answers_in_the_zone_asked_for_and_refuses_an_unknown_one(tm
     env = service_env(home, claude)
     with running_service(env, home) as (_proc, info):
         client = ApiClient(info, timeout=30)
-        status, doc = client.request("GET", "/api/v1/report?timezone=America/Los_Angeles")
+        status, doc = client.exchange("GET", "/api/v1/report?timezone=America/Los_Angeles")
         assert status == 200 and doc["period"]["timezone"] == "America/Los_Angeles"
         assert list(doc["spend"]["by_day"]) == ["2026-11-02"]
-        status, doc = client.request("GET", "/api/v1/report")
+        status, doc = client.exchange("GET", "/api/v1/report")
         assert doc["period"]["timezone"] == "UTC" and list(doc["spend"]["by_day"]) == ["2026-11-03"]
-        status, body = client.request("GET", "/api/v1/report?timezone=Mars/Olympus")
+        status, body = client.exchange("GET", "/api/v1/report?timezone=Mars/Olympus")
         assert status == 400 and "unknown time zone" in json.dumps(body)
-        status, ov = client.request("GET", "/api/v1/overview?days=1&timezone=Asia/Tokyo")
+        status, ov = client.exchange("GET", "/api/v1/overview?days=1&timezone=Asia/Tokyo")
         assert status == 200 and ov["period"]["timezone"] == "Asia/Tokyo"
         out = subprocess.run([sys.executable, "-m", "service.cli", "report", "--json", "--timezone",
                               "America/Los_Angeles"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120,

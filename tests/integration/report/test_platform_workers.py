@@ -117,7 +117,7 @@ def test_a_spawned_report_worker_imports_only_what_scanning_needs(tmp_path):
 
 
 def test_spawned_workers_start_only_for_a_longer_scan():
-    fork_min = scan.POOL_MIN_BYTES
+    fork_min = forked.POOL_MIN_BYTES
     assert forked.min_bytes(fork_min, "fork") == fork_min
     assert forked.min_bytes(fork_min, "spawn") == max(fork_min, forked.SPAWN_MIN_BYTES) > fork_min
     assert forked.min_bytes(fork_min, "serial") > 1 << 60

@@ -285,13 +285,13 @@ def test_in_process_compute_matches_the_cli(env, monkeypatch):
 
 def test_a_scan_worker_that_dies_is_a_clear_error_and_leaves_no_process(env, monkeypatch, capsys):
     """The OOM killer, say: the report says what happened and exits 1, instead of hanging or a traceback."""
-    from service.report import scan
     from service.cli import main
+    from service.report import forked, scan
 
     for k in ("CLAUDE_CONFIG_DIR", "HOME", "CTXLAMP_HOME"):
         monkeypatch.setenv(k, env[k])
-    monkeypatch.setattr(scan, "POOL_MIN_BYTES", 0)  # workers even for the small fixtures
-    monkeypatch.setattr(scan.forked, "SPAWN_MIN_BYTES", 0)  # spawned ones too (no fork)
+    monkeypatch.setattr(forked, "POOL_MIN_BYTES", 0)  # workers even for the small fixtures
+    monkeypatch.setattr(forked, "SPAWN_MIN_BYTES", 0)  # spawned ones too (no fork)
     from tests.support import worker_probe  # module-level, so spawned workers (no fork) can run it too
 
     monkeypatch.setattr(scan, "_scan_one", worker_probe.killed_on_the_biggest)

@@ -70,10 +70,10 @@ def subscriber_json(five=37.0) -> bytes:
 
 
 def api(info, method, path, body=None, token=True):
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
 
     client = ApiClient(dict(info, token=info["token"] if token is True else (token or "")), timeout=10)
-    return client.request(method, path, body)
+    return client.exchange(method, path, body)
 
 
 def test_line_from_the_running_service_and_limits_in_status(env, service):
@@ -103,7 +103,7 @@ def test_the_write_route_takes_the_token(env, service):
 
 
 def test_a_client_cannot_grow_the_series_without_bound(env, service):
-    from service.statusline import book as book_mod
+    from service.limits import book as book_mod
 
     for i in range(book_mod.PER_SESSION + 60):
         body = {"session_id": f"flood-{i % (book_mod.MAX_SESSIONS + 10)}",
@@ -284,7 +284,7 @@ def test_the_event_stream_sends_limits_on_connect_and_when_they_change(env, serv
     import queue
     import threading
 
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
 
     got: queue.Queue = queue.Queue()
 

@@ -390,7 +390,7 @@ def test_the_service_pushes_every_push_every_and_serves_the_team_view(team, qtbo
     from pathlib import Path
 
     from service import config
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
     from tests.support.servicectl import running_service
 
     env = team.env[A]
@@ -410,7 +410,7 @@ def test_the_service_pushes_every_push_every_and_serves_the_team_view(team, qtbo
             time.sleep(0.2)
             view = client.get("/api/v1/team")
         # the window shows a Team tab only with a team, and reads it through the service's API
-        from desktop.datasource import ApiSource, DemoSource
+        from desktop.connection.datasource import ApiSource, DemoSource
         from desktop.window import MainWindow
 
         monkeypatch.setenv("CTXLAMP_HOME", str(home))
@@ -420,7 +420,7 @@ def test_the_service_pushes_every_push_every_and_serves_the_team_view(team, qtbo
         win.tabs.setCurrentWidget(win.team_tab)
         shown = [win.team_tab.members.item(r, 0).text() for r in range(win.team_tab.members.rowCount())]
         assert A in shown and B in shown  # B is a member (no figures yet)
-        from desktop import fmt
+        from desktop.present import fmt
         from desktop.tabs.team import MEMBER_COLUMNS
 
         row = shown.index(A)

@@ -189,7 +189,7 @@ def _no_password(secret: str, *texts: str) -> None:
 
 def test_a_password_in_a_url_never_comes_back(pg, tmp_path, qtbot, monkeypatch):
     from service import config
-    from service.api.client import ApiClient
+    from service.client.api import ApiClient
     from tests.support.servicectl import running_service
 
     env = member_env(tmp_path, 1)
@@ -209,14 +209,14 @@ def test_a_password_in_a_url_never_comes_back(pg, tmp_path, qtbot, monkeypatch):
         client = ApiClient(info, timeout=30)
         deadline = time.monotonic() + 60
         while True:
-            status, body = client.request("GET", "/api/v1/team")
+            status, body = client.exchange("GET", "/api/v1/team")
             log = (home / "service.log").read_text() if (home / "service.log").exists() else ""
             if "team push" in log:
                 break
             assert time.monotonic() < deadline, (status, body, log)
             time.sleep(0.2)
         assert status == 503 and "cannot be read" in json.dumps(body)
-        from desktop.datasource import ApiSource
+        from desktop.connection.datasource import ApiSource
         from desktop.tabs.team import TeamTab
 
         monkeypatch.setenv("CTXLAMP_HOME", str(home))

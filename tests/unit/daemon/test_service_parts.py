@@ -204,7 +204,7 @@ def test_the_snapshot_type_names_every_field_the_engine_publishes():
     from typing import get_args, get_type_hints
 
     from service.api.openapi import SCHEMAS
-    from service.engine.snapshot import Lamp, Snapshot
+    from service.client.payloads import Lamp, Snapshot
     from service.measure.engines import load_prices, replay_file
     from tests.support.corpus import CC
 

@@ -11,7 +11,7 @@ import threading
 from service import config as config_mod
 from service.daemon import checkpoint
 from service.daemon.runtime import Service
-from service.paths import app_paths
+from service.client.paths import app_paths
 
 
 class _SlowToRelease:

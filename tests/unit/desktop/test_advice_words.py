@@ -2,11 +2,11 @@
 engine's own snapshots of the project's long session (docs/measurement.md section 15)."""
 from __future__ import annotations
 
-from desktop import fmt
+from desktop.present import fmt
 from desktop.present import lamp as vm
 from service.measure.engines import new_engine
 from service.statusline import line
-from service.statusline.serve import SESSION_FIELDS
+from service.limits.serve import SESSION_FIELDS
 from tests.support.corpus import scenario_session
 from tests.support.engine_runs import PRICES, calls_of
 

@@ -11,9 +11,9 @@ import pytest  # noqa: E402
 
 pytest.importorskip("pytestqt")
 
-from desktop import fmt  # noqa: E402
+from desktop.present import fmt  # noqa: E402
 from desktop.present import overview as om  # noqa: E402
-from desktop.datasource import DemoSource  # noqa: E402
+from desktop.connection.datasource import DemoSource  # noqa: E402
 
 
 # ---------------- formatting ----------------

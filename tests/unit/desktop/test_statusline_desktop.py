@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from desktop import fmt  # noqa: E402
+from desktop.present import fmt  # noqa: E402
 from desktop.present.limits import IdleCacheNotice, LimitNotices, limits_text, turn_rows, usage_points  # noqa: E402
 
 from tests.support.limits import NOW, limits  # noqa: E402

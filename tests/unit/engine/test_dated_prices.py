@@ -64,7 +64,7 @@ def summary_of(entries: list[dict], table: PriceTable) -> dict:
     tf = TranscriptFile(path="/p/-home-user-proj/s.jsonl", project="-home-user-proj", subagent=False,
                         session_hint=T.SID)
     result = scan_bytes(T.to_bytes(entries), tf, SizeMemo(), len)
-    return build_summary({tf.path: result}, table.lookup, timezone="UTC")
+    return build_summary({tf.path: result}, table.lookup)
 
 
 def test_the_report_prices_each_call_on_its_own_side_of_the_cut():

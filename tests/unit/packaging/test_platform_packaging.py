@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from desktop import autostart, supervisor
+from desktop.connection import supervisor
+
+from desktop.platforms import autostart
 from tests.support.corpus import ROOT
 
 sys.path.insert(0, str(ROOT / "packaging"))

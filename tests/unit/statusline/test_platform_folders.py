@@ -1,5 +1,5 @@
-"""The folders seam: the status line's standard-library folders agree with service.paths
-(platformdirs) on Linux, macOS and Windows; Claude Code's folder on each system."""
+"""The folders seam: the cheap standard-library folders (service/client/where.py: the status line and
+the tray) agree with service/client/paths.py (platformdirs) on Linux, macOS and Windows; Claude Code's folder on each system."""
 from __future__ import annotations
 
 import os
@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from service import paths
-from service.statusline import where
+from service.client import paths
+from service.client import where
 
 WIN_LOCAL = "C:\\Users\\Ada Lovelace\\AppData\\Local"
 
@@ -97,15 +97,3 @@ def test_on_windows_claude_codes_folder_is_under_userprofile():
         os.environ.clear()
         os.environ.update(old)
     assert sys.platform  # this machine's own rule is tested above
-
-
-@pytest.mark.parametrize("env", [{}, {"XDG_RUNTIME_DIR": "RUNTIME"}, {"CTXLAMP_HOME": "HOME/ctx"}])
-def test_the_tray_finds_the_service_where_service_paths_puts_it(env, monkeypatch, tmp_path):
-    from desktop import discovery
-
-    runtime = tmp_path / "run"
-    runtime.mkdir(mode=0o700)
-    values = {k: v.replace("RUNTIME", str(runtime)).replace("HOME", str(tmp_path)) for k, v in env.items()}
-    _clean(monkeypatch, HOME=str(tmp_path), **values)
-    assert discovery.runtime_dir() == paths.app_paths().runtime
-    assert discovery.config_dir() == paths.app_paths().config

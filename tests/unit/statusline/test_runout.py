@@ -7,8 +7,8 @@ import time
 import pytest
 
 from service.statusline import line, reading
-from service.statusline.book import Book, iso
-from service.statusline.runout import run_out
+from service.limits.book import Book, iso
+from service.limits.runout import run_out
 
 NOW = 1795000000.0  # 2026-11-18T11:06:40Z
 HOUR = 3600.0
@@ -84,7 +84,7 @@ def test_the_status_line_says_full_at_when_it_comes_before_the_reset():
 
 
 def test_the_tray_tooltip_and_the_overview_meter_say_it_and_a_notice_comes_once():
-    from desktop import fmt
+    from desktop.present import fmt
     from desktop.present.limits import LimitNotices, limits_text
     from desktop.present.overview import limit_meters
 

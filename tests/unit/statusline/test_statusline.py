@@ -12,8 +12,9 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from service.statusline import fastjson, line, reading, where
-from service.statusline.book import Book
+from service.client import where
+from service.statusline import fastjson, line, reading
+from service.limits.book import Book
 from tests.support.corpus import ROOT
 
 SAMPLE = json.loads((ROOT / "tests" / "fixtures" / "statusline" / "subscriber.json").read_text())
@@ -130,7 +131,7 @@ def test_fastjson_refuses_what_json_refuses(bad):
 
 @pytest.mark.parametrize("env", [{"CTXLAMP_HOME": "/tmp/x/../ctx"}, {"XDG_DATA_HOME": "/tmp/data"}])
 def test_where_agrees_with_service_paths(monkeypatch, env):
-    from service.paths import app_paths
+    from service.client.paths import app_paths
 
     for key in ("CTXLAMP_HOME", "XDG_RUNTIME_DIR", "XDG_DATA_HOME"):
         monkeypatch.delenv(key, raising=False)

@@ -2,12 +2,16 @@
 
 The service, the status line, the hook, the MCP server and the CLI may each be the first to need
 the data or runtime folder; `mkdir(parents=True, mode=0o700)` gives the mode to the last folder
-only (parents get the umask's 0755). Standard library `os` only: the status line imports this
-under `python -S`.
+only (parents get the umask's 0755). `write_private` replaces a file whole, private to the user.
+Standard library `os` only: the status line imports this under `python -S`.
 """
 from __future__ import annotations
 
 import os
+
+TYPE_CHECKING = False  # typing's own flag costs an import on the status line's clock
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def make_private_dirs(path: str | os.PathLike[str]) -> str:
@@ -34,3 +38,27 @@ def make_private_dirs(path: str | os.PathLike[str]) -> str:
         except OSError:
             pass
     return target
+
+
+def write_private(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Atomic write (temp file + rename), mode 0600, so a crash never leaves half a file.
+
+    `durable=False` skips the fsync, for files that can be rebuilt (the report's caches):
+    a power cut may then lose the newest version, never leave a torn one.
+    """
+    make_private_dirs(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,4 +1,7 @@
-"""Calendar days in the user's time zone: which day a call's time falls on.
+"""The calendar: calendar days in the user's time zone, and which day a call's time falls on.
+
+A zone is resolved once, where a name enters (the command line, the API, the settings), into a
+`Zone`, and that value is passed down: nothing below an edge looks a name up again.
 
 A transcript's times are UTC instants (`...Z`); a user reads "today" on their own
 clock, so the report, the Overview and their per-day figures cut days in one zone:
@@ -13,11 +16,10 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-from service.channels.ledgers import iso_ts
 
 UTC_NAME = "UTC"
 LOCAL_NAME = "local"  # the machine's zone when it has no IANA name
@@ -71,11 +73,24 @@ def machine_zone() -> tuple[str, tzinfo | None]:
     return LOCAL_NAME, None
 
 
-def resolve(name: str | None) -> tuple[str, tzinfo | None]:
-    """(name shown, zone) for a setting or option: empty or None is the machine's zone."""
-    if name is None or not name.strip() or name.strip() == LOCAL_NAME:
-        return machine_zone()
-    return name.strip(), _iana(name)
+@dataclass(frozen=True)
+class Zone:
+    """A time zone days are cut in: the name a report shows, and the zone (None: the C library's
+    local time, for a machine whose zone has no IANA name)."""
+
+    name: str
+    tz: tzinfo | None
+
+    @classmethod
+    def named(cls, name: str | None) -> "Zone":
+        """The zone a setting or option names: empty, None or "local" is the machine's; UnknownZone
+        when the name is not an IANA zone this machine knows."""
+        if name is None or not name.strip() or name.strip() == LOCAL_NAME:
+            return cls(*machine_zone())
+        return cls(name.strip(), _iana(name))
+
+
+ZONE_UTC = Zone(UTC_NAME, ZoneInfo(UTC_NAME))  # the team server's days, and the engine's replays
 
 
 class DayOf:
@@ -85,8 +100,8 @@ class DayOf:
     so every call of one minute lands on the same day, and a long history converts each minute once.
     """
 
-    def __init__(self, name: str | None = UTC_NAME):
-        self.name, self.zone = resolve(name)
+    def __init__(self, zone: Zone = ZONE_UTC):
+        self.name, self.tz = zone.name, zone.tz
         self._utc = self.name in UTC_ALIASES  # a UTC time's date is its first ten characters
         self._memo: dict[str, str | None] = {}
 
@@ -105,6 +120,8 @@ class DayOf:
         return day
 
     def _convert(self, ts: str) -> str | None:
+        from service.channels.ledgers import iso_ts
+
         iso = iso_ts(ts)
         if iso is None:
             return None
@@ -114,11 +131,11 @@ class DayOf:
             return None
         if instant.tzinfo is None:
             instant = instant.replace(tzinfo=UTC)
-        return local_date(instant, self.zone).isoformat()
+        return local_date(instant, self.tz).isoformat()
 
     def today(self, now: datetime | None = None) -> date:
         """The date on this zone's clock now (or at `now`)."""
-        return local_date(now or datetime.now(UTC), self.zone)
+        return local_date(now or datetime.now(UTC), self.tz)
 
 
 def local_date(instant: datetime, zone: tzinfo | None) -> date:

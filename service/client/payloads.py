@@ -1,4 +1,6 @@
-"""The status snapshot, defined once: what `SessionEngine.snapshot()` returns and the API publishes.
+"""The API's answers as types, defined once: what `SessionEngine.snapshot()` returns, the API publishes
+and the desktop reads. Pure type definitions (the engine builds its snapshot to them, the OpenAPI
+document is made from them), so the engine may import this module and nothing else outside itself.
 
 The field names are the API's (docs/measurement.md section 10, docs/api.md) and
 stay as they are; their glossary is in docs/measurement.md ("The snapshot's

@@ -9,7 +9,7 @@ import copy
 import json
 from pathlib import Path
 
-from desktop.client import ApiClient, ApiError
+from service.client.api import ApiClient, ApiError
 
 CHANNELS = ("edit", "pinch", "retrieval")
 
@@ -24,7 +24,7 @@ class ApiSource:
     live = True
 
     def __init__(self, client: ApiClient | None = None):
-        self.client = client or ApiClient()
+        self.client = client or ApiClient(timeout=3.0)  # the window waits on it: fail fast, retry later
 
     def _call(self, fn, *a, **kw):
         try:

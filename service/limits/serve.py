@@ -14,7 +14,7 @@ from service.statusline.reading import parse, to_epoch
 
 if TYPE_CHECKING:
     from service.api.reads import ServiceView
-    from service.engine.snapshot import Snapshot
+    from service.client.payloads import Snapshot
 
 SESSION_FIELDS = ("session_id", "lamp", "dhat", "x", "xSweet", "bill_cycle_usd", "laps", "calls", "turns", "segment",
                   "advice", "cache")
@@ -45,7 +45,7 @@ def answer(service: ServiceView, body: dict[str, Any]) -> dict[str, Any]:
 def limits_view(service, session_id: str | None) -> dict:
     """GET /api/v1/limits: the latest limits, the account's readings and, with ?session=, that session's
     readings and per-turn costs."""
-    from service.statusline.book import iso
+    from service.limits.book import iso
 
     book = service.readings
 

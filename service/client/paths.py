@@ -2,7 +2,8 @@
 
 `CTXLAMP_HOME` puts everything in one folder (tests, demos, portable use);
 `CLAUDE_CONFIG_DIR` says where Claude Code keeps `projects/`.
-The desktop finds the service through the same rules (see docs/api.md).
+The status line and the desktop find api.json by the cheap rules of `where.py`, which tests hold
+equal to these; atomic private writes are `privdir.write_private`.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from service.privdir import make_private_dirs
+from service.client.privdir import make_private_dirs
 
 APP = "ctxlamp"
 
@@ -106,27 +107,3 @@ def claude_dir() -> Path:
 
 def claude_projects() -> Path:
     return claude_dir() / "projects"
-
-
-def write_private(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Atomic write (temp file + rename), mode 0600, so a crash never leaves half a file.
-
-    `durable=False` skips the fsync, for files that can be rebuilt (the report's caches):
-    a power cut may then lose the newest version, never leave a torn one.
-    """
-    make_private_dirs(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            if durable:
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

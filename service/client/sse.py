@@ -1,4 +1,5 @@
-"""Server-sent events parsing (pure): lines in, (event, data) pairs out.
+"""Server-sent events parsing (pure): lines in, (event, data) pairs out; every client of the event
+stream (the desktop's thread, `ctxlamp status`, tests) reads it through here.
 
 Follows the WHATWG rules the service relies on: `event:` names the event,
 `data:` lines join with newlines, a blank line dispatches, `:` lines are
@@ -6,7 +7,9 @@ comments (keep-alives), a missing event name means "message".
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from typing import Any, Iterator
 
 
 @dataclass
@@ -42,3 +45,19 @@ class SseParser:
             if ev:
                 out.append(ev)
         return out
+
+
+def sse_pairs(fp: Any) -> Iterator[tuple[str, Any]]:
+    """(event, decoded JSON data) pairs of an event stream read from `fp` (bytes lines), until it ends.
+    An event whose data is not JSON is passed over."""
+    parser = SseParser()
+    while True:
+        raw = fp.readline()
+        if not raw:
+            return
+        got = parser.feed_line(raw.decode("utf-8", "replace"))
+        if got is not None:
+            try:
+                yield got[0], json.loads(got[1])
+            except ValueError:
+                continue

@@ -2,7 +2,7 @@
 
 Each function takes a view from a desktop/present/ module and
 redraws one plot; empty views give an empty plot with a note, never an
-exception. Colours come from the system palette (desktop.theme); axes say
+exception. Colours come from the system palette (desktop.widgets.theme); axes say
 their unit through their tick labels ($, tokens, whole counts, days).
 """
 from __future__ import annotations
@@ -12,7 +12,9 @@ import math
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from desktop import fmt, theme
+from desktop.present import fmt
+
+from desktop.widgets import theme
 from desktop.present.channel import ChannelView
 from desktop.present.curve import CurveView, SeriesView
 from desktop.present.lamp import BAND_RGBA, LAMP_FILL

@@ -2,10 +2,10 @@
 (the status-line command must not pay for those imports; it may run under `python -S`).
 
 `folders` computes ctxlamp's data and runtime folders for each system with the standard library,
-by the rules `service.paths` takes from platformdirs (tests check they agree for Linux, macOS and
+by the rules `paths.py` takes from platformdirs (tests check they agree for Linux, macOS and
 Windows): `$CTXLAMP_HOME`; Linux and other POSIX `$XDG_RUNTIME_DIR/ctxlamp` or `<data>/run`;
 macOS `$XDG_RUNTIME_DIR/ctxlamp` or `~/Library/Caches/TemporaryItems/ctxlamp`; Windows `%LOCALAPPDATA%\\Temp\\ctxlamp`.
-When no api.json is there, service.paths itself decides (platformdirs' full rules, e.g. a
+When no api.json is there, `paths.app_paths` decides (platformdirs' full rules, e.g. a
 `$XDG_RUNTIME_DIR` it refuses), when it can be imported.
 """
 
@@ -50,8 +50,13 @@ def candidates() -> list[str]:
     return [folders()[1]]
 
 
-def runtime_dir() -> str | None:
-    """The folder holding api.json (None when it cannot be known in this interpreter)."""
+def api_file() -> str:
+    """Where the running service announces its port and token."""
+    return os.path.join(runtime_dir(), "api.json")
+
+
+def runtime_dir() -> str:
+    """The folder holding api.json."""
     found = candidates()
     for folder in found:
         if os.path.exists(os.path.join(folder, "api.json")):
@@ -59,8 +64,8 @@ def runtime_dir() -> str | None:
     if os.environ.get("CTXLAMP_HOME"):
         return found[0]
     try:
-        import platformdirs  # noqa: F401 - (checked first: service.paths costs pathlib and dataclasses)
-        from service.paths import app_paths
+        import platformdirs  # noqa: F401 - (checked first: paths.py costs pathlib and dataclasses)
+        from service.client.paths import app_paths
     except ImportError:  # platformdirs is not importable (python -S): the cheap guess is the answer
         return found[0]
     return str(app_paths().runtime)

@@ -7,15 +7,12 @@ because a restarted service has a new port and token.
 """
 from __future__ import annotations
 
-import http.client
-import json
 import socket
 import threading
 
 from PySide6.QtCore import QThread, Signal
 
-from desktop.discovery import read_api_info
-from desktop.sse import SseParser
+from service.client.api import ApiClient, ApiError
 
 BACKOFF = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
 
@@ -79,50 +76,30 @@ class EventStream(QThread):
 
     def _stream_once(self) -> tuple[bool, str]:
         """Read the stream until it ends: (had it connected, why it ended)."""
-        info = read_api_info()
-        if info is None:
+        client = ApiClient(timeout=10)  # api.json read afresh: a restarted service has a new port and token
+        if client.info is None:
             return False, "the service is not running (no api.json)"
-        was_connected = False
-        conn = http.client.HTTPConnection("127.0.0.1", info.port, timeout=10)
-        try:
-            conn.connect()
+        opened = threading.Event()
+
+        def hold(sock: socket.socket) -> None:
             with self._lock:
-                self._sock = conn.sock
-            if self._stop.is_set():
-                return False, "stopped"
-            conn.request("GET", "/api/v1/events", headers={
-                "Authorization": f"Bearer {info.token}", "Accept": "text/event-stream",
-                "Cache-Control": "no-cache"})
-            resp = conn.getresponse()
-            if resp.status != 200:
-                return False, f"event stream answered {resp.status}"
-            with self._lock:
-                sock = self._sock
-            if sock is not None:
-                sock.settimeout(None)  # block until the service speaks: no idle wake-ups
-            was_connected = True
+                self._sock = sock
+            opened.set()
             self.connected.emit()
-            parser = SseParser()
-            while not self._stop.is_set():
-                raw = resp.fp.readline()
-                if not raw:
-                    return True, "the event stream ended"
-                ev = parser.feed_line(raw.decode("utf-8", "replace"))
-                if ev:
-                    self._dispatch(*ev)
-            return was_connected, "stopped"
-        except (OSError, http.client.HTTPException) as exc:
-            return was_connected, f"event stream: {exc}"
+
+        try:
+            for name, obj in client.events(on_open=hold):
+                if self._stop.is_set():
+                    return True, "stopped"
+                self._dispatch(name, obj)
+            return opened.is_set(), "the event stream ended"
+        except ApiError as exc:
+            return opened.is_set(), str(exc)
         finally:
             with self._lock:
                 self._sock = None
-            conn.close()
 
-    def _dispatch(self, name: str, data: str) -> None:
-        try:
-            obj = json.loads(data)
-        except ValueError:
-            return
+    def _dispatch(self, name: str, obj: object) -> None:
         if not isinstance(obj, dict):
             return
         if name == "snapshot":

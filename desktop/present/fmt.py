@@ -6,24 +6,9 @@ not send) and answers "–". Plain Python, no Qt.
 """
 from __future__ import annotations
 
-import html
-import re
 from datetime import date, datetime, timezone
 
 DASH = "–"
-# control and bidi-override characters: a name from a transcript must not reorder or hide the text around it
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]")
-
-
-def plain(text: object, limit: int = 200) -> str:
-    """Text from outside (a project, model or file name) as one line without control characters."""
-    line = _UNSAFE.sub("", str(text).replace("\t", " ").replace("\n", " "))
-    return line if len(line) <= limit else line[: max(0, limit - 1)] + "\u2026"
-
-
-def html_text(text: object, limit: int = 200) -> str:
-    """`plain(text)` escaped for a rich-text label: `<b>` or `<img>` in a name shows as written."""
-    return html.escape(plain(text, limit))
 
 
 def usd(v) -> str:

@@ -13,8 +13,8 @@ import time
 
 from PySide6.QtCore import QObject, QProcess, QTimer, Signal
 
-from desktop.client import ApiClient
-from desktop.restart_policy import RestartPolicy
+from service.client.api import ApiClient
+from desktop.connection.restart_policy import RestartPolicy
 
 
 def service_command() -> tuple[str, list[str]]:

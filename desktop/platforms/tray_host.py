@@ -6,7 +6,7 @@
   policy at start (through the Objective-C runtime with ctypes: no PyObjC needed).
 - Windows: the lamp sits in the notification area; an explicit AppUserModelID makes its
   notifications carry ctxlamp's name instead of Python's.
-- Linux: the coloured lamp (desktop/icons.py) in the StatusNotifier/XEmbed tray.
+- Linux: the coloured lamp (desktop/widgets/icons.py) in the StatusNotifier/XEmbed tray.
 Notifications go through Qt's tray messages wherever `supportsMessages()` says they work
 (desktop/tray.py), else ctxlamp's own popup.
 """
@@ -18,7 +18,7 @@ from typing import Any
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QIcon, QPainter, QPen, QPixmap
 
-from desktop.icons import SIZES, draw_mark, lamp_icon
+from desktop.widgets.icons import SIZES, draw_mark, lamp_icon
 
 APP_USER_MODEL_ID = "io.ctxlamp.tray"
 NS_ACCESSORY = 1  # NSApplicationActivationPolicyAccessory: no Dock icon, no app menu

@@ -21,7 +21,7 @@ from collections import OrderedDict, deque
 from datetime import datetime, timezone
 
 from service.statusline.reading import LIMIT_WINDOWS
-from service.statusline.runout import RunOut, run_out
+from service.limits.runout import RunOut, run_out
 
 RUN_OUT_WINDOWS = ("five_hour", "seven_day")  # the plan windows with a reset (spend_limit has none)
 
@@ -177,7 +177,7 @@ class Book:
             if not epoch:
                 w = {"used_percentage": w["used_percentage"], "resets_at": iso(w.get("resets_at")),
                      "seen_at": iso(w.get("seen_at"))}
-            if name in RUN_OUT_WINDOWS:  # issue 26: when it runs out at the current pace (null: it resets first)
+            if name in RUN_OUT_WINDOWS:  # when it runs out at the current pace (null: it resets first)
                 w["runs_out_at"] = (ro.runs_out_at if epoch else iso(ro.runs_out_at)) if ro else None
                 w["pace_pct_per_hour"] = round(ro.pace_pct_per_hour, 3) if ro and ro.pace_pct_per_hour else None
             if name == "five_hour" and not epoch:
@@ -287,7 +287,7 @@ class Book:
         try:
             from pathlib import Path
 
-            from service.paths import write_private
+            from service.client.privdir import write_private
 
             with self.lock:
                 data = {"version": 1, "sessions": {k: list(v) for k, v in self.sessions.items()},

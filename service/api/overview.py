@@ -3,7 +3,7 @@
 Built from the very figures `ctxlamp report` computes: the report itself for the
 period's totals, and the report's spend tally (same scan cache, same kept call
 revisions, same prices) for the per-day splits it does not print. Days are the
-report's days (the user's time zone, `service/report/days.py`), so every sum here
+report's days (the user's time zone, `service/days.py`), so every sum here
 equals the report's.
 
 Rent comes from segment profiles (archived) and the live sessions' open
@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import date, datetime, timedelta, timezone
 from math import fsum
+
+from service.days import ZONE_UTC, DayOf, Zone
 
 TOP_SESSIONS = 10
 
@@ -59,9 +61,9 @@ def daily_splits(tally, since: str, until: str) -> dict:
     return {"by_day_model": summed(by_model), "by_day_project": summed(by_project), "last_at": last_at}
 
 
-def _scan_tally(since: str, until: str, zone: str):
+def _scan_tally(since: str, until: str, zone: Zone):
     """The report's spend tally over the period, fed from the report's scan cache."""
-    from service.report.answers import scan_results
+    from service.report.cached import scan_results
     from service.report.build import load_prices
     from service.report.summary import spend_tally
 
@@ -150,16 +152,13 @@ def build(days: int, report: dict, splits: dict, rent: dict, live_ids: set[str |
 
 
 def overview(days: int, segments: list[dict], live: list[dict], today: date | None = None,
-             timezone: str | None = "UTC") -> dict:
-    """OVERVIEW for the last `days` days in `timezone` (empty: the machine's; the service's route and the demo
-    call this)."""
-    from service.report.answers import report
-    from service.report.days import DayOf
-
-    local = DayOf(timezone)
+             zone: Zone = ZONE_UTC) -> dict:
+    """OVERVIEW for the last `days` days in `zone` (the service's route and the demo call this)."""
+    from service.report.cached import report
+    local = DayOf(zone)
     since, until = period_days(days, today or local.today())
-    doc = report(since, until, local.name, record=(segments, live))  # restart savings: the segments' own
-    tally = _scan_tally(since, until, local.name)
+    doc = report(since, until, zone, record=(segments, live))  # restart savings: the segments' own
+    tally = _scan_tally(since, until, zone)
     rent = rent_block(segments, live, since, until, local)
     live_ids: set[str | None] = {str(s["session_id"]) for s in live if s.get("session_id")}
     return build(days, doc, daily_splits(tally, since, until), rent, live_ids, since, until, local.name,
