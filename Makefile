@@ -17,7 +17,7 @@ COMPILE := $(BIN)/python -m compileall -q service desktop models resources > /de
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test,lint]'
-	@$(BIN)/python -m service.measure.tokenizer > /dev/null  # the parsed o200k table a wheel ships
+	@$(BIN)/python -m service.engine_setup.tokenizer > /dev/null  # the parsed o200k table a wheel ships
 	@$(COMPILE)
 	@touch $(STAMP)
 

@@ -14,7 +14,7 @@ class BuildPyWithTable(build_py):
         if getattr(self, "editable_mode", False):
             return  # an editable install reads resources/ in the tree; `make` builds the table there
         sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from service.measure.tokenizer import FAST_NAME, build_shipped_table
+        from service.engine_setup.tokenizer import FAST_NAME, build_shipped_table
 
         build_shipped_table(Path(self.build_lib) / "resources" / FAST_NAME)
 

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from service.engine.advice import (AdviceBasis, MovePrices, advise, compacted_prompt, compaction_price,  # noqa: E402
                                    compaction_request)
-from service.measure.engines import load_prices, replay_file  # noqa: E402
+from service.engine_setup.engines import load_prices, replay_file  # noqa: E402
 
 PRICES = load_prices()
 BASIS = AdviceBasis()

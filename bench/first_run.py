@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 from bench.peers import base_env, ctxlamp_cmd, timed
 
 # What an earlier run leaves in the data folder: o200k's file and the parsed table beside it.
-SET_UP = ("import sys; from pathlib import Path; from service.measure import tokenizer as ts; "
+SET_UP = ("import sys; from pathlib import Path; from service.engine_setup import tokenizer as ts; "
           "f = Path(sys.argv[1]); ts.ensure_o200k_cache(f); ts._save_table(f, ts._encoding_from_file(f))")
 
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.corpus import long_session
 from bench.rounds import alternating
-from service.measure.engines import load_prices, replay_file, shared_counter
+from service.engine_setup.engines import load_prices, replay_file, shared_counter
 
 _ID = re.compile(rb'"(msg_[A-Za-z0-9_]+|req_[A-Za-z0-9_]+|toolu_[A-Za-z0-9_]+)"')
 _UUID = re.compile(rb'(?<![0-9a-f])([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![0-9a-f])')

@@ -51,7 +51,7 @@ def one_turn(calls: int) -> list[dict[str, Any]]:
 def feed_seconds(entries: list[dict[str, Any]], folder: Path) -> tuple[float, float]:
     store = Store(folder / "ctxlamp.db")
     try:
-        sink = TurnSink(store.add_turn_records, clock=time.monotonic)
+        sink = TurnSink(store.history.add_turn_records, clock=time.monotonic)
         session = SimpleNamespace(path=folder / "long-turn.jsonl", engine=object(), session_id="long-turn")
         t, c = time.perf_counter(), time.process_time()
         for entry in entries:

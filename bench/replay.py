@@ -20,8 +20,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.corpus import build
 from service.engine import TokenCounter
-from service.measure.engines import load_prices, replay_file
-from service.measure.tokenizer import encode_len, load_o200k
+from service.engine_setup.engines import load_prices, replay_file
+from service.engine_setup.tokenizer import encode_len, load_o200k
 
 
 def main_files(root: Path) -> list[Path]:

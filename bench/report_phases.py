@@ -42,7 +42,7 @@ files = scan.discover(root)
 fps = {tf.path: scan.fingerprint(tf.path) for tf in files}
 out["discover_s"] = time.perf_counter() - t
 if sys.argv[3] == "1":  # the tokenizer alone, in this process
-    from service.measure.tokenizer import encode_len
+    from service.engine_setup.tokenizer import encode_len
     t = time.perf_counter(); encode_len("x"); out["tokenizer_load_s"] = time.perf_counter() - t
 t = time.perf_counter()
 c0 = os.times()
@@ -52,7 +52,7 @@ out["scan_s"] = time.perf_counter() - t
 out["scan_cpu_s"] = (c1.user + c1.system + c1.children_user + c1.children_system) - (c0.user + c0.system + c0.children_user + c0.children_system)
 prices = load_prices()
 if sys.argv[4] == "1":  # the restart replay (docs/measurement.md 14) from the scan's own read, as the report runs it
-    from service.measure import tokenizer
+    from service.engine_setup import tokenizer
     mains = frozenset(tf.path for tf in files if not tf.subagent)
     spent = [0.0]
     encode_len = tokenizer.encode_len
@@ -132,7 +132,7 @@ def phases(corpus: Path, workers: int, tokenizer_first: bool, tokenizer_dir: Pat
 
 def measure(corpus: Path) -> dict:
     with tempfile.TemporaryDirectory(prefix="ctxlamp-phases-tok-") as home:
-        subprocess.run([sys.executable, "-c", "from service.measure.tokenizer import encode_len; encode_len('x')"],
+        subprocess.run([sys.executable, "-c", "from service.engine_setup.tokenizer import encode_len; encode_len('x')"],
                        check=True, cwd=ROOT, env={**os.environ, "CTXLAMP_HOME": home})
         tok = Path(home) / "tiktoken"
         return {"serial_with_tokenizer_first": phases(corpus, 1, True, tok),

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 
 with atheris.instrument_imports():
     from service.engine import LineSplitter
-    from service.measure.engines import load_prices, new_engine
+    from service.engine_setup.engines import load_prices, new_engine
 
 PRICES = load_prices()
 SEED_LINES = [

@@ -113,7 +113,7 @@ def plan_limits() -> dict:
 def measure(path: Path, excluded: set[str]) -> tuple[dict, dict, list[dict]]:
     """Status, series and segment profiles of one transcript, as the service computes them."""
     from service.engine import LineSplitter
-    from service.measure.engines import load_prices, new_engine
+    from service.engine_setup.engines import load_prices, new_engine
 
     shown = f"~/.claude/projects/{path.parent.name}/{path.name}"  # not the temp folder: the output stays stable
     eng = new_engine(shown, load_prices(), full_events=False)

@@ -26,7 +26,7 @@ def watched_tool(name: str) -> bool:
 
 def default_token_counter() -> Callable[[str], int]:
     """o200k_base token count at a Claude-to-o200k ratio of 1.0."""
-    from service.measure.tokenizer import encode_len
+    from service.engine_setup.tokenizer import encode_len
 
     return encode_len
 

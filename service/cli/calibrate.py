@@ -18,8 +18,8 @@ def run(args) -> int:
     from service.config import configured_max_line
     from service.engine import LineSplitter, Malformed, parse_line
     from service.ingest.transcript_file import Skipped, chunks
-    from service.measure.calibrate import fit, pairs
-    from service.measure.tokenizer import encode_len
+    from service.engine_setup.calibrate import fit, pairs
+    from service.engine_setup.tokenizer import encode_len
     from service.client.paths import claude_projects
 
     max_line = configured_max_line()

@@ -31,7 +31,7 @@ def _fmt(v, spec=".2f") -> str:
 def run(args) -> int:
     from service.config import configured_max_line
     from service.ingest.transcript_file import Skipped, open_fd
-    from service.measure.engines import load_prices, replay_file, shared_counter
+    from service.engine_setup.engines import load_prices, replay_file, shared_counter
 
     try:
         os.close(open_fd(args.file)[0])

@@ -20,7 +20,7 @@ from service.client.textsafe import printable
 DATE_RE = re.compile(r"^(\d{4})-?(\d{2})-?(\d{2})$")
 
 
-def _day(text: str) -> str:
+def day_argument(text: str) -> str:
     m = DATE_RE.match(text.strip())
     if not m:
         raise argparse.ArgumentTypeError(f"not a date: {text!r} (use YYYY-MM-DD)")
@@ -31,8 +31,8 @@ def _day(text: str) -> str:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--since", type=_day, help="first day included (YYYY-MM-DD, in --timezone)")
-    parser.add_argument("--until", type=_day, help="last day included (YYYY-MM-DD, in --timezone)")
+    parser.add_argument("--since", type=day_argument, help="first day included (YYYY-MM-DD, in --timezone)")
+    parser.add_argument("--until", type=day_argument, help="last day included (YYYY-MM-DD, in --timezone)")
     parser.add_argument("--timezone", metavar="ZONE", help="IANA time zone days are cut in (e.g. Asia/Tokyo; "
                         "default: [report] timezone in config.toml, else the machine's zone)")
     fmt = parser.add_mutually_exclusive_group()

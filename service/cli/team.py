@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from service.cli.report import _day
+from service.cli.report import day_argument
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -27,8 +27,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     report = sub.add_parser("report", help="the team's figures")
     report.add_argument("--url", help="a member's postgresql:// URL (default: [team] url)")
     report.add_argument("--json", action="store_true", help="print JSON")
-    report.add_argument("--since", type=_day, help="first day included (YYYY-MM-DD, UTC)")
-    report.add_argument("--until", type=_day, help="last day included (YYYY-MM-DD, UTC)")
+    report.add_argument("--since", type=day_argument, help="first day included (YYYY-MM-DD, UTC)")
+    report.add_argument("--until", type=day_argument, help="last day included (YYYY-MM-DD, UTC)")
 
 
 def _config() -> dict:

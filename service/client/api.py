@@ -91,7 +91,9 @@ class ApiClient:
     def _connect(self, timeout: float | None) -> tuple[ApiInfo, http.client.HTTPConnection]:
         info = self.info
         if info is None:
-            raise ApiError("the ctxlamp service is not running (it has not announced itself)")
+            from service.client.where import api_file
+
+            raise ApiError(f"nothing announced in {self._api_file or api_file()}")
         return info, http.client.HTTPConnection("127.0.0.1", info.port, timeout=timeout)
 
     def exchange(self, method: str, path: str, body: Any = None, query: Mapping[str, Any] | None = None,

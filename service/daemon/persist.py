@@ -150,7 +150,7 @@ class Persistence:
         from types import SimpleNamespace
 
         from service.engine import LineSplitter
-        from service.measure.engines import new_engine
+        from service.engine_setup.engines import new_engine
         from service.history.sink import TurnSink
 
         engine = new_engine(str(path), prices, engine_cfg, full_events=False, call_rows=False)  # profiles, no per-call rows

@@ -150,7 +150,7 @@ class Service:
         return registry
 
     def _make_engine(self, path: Path):
-        from service.measure.engines import new_engine
+        from service.engine_setup.engines import new_engine
 
         assert self.prices is not None  # _build() loaded them before the registry that calls this
 
@@ -158,7 +158,7 @@ class Service:
         return new_engine(str(path), self.prices, self.engine_cfg, full_events=False)
 
     def _build(self) -> None:
-        from service.measure.engines import load_prices
+        from service.engine_setup.engines import load_prices
 
         self.prices = load_prices(self.paths.prices_override)
         self.engine_cfg = engine_config(self.cfg)
@@ -166,7 +166,7 @@ class Service:
         self.registry.max_line = config_mod.max_line_bytes(self.cfg)
         self.persist = Persistence.open(self.paths, self.cfg)
         self.registry.entry_sink = self._with_turn_records(self.persist.entry_sink)
-        from service.measure.engines import shared_counter
+        from service.engine_setup.engines import shared_counter
 
         shared_counter().count("warm up")  # load o200k now, not in the middle of the first live append
 
@@ -318,7 +318,7 @@ class Service:
     def _pause_after_slice(self) -> None:
         """After a slice of a big read, the threads waiting for the registry lock have it before this one
         takes it back; a bare lock gave it straight back to this thread, and a /status waited for many
-        slices on a busy machine (service/ingest/handoff.py)."""
+        slices on a busy machine (service/ingest/fairlock.py)."""
         if self.following.sliced:
             self.following.sliced = False
             self._live.lock.let_waiting_in(HANDOFF_AT_MOST_S)

@@ -4,10 +4,10 @@ Pure: no file, socket, clock, database or Qt. Everything it needs (prices,
 a token counter, a path-existence predicate) is handed in by the caller, so a
 replay from byte zero and live ingestion give the same results.
 
-Public surface (build engines with service.measure.engines.new_engine / replay_file, which load
+Public surface (build engines with service.engine_setup.engines.new_engine / replay_file, which load
 prices and the offline tokenizer the same way everywhere):
 
-    from service.measure.engines import load_prices, new_engine, replay_file
+    from service.engine_setup.engines import load_prices, new_engine, replay_file
     eng = new_engine("/path/x.jsonl", load_prices(), config=EngineConfig(), full_events=False)
     splitter = LineSplitter()
     for line in splitter.feed(chunk_bytes):      # complete lines only; a partial tail is held back

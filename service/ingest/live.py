@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, cast
 
 from service.client.payloads import Snapshot
-from service.ingest.handoff import HandOffLock
+from service.ingest.fairlock import FairLock
 from service.ingest.tail import FileTail
 
 EngineFactory = Callable[[Path], Any]
@@ -179,7 +179,7 @@ class Registry:
     def __init__(self, projects: Path, make_engine: EngineFactory) -> None:
         self.projects = projects
         self.make_engine = make_engine
-        self.lock = HandOffLock()  # the service loop lets API threads in between the slices of a big read
+        self.lock = FairLock()  # the service loop lets API threads in between the slices of a big read
         self.sessions: dict[str, LiveSession] = {}        # transcript path -> session
         self.followed_by_project: dict[str, str] = {}     # project folder -> transcript path
         self.followed_path: str | None = None

@@ -116,7 +116,7 @@ class Replay:
 
     def __init__(self, path: str, prices: Any, max_line: int | None) -> None:
         from service.engine import LineSplitter
-        from service.measure.engines import new_engine, shared_counter
+        from service.engine_setup.engines import new_engine, shared_counter
 
         self.engine = new_engine(path, prices, counter=shared_counter(), full_events=False, call_rows=False)
         self.splitter = LineSplitter() if max_line is None else LineSplitter(max_line)

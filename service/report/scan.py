@@ -325,7 +325,7 @@ def _lazy_counter(text: str) -> int:
     """
     n = _counted.get(text)
     if n is None:
-        from service.measure.tokenizer import encode_len
+        from service.engine_setup.tokenizer import encode_len
         if len(_counted) >= 50_000:  # a long-lived service process must not grow without bound
             _counted.clear()
         n = _counted[text] = encode_len(text)

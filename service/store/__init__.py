@@ -63,35 +63,7 @@ class Store:
         self.ledgers = Ledgers(self.writer)
         self.team = TeamOutbox(self.writer)
 
-        # The names callers used before the parts: bound methods, so each keeps its part's signature.
-        self.upsert_session = self.sessions.upsert_session
-        self.session = self.sessions.session
-        self.archive_profile = self.sessions.archive_profile
-        self.segments = self.sessions.segments
-        self.record_reminder = self.sessions.record_reminder
-        self.known_reminders = self.sessions.known_reminders
-        self.reminders = self.sessions.reminders
-        self.add_spend = self.spend.add_spend
-        self.spend_rows = self.spend.spend_rows
-        self.get_scan_state = self.spend.get_scan_state
-        self.scan_states = self.spend.scan_states
-        self.set_scan_state = self.spend.set_scan_state
-        self.save_handoff = self.handoffs.save_handoff
-        self.undelivered_handoffs = self.handoffs.undelivered_handoffs
-        self.load_handoff = self.handoffs.load_handoff
-        self.lineage_of = self.handoffs.lineage_of
-        self.add_turn_record = self.history.add_turn_record
-        self.add_turn_records = self.history.add_turn_records
-        self.forget_prompts = self.history.forget_prompts
-        self.history_page = self.history.history_page
-        self.history_search = self.history.history_search
-        self.history_locate = self.history.history_locate
-        self.add_channel_event = self.ledgers.add_channel_event
-        self.channel_events = self.ledgers.channel_events
-        self.snapshot_ledger = self.ledgers.snapshot_ledger
-        self.ledger_snapshots = self.ledgers.ledger_snapshots
-        self.team_outbox = self.team.team_outbox
-        self.team_outbox_write = self.team.team_outbox_write
+        # the writer's own operations, which concern the whole store
         self.configure = self.writer.configure
         self.health = self.writer.health
         self.retry_pending = self.writer.retry_pending

@@ -42,7 +42,7 @@ Row = dict[str, Any]      # a row as the store answers it
 _R = TypeVar("_R")
 
 
-def _day(value: Any) -> str:
+def day_text(value: Any) -> str:
     if isinstance(value, datetime):
         return utc_iso(value)[:10]
     if isinstance(value, date):
@@ -52,18 +52,18 @@ def _day(value: Any) -> str:
     return text[:10]
 
 
-def _norm_project(project: Any) -> str | None:
+def norm_project(project: Any) -> str | None:
     if project is None or str(project).strip() == "":
         return None
     return os.path.normpath(str(project))
 
 
-def _path_list(paths: Iterable[Any] | None) -> list[str]:
+def path_list(paths: Iterable[Any] | None) -> list[str]:
     """The paths as text, each once, in their order (empty ones left out)."""
     return list(dict.fromkeys(text for text in (str(p) for p in paths or ()) if text))
 
 
-def _cut(text: Any, limit: int) -> str | None:
+def cut_text(text: Any, limit: int) -> str | None:
     if text is None:
         return None
     whole = str(text)
@@ -71,7 +71,7 @@ def _cut(text: Any, limit: int) -> str | None:
 
 
 @dataclass
-class _Op:
+class QueuedWrite:
     """One queued write: `kind` names its entry in the writer's table; `key` lets equal writes merge."""
 
     kind: str

@@ -5,7 +5,7 @@ import re
 import secrets
 from typing import Any, Iterable
 
-from service.store.common import (Models, Operation, Row, _cut, _norm_project, _Op, _path_list, session_lineage,
+from service.store.common import (Models, Operation, Row, cut_text, norm_project, QueuedWrite, path_list, session_lineage,
                                   spread, utc_iso)
 from service.store.writer import Writer
 
@@ -64,12 +64,12 @@ class Handoffs:
                         if p["row"]["from_session"] == from_sid]
                 lineage = mine[-1] if mine else None
         row = {
-            "token": self._new_token(), "task": _cut(task_text, TASK_MAX), "body": _cut(body_text, BODY_MAX),
-            "paths": _path_list(paths), "project": _norm_project(project), "created_at": utc_iso(),
+            "token": self._new_token(), "task": cut_text(task_text, TASK_MAX), "body": cut_text(body_text, BODY_MAX),
+            "paths": path_list(paths), "project": norm_project(project), "created_at": utc_iso(),
             "delivered_at": None, "from_session": from_sid, "delivered_to_session": None,
             "lineage_id": lineage or ("l-" + secrets.token_hex(6)),
         }
-        result = self._writer.submit([_Op("handoff_save", {"row": row})])
+        result = self._writer.submit([QueuedWrite("handoff_save", {"row": row})])
         return dict(row, stored=result is not None)
 
     def _w_handoff_save(self, m: Models, row: Row) -> bool:
@@ -82,7 +82,7 @@ class Handoffs:
         return True
 
     def _matches_project(self, value: str | None, project: str | None) -> bool:
-        return project is None or value == _norm_project(project)
+        return project is None or value == norm_project(project)
 
     def recent(self, project: str | None = None, undelivered: bool = False, limit: int = 50) -> list[Row]:
         """Handoffs newest first (queued ones included), optionally one project's and undelivered only."""
@@ -92,7 +92,7 @@ class Handoffs:
             H = m.Handoff
             query = H.select()
             if project is not None:
-                query = query.where(H.project == _norm_project(project))
+                query = query.where(H.project == norm_project(project))
             if undelivered:
                 query = query.where(H.delivered_at.is_null())
             return [self._handoff_dict(h) for h in query.order_by(H.created_at.desc(), H.id.desc()).limit(limit)]
@@ -131,7 +131,7 @@ class Handoffs:
         if not TOKEN_RE.match(token) or not session_id:
             return None
         sid, at = str(session_id), utc_iso()
-        result = self._writer.submit([_Op("handoff_load", {"token": token, "session_id": sid, "at": at})])
+        result = self._writer.submit([QueuedWrite("handoff_load", {"token": token, "session_id": sid, "at": at})])
         if result is not None:
             landed = result[0]  # the handoff, or None for an unknown token
             return dict(landed, stored=True) if isinstance(landed, dict) else None

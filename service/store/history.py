@@ -11,9 +11,9 @@ import peewee as pw
 
 import models
 
-from service.store.common import (Models, Operation, Row, _cut, _Op, _path_list, log, session_lineage, spread,
+from service.store.common import (Models, Operation, Row, cut_text, QueuedWrite, path_list, log, session_lineage, spread,
                                   utc_iso)
-from service.store.writer import Writer, _fault_kind
+from service.store.writer import Writer, fault_kind
 
 PROMPT_PREVIEW_MAX = 500   # characters of a prompt kept for history search
 MAX_SEARCH_WORDS = 16
@@ -111,7 +111,7 @@ class History:
             self._submit_turns(rows)
 
     def _submit_turns(self, rows: list[dict[str, Any]]) -> None:
-        self._writer.submit([_Op("turns", {"rows": rows}, ("queued",))])  # one key: queued batches merge
+        self._writer.submit([QueuedWrite("turns", {"rows": rows}, ("queued",))])  # one key: queued batches merge
 
     def _turn_payload(self, session_id: str, segment: int, turn: int, at: Any, *,
                       prompt_preview: str | None = None, paths_read: Iterable[str] = (),
@@ -122,8 +122,8 @@ class History:
             return {
                 "session_id": str(session_id), "segment": int(segment), "turn_index": int(turn),
                 "at": utc_iso(at) if at is not None else None,
-                "prompt_preview": _cut(prompt_preview, PROMPT_PREVIEW_MAX) if self._writer.store_prompts else None,
-                "paths_read": _path_list(paths_read), "paths_changed": _path_list(paths_changed),
+                "prompt_preview": cut_text(prompt_preview, PROMPT_PREVIEW_MAX) if self._writer.store_prompts else None,
+                "paths_read": path_list(paths_read), "paths_changed": path_list(paths_changed),
                 "tokens": int(tokens or 0), "cost_usd": float(cost_usd or 0.0), "lineage_id": lineage_id,
             }
         except Exception as exc:
@@ -152,7 +152,7 @@ class History:
 
     def forget_prompts(self) -> None:
         """Erase every stored prompt preview (for when the user turns `history.store_prompts` off)."""
-        self._writer.submit([_Op("forget_prompts", {})])
+        self._writer.submit([QueuedWrite("forget_prompts", {})])
 
     def _w_forget_prompts(self, m: Models) -> None:
         m.TurnRecord.update(prompt_preview=None).where(m.TurnRecord.prompt_preview.is_null(False)).execute()
@@ -228,7 +228,7 @@ class History:
                 try:
                     order = [(r[0], r[1]) for r in db.execute_sql(sql, (_fts_query(words), str(lineage_id)))]  # type: ignore[no-untyped-call]  # peewee has no annotations
                 except (pw.OperationalError, sqlite3.OperationalError) as exc:
-                    if _fault_kind(exc) != "other":
+                    if fault_kind(exc) != "other":
                         raise  # the database itself is failing
                     log.warning("full-text query %r was refused (%s); searching without the index", words, exc)
             if order is None:

@@ -5,7 +5,7 @@ import hashlib
 import json
 from typing import Any
 
-from service.store.common import Models, Operation, Row, _Op, log, spread, utc_iso
+from service.store.common import Models, Operation, Row, QueuedWrite, log, spread, utc_iso
 from service.store.writer import Writer
 
 CHANNELS = ("edit", "pinch", "retrieval")
@@ -52,7 +52,7 @@ class Ledgers:
             return False
         if any(p["row"]["dedup_key"] == row["dedup_key"] for p in self._writer.pending_payloads("channel")):
             return False
-        result = self._writer.submit([_Op("channel", {"row": row})])
+        result = self._writer.submit([QueuedWrite("channel", {"row": row})])
         return True if result is None else bool(result[0])
 
     def _w_channel(self, m: Models, row: Row) -> bool:
@@ -101,7 +101,7 @@ class Ledgers:
                 self._ledger_last[source] = canon
                 return False
             self._ledger_last[source] = canon
-            self._writer.submit([_Op("ledger", {"source": source, "ts": utc_iso(ts), "counters": json.loads(canon)})])
+            self._writer.submit([QueuedWrite("ledger", {"source": source, "ts": utc_iso(ts), "counters": json.loads(canon)})])
             return True
 
     def _w_ledger(self, m: Models, source: str, ts: str, counters: dict[str, Any]) -> None:

@@ -7,7 +7,7 @@ import peewee as pw
 
 from service.engine.model_mix import profile_models
 from service.engine.restart_savings import RestartFigures
-from service.store.common import Models, Operation, Payload, Row, _Op, _norm_project, log, newest, spread, utc_iso
+from service.store.common import Models, Operation, Payload, Row, QueuedWrite, norm_project, log, newest, spread, utc_iso
 from service.store.writer import Writer
 
 
@@ -52,14 +52,14 @@ class Sessions:
             seen = utc_iso(seen_at)
             payload = {
                 "session_id": str(session_id), "transcript": None if transcript is None else str(transcript),
-                "project": _norm_project(project), "model": model,
+                "project": norm_project(project), "model": model,
                 "is_subagent": None if is_subagent is None else bool(is_subagent),
                 "first_seen": seen, "last_seen": seen,
             }
         except Exception as exc:
             log.error("upsert_session ignored bad input: %s", exc)
             return
-        self._writer.submit([_Op("session", payload, (payload["session_id"],))])
+        self._writer.submit([QueuedWrite("session", payload, (payload["session_id"],))])
 
     def _w_session(self, m: Models, session_id: str, transcript: str | None, project: str | None, model: str | None,
                    is_subagent: bool | None, first_seen: str, last_seen: str) -> None:
@@ -126,7 +126,7 @@ class Sessions:
         except Exception as exc:
             log.error("archive_profile ignored a malformed profile: %s", exc)
             return
-        self._writer.submit([_Op("profile", {"row": row}, (row["session_id"], row["segment"]))])
+        self._writer.submit([QueuedWrite("profile", {"row": row}, (row["session_id"], row["segment"]))])
 
     def _w_profile(self, m: Models, row: Row) -> None:
         row = dict(row, archived_at=utc_iso())
@@ -192,7 +192,7 @@ class Sessions:
             if key in seen:
                 return False
             seen.add(key)
-            result = self._writer.submit([_Op("reminder", payload)])
+            result = self._writer.submit([QueuedWrite("reminder", payload)])
         return True if result is None else bool(result[0])
 
     def _w_reminder(self, m: Models, session_id: str, segment: int, lap: int, call: int, at: str) -> bool:

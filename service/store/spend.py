@@ -5,7 +5,7 @@ from typing import Any
 
 import peewee as pw
 
-from service.store.common import Models, Operation, Payload, Row, _day, _norm_project, _Op, log, newest, spread
+from service.store.common import Models, Operation, Payload, Row, day_text, norm_project, QueuedWrite, log, newest, spread
 from service.store.writer import Writer
 
 _TOKEN_COLUMNS = {
@@ -48,14 +48,14 @@ class Spend:
                 column = _TOKEN_COLUMNS.get(str(name))
                 if column is not None and value:
                     cols[column] += int(value)
-            payload = {"day": _day(day), "session_id": str(session_id), "model": str(model or "unknown"),
-                       "project": _norm_project(project), "is_subagent": bool(is_subagent),
+            payload = {"day": day_text(day), "session_id": str(session_id), "model": str(model or "unknown"),
+                       "project": norm_project(project), "is_subagent": bool(is_subagent),
                        "tokens": cols, "usd": float(usd or 0.0)}
         except Exception as exc:
             log.error("add_spend ignored bad input: %s", exc)
             return
         key = (payload["day"], payload["session_id"], payload["model"], payload["is_subagent"])
-        self._writer.submit([_Op("spend", payload, key)])
+        self._writer.submit([QueuedWrite("spend", payload, key)])
 
     def _w_spend(self, m: Models, day: str, session_id: str, model: str, project: str | None, is_subagent: bool,
                  tokens: dict[str, int], usd: float) -> None:
@@ -74,9 +74,9 @@ class Spend:
             S = m.DailySpend
             query = S.select()
             if since is not None:
-                query = query.where(S.day >= _day(since))
+                query = query.where(S.day >= day_text(since))
             if until is not None:
-                query = query.where(S.day <= _day(until))
+                query = query.where(S.day <= day_text(until))
             return [{"day": r.day, "session_id": r.session_id, "model": r.model, "project": r.project,
                      "is_subagent": bool(r.is_subagent), "usd": r.usd,
                      "tokens": {"in": r.tok_in, "cw5": r.tok_cw5, "cw1h": r.tok_cw1h, "cr": r.tok_cr,
@@ -112,7 +112,7 @@ class Spend:
         except Exception as exc:
             log.error("set_scan_state ignored bad input: %s", exc)
             return
-        self._writer.submit([_Op("scan", payload, (payload["path"],))])
+        self._writer.submit([QueuedWrite("scan", payload, (payload["path"],))])
 
     def _w_scan(self, m: Models, path: str, inode: int | None, size: int, mtime: float | None, offset: int) -> None:
         S = m.ScanState

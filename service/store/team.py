@@ -1,21 +1,14 @@
-"""The team view's parts of the store: the outbox (figures the team server has not confirmed yet) and
-applying the team schema's migrations with the models' runner (service/team/ owns what they mean)."""
+"""The team view's part of the store: the outbox (figures the team server has not confirmed yet;
+service/team/ decides what goes in)."""
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from service.store.common import Models, Operation, Row, _Op, spread
+from service.store.common import Models, Operation, Row, QueuedWrite, spread
 from service.store.writer import Writer
 
 DELETED = "deleted"  # the digest of a row to delete on the server
 _CHUNK = 400         # rows per INSERT (SQLite's bound-variable limit)
-
-
-def migrate_schema(db: Any, steps: Any) -> int:
-    """Bring another schema (the team's, on its server) to its newest version; the same runner as ours."""
-    import models
-
-    return int(models.migrate(db, steps))
 
 
 class TeamOutbox:
@@ -40,7 +33,7 @@ class TeamOutbox:
         False when the write could not be made now (it stays queued like any other).
         """
         payload = {"member": str(member), "put": list(put), "confirm": list(confirm), "drop": list(drop)}
-        return self._writer.submit([_Op("team_outbox", payload)]) is not None
+        return self._writer.submit([QueuedWrite("team_outbox", payload)]) is not None
 
     def _w_team_outbox(self, m: Models, member: str, put: list[Row], confirm: list[list[Any]],
                        drop: list[list[Any]]) -> None:

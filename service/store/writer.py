@@ -9,7 +9,7 @@ method raises into its caller. Reads answer a safe default (empty, None) when
 the database cannot be read, and see the writes still queued where that matters
 (reminders already raised, handoffs, scan progress, ledger snapshots).
 
-All writes go through `submit`, as small operations (`_Op`) applied in one
+All writes go through `submit`, as small operations (`QueuedWrite`) applied in one
 transaction; `batch()` groups several calls into one transaction (for example
 spend and the scan offset that produced it, so a crash cannot count twice).
 Each part of `Store` registers its kinds of write in the writer's table
@@ -37,7 +37,7 @@ import models
 
 from service.client.privdir import make_private_dirs
 from service.redact import redact
-from service.store.common import Models, Operation, Payload, _Op, log
+from service.store.common import Models, Operation, Payload, QueuedWrite, log
 
 _FAULT_TEXT = {
     "locked": "The ctxlamp database {where} is locked by another program",
@@ -53,7 +53,7 @@ _D = TypeVar("_D")
 _QUEUE_NOTE = "; measuring goes on and history is kept in memory until it can be saved."
 
 
-def _fault_kind(exc: BaseException) -> str | None:
+def fault_kind(exc: BaseException) -> str | None:
     """The kind of database fault, or None when the error is the write's own defect (bad data)."""
     if isinstance(exc, models.SchemaTooNew):
         return "schema_too_new"
@@ -121,12 +121,12 @@ class Writer:
         self._busy_timeout_ms = busy_timeout_ms
         self.lock = threading.RLock()  # the parts take it too, around a read-then-write of their own state
         self._operations: dict[str, Operation] = {}
-        self._pending: list[_Op] = []
-        self._inflight: list[_Op] = []  # queued writes being retried right now (still visible to reads)
+        self._pending: list[QueuedWrite] = []
+        self._inflight: list[QueuedWrite] = []  # queued writes being retried right now (still visible to reads)
         self._dropped = 0
         self._dropped_mark = 0  # _dropped when the current fault began
         self._faults: dict[str, str] = {}
-        self._batch: list[_Op] | None = None
+        self._batch: list[QueuedWrite] | None = None
         self.db: pw.Database | None = None
         self._m: Models | None = None
         self.fts = False  # the turn records' full-text index is there (SQLite with FTS5)
@@ -261,7 +261,7 @@ class Writer:
     # ------------------------------------------------------------------ fault bookkeeping
 
     def _fault(self, exc: BaseException) -> str:
-        kind = _fault_kind(exc) or "other"
+        kind = fault_kind(exc) or "other"
         self._announce(kind, exc)
         return kind
 
@@ -313,7 +313,7 @@ class Writer:
             return db.atomic(lock_type="IMMEDIATE")
         return db.atomic()
 
-    def submit(self, ops: list[_Op]) -> list[object] | None:
+    def submit(self, ops: list[QueuedWrite]) -> list[object] | None:
         """Apply now when possible; else queue. Returns the ops' results when applied now, else None."""
         if self.readonly:
             log.debug("read-only store: %d writes ignored", len(ops))
@@ -329,18 +329,18 @@ class Writer:
                 return None
             return self._apply(ops, saved_on_success=0)
 
-    def _apply(self, ops: list[_Op], saved_on_success: int, quiet: bool = False) -> list[object] | None:
+    def _apply(self, ops: list[QueuedWrite], saved_on_success: int, quiet: bool = False) -> list[object] | None:
         try:
             m = self._ensure_ready()
         except Exception as exc:  # cannot open or migrate: a fault whatever the exception
-            self._announce(_fault_kind(exc) or "unavailable", exc)
+            self._announce(fault_kind(exc) or "unavailable", exc)
             self._queue_after_fault(ops)
             return None
         try:
             with self._txn():
                 results = [self._operations[op.kind].apply(m, op.payload) for op in ops]
         except Exception as exc:
-            if _fault_kind(exc) is None:
+            if fault_kind(exc) is None:
                 self._apply_each(ops, exc)
                 return None
             self._fault(exc)
@@ -350,7 +350,7 @@ class Writer:
             self._recovered(saved_on_success)
         return results
 
-    def _queue_after_fault(self, ops: list[_Op]) -> None:
+    def _queue_after_fault(self, ops: list[QueuedWrite]) -> None:
         self._enqueue(ops)
         delay = self._backoff
         self._next_retry = self._clock() + delay
@@ -382,7 +382,7 @@ class Writer:
             except Exception:
                 log.exception("retrying the queued ctxlamp database writes failed")
 
-    def _apply_each(self, ops: list[_Op], first: BaseException) -> None:
+    def _apply_each(self, ops: list[QueuedWrite], first: BaseException) -> None:
         """A write the database refuses for its own data: drop it (logged), keep the others."""
         if len(ops) == 1:
             self._dropped += 1
@@ -397,7 +397,7 @@ class Writer:
             self._recovered(len(ops))
         return None
 
-    def _enqueue(self, ops: list[_Op]) -> None:
+    def _enqueue(self, ops: list[QueuedWrite]) -> None:
         self._pending.extend(ops)
         if len(self._pending) > self.max_pending:
             self._compact()
@@ -411,7 +411,7 @@ class Writer:
 
     def _compact(self) -> None:
         """Merge queued writes that can be merged (spend adds up; upserts keep the newest)."""
-        out: list[_Op] = []
+        out: list[QueuedWrite] = []
         index: dict[tuple[Any, ...], int] = {}
         for op in self._pending:
             operation = self._operations.get(op.kind)
@@ -422,7 +422,7 @@ class Writer:
             ident = (op.kind, *op.key)
             if ident in index:
                 slot = index[ident]
-                out[slot] = _Op(op.kind, merge(out[slot].payload, op.payload), op.key)
+                out[slot] = QueuedWrite(op.kind, merge(out[slot].payload, op.payload), op.key)
             else:
                 index[ident] = len(out)
                 out.append(op)
@@ -501,7 +501,7 @@ class Writer:
                     m = self._ensure_ready()
             result = fn(m)
         except Exception as exc:
-            kind = _fault_kind(exc)
+            kind = fault_kind(exc)
             if kind is None:
                 log.exception("ctxlamp database read failed")
             elif not self.readonly:

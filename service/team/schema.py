@@ -50,14 +50,14 @@ def init(url: str) -> int:
     """
     import psycopg2
 
-    from service.store.team import migrate_schema
+    from models.migrations import migrate  # the runner ours uses: generic, it knows no table of ours
     from service.team.migrations import steps
 
     conn = connect(url)  # the failures classified, before peewee wraps them
     try:
         db = _owner_db(conn)
         try:
-            version = migrate_schema(db, steps())
+            version = migrate(db, steps())
             problems = lock_down(db, url)
         finally:
             db.close()

@@ -10,7 +10,7 @@ from service.channels import ChannelMeters
 from service.channels.spend import SpendCollector
 from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
 from service.engine.prices import PriceTable
-from service.measure.tokenizer import encode_len
+from service.engine_setup.tokenizer import encode_len
 from tests.support.transcripts import to_bytes
 
 

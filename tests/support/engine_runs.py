@@ -1,7 +1,7 @@
 """A session's entries fed to a fresh engine (with the bundled prices), and the calls among its events."""
 from __future__ import annotations
 
-from service.measure.engines import load_prices, new_engine
+from service.engine_setup.engines import load_prices, new_engine
 from tests.support import transcripts as T
 
 PRICES = load_prices()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.measure import tokenizer as ts
-from service.measure.o200k_count import SmallTextCounter
+from service.engine_setup import tokenizer as ts
+from service.engine_setup.o200k_count import SmallTextCounter
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from service.engine import LineSplitter
-from service.measure.engines import load_prices, new_engine
+from service.engine_setup.engines import load_prices, new_engine
 from tests.support.corpus import REWIND
 
 FIXTURE = REWIND

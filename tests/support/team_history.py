@@ -91,9 +91,9 @@ def write_member(home: Path, claude: Path, seed: int, days: int = 3, sessions: i
     code = ("import json, sys; from service.store import Store\n"
             "st = Store(sys.argv[1]); rows = json.loads(sys.argv[2])\n"
             "for p in rows:\n"
-            "    st.upsert_session(p['session_id'], project=p['project'], model=p['model'])\n"
-            "    st.archive_profile(p)\n"
-            "    if p['segment'] != 1: st.record_reminder(p['session_id'], p['segment'], 1, 3, p['started_at'])\n"
+            "    st.sessions.upsert_session(p['session_id'], project=p['project'], model=p['model'])\n"
+            "    st.sessions.archive_profile(p)\n"
+            "    if p['segment'] != 1: st.sessions.record_reminder(p['session_id'], p['segment'], 1, 3, p['started_at'])\n"
             "st.close()\n")
     subprocess.run([sys.executable, "-c", code, str(home / "ctxlamp.db"), json.dumps(profiles)], cwd=ROOT,
                    check=True, env={**os.environ, "CTXLAMP_HOME": str(home)})

@@ -132,6 +132,39 @@ def test_the_engine_imports_nothing_of_ours_but_the_payload_types():
         assert not bad, f"{py.relative_to(ROOT)} imports {sorted(bad)}"
 
 
+def test_only_the_store_imports_the_models_and_the_team_schema_only_their_runner():
+    for py in (ROOT / "service").rglob("*.py"):
+        rel = py.relative_to(ROOT).as_posix()
+        used = {n for n in imported_names(py) if n == "models" or n.startswith("models.")}
+        if rel.startswith("service/store/"):
+            continue
+        allowed = {"models.migrations"} if rel == "service/team/schema.py" else set()
+        assert used <= allowed, f"{rel} imports {sorted(used)}"
+
+
+def test_no_module_imports_another_modules_private_names():
+    for package in ("service", "desktop", "models"):
+        for py in (ROOT / package).rglob("*.py"):
+            tree = ast.parse(py.read_text(encoding="utf-8"), str(py))
+            private = [f"{node.module}.{a.name}" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                       and (node.module or "").split(".")[0] in ("service", "desktop", "models")
+                       for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+            assert not private, f"{py.relative_to(ROOT)} imports {private}"
+
+
+def test_the_store_is_called_through_its_parts():
+    """One way to call each operation: `Store` binds no part's method under its own name."""
+    from service.store import Store
+
+    store = Store(":memory:")
+    try:
+        parts = [store.sessions, store.spend, store.handoffs, store.history, store.ledgers, store.team]
+        methods = {name for part in parts for name in dir(part) if not name.startswith("_")}
+        assert methods & set(vars(store)) == set()
+    finally:
+        store.close()
+
+
 def test_models_depend_on_nothing_of_ours():
     for py in (ROOT / "models").rglob("*.py"):
         bad = _ours(imported_names(py), "models")

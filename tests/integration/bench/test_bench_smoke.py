@@ -186,10 +186,10 @@ def test_long_turn_bench_makes_one_turn_of_all_its_calls(tmp_path):
     feed_seconds(one_turn(50), tmp_path)
     store = Store(tmp_path / "ctxlamp.db")
     try:
-        lineage = store.save_handoff("t", "b", [], "/work", from_session="long-turn")["lineage_id"]
-        hits, total = store.history_locate(lineage, "/work/f48.py")
+        lineage = store.handoffs.save_handoff("t", "b", [], "/work", from_session="long-turn")["lineage_id"]
+        hits, total = store.history.history_locate(lineage, "/work/f48.py")
         assert total == 1 and hits[0]["turn"] == 0
-        page = store.history_page(lineage, 1)
+        page = store.history.history_page(lineage, 1)
         assert page["total"] == 1 and len(page["turns"][0]["paths_read"]) == 49
     finally:
         store.close()

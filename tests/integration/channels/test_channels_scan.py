@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from service.report.scan import (ScanCache, SizeMemo, discover, scan,
                                    scan_bytes)
-from service.measure.tokenizer import encode_len
+from service.engine_setup.tokenizer import encode_len
 from tests.support.channels import every_line_reference, fixture_file
 from tests.support.corpus import all_transcripts, fixture_tree, REAL_FIXTURES
 from tests.support.expected import EXPECTED, fixture_path, REAL_EXPECTED

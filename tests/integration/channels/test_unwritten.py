@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from service.channels.spend import model_usage
-from service.measure.engines import load_prices
+from service.engine_setup.engines import load_prices
 from tests.support import transcripts as T
 from tests.support.corpus import CC, CLI_CORPORA, ROOT
 

@@ -56,7 +56,7 @@ def save_handoffs(ctx_home: Path, items: list[tuple[str, str]]) -> list[str]:
     store = Store(ctx_home / "ctxlamp.db")
     tokens = []
     for project, task in items:
-        tokens.append(store.save_handoff(task=task, body=f"notes for {task}", paths=["/work/proj/a.py"],
+        tokens.append(store.handoffs.save_handoff(task=task, body=f"notes for {task}", paths=["/work/proj/a.py"],
                                          project=project, from_session="sess-old")["token"])
         time.sleep(0.005)  # distinct millisecond timestamps
     store.close()
@@ -134,7 +134,7 @@ def test_delivered_handoffs_are_not_offered_again(env, ctx_home):
 
     first, second = save_handoffs(ctx_home, [("/work/proj", "old one"), ("/work/proj", "new one")])
     store = Store(ctx_home / "ctxlamp.db")
-    assert store.load_handoff(second, "sess-taker") is not None
+    assert store.handoffs.load_handoff(second, "sess-taker") is not None
     store.close()
     assert TOKEN.findall(injected(run_hook(payload("startup"), env)[0])) == [first]
 

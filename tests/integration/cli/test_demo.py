@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from service.cli.demo_session import generate, play
-from service.measure.engines import load_prices, new_engine
+from service.engine_setup.engines import load_prices, new_engine
 from tests.support.corpus import ROOT
 
 

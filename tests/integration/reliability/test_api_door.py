@@ -316,7 +316,7 @@ def test_files_holding_tokens_prompts_or_history_are_private(world):
     seen = []
     for path in [home, *home.rglob("*")]:
         if "tiktoken" in path.relative_to(home).parts:
-            continue  # the public o200k tokenizer file (service/measure/tokenizer.py), inside the 0700 folder
+            continue  # the public o200k tokenizer file (service/engine_setup/tokenizer.py), inside the 0700 folder
         mode = stat.S_IMODE(path.stat().st_mode)
         if path.is_dir():
             assert mode == 0o700, (path, oct(mode))

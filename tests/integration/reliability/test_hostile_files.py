@@ -79,7 +79,7 @@ def test_an_endless_line_is_never_held_whole():
 
 def test_a_live_session_whose_file_vanishes_or_becomes_a_folder_mid_read_goes_missing(tmp_path):
     from service.ingest.live import LiveSession
-    from service.measure.engines import load_prices, new_engine
+    from service.engine_setup.engines import load_prices, new_engine
 
     prices = load_prices()
     path = tmp_path / "p" / GOOD

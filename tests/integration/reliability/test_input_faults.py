@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.engine import LineSplitter
-from service.measure.engines import load_prices, new_engine
+from service.engine_setup.engines import load_prices, new_engine
 from tests.support import transcripts as T
 from tests.support.corpus import ROOT
 

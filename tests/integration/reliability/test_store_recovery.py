@@ -30,12 +30,12 @@ def test_a_cleared_lock_is_noticed_without_another_write(tmp_path):
     store = Store(db, busy_timeout_ms=30, retry_backoff=(0.1, 0.4), retry_in_background=True,
                   on_message=lambda kind, text: told.append((kind, text)))
     try:
-        store.archive_profile(dict(PROFILE, segment=9))  # a healthy write: no timer afterwards
+        store.sessions.archive_profile(dict(PROFILE, segment=9))  # a healthy write: no timer afterwards
         assert store.pending_writes == 0 and not _retry_threads()
         other = sqlite3.connect(db, isolation_level=None)
         other.execute("BEGIN EXCLUSIVE")
         t0 = time.monotonic()
-        store.archive_profile(PROFILE)
+        store.sessions.archive_profile(PROFILE)
         assert time.monotonic() - t0 < 1.0  # a short wait, then queued: the caller is not held up
         assert store.pending_writes == 1 and store.health()["ok"] is False
         time.sleep(0.6)  # several retries fail while the lock is held; still queued, still told once
@@ -44,7 +44,7 @@ def test_a_cleared_lock_is_noticed_without_another_write(tmp_path):
         other.close()
         wait_for(lambda: store.pending_writes == 0, timeout=5, what="the timer to save the queued write")
         assert store.health()["ok"] is True
-        assert {r["segment"] for r in store.segments("s1")} == {0, 9}
+        assert {r["segment"] for r in store.sessions.segments("s1")} == {0, 9}
         assert [k for k, _ in told] == ["locked", "recovered"]
         wait_for(lambda: not _retry_threads(), timeout=2, what="no timer once the queue is empty")
     finally:
@@ -58,7 +58,7 @@ def test_without_the_setting_the_queue_waits_for_the_next_write(tmp_path):
     try:
         other = sqlite3.connect(db, isolation_level=None)
         other.execute("BEGIN EXCLUSIVE")
-        store.archive_profile(PROFILE)
+        store.sessions.archive_profile(PROFILE)
         other.execute("COMMIT")
         other.close()
         time.sleep(0.3)
@@ -74,13 +74,13 @@ def test_a_deleted_database_comes_back_with_its_history_and_takes_new_writes(tmp
     told: list[str] = []
     store = Store(db, on_message=lambda kind, text: told.append(kind))
     try:
-        before = store.save_handoff("before", "body", [], "/p", from_session="A")
-        store.archive_profile(PROFILE)
+        before = store.handoffs.save_handoff("before", "body", [], "/p", from_session="A")
+        store.sessions.archive_profile(PROFILE)
         for p in folder.iterdir():
             p.unlink()
         folder.rmdir()
-        store.archive_profile(dict(PROFILE, segment=1, end_reason="rotation"))
-        after = store.save_handoff("after", "body", [], "/p", from_session="A")
+        store.sessions.archive_profile(dict(PROFILE, segment=1, end_reason="rotation"))
+        after = store.handoffs.save_handoff("after", "body", [], "/p", from_session="A")
         assert db.exists() and oct(db.stat().st_mode & 0o777) == "0o600"
         assert oct(folder.stat().st_mode & 0o777) == "0o700"
         assert told.count("recreated") == 1
@@ -89,7 +89,7 @@ def test_a_deleted_database_comes_back_with_its_history_and_takes_new_writes(tmp
     fresh = Store(db)  # another process opening the file now sees all of it
     try:
         assert {h["token"] for h in fresh.handoffs.recent("/p")} == {before["token"], after["token"]}
-        assert {r["segment"] for r in fresh.segments("s1")} == {0, 1}
+        assert {r["segment"] for r in fresh.sessions.segments("s1")} == {0, 1}
     finally:
         fresh.close()
     con = sqlite3.connect(db)
@@ -108,13 +108,13 @@ def test_a_database_replaced_by_another_file_is_used_as_found(tmp_path):
     Store(other_db).close()  # a valid database (a backup being restored, say)
     store = Store(db)
     try:
-        store.archive_profile(PROFILE)
+        store.sessions.archive_profile(PROFILE)
         os.replace(other_db, db)
-        store.archive_profile(dict(PROFILE, segment=1))
+        store.sessions.archive_profile(dict(PROFILE, segment=1))
     finally:
         store.close()
     fresh = Store(db)
     try:
-        assert 1 in {r["segment"] for r in fresh.segments("s1")}
+        assert 1 in {r["segment"] for r in fresh.sessions.segments("s1")}
     finally:
         fresh.close()

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.config import DEFAULTS, ConfigError, merge
-from service.measure.engines import load_prices
+from service.engine_setup.engines import load_prices
 from service.days import DayOf, UnknownZone, Zone
 from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
 from service.report.summary import build_summary

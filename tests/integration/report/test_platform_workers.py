@@ -110,7 +110,7 @@ def test_a_spawned_report_worker_imports_only_what_scanning_needs(tmp_path):
     loaded = set(modules)
     assert "service.report.scan" in loaded
     unused = {"PySide6", "peewee", "tiktoken", "watchdog", "psycopg2", "apscheduler", "mcp", "pytest",
-              "service.cli", "service.daemon", "service.store", "service.api", "service.measure.tokenizer",
+              "service.cli", "service.daemon", "service.store", "service.api", "service.engine_setup.tokenizer",
               "service.engine.session",
               "models", "multiprocessing", "concurrent.futures"}
     assert not {m for m in loaded if m in unused or m.split(".")[0] in unused - {"service"}}
@@ -126,7 +126,7 @@ def test_spawned_workers_start_only_for_a_longer_scan():
 @pytest.mark.parametrize("method", ["serial", "fork", "spawn"])
 def test_the_scan_replays_the_main_transcripts_as_the_report_alone_would(tmp_path, monkeypatch, method):
     """The restart figures replayed from the scan's own read equal a replay of each file on its own."""
-    from service.measure.engines import load_prices
+    from service.engine_setup.engines import load_prices
     from service.report import restart
 
     if method == "fork" and not forked.can_fork():
@@ -151,7 +151,7 @@ def test_the_scan_replays_the_main_transcripts_as_the_report_alone_would(tmp_pat
 
 def _replayed_alone(path, prices, max_line=None, chunk_size=1 << 20):
     """What `ctxlamp replay` gives for a file's segments (the engine's own reader), as the report keeps them."""
-    from service.measure.engines import replay_file
+    from service.engine_setup.engines import replay_file
     from service.report import restart
 
     end = [e for e in replay_file(path, prices, full_events=False, max_line=max_line, chunk_size=chunk_size)
@@ -162,7 +162,7 @@ def _replayed_alone(path, prices, max_line=None, chunk_size=1 << 20):
 def test_the_reports_reader_feeds_the_engine_what_replay_feeds_it(tmp_path):
     """Blank lines, lines the parser skips by their opening bytes, over-long and broken lines and an
     unfinished last line, in chunks that cut lines anywhere: the same segments and skipped lines."""
-    from service.measure.engines import load_prices
+    from service.engine_setup.engines import load_prices
     from service.report import restart
     from tests.support.corpus import scenario_session
 

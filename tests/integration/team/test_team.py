@@ -451,18 +451,18 @@ def test_the_local_store_also_runs_on_a_postgresql_database_url(pg):
     st = Store(url)
     try:
         assert st.health() == {"ok": True, "error": None}
-        st.upsert_session("s1", project="/p", model="m")
-        st.archive_profile({"session_id": "s1", "segment": 0, "rent_usd": 1.5, "path_totals": {"a.py": 3}})
-        assert st.record_reminder("s1", 0, 1, 3, "2026-11-01T00:00:00Z") is True
-        assert st.record_reminder("s1", 0, 1, 3, "2026-11-01T00:00:00Z") is False
-        st.add_spend("2026-11-01", "s1", "m", "/p", False, {"in": 3}, 0.5)
-        st.add_spend("2026-11-01", "s1", "m", "/p", False, {"in": 2}, 0.25)
-        assert [p["rent_usd"] for p in st.segments()] == [1.5]
-        assert st.spend_rows()[0]["usd"] == 0.75 and st.spend_rows()[0]["tokens"]["in"] == 5
+        st.sessions.upsert_session("s1", project="/p", model="m")
+        st.sessions.archive_profile({"session_id": "s1", "segment": 0, "rent_usd": 1.5, "path_totals": {"a.py": 3}})
+        assert st.sessions.record_reminder("s1", 0, 1, 3, "2026-11-01T00:00:00Z") is True
+        assert st.sessions.record_reminder("s1", 0, 1, 3, "2026-11-01T00:00:00Z") is False
+        st.spend.add_spend("2026-11-01", "s1", "m", "/p", False, {"in": 3}, 0.5)
+        st.spend.add_spend("2026-11-01", "s1", "m", "/p", False, {"in": 2}, 0.25)
+        assert [p["rent_usd"] for p in st.sessions.segments()] == [1.5]
+        assert st.spend.spend_rows()[0]["usd"] == 0.75 and st.spend.spend_rows()[0]["tokens"]["in"] == 5
         row = {"kind": "day", "key": "[1]", "payload": {"a": 1}, "digest": "d1"}
-        assert st.team_outbox_write("me", put=[row])
-        assert st.team_outbox_write("me", confirm=[["day", "[1]", "d1"]])
-        assert st.team_outbox("me")[0]["confirmed"] == "d1"
+        assert st.team.team_outbox_write("me", put=[row])
+        assert st.team.team_outbox_write("me", confirm=[["day", "[1]", "d1"]])
+        assert st.team.team_outbox("me")[0]["confirmed"] == "d1"
         assert pg.sql("SELECT version FROM schema_version", database="local_store")[0][0] >= 2
     finally:
         st.close()

@@ -57,11 +57,11 @@ def team_db(pg: PgServer, name: str, tmp_path: Path, version: int | None = None)
     if version is None:
         schema.init(owner)
     else:
-        from service.store.team import migrate_schema
+        from models.migrations import migrate
 
         db = schema._owner_db(server.connect(owner))
         try:
-            migrate_schema(db, steps()[:version])
+            migrate(db, steps()[:version])
         finally:
             db.close()
     urls = {m: schema.add_member(owner, m, pgpass) for m in (A, B)}

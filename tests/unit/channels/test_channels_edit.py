@@ -8,7 +8,7 @@ import pytest
 from service.channels.edit import EditMeter, classify_miss, is_anchored_tool
 from service.channels.ledgers import counter_delta, lean_ctx_path, read_lean_ctx
 from service.report.summary import build_summary
-from service.measure.tokenizer import encode_len
+from service.engine_setup.tokenizer import encode_len
 from tests.support.transcripts import call, result, tool
 
 from tests.support.channels import price_lookup, result_file

@@ -29,7 +29,7 @@ import pytest
 
 from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
 from service.channels.spend import is_placeholder_output
-from service.measure.tokenizer import encode_len
+from service.engine_setup.tokenizer import encode_len
 from tests.support.corpus import CC, CLI_CORPORA, FIXTURES, all_transcripts, needs_real_fixtures, scenario_session
 from tests.support.expected import EXPECTED, REAL_EXPECTED, fixture_path
 

@@ -8,7 +8,7 @@ import pytest
 from service.channels import ChannelMeters
 from service.channels.ledgers import iso_ts, read_native_ledger
 from service.report.summary import build_summary
-from service.measure.tokenizer import encode_len
+from service.engine_setup.tokenizer import encode_len
 
 from tests.support.channels import price_lookup
 

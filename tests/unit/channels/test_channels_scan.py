@@ -7,7 +7,7 @@ import pytest
 
 from service.report.scan import (ProgressPrinter, ScanCache, SizeMemo, TranscriptFile, discover, scan,
                                    scan_bytes)
-from service.measure.tokenizer import encode_len
+from service.engine_setup.tokenizer import encode_len
 from tests.support.channels import every_line_reference, fixture_file
 from tests.support.corpus import fixture_tree, needs_real_fixtures, scenario_session
 from tests.support.expected import EXPECTED, fixture_path, REAL_EXPECTED

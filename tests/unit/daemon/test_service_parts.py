@@ -205,7 +205,7 @@ def test_the_snapshot_type_names_every_field_the_engine_publishes():
 
     from service.api.openapi import SCHEMAS
     from service.client.payloads import Lamp, Snapshot
-    from service.measure.engines import load_prices, replay_file
+    from service.engine_setup.engines import load_prices, replay_file
     from tests.support.corpus import CC
 
     path = next((CC / "model-switch" / "projects").glob("*/*.jsonl"))

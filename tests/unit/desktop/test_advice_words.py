@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from desktop.present import fmt
 from desktop.present import lamp as vm
-from service.measure.engines import new_engine
+from service.engine_setup.engines import new_engine
 from service.statusline import line
 from service.limits.serve import SESSION_FIELDS
 from tests.support.corpus import scenario_session

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from resources import resource_path
 from service.engine import EngineConfig, LineSplitter
 from service.engine.advice import AdviceBasis
-from service.measure.engines import new_engine
+from service.engine_setup.engines import new_engine
 from service.report.restart import advice_basis
 from tests.support import transcripts as T
 from tests.support.engine_runs import PRICES, calls_of, run

@@ -8,7 +8,7 @@ import pytest
 
 from resources import resource_path
 from service.engine.prices import PriceTable
-from service.measure.engines import load_prices
+from service.engine_setup.engines import load_prices
 from service.report.scan import SizeMemo, TranscriptFile, scan_bytes
 from service.report.summary import build_summary
 from tests.support import transcripts as T
@@ -89,7 +89,7 @@ def test_a_users_override_wins_at_every_date():
 
 def test_the_engine_bills_each_call_at_its_days_rates(tmp_path):
     """Replay (the same engine the service runs live): the segment's bill takes each call at its own rates."""
-    from service.measure.engines import replay_file
+    from service.engine_setup.engines import replay_file
 
     path = tmp_path / "s.jsonl"
     entries = [T.prompt("go", 0), call_at("before", "2026-10-06T23:00:00.000Z"),

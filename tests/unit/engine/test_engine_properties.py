@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.engine import EngineConfig
-from service.measure.engines import new_engine
+from service.engine_setup.engines import new_engine
 from tests.support.engine_runs import PRICES, calls_of, run
 from tests.support import transcripts as T
 

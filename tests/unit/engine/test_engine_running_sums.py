@@ -12,7 +12,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.measure.engines import load_prices, new_engine
+from service.engine_setup.engines import load_prices, new_engine
 from tests.support import transcripts as T
 
 PRICES = load_prices()

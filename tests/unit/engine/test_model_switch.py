@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from service.engine import EngineConfig
 from service.engine.model_mix import profile_models
-from service.measure.engines import load_prices
+from service.engine_setup.engines import load_prices
 from tests.support import transcripts as T
 from tests.support.engine_runs import calls_of, run
 
@@ -259,8 +259,8 @@ def test_the_store_keeps_each_models_calls_and_spend_and_reads_old_rows_as_their
     store = Store(path)  # migrates to the newest schema
     try:
         _, events = run(T.switched_session([SONNET] * 3 + [OPUS] * 2 + [SONNET]))
-        store.archive_profile(events[-1]["segments"][0])
-        stored = {p["session_id"]: p for p in store.segments()}
+        store.sessions.archive_profile(events[-1]["segments"][0])
+        stored = {p["session_id"]: p for p in store.sessions.segments()}
         assert stored[T.SID]["models"] == events[-1]["segments"][0]["models"]
         assert [(m["model"], m["calls"]) for m in stored[T.SID]["models"]] == [(SONNET, 4), (OPUS, 2)]
         assert stored["old"]["models"] == [{"model": SONNET, "calls": 4, "bill_in_usd": 0.5, "bill_out_usd": 0.1}]

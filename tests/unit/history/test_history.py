@@ -10,7 +10,9 @@ from service.store import Store
 
 
 def ask_of(store: Store) -> history.HistoryReads:
-    return store  # the store answers the history reads itself (the service's persistence wraps it)
+    from service.daemon.persist import Persistence
+
+    return Persistence(store)  # the history reads as the service answers them
 
 
 @pytest.fixture
@@ -23,12 +25,12 @@ def store(tmp_path):
 def make_lineage(store: Store, turns: int) -> str:
     """Session `old` has `turns` turns, saves a handoff; session `new` loads it. Returns the token."""
     for i in range(turns):
-        store.add_turn_record("old", 0, i, f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}.000Z",
+        store.history.add_turn_record("old", 0, i, f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}.000Z",
                               prompt_preview=f"turn {i} about the zebra parser" + (" and lions" if i % 4 == 0 else ""),
                               paths_read=[f"/p/src/mod_{i % 3}.py"], paths_changed=["/p/src/parser.py"] if i % 2 else [],
                               tokens=100 + i, cost_usd=0.01)
-    token = store.save_handoff("go on", "notes", ["/p/src/parser.py"], "/p", from_session="old")["token"]
-    assert store.load_handoff(token, "new") is not None
+    token = store.handoffs.save_handoff("go on", "notes", ["/p/src/parser.py"], "/p", from_session="old")["token"]
+    assert store.handoffs.load_handoff(token, "new") is not None
     return token
 
 

@@ -180,23 +180,23 @@ def test_turn_sink_writes_searchable_records_into_the_real_store(tmp_path, store
     from service.history.sink import TurnSink
 
     store = Store(tmp_path / "ctxlamp.db")
-    sink = TurnSink(store.add_turn_records, store_prompts=store_prompts)
+    sink = TurnSink(store.history.add_turn_records, store_prompts=store_prompts)
     (path, entries), = [(p, e) for p, e in _fixture_entries("subagent-and-compact")]
     session = _Session(path)
     for entry in entries:
         sink(session, entry)
     sink.finish(session)
-    saved = store.save_handoff("t", "b", [], str(WORKSPACE), from_session=session.session_id)
+    saved = store.handoffs.save_handoff("t", "b", [], str(WORKSPACE), from_session=session.session_id)
     lineage = saved["lineage_id"]
-    page = store.history_page(lineage, 1)
+    page = store.history.history_page(lineage, 1)
     assert page["total"] == 2
     previews = [t["prompt_preview"] for t in page["turns"]]
-    hits, total = store.history_locate(lineage, "src/api.py")
+    hits, total = store.history.history_locate(lineage, "src/api.py")
     assert total == 1 and hits[0]["turn"] == 1
     if store_prompts:
         assert previews[0].startswith("TASK-A") and previews[1].startswith("TASK-B")
-        assert store.history_search(lineage, "check api")[1] == 1
-        assert store.history_search(lineage, "checked")[1] == 1  # a word only the model's answer had
+        assert store.history.history_search(lineage, "check api")[1] == 1
+        assert store.history.history_search(lineage, "checked")[1] == 1  # a word only the model's answer had
     else:
         assert previews == [None, None]
         raw = b"".join(p.read_bytes() for p in tmp_path.glob("ctxlamp.db*"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 import time
 
-from service.ingest.handoff import HandOffLock
+from service.ingest.fairlock import FairLock
 
 
 def _until(cond, within_s: float = 10.0) -> None:
@@ -15,7 +15,7 @@ def _until(cond, within_s: float = 10.0) -> None:
 
 
 def test_a_waiting_thread_has_the_lock_before_its_busy_owner_takes_it_back():
-    lock, order = HandOffLock(), []
+    lock, order = FairLock(), []
 
     def api_thread() -> None:
         with lock:
@@ -36,7 +36,7 @@ def test_a_waiting_thread_has_the_lock_before_its_busy_owner_takes_it_back():
 
 
 def test_the_hand_over_is_bounded_and_the_lock_stays_reentrant():
-    lock = HandOffLock()
+    lock = FairLock()
     t = time.monotonic()
     lock.let_waiting_in(5.0)  # nobody waits: at once
     assert time.monotonic() - t < 1.0

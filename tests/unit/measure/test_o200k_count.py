@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from service.measure.o200k_count import MAX_MERGED_PIECE, O200K_PATTERN, SmallTextCounter, SortedRanks
+from service.engine_setup.o200k_count import MAX_MERGED_PIECE, O200K_PATTERN, SmallTextCounter, SortedRanks
 from tests.support.o200k import tiktoken_len  # the fixtures `encoding` and `small` come from there too (conftest)
 from tests.support.corpus import all_transcripts, needs_real_fixtures, REAL_FIXTURES
 from tests.support.transcripts import read_jsonl

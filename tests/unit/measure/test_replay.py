@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from service.engine import LineSplitter
-from service.measure.engines import load_prices, new_engine, replay_file
+from service.engine_setup.engines import load_prices, new_engine, replay_file
 from tests.support.corpus import main_transcripts, real_transcripts, scenario_session
 
 PRICES = load_prices()

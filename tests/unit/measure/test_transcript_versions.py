@@ -15,7 +15,7 @@ import pytest
 
 from service.report.scan import ScanCache, discover, scan
 from service.channels.spend import is_placeholder_output
-from service.measure.engines import load_prices, replay_file
+from service.engine_setup.engines import load_prices, replay_file
 from tests.support.transcripts import VERSIONS, priced_by_hand, versioned_story, write_story
 
 GENERATIONS = sorted(VERSIONS)

@@ -49,7 +49,7 @@ def _rows(path: Path, sql: str, args=()):
 
 
 def _turn(store, sid, turn, at, prompt="", read=(), changed=(), segment=0):
-    store.add_turn_record(sid, segment, turn, at, prompt_preview=prompt, paths_read=list(read),
+    store.history.add_turn_record(sid, segment, turn, at, prompt_preview=prompt, paths_read=list(read),
                           paths_changed=list(changed), tokens=100 * turn, cost_usd=0.01 * turn)
 
 
@@ -57,19 +57,19 @@ def _lineage_with(store, turns):
     """A lineage: session A's turns, a handoff from A, loaded by B; returns its id."""
     for i, (prompt, read, changed) in enumerate(turns, start=1):
         _turn(store, "A", i, f"2026-03-01T10:{i // 60:02d}:{i % 60:02d}Z", prompt, read, changed)
-    h = store.save_handoff("carry on", "notes", [], "/proj", from_session="A")
-    store.load_handoff(h["token"], "B")
-    return store.lineage_of("B")
+    h = store.handoffs.save_handoff("carry on", "notes", [], "/proj", from_session="A")
+    store.handoffs.load_handoff(h["token"], "B")
+    return store.handoffs.lineage_of("B")
 
 
 # --------------------------------------------------------------------------- sessions, profiles, spend
 
 def test_session_upsert_keeps_what_is_known(store):
-    store.upsert_session("s1", transcript="/t/s1.jsonl", project="/p/", model="claude-x",
+    store.sessions.upsert_session("s1", transcript="/t/s1.jsonl", project="/p/", model="claude-x",
                          seen_at="2026-03-01T10:00:00Z")
-    store.upsert_session("s1", seen_at="2026-03-01T09:00:00Z")
-    store.upsert_session("s1", seen_at="2026-03-02T09:00:00+02:00", model="claude-y")
-    s = store.session("s1")
+    store.sessions.upsert_session("s1", seen_at="2026-03-01T09:00:00Z")
+    store.sessions.upsert_session("s1", seen_at="2026-03-02T09:00:00+02:00", model="claude-y")
+    s = store.sessions.session("s1")
     assert s["transcript"] == "/t/s1.jsonl" and s["project"] == "/p" and s["model"] == "claude-y"
     assert s["first_seen"] == "2026-03-01T09:00:00.000Z"
     assert s["last_seen"] == "2026-03-02T07:00:00.000Z"
@@ -81,42 +81,42 @@ def test_profiles_are_replaced_per_segment_and_listed_newest_first(store):
             "calls": 3, "turns": 2, "B": 1000, "L_peak": 5000, "g": 1.5, "br": 0.2, "mf": None,
             "bill_in_usd": 0.1, "bill_out_usd": 0.02, "rent_usd": 0.05, "laps": 1, "duration_s": 60.0,
             "path_totals": {"/p/a.py": 300, "/p/ü.py": 7}}
-    store.archive_profile(dict(base, segment=0, ended_at="2026-03-01T10:01:00Z"))
-    store.archive_profile(dict(base, segment=1, ended_at="2026-03-01T11:00:00Z"))
-    store.archive_profile(dict(base, segment=0, ended_at="2026-03-01T10:01:00Z", calls=9))  # replay re-archives
-    segs = store.segments("s1")
+    store.sessions.archive_profile(dict(base, segment=0, ended_at="2026-03-01T10:01:00Z"))
+    store.sessions.archive_profile(dict(base, segment=1, ended_at="2026-03-01T11:00:00Z"))
+    store.sessions.archive_profile(dict(base, segment=0, ended_at="2026-03-01T10:01:00Z", calls=9))  # replay re-archives
+    segs = store.sessions.segments("s1")
     assert [p["segment"] for p in segs] == [1, 0]
     assert segs[1]["calls"] == 9 and segs[1]["path_totals"] == {"/p/a.py": 300, "/p/ü.py": 7}
     assert segs[1]["mf"] is None and segs[1]["B"] == 1000 and segs[1]["L_peak"] == 5000
-    assert store.segments("other") == [] and len(store.segments(limit=1)) == 1
+    assert store.sessions.segments("other") == [] and len(store.sessions.segments(limit=1)) == 1
 
 
 def test_spend_adds_up_per_day_session_model_and_kind(store):
-    store.add_spend("2026-03-01", "s1", "m", "/p", False, {"in": 10, "cw5": 1, "cr": 100, "out": 5}, 0.5)
-    store.add_spend("2026-03-01", "s1", "m", "/p", False, {"input_tokens": 10, "cache_write_1h": 2}, 0.25)
-    store.add_spend("2026-03-01", "s1", "m", "/p", True, {"out": 7}, 0.1)
-    store.add_spend("2026-03-02", "s1", "m", "/p", False, {"out": 1}, 0.01)
-    rows = store.spend_rows(since="2026-03-01", until="2026-03-01")
+    store.spend.add_spend("2026-03-01", "s1", "m", "/p", False, {"in": 10, "cw5": 1, "cr": 100, "out": 5}, 0.5)
+    store.spend.add_spend("2026-03-01", "s1", "m", "/p", False, {"input_tokens": 10, "cache_write_1h": 2}, 0.25)
+    store.spend.add_spend("2026-03-01", "s1", "m", "/p", True, {"out": 7}, 0.1)
+    store.spend.add_spend("2026-03-02", "s1", "m", "/p", False, {"out": 1}, 0.01)
+    rows = store.spend.spend_rows(since="2026-03-01", until="2026-03-01")
     main = next(r for r in rows if not r["is_subagent"])
     assert main["tokens"] == {"in": 20, "cw5": 1, "cw1h": 2, "cr": 100, "out": 5}
     assert main["usd"] == pytest.approx(0.75)
-    assert len(rows) == 2 and len(store.spend_rows()) == 3
+    assert len(rows) == 2 and len(store.spend.spend_rows()) == 3
 
 
 # --------------------------------------------------------------------------- reminders
 
 def test_a_reminder_is_recorded_once_even_across_restarts(db_path):
     s = Store(db_path)
-    assert s.record_reminder("s1", 0, 1, 12, "2026-03-01T10:00:00Z") is True
-    assert s.record_reminder("s1", 0, 1, 13, "2026-03-01T10:00:05Z") is False
-    assert s.record_reminder("s1", 0, 2, 20, "2026-03-01T10:01:00Z") is True
-    assert s.record_reminder("s1", 1, 1, 30, "2026-03-01T11:00:00Z") is True  # a new segment starts laps over
+    assert s.sessions.record_reminder("s1", 0, 1, 12, "2026-03-01T10:00:00Z") is True
+    assert s.sessions.record_reminder("s1", 0, 1, 13, "2026-03-01T10:00:05Z") is False
+    assert s.sessions.record_reminder("s1", 0, 2, 20, "2026-03-01T10:01:00Z") is True
+    assert s.sessions.record_reminder("s1", 1, 1, 30, "2026-03-01T11:00:00Z") is True  # a new segment starts laps over
     s.close()
     again = Store(db_path)  # the replay after a restart
-    assert again.known_reminders("s1") == {(0, 1), (0, 2), (1, 1)}
-    assert again.record_reminder("s1", 0, 2, 20, "2026-03-01T10:01:00Z") is False
+    assert again.sessions.known_reminders("s1") == {(0, 1), (0, 2), (1, 1)}
+    assert again.sessions.record_reminder("s1", 0, 2, 20, "2026-03-01T10:01:00Z") is False
     assert _rows(db_path, "SELECT count(*) FROM reminder")[0][0] == 3
-    assert [r["lap"] for r in again.reminders("s1", since="2026-03-01T10:00:30Z")] == [2, 1]
+    assert [r["lap"] for r in again.sessions.reminders("s1", since="2026-03-01T10:00:30Z")] == [2, 1]
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -126,7 +126,7 @@ def test_record_reminder_is_true_exactly_once_per_lap(tmp_path, laps):
     s = Store(path)
     seen = set()
     for seg, lap in laps:
-        assert s.record_reminder("s", seg, lap, 1, "2026-01-01T00:00:00Z") is ((seg, lap) not in seen)
+        assert s.sessions.record_reminder("s", seg, lap, 1, "2026-01-01T00:00:00Z") is ((seg, lap) not in seen)
         seen.add((seg, lap))
     assert _rows(path, "SELECT count(*) FROM reminder")[0][0] == len(seen)
     s.close()
@@ -136,57 +136,57 @@ def test_record_reminder_is_true_exactly_once_per_lap(tmp_path, laps):
 
 def test_handoff_save_discover_load_and_lineage(store, db_path):
     _turn(store, "A", 1, "2026-03-01T10:00:00Z", "build the store", ["/proj/service/store.py"])
-    h = store.save_handoff("Finish the store", "Done: models. Next: tests.", ["/proj/models/tables.py"],
+    h = store.handoffs.save_handoff("Finish the store", "Done: models. Next: tests.", ["/proj/models/tables.py"],
                            "/proj/", from_session="A")
     assert h["stored"] is True and re.fullmatch(r"h-[a-z0-9]{6}", h["token"]) and TOKEN_RE.match(h["token"])
     assert h["project"] == "/proj" and h["delivered_at"] is None
-    assert [x["token"] for x in store.undelivered_handoffs("/proj")] == [h["token"]]
-    assert store.undelivered_handoffs("/elsewhere") == []
-    assert store.lineage_of("A") is None  # saving is not loading: A loaded nothing
+    assert [x["token"] for x in store.handoffs.undelivered_handoffs("/proj")] == [h["token"]]
+    assert store.handoffs.undelivered_handoffs("/elsewhere") == []
+    assert store.handoffs.lineage_of("A") is None  # saving is not loading: A loaded nothing
 
-    got = store.load_handoff(h["token"], "B")
+    got = store.handoffs.load_handoff(h["token"], "B")
     assert got["token"] == h["token"] and got["delivered_to_session"] == "B" and got["delivered_at"]
     assert got["body"] == "Done: models. Next: tests." and got["paths"] == ["/proj/models/tables.py"]
-    assert store.undelivered_handoffs("/proj") == []
-    assert store.lineage_of("B") == h["lineage_id"]
+    assert store.handoffs.undelivered_handoffs("/proj") == []
+    assert store.handoffs.lineage_of("B") == h["lineage_id"]
 
     # B works and hands over to C: one lineage across all three sessions.
     _turn(store, "B", 1, "2026-03-01T11:00:00Z", "write the tests")
-    h2 = store.save_handoff("Ship it", "", [], "/proj", from_session="B")
+    h2 = store.handoffs.save_handoff("Ship it", "", [], "/proj", from_session="B")
     assert h2["lineage_id"] == h["lineage_id"]
-    store.load_handoff(h2["token"], "C")
+    store.handoffs.load_handoff(h2["token"], "C")
     _turn(store, "C", 1, "2026-03-01T12:00:00Z", "ship")
-    page = store.history_page(store.lineage_of("C"), 1)
+    page = store.history.history_page(store.handoffs.lineage_of("C"), 1)
     assert [(t["session_id"], t["prompt_preview"]) for t in page["turns"]] == [
         ("A", "build the store"), ("B", "write the tests"), ("C", "ship")]
 
     # Loading again (say after /clear) still links the new session; the first delivery is kept.
-    again = store.load_handoff(h["token"], "D")
-    assert again["delivered_to_session"] == "B" and store.lineage_of("D") == h["lineage_id"]
+    again = store.handoffs.load_handoff(h["token"], "D")
+    assert again["delivered_to_session"] == "B" and store.handoffs.lineage_of("D") == h["lineage_id"]
     assert _rows(db_path, "SELECT count(*) FROM lineage")[0][0] == 1
 
 
 def test_unknown_or_malformed_tokens_load_nothing(store):
-    assert store.load_handoff("h-zzzzzz", "B") is None
-    assert store.load_handoff("h-1; DROP TABLE handoff", "B") is None
-    assert store.load_handoff("", "B") is None
-    assert store.lineage_of("B") is None
+    assert store.handoffs.load_handoff("h-zzzzzz", "B") is None
+    assert store.handoffs.load_handoff("h-1; DROP TABLE handoff", "B") is None
+    assert store.handoffs.load_handoff("", "B") is None
+    assert store.handoffs.lineage_of("B") is None
 
 
 def test_undelivered_handoffs_newest_first_and_limited(store):
     tokens = []
     for i in range(5):
-        tokens.append(store.save_handoff(f"task {i}", "b", [], "/proj")["token"])
+        tokens.append(store.handoffs.save_handoff(f"task {i}", "b", [], "/proj")["token"])
         time.sleep(0.002)
-    assert [h["token"] for h in store.undelivered_handoffs("/proj")] == tokens[::-1][:3]
-    assert len(store.undelivered_handoffs("/proj", limit=10)) == 5
-    assert len({store.save_handoff("t", "b", [], "/p")["token"] for _ in range(50)}) == 50
+    assert [h["token"] for h in store.handoffs.undelivered_handoffs("/proj")] == tokens[::-1][:3]
+    assert len(store.handoffs.undelivered_handoffs("/proj", limit=10)) == 5
+    assert len({store.handoffs.save_handoff("t", "b", [], "/p")["token"] for _ in range(50)}) == 50
 
 
 def test_task_preview_is_bounded_and_falls_back_to_the_body(store):
-    h = store.save_handoff("", "First line of the body\nmore", [], "/p")
+    h = store.handoffs.save_handoff("", "First line of the body\nmore", [], "/p")
     assert h["task"] == "First line of the body"
-    long = store.save_handoff("x" * 5000, "b", [], "/p")
+    long = store.handoffs.save_handoff("x" * 5000, "b", [], "/p")
     assert len(long["task"]) <= 500
 
 
@@ -198,27 +198,27 @@ def test_history_paging_is_deterministic_oldest_first(db_path):
     random.Random(7).shuffle(order)  # written in any order
     for i in order:
         _turn(s, "A", i, f"2026-03-01T10:00:{i:02d}Z", f"prompt {i}")
-    h = s.save_handoff("t", "b", [], "/p", from_session="A")
-    s.load_handoff(h["token"], "B")
-    lineage = s.lineage_of("B")
-    pages = [s.history_page(lineage, p) for p in (1, 2, 3)]
+    h = s.handoffs.save_handoff("t", "b", [], "/p", from_session="A")
+    s.handoffs.load_handoff(h["token"], "B")
+    lineage = s.handoffs.lineage_of("B")
+    pages = [s.history.history_page(lineage, p) for p in (1, 2, 3)]
     assert [p["total"] for p in pages] == [25] * 3 and pages[0]["pages"] == 3
     assert [[t["turn"] for t in p["turns"]] for p in pages] == [list(range(1, 11)), list(range(11, 21)),
                                                                  list(range(21, 26))]
     assert pages[2]["turns"][0]["position"] == 21
-    assert s.history_page(lineage, 4)["turns"] == []
-    assert s.history_page(lineage, 0)["page"] == 1
+    assert s.history.history_page(lineage, 4)["turns"] == []
+    assert s.history.history_page(lineage, 0)["page"] == 1
     s.close()
-    assert Store(db_path).history_page(lineage, 2) == pages[1]  # same page after a restart
-    assert Store(db_path).history_page("no-such-lineage", 1)["total"] == 0
+    assert Store(db_path).history.history_page(lineage, 2) == pages[1]  # same page after a restart
+    assert Store(db_path).history.history_page("no-such-lineage", 1)["total"] == 0
 
 
 def test_equal_times_still_page_deterministically(store):
     for sid in ("Z", "A", "M"):
         for i in (3, 1, 2):
             _turn(store, sid, i, "2026-03-01T10:00:00Z", f"{sid}{i}", segment=0)
-            store.add_turn_record(sid, 0, i, "2026-03-01T10:00:00Z", lineage_id="L", prompt_preview=f"{sid}{i}")
-    got = [t["prompt_preview"] for t in store.history_page("L", 1, page_size=100)["turns"]]
+            store.history.add_turn_record(sid, 0, i, "2026-03-01T10:00:00Z", lineage_id="L", prompt_preview=f"{sid}{i}")
+    got = [t["prompt_preview"] for t in store.history.history_page("L", 1, page_size=100)["turns"]]
     assert got == ["A1", "A2", "A3", "M1", "M2", "M3", "Z1", "Z2", "Z3"]
 
 
@@ -226,16 +226,16 @@ def test_search_finds_words_anywhere_and_says_which_page(store):
     turns = [(f"routine step {i}", [], []) for i in range(1, 15)]
     turns[11] = ("fix the naïve lamp colour for amber", ["/proj/desktop/tray.py"], [])
     lineage = _lineage_with(store, turns)
-    hits, total = store.history_search(lineage, "amber lamp")
+    hits, total = store.history.history_search(lineage, "amber lamp")
     assert total == 1 and hits[0]["turn"] == 12 and hits[0]["page"] == 2 and hits[0]["position"] == 12
     assert "[amber]" in hits[0]["snippet"]
-    assert store.history_search(lineage, "naive")[1] == 1          # diacritics folded
-    assert store.history_search(lineage, "tray.py")[1] == 1        # paths are searchable
-    assert store.history_search(lineage, "col")[1] == 1            # words are prefixes
-    assert store.history_search(lineage, "amber OR missing") == ([], 0)  # OR is a word, not an operator
-    hits, total = store.history_search(lineage, "routine", limit=3)
+    assert store.history.history_search(lineage, "naive")[1] == 1          # diacritics folded
+    assert store.history.history_search(lineage, "tray.py")[1] == 1        # paths are searchable
+    assert store.history.history_search(lineage, "col")[1] == 1            # words are prefixes
+    assert store.history.history_search(lineage, "amber OR missing") == ([], 0)  # OR is a word, not an operator
+    hits, total = store.history.history_search(lineage, "routine", limit=3)
     assert total == 13 and len(hits) == 3
-    assert store.history_search("other-lineage", "amber") == ([], 0)
+    assert store.history.history_search("other-lineage", "amber") == ([], 0)
 
 
 AWKWARD = ['"', '""', '"unterminated', "*", "**", "a*", "NEAR", "NEAR(a b)", "a NEAR b", "AND", "OR a",
@@ -246,7 +246,7 @@ AWKWARD = ['"', '""', '"unterminated', "*", "**", "a*", "NEAR", "NEAR(a b)", "a 
 @pytest.mark.parametrize("query", AWKWARD)
 def test_awkward_search_input_never_errors(store, query):
     lineage = _lineage_with(store, [("NEAR the \"lamp\" * AND naïve 日本語 a+b", ["/p/x_y.py"], [])])
-    hits, total = store.history_search(lineage, query)
+    hits, total = store.history.history_search(lineage, query)
     assert isinstance(hits, list) and total >= len(hits)
     assert store.health() == {"ok": True, "error": None}
 
@@ -254,8 +254,8 @@ def test_awkward_search_input_never_errors(store, query):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(max_size=80))
 def test_any_search_text_is_safe(store, query):
-    lineage = store.lineage_of("B") or _lineage_with(store, [("the lamp turns amber", ["/p/a.py"], [])])
-    hits, total = store.history_search(lineage, query)
+    lineage = store.handoffs.lineage_of("B") or _lineage_with(store, [("the lamp turns amber", ["/p/a.py"], [])])
+    hits, total = store.history.history_search(lineage, query)
     assert total >= len(hits)
     assert store.health()["ok"]
 
@@ -263,7 +263,7 @@ def test_any_search_text_is_safe(store, query):
 def test_search_on_words_the_text_contains_matches_it(store):
     lineage = _lineage_with(store, [('NEAR the "lamp" * AND naïve 日本語 a+b', [], [])])
     for query in ("NEAR", '"lamp"', "AND", "naïve", "日本語", "a+b"):
-        assert store.history_search(lineage, query)[1] == 1, query
+        assert store.history.history_search(lineage, query)[1] == 1, query
 
 
 def test_locate_finds_reads_and_changes_by_path_or_tail(store):
@@ -273,17 +273,17 @@ def test_locate_finds_reads_and_changes_by_path_or_tail(store):
         ("change it", [], ["/proj/service/store.py", "/proj/models/tables.py"]),
         ("unrelated", ["/proj/README.md"], []),
     ])
-    hits, total = store.history_locate(lineage, "store.py")
+    hits, total = store.history.history_locate(lineage, "store.py")
     assert total == 2 and [h["turn"] for h in hits] == [1, 3]
     assert hits[0]["matched_read"] == ["/proj/service/store.py"] and hits[1]["matched_changed"] == [
         "/proj/service/store.py"]
-    assert store.history_locate(lineage, "service/store.py")[1] == 2
-    assert store.history_locate(lineage, "/proj/service/store.py")[1] == 2
-    assert store.history_locate(lineage, "./service/restore.py")[1] == 1
-    assert store.history_locate(lineage, "/proj/service")[1] == 3       # a folder: what is under it
-    assert store.history_locate(lineage, "tore.py") == ([], 0)          # whole names only
-    assert store.history_locate(lineage, "100%_") == ([], 0)
-    hits, total = store.history_locate(lineage, "/proj", limit=2)
+    assert store.history.history_locate(lineage, "service/store.py")[1] == 2
+    assert store.history.history_locate(lineage, "/proj/service/store.py")[1] == 2
+    assert store.history.history_locate(lineage, "./service/restore.py")[1] == 1
+    assert store.history.history_locate(lineage, "/proj/service")[1] == 3       # a folder: what is under it
+    assert store.history.history_locate(lineage, "tore.py") == ([], 0)          # whole names only
+    assert store.history.history_locate(lineage, "100%_") == ([], 0)
+    hits, total = store.history.history_locate(lineage, "/proj", limit=2)
     assert total == 4 and len(hits) == 2 and hits[0]["page"] == 1
 
 
@@ -292,17 +292,17 @@ def test_store_prompts_false_keeps_no_prompt_text(db_path):
     lineage = _lineage_with(s, [("my secret plan for zebra", ["/p/zebra_notes.md"], [])])
     assert _rows(db_path, "SELECT prompt_preview FROM turn_record") == [(None,)]
     assert _rows(db_path, "SELECT count(*) FROM turn_record_fts WHERE turn_record_fts MATCH 'secret'")[0][0] == 0
-    assert s.history_search(lineage, "secret") == ([], 0)
-    assert s.history_search(lineage, "zebra_notes")[1] == 1  # paths stay searchable
+    assert s.history.history_search(lineage, "secret") == ([], 0)
+    assert s.history.history_search(lineage, "zebra_notes")[1] == 1  # paths stay searchable
     assert not any(b"secret plan" in p.read_bytes() for p in db_path.parent.iterdir() if p.is_file())
     s.close()
 
 
 def test_forget_prompts_erases_stored_text(store, db_path):
     lineage = _lineage_with(store, [("remember the walrus", [], [])])
-    store.forget_prompts()
+    store.history.forget_prompts()
     assert _rows(db_path, "SELECT prompt_preview FROM turn_record") == [(None,)]
-    assert store.history_search(lineage, "walrus") == ([], 0)
+    assert store.history.history_search(lineage, "walrus") == ([], 0)
 
 
 def test_a_turn_rewritten_by_replay_is_replaced_not_duplicated(store, db_path):
@@ -317,57 +317,57 @@ def test_a_turn_rewritten_by_replay_is_replaced_not_duplicated(store, db_path):
 def test_channel_events_are_deduplicated_across_restarts(db_path):
     s = Store(db_path)
     ev = ("pinch", "2026-03-01T10:00:00Z", "transcript", {"original_tokens": 900, "final_tokens": 300})
-    assert s.add_channel_event(*ev, session_id="s1", kind="compaction") is True
-    assert s.add_channel_event(*ev, session_id="s1", kind="compaction") is False
-    assert s.add_channel_event(*ev, session_id="s1") is True  # another kind: another event
-    assert s.add_channel_event(*ev, session_id="s1") is False
-    assert s.add_channel_event("edit", "2026-03-01T10:00:00Z", "ledger", {"calls": 1}, dedup_key="k1") is True
-    assert s.add_channel_event("edit", "2026-03-01T11:00:00Z", "ledger", {"calls": 2}, dedup_key="k1") is False
-    assert s.add_channel_event("bogus", "2026-03-01T10:00:00Z", "x", {}) is False
+    assert s.ledgers.add_channel_event(*ev, session_id="s1", kind="compaction") is True
+    assert s.ledgers.add_channel_event(*ev, session_id="s1", kind="compaction") is False
+    assert s.ledgers.add_channel_event(*ev, session_id="s1") is True  # another kind: another event
+    assert s.ledgers.add_channel_event(*ev, session_id="s1") is False
+    assert s.ledgers.add_channel_event("edit", "2026-03-01T10:00:00Z", "ledger", {"calls": 1}, dedup_key="k1") is True
+    assert s.ledgers.add_channel_event("edit", "2026-03-01T11:00:00Z", "ledger", {"calls": 2}, dedup_key="k1") is False
+    assert s.ledgers.add_channel_event("bogus", "2026-03-01T10:00:00Z", "x", {}) is False
     s.close()
     again = Store(db_path)
-    assert again.add_channel_event(*ev, session_id="s1") is False
-    assert [(e["kind"], e["fields"]["final_tokens"]) for e in again.channel_events("pinch")] == [
+    assert again.ledgers.add_channel_event(*ev, session_id="s1") is False
+    assert [(e["kind"], e["fields"]["final_tokens"]) for e in again.ledgers.channel_events("pinch")] == [
         ("compaction", 300), (None, 300)]
-    assert again.channel_events("edit", since="2026-03-01T10:30:00Z") == []
+    assert again.ledgers.channel_events("edit", since="2026-03-01T10:30:00Z") == []
 
 
 def test_ledger_snapshots_only_on_change(db_path):
     s = Store(db_path)
-    assert s.snapshot_ledger("lean-ctx", {"a": 1, "b": 2}) is True
-    assert s.snapshot_ledger("lean-ctx", {"b": 2, "a": 1}) is False
-    assert s.snapshot_ledger("lean-ctx", {"a": 2, "b": 2}) is True
+    assert s.ledgers.snapshot_ledger("lean-ctx", {"a": 1, "b": 2}) is True
+    assert s.ledgers.snapshot_ledger("lean-ctx", {"b": 2, "a": 1}) is False
+    assert s.ledgers.snapshot_ledger("lean-ctx", {"a": 2, "b": 2}) is True
     s.close()
     again = Store(db_path)
-    assert again.snapshot_ledger("lean-ctx", {"a": 2, "b": 2}) is False
-    assert [x["counters"]["a"] for x in again.ledger_snapshots("lean-ctx")] == [1, 2]
+    assert again.ledgers.snapshot_ledger("lean-ctx", {"a": 2, "b": 2}) is False
+    assert [x["counters"]["a"] for x in again.ledgers.ledger_snapshots("lean-ctx")] == [1, 2]
 
 
 def test_scan_state_survives_a_restart(db_path):
     s = Store(db_path)
-    assert s.get_scan_state("/t/a.jsonl") is None
-    s.set_scan_state("/t/a.jsonl", inode=42, size=1000, mtime=1.5, offset=900)
-    s.set_scan_state("/t/a.jsonl", inode=42, size=2000, mtime=2.5, offset=2000)
+    assert s.spend.get_scan_state("/t/a.jsonl") is None
+    s.spend.set_scan_state("/t/a.jsonl", inode=42, size=1000, mtime=1.5, offset=900)
+    s.spend.set_scan_state("/t/a.jsonl", inode=42, size=2000, mtime=2.5, offset=2000)
     s.close()
     again = Store(db_path)
-    assert again.get_scan_state("/t/a.jsonl") == {"path": "/t/a.jsonl", "inode": 42, "size": 2000,
+    assert again.spend.get_scan_state("/t/a.jsonl") == {"path": "/t/a.jsonl", "inode": 42, "size": 2000,
                                                   "mtime": 2.5, "offset": 2000}
-    assert list(again.scan_states()) == ["/t/a.jsonl"]
+    assert list(again.spend.scan_states()) == ["/t/a.jsonl"]
 
 
 def test_writes_from_many_threads_all_land(store, db_path):
     def work(n):
         for i in range(25):
-            store.add_spend("2026-03-01", f"s{n}", "m", "/p", False, {"out": 1}, 0.001)
-            store.add_channel_event("edit", f"2026-03-01T10:00:{i:02d}Z", f"t{n}", {"i": i})
+            store.spend.add_spend("2026-03-01", f"s{n}", "m", "/p", False, {"out": 1}, 0.001)
+            store.ledgers.add_channel_event("edit", f"2026-03-01T10:00:{i:02d}Z", f"t{n}", {"i": i})
 
     threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert sorted(r["tokens"]["out"] for r in store.spend_rows()) == [25] * 4
-    assert len(store.channel_events("edit")) == 100
+    assert sorted(r["tokens"]["out"] for r in store.spend.spend_rows()) == [25] * 4
+    assert len(store.ledgers.channel_events("edit")) == 100
 
 
 # --------------------------------------------------------------------------- failing open, for real
@@ -382,23 +382,23 @@ def _locked(path: Path) -> sqlite3.Connection:
 def test_locked_database_queues_writes_and_speaks_once(db_path, caplog):
     msgs = Messages()
     s = Store(db_path, busy_timeout_ms=50, retry_backoff=(0, 0), on_message=msgs)
-    s.add_turn_record("A", 0, 1, "2026-03-01T10:00:00Z", prompt_preview="before the lock")
+    s.history.add_turn_record("A", 0, 1, "2026-03-01T10:00:00Z", prompt_preview="before the lock")
     other = _locked(db_path)
     caplog.set_level(logging.INFO, logger=LOGGER)
 
-    assert s.record_reminder("s1", 0, 1, 5, "2026-03-01T10:00:00Z") is True
-    assert s.record_reminder("s1", 0, 1, 5, "2026-03-01T10:00:00Z") is False  # not raised twice meanwhile
-    s.add_spend("2026-03-01", "s1", "m", "/p", False, {"out": 5}, 0.5)
-    s.add_spend("2026-03-01", "s1", "m", "/p", False, {"out": 5}, 0.5)
-    s.archive_profile({"session_id": "s1", "segment": 0, "B": 1, "path_totals": {}})
-    h = s.save_handoff("task while locked", "b", [], "/p", from_session="A")
-    s.set_scan_state("/t/x.jsonl", inode=1, size=10, mtime=1.0, offset=10)
+    assert s.sessions.record_reminder("s1", 0, 1, 5, "2026-03-01T10:00:00Z") is True
+    assert s.sessions.record_reminder("s1", 0, 1, 5, "2026-03-01T10:00:00Z") is False  # not raised twice meanwhile
+    s.spend.add_spend("2026-03-01", "s1", "m", "/p", False, {"out": 5}, 0.5)
+    s.spend.add_spend("2026-03-01", "s1", "m", "/p", False, {"out": 5}, 0.5)
+    s.sessions.archive_profile({"session_id": "s1", "segment": 0, "B": 1, "path_totals": {}})
+    h = s.handoffs.save_handoff("task while locked", "b", [], "/p", from_session="A")
+    s.spend.set_scan_state("/t/x.jsonl", inode=1, size=10, mtime=1.0, offset=10)
     assert h["stored"] is False and s.pending_writes >= 5
 
     # Reads still answer, including what is only queued.
-    assert s.known_reminders("s1") == {(0, 1)}
-    assert [x["token"] for x in s.undelivered_handoffs("/p")] == [h["token"]]
-    assert s.get_scan_state("/t/x.jsonl")["offset"] == 10
+    assert s.sessions.known_reminders("s1") == {(0, 1)}
+    assert [x["token"] for x in s.handoffs.undelivered_handoffs("/p")] == [h["token"]]
+    assert s.spend.get_scan_state("/t/x.jsonl")["offset"] == 10
     health = s.health()
     assert health["ok"] is False and "locked" in health["error"]
     assert msgs.kinds() == ["locked"]
@@ -414,45 +414,45 @@ def test_locked_database_queues_writes_and_speaks_once(db_path, caplog):
     assert _rows(db_path, "SELECT tok_out, usd FROM daily_spend") == [(10, 1.0)]
     assert _rows(db_path, "SELECT token FROM handoff") == [(h["token"],)]
     assert _rows(db_path, "SELECT offset_bytes FROM scan_state") == [(10,)]
-    assert len(s.segments("s1")) == 1
+    assert len(s.sessions.segments("s1")) == 1
     # The handoff joined A's lineage when it landed: A's earlier turn is in it.
-    s.load_handoff(h["token"], "B")
-    assert s.history_page(s.lineage_of("B"), 1)["total"] == 1
+    s.handoffs.load_handoff(h["token"], "B")
+    assert s.history.history_page(s.handoffs.lineage_of("B"), 1)["total"] == 1
     s.close()
 
 
 def test_queued_writes_land_on_the_next_call_after_the_fault(db_path):
     s = Store(db_path, busy_timeout_ms=50, retry_backoff=(0, 0))
     other = _locked(db_path)
-    s.add_channel_event("edit", "2026-03-01T10:00:00Z", "x", {"calls": 1})
+    s.ledgers.add_channel_event("edit", "2026-03-01T10:00:00Z", "x", {"calls": 1})
     other.execute("ROLLBACK")
     other.close()
-    s.add_channel_event("edit", "2026-03-01T10:00:01Z", "x", {"calls": 2})  # no explicit retry
-    assert s.pending_writes == 0 and len(s.channel_events("edit")) == 2
+    s.ledgers.add_channel_event("edit", "2026-03-01T10:00:01Z", "x", {"calls": 2})  # no explicit retry
+    assert s.pending_writes == 0 and len(s.ledgers.channel_events("edit")) == 2
 
 
 def test_backoff_keeps_calls_fast_while_the_database_is_busy(db_path):
     now = [0.0]
     s = Store(db_path, busy_timeout_ms=300, retry_backoff=(5.0, 60.0), clock=lambda: now[0])
     other = _locked(db_path)
-    s.add_spend("2026-03-01", "s", "m", None, False, {"out": 1}, 0.0)  # pays one busy wait, then backs off
+    s.spend.add_spend("2026-03-01", "s", "m", None, False, {"out": 1}, 0.0)  # pays one busy wait, then backs off
     t0 = time.perf_counter()
     for _ in range(20):
-        s.add_spend("2026-03-01", "s", "m", None, False, {"out": 1}, 0.0)
+        s.spend.add_spend("2026-03-01", "s", "m", None, False, {"out": 1}, 0.0)
     assert time.perf_counter() - t0 < 0.25  # no busy wait per call during the backoff
     other.execute("ROLLBACK")
     other.close()
     now[0] = 10.0
-    s.add_spend("2026-03-01", "s", "m", None, False, {"out": 1}, 0.0)
-    assert s.pending_writes == 0 and s.spend_rows()[0]["tokens"]["out"] == 22
+    s.spend.add_spend("2026-03-01", "s", "m", None, False, {"out": 1}, 0.0)
+    assert s.pending_writes == 0 and s.spend.spend_rows()[0]["tokens"]["out"] == 22
 
 
 def test_read_only_database_fails_open(db_path):
     msgs = Messages()
     s = Store(db_path, retry_backoff=(0, 0), on_message=msgs)
     s.db.execute_sql("PRAGMA query_only = 1")  # this connection now cannot write (SQLITE_READONLY)
-    s.add_turn_record("A", 0, 1, "2026-03-01T10:00:00Z", prompt_preview="x")
-    s.add_turn_record("A", 0, 2, "2026-03-01T10:00:01Z", prompt_preview="y")
+    s.history.add_turn_record("A", 0, 1, "2026-03-01T10:00:00Z", prompt_preview="x")
+    s.history.add_turn_record("A", 0, 2, "2026-03-01T10:00:01Z", prompt_preview="y")
     assert msgs.kinds() == ["readonly"] and s.pending_writes == 2
     s.db.execute_sql("PRAGMA query_only = 0")
     assert s.retry_pending() and _rows(db_path, "SELECT count(*) FROM turn_record")[0][0] == 2
@@ -464,7 +464,7 @@ def test_full_disk_fails_open_and_recovers(db_path):
     pages = s.db.execute_sql("PRAGMA page_count").fetchone()[0]
     s.db.execute_sql(f"PRAGMA max_page_count = {pages}")  # SQLITE_FULL once the file must grow
     for i in range(200):
-        s.add_turn_record("A", 0, i, "2026-03-01T10:00:00Z", prompt_preview=f"{i} " + "lorem ipsum " * 40)
+        s.history.add_turn_record("A", 0, i, "2026-03-01T10:00:00Z", prompt_preview=f"{i} " + "lorem ipsum " * 40)
     assert "disk_full" in msgs.kinds() and msgs.kinds().count("disk_full") == 1
     assert s.pending_writes > 0
     s.db.execute_sql("PRAGMA max_page_count = 1073741823")
@@ -477,16 +477,16 @@ def test_missing_folder_fails_open_until_it_exists(tmp_path):
     msgs = Messages()
     s = Store(blocker / "ctxlamp.db", retry_backoff=(0, 0), on_message=msgs)  # must not raise
     assert s.health()["ok"] is False and msgs.kinds() == ["unavailable"]
-    assert s.record_reminder("s1", 0, 1, 1, "2026-03-01T10:00:00Z") is True
-    assert s.segments() == [] and s.undelivered_handoffs("/p") == []
-    h = s.save_handoff("t", "b", [], "/p")
-    assert [x["token"] for x in s.undelivered_handoffs("/p")] == [h["token"]]
-    assert s.load_handoff(h["token"], "B")["stored"] is False
+    assert s.sessions.record_reminder("s1", 0, 1, 1, "2026-03-01T10:00:00Z") is True
+    assert s.sessions.segments() == [] and s.handoffs.undelivered_handoffs("/p") == []
+    h = s.handoffs.save_handoff("t", "b", [], "/p")
+    assert [x["token"] for x in s.handoffs.undelivered_handoffs("/p")] == [h["token"]]
+    assert s.handoffs.load_handoff(h["token"], "B")["stored"] is False
     blocker.unlink()
     assert s.retry_pending() is True
     assert s.health() == {"ok": True, "error": None}
     assert _rows(blocker / "ctxlamp.db", "SELECT delivered_to_session FROM handoff") == [("B",)]
-    assert s.lineage_of("B") == h["lineage_id"]
+    assert s.handoffs.lineage_of("B") == h["lineage_id"]
     assert msgs.kinds() == ["unavailable", "recovered"]
 
 
@@ -495,35 +495,35 @@ def test_the_queue_is_bounded_merging_first_then_dropping_the_oldest(db_path):
     s = Store(db_path, busy_timeout_ms=20, retry_backoff=(0, 0), max_pending=5, on_message=msgs)
     other = _locked(db_path)
     for _ in range(30):
-        s.add_spend("2026-03-01", "s", "m", None, False, {"out": 2}, 0.5)  # merged, never dropped
+        s.spend.add_spend("2026-03-01", "s", "m", None, False, {"out": 2}, 0.5)  # merged, never dropped
     assert s.pending_writes <= 5 and s.dropped_writes == 0 and msgs.kinds() == ["locked"]
-    s.add_channel_event("pinch", "2026-03-01T09:00:00Z", "x", {"i": -1})
+    s.ledgers.add_channel_event("pinch", "2026-03-01T09:00:00Z", "x", {"i": -1})
     other.execute("ROLLBACK")  # land what is queued so far: nothing was lost to merging
     assert s.retry_pending()
-    assert s.spend_rows()[0]["tokens"]["out"] == 60 and s.spend_rows()[0]["usd"] == pytest.approx(15.0)
+    assert s.spend.spend_rows()[0]["tokens"]["out"] == 60 and s.spend.spend_rows()[0]["usd"] == pytest.approx(15.0)
 
     other.execute("BEGIN EXCLUSIVE")
-    s.add_spend("2026-03-01", "s", "m", None, False, {"out": 1}, 0.0)
+    s.spend.add_spend("2026-03-01", "s", "m", None, False, {"out": 1}, 0.0)
     for i in range(10):
-        s.add_channel_event("edit", f"2026-03-01T10:00:{i:02d}Z", "x", {"i": i})
+        s.ledgers.add_channel_event("edit", f"2026-03-01T10:00:{i:02d}Z", "x", {"i": i})
     assert s.pending_writes == 5 and s.dropped_writes == 6  # the spend and events 0..4: the oldest
     assert msgs.kinds() == ["locked", "recovered", "locked", "overflow"]
     other.execute("ROLLBACK")
     other.close()
     assert s.retry_pending()
-    assert [e["fields"]["i"] for e in s.channel_events("edit")] == [5, 6, 7, 8, 9]  # the newest were kept
-    assert s.spend_rows()[0]["tokens"]["out"] == 60
+    assert [e["fields"]["i"] for e in s.ledgers.channel_events("edit")] == [5, 6, 7, 8, 9]  # the newest were kept
+    assert s.spend.spend_rows()[0]["tokens"]["out"] == 60
     assert "6 older writes" in msgs[-1][1]
 
 
 def test_batch_is_all_or_nothing(store, db_path):
     with store.batch():
-        store.add_spend("2026-03-01", "s", "m", None, False, {"out": 3}, 0.1)
-        store.set_scan_state("/t/a.jsonl", inode=1, size=10, mtime=1.0, offset=10)
+        store.spend.add_spend("2026-03-01", "s", "m", None, False, {"out": 3}, 0.1)
+        store.spend.set_scan_state("/t/a.jsonl", inode=1, size=10, mtime=1.0, offset=10)
     assert _rows(db_path, "SELECT offset_bytes FROM scan_state") == [(10,)]
     with pytest.raises(RuntimeError):
         with store.batch():
-            store.add_spend("2026-03-01", "s", "m", None, False, {"out": 100}, 1.0)
+            store.spend.add_spend("2026-03-01", "s", "m", None, False, {"out": 100}, 1.0)
             raise RuntimeError("the caller failed half way")
     assert _rows(db_path, "SELECT tok_out FROM daily_spend") == [(3,)]
 
@@ -531,8 +531,8 @@ def test_batch_is_all_or_nothing(store, db_path):
 def test_a_write_the_database_refuses_is_dropped_without_blocking_others(store, db_path, caplog):
     caplog.set_level(logging.ERROR, logger=LOGGER)
     with store.batch():
-        store.add_spend("not a day", "s", "m", None, False, {"out": 1}, 0.0)  # rejected at the door
-        store.add_turn_record("A", 0, 1, "2026-03-01T10:00:00Z")
+        store.spend.add_spend("not a day", "s", "m", None, False, {"out": 1}, 0.0)  # rejected at the door
+        store.history.add_turn_record("A", 0, 1, "2026-03-01T10:00:00Z")
     assert _rows(db_path, "SELECT count(*) FROM turn_record")[0][0] == 1
     assert store.health()["ok"] and any("add_spend" in r.getMessage() for r in caplog.records)
 
@@ -544,7 +544,7 @@ def test_a_newer_schema_is_reported_and_nothing_is_written(db_path):
     con.close()
     msgs = Messages()
     s = Store(db_path, on_message=msgs)  # does not raise
-    s.add_spend("2026-03-01", "s", "m", None, False, {"out": 1}, 0.0)
+    s.spend.add_spend("2026-03-01", "s", "m", None, False, {"out": 1}, 0.0)
     assert msgs.kinds() == ["schema_too_new"] and "99" in s.health()["error"]
     assert _rows(db_path, "SELECT count(*) FROM daily_spend")[0][0] == 0
 
@@ -552,11 +552,11 @@ def test_a_newer_schema_is_reported_and_nothing_is_written(db_path):
 # --------------------------------------------------------------------------- the hook's read-only view
 
 def test_read_only_store_reads_handoffs_while_the_writer_holds_the_lock(store, db_path, caplog, capsys):
-    h = store.save_handoff("pick up here", "b", [], "/proj")
+    h = store.handoffs.save_handoff("pick up here", "b", [], "/proj")
     other = _locked(db_path)
     ro = Store.open_readonly(db_path)
-    assert [x["token"] for x in ro.undelivered_handoffs("/proj")] == [h["token"]]
-    assert ro.record_reminder("s", 0, 1, 1, "2026-03-01T10:00:00Z") in (True, False)  # ignored, no raise
+    assert [x["token"] for x in ro.handoffs.undelivered_handoffs("/proj")] == [h["token"]]
+    assert ro.sessions.record_reminder("s", 0, 1, 1, "2026-03-01T10:00:00Z") in (True, False)  # ignored, no raise
     assert ro.pending_writes == 0
     other.execute("ROLLBACK")
     other.close()
@@ -567,8 +567,8 @@ def test_read_only_store_on_a_missing_file_is_silent_and_creates_nothing(tmp_pat
     caplog.set_level(logging.WARNING, logger=LOGGER)
     missing = tmp_path / "none" / "ctxlamp.db"
     ro = Store.open_readonly(missing)
-    assert ro.undelivered_handoffs("/proj") == []
-    assert ro.lineage_of("x") is None
+    assert ro.handoffs.undelivered_handoffs("/proj") == []
+    assert ro.handoffs.lineage_of("x") is None
     assert ro.health()["ok"] is False
     assert not missing.parent.exists()
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
@@ -587,8 +587,8 @@ def test_read_only_store_on_a_missing_file_is_silent_and_creates_nothing(tmp_pat
 ])
 def test_faults_are_told_apart_from_bad_writes(exc, kind):
     """Faults queue and retry; a bad write is dropped, or it would block every write behind it."""
-    from service.store.writer import _fault_kind
-    assert _fault_kind(exc) == kind
+    from service.store.writer import fault_kind
+    assert fault_kind(exc) == kind
 
 
 def test_profile_values_of_odd_types_are_stored_not_stuck(store):
@@ -599,16 +599,16 @@ def test_profile_values_of_odd_types_are_stored_not_stuck(store):
         def __int__(self):
             return 7
 
-    store.archive_profile({"session_id": "s", "segment": 0, "B": Num(), "g": Num(), "model": Num(),
+    store.sessions.archive_profile({"session_id": "s", "segment": 0, "B": Num(), "g": Num(), "model": Num(),
                            "path_totals": {"/a": Num()}})
     assert store.pending_writes == 0
-    p = store.segments("s")[0]
+    p = store.sessions.segments("s")[0]
     assert p["B"] == 7 and p["g"] == 2.5 and p["path_totals"] == {"/a": 2.5}
 
 
 def test_a_url_opens_the_same_store(tmp_path):
     s = Store.open(f"sqlite:///{tmp_path}/via-url.db")
-    s.add_spend("2026-03-01", "s", "m", None, False, {"out": 1}, 0.0)
+    s.spend.add_spend("2026-03-01", "s", "m", None, False, {"out": 1}, 0.0)
     assert _rows(tmp_path / "via-url.db", "SELECT tok_out FROM daily_spend") == [(1,)]
     bad = Store("mysql://nowhere/db")  # a wrong config value: reported, never raised
     assert bad.health()["ok"] is False and "mysql" in bad.health()["error"]
@@ -622,10 +622,10 @@ def test_configure_switches_prompt_storage(store, db_path):
 
 def test_read_only_store_reads_after_the_service_closed_cleanly(db_path):
     w = Store(db_path)
-    h = w.save_handoff("after hours", "b", [], "/proj")
+    h = w.handoffs.save_handoff("after hours", "b", [], "/proj")
     w.close()
     ro = Store.open_readonly(db_path)
-    assert [x["token"] for x in ro.undelivered_handoffs("/proj")] == [h["token"]]
+    assert [x["token"] for x in ro.handoffs.undelivered_handoffs("/proj")] == [h["token"]]
     assert ro.health() == {"ok": True, "error": None}
     for side in db_path.parent.glob("ctxlamp.db-*"):
         assert (side.stat().st_mode & 0o777) == 0o600, side
@@ -652,25 +652,25 @@ def test_queued_batches_of_turns_merge_to_each_turns_newest_row(db_path):
     s = Store(db_path, busy_timeout_ms=20, retry_backoff=(0, 0), max_pending=5)
     other = _locked(db_path)
     for i in range(30):
-        s.add_turn_records([{"session_id": "A", "segment": 0, "turn": t, "at": "2026-03-01T10:00:00Z",
+        s.history.add_turn_records([{"session_id": "A", "segment": 0, "turn": t, "at": "2026-03-01T10:00:00Z",
                              "prompt_preview": f"turn {t}", "tokens": i} for t in (1, 2)])
-    s.add_turn_records([{"session_id": "A", "segment": 0, "turn": 3, "at": "2026-03-01T11:00:00Z", "tokens": 7},
+    s.history.add_turn_records([{"session_id": "A", "segment": 0, "turn": 3, "at": "2026-03-01T11:00:00Z", "tokens": 7},
                         {"session_id": "A", "segment": 0, "turn": "not a number", "at": None}])  # refused alone
     assert s.pending_writes == 1 and s.dropped_writes == 0
     other.execute("ROLLBACK")
     other.close()
     assert s.retry_pending()
     assert _rows(db_path, "SELECT turn_index, tokens FROM turn_record ORDER BY turn_index") == [(1, 29), (2, 29), (3, 7)]
-    assert s.history_search(s.save_handoff("t", "b", [], "/p", from_session="A")["lineage_id"], "turn")[1] == 2
+    assert s.history.history_search(s.handoffs.save_handoff("t", "b", [], "/p", from_session="A")["lineage_id"], "turn")[1] == 2
 
 
 def test_turns_join_the_lineage_of_their_sessions_handoff_or_the_one_it_loaded(store):
     """Each batch of turns looks its sessions' lineage up (compiled once per dialect): the handoff a
     session wrote, else the one it loaded; none for a session with neither."""
-    h = store.save_handoff("task", "body", [], "/p", from_session="A")
-    store.load_handoff(h["token"], "B")
-    store.add_turn_records([{"session_id": sid, "segment": 0, "turn": 0, "at": "2026-03-01T10:00:00Z",
+    h = store.handoffs.save_handoff("task", "body", [], "/p", from_session="A")
+    store.handoffs.load_handoff(h["token"], "B")
+    store.history.add_turn_records([{"session_id": sid, "segment": 0, "turn": 0, "at": "2026-03-01T10:00:00Z",
                              "prompt_preview": f"work of {sid}"} for sid in ("A", "B", "C")])
-    page = store.history_page(h["lineage_id"], 1)
+    page = store.history.history_page(h["lineage_id"], 1)
     assert sorted(t["session_id"] for t in page["turns"]) == ["A", "B"]
-    assert store.history_page(store.lineage_of("C") or "none", 1)["total"] == 0
+    assert store.history.history_page(store.handoffs.lineage_of("C") or "none", 1)["total"] == 0

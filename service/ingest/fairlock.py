@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 
-class HandOffLock:
+class FairLock:
     """A reentrant lock whose busy owner lets the threads waiting for it in between its slices of work."""
 
     def __init__(self) -> None:
@@ -18,7 +18,7 @@ class HandOffLock:
         self._waiting = 0
         self._changed = threading.Condition(threading.Lock())
 
-    def __enter__(self) -> HandOffLock:
+    def __enter__(self) -> FairLock:
         with self._changed:
             self._waiting += 1
         try:

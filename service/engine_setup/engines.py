@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from service.engine import EngineConfig, PriceTable, SessionEngine, TokenCounter
-from service.measure.fsprobe import make_path_exists
+from service.engine_setup.fsprobe import make_path_exists
 
 
 @lru_cache(maxsize=1)
@@ -36,11 +36,11 @@ def shared_counter(use_cache: bool = True) -> TokenCounter:
     """One token counter per process, so identical texts are tokenized once across sessions."""
     global _counter
     if not use_cache:
-        from service.measure.tokenizer import encode_len
+        from service.engine_setup.tokenizer import encode_len
 
         return TokenCounter(encode_len, use_cache=False)
     if _counter is None:
-        from service.measure.tokenizer import encode_len
+        from service.engine_setup.tokenizer import encode_len
 
         _counter = TokenCounter(encode_len)
     return _counter

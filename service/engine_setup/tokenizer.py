@@ -255,7 +255,7 @@ def _encoding_from_file(folder: Path):
 
 def _ranks_dict(table: dict) -> dict[bytes, int]:
     """token -> rank: the small counter's own dict when its table has become one (building it takes 24 ms)."""
-    from service.measure.o200k_count import SortedRanks
+    from service.engine_setup.o200k_count import SortedRanks
 
     ranks = _small.ranks if _small is not None else SortedRanks(table["tokens"], table["ranks"])
     return ranks.table if ranks.table is not None else ranks.as_dict()
@@ -274,7 +274,7 @@ def _small_counter():
             if _table is None:
                 _table = _load_table(default_cache_dir())
             if _table is not None:
-                from service.measure.o200k_count import SmallTextCounter, SortedRanks
+                from service.engine_setup.o200k_count import SmallTextCounter, SortedRanks
 
                 _small = SmallTextCounter(SortedRanks(_table["tokens"], _table["ranks"]), _table["pat_str"])
                 _small_budget = SMALL_TEXT_BUDGET
@@ -300,7 +300,7 @@ def encode_len(text: str) -> int:
     return len(enc.encode_ordinary(text))
 
 
-if __name__ == "__main__":  # python -m service.measure.tokenizer [TARGET]: the table an install ships
+if __name__ == "__main__":  # python -m service.engine_setup.tokenizer [TARGET]: the table an install ships
     from resources import resource_path
 
     print(build_shipped_table(Path(sys.argv[1]) if len(sys.argv) > 1 else resource_path("") / FAST_NAME))
