@@ -6,15 +6,30 @@ reminder (section 14), and what a real `/compact` kept, learnt when the segment 
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from service.engine.advice import AdviceBasis, MovePrices, advise, compacted_prompt, compaction_keep, \
     compaction_price
 from service.engine.prices import PriceTable
 from service.client.payloads import Advice
+from service.engine.restart_savings import RestartLedger
 
-if TYPE_CHECKING:
-    from service.engine.session import _Call, _Segment
+
+class CallFigures(Protocol):
+    """What the moves read of a call: its model and prompt."""
+
+    model: str
+
+    @property
+    def stock(self) -> int: ...
+
+
+class SegmentFigures(Protocol):
+    """What the moves read and set of the open segment."""
+
+    floor: int | None
+    compacted_from: tuple[float, float, float | None] | None
+    restart: RestartLedger
 
 
 def _count(v: object) -> float | None:
@@ -34,7 +49,7 @@ def compacted_from(floor: int | None, last_stock: int | None,
 class SegmentMoves:
     """The moves of one segment as it stands: `advice` after its latest call, `compact_at` a past call."""
 
-    def __init__(self, seg: _Segment, prices: PriceTable, basis: AdviceBasis, writes_1h: bool) -> None:
+    def __init__(self, seg: SegmentFigures, prices: PriceTable, basis: AdviceBasis, writes_1h: bool) -> None:
         self.seg = seg
         self.prices = prices
         self.basis = basis.bounded()
@@ -50,7 +65,7 @@ class SegmentMoves:
         return MovePrices(p_r=tier.p_r, p_w=tier.p_w1h if self.writes_1h else tier.p_w5, p_w5=tier.p_w5,
                           p_out=tier.p_out)
 
-    def advice(self, last: _Call | None, b_default: float, growth: float) -> Advice | None:
+    def advice(self, last: CallFigures | None, b_default: float, growth: float) -> Advice | None:
         """The moves after the latest call; None before the segment's first call or without a price."""
         seg = self.seg
         if last is None or seg.floor is None:
@@ -60,7 +75,7 @@ class SegmentMoves:
             return None
         return advise(last.stock, b_default, seg.floor, growth, rates, self.basis)
 
-    def compact_at(self, call: _Call) -> tuple[float, float] | None:
+    def compact_at(self, call: CallFigures) -> tuple[float, float] | None:
         """A /compact after `call`: (tokens each later call would read less, what the compaction costs)."""
         rates = self._rates(call.model, call.stock)
         if rates is None or self.seg.floor is None:
@@ -69,7 +84,7 @@ class SegmentMoves:
         price = compaction_price(call.stock, summary, compacted, rates, self.basis.compact_write_share)
         return call.stock - compacted, price
 
-    def opened(self, seg: _Segment) -> None:
+    def opened(self, seg: SegmentFigures) -> None:
         """The segment's first call fixed its floor: what the /compact before it kept, when one did."""
         if seg.compacted_from is not None and seg.floor is not None:
             pre, floor_before, post = seg.compacted_from
