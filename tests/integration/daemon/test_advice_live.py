@@ -20,7 +20,7 @@ def test_status_carries_the_advice_priced_over_the_users_usual_run(tmp_path):
     store = Store(home / "ctxlamp.db")
     try:  # this user's History: runs of 4, 10 and 30 calls after a reminder; compactions that kept 2, 4 and 50 %
         for seg, (after, keep) in enumerate([(4, 0.02), (10, 0.5), (30, None), (None, 0.04)]):
-            store.archive_profile({"session_id": "old", "segment": seg, "started_at": "2026-11-01T09:00:00Z",
+            store.sessions.archive_profile({"session_id": "old", "segment": seg, "started_at": "2026-11-01T09:00:00Z",
                                    "ended_at": "2026-11-01T10:00:00Z", "calls": 40, "path_totals": {},
                                    "restart_savings": {"first_reminder_call": None if after is None else 5,
                                                        "first_reminder_usd": 0.0, "best_call": None, "best_usd": 0.0,
