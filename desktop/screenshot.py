@@ -107,10 +107,14 @@ def render_popup(out: Path, reminder: dict, snapshot: dict | None = None, name: 
     from PySide6.QtWidgets import QApplication
 
     from desktop.widgets.popup import ReminderPopup
-    from desktop.present.lamp import reminder_message
+    from desktop.present.coalesce import RED, RENT, notice
+    from desktop.present.advice import notice_text
 
     popup = ReminderPopup()
-    popup.show_message(*reminder_message(reminder, snapshot))
+    kind = RED if (snapshot or {}).get("lamp", {}).get("colour") == "red" else RENT
+    text = notice_text(notice(kind, str(reminder.get("session_id")), 0, reminder), snapshot)
+    popup.show_message(text.title, text.body, text.why)
+    popup.why_button.setChecked(True)  # the picture shows the why as well
     QApplication.processEvents()
     path = out / f"{name}.png"
     popup.grab().save(str(path), "PNG")
@@ -128,7 +132,8 @@ def render_tray_strip(out: Path, sessions: list[dict], now: float) -> Path:
     from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPixmap
 
     from desktop.widgets.icons import lamp_pixmap
-    from desktop.present.lamp import lamp_colour, tooltip_text
+    from desktop.present.advice import tooltip_text
+    from desktop.present.lamp import lamp_colour
 
     by_colour: dict[str, dict] = {}
     for snap in sessions:

@@ -1,8 +1,8 @@
-"""The tray lamp: icon, tooltip, menu, restart reminders, and the window on demand.
+"""The tray lamp: icon, tooltip, menu, its notices, and the window on demand.
 
 Everything it shows comes from the event stream and the API (service/client/api.py);
 decisions live in plain modules (desktop/present/, coalesce). No timer ticks: the icon
-changes when a snapshot arrives, held reminders and cache expiry each set one
+changes when a snapshot arrives, held notices and cache expiry each set one
 single-shot timer, and the tray retry (no tray yet) backs off to minutes.
 """
 from __future__ import annotations
@@ -22,9 +22,8 @@ from desktop.platforms.tray_host import tray_icon
 from desktop.present.limits import IdleCacheNotice, LimitNotices, limits_text
 from desktop.present.overview import budgets_text
 from desktop.widgets.popup import ReminderPopup
-from desktop.present.lamp import (
-    lamp_colour, menu_sessions, pick_followed, reminder_message, session_name, tooltip_text,
-)
+from desktop.present.advice import notice_text, tooltip_text
+from desktop.present.lamp import lamp_colour, menu_sessions, pick_followed
 from desktop.present.settings import min_gap_seconds
 
 TRAY_RETRY_S = (2, 5, 15, 30, 60, 120, 300)
@@ -33,7 +32,7 @@ TRAY_RETRY_S = (2, 5, 15, 30, 60, 120, 300)
 class TrayController(QObject):
     """Owns the tray icon and reacts to the service's events."""
 
-    reminder_shown = Signal(dict, str)  # the reminder, and "tray" or "popup"
+    notice_shown = Signal(dict, str)  # the notice (desktop/coalesce.py), and "tray" or "popup"
     quit_requested = Signal()
 
     def __init__(self, source=None, stream=None, supervisor=None, parent=None, open_window_without_tray=True):
@@ -47,6 +46,7 @@ class TrayController(QObject):
         self.down_reason: str | None = "Connecting to the ctxlamp service…"
         self.catching_up = False  # the service is still reading recent sessions (service.scan.state)
         self.coalescer = ReminderCoalescer()
+        self.notices_shown = 0  # notices, not the rent's laps: the tray speaks once per stretch, again at red
         self.popup: ReminderPopup | None = None
         self.window = None
         self.open_window_without_tray = open_window_without_tray
@@ -58,7 +58,7 @@ class TrayController(QObject):
         self._build_menu()
         self.tray.setContextMenu(self.menu)
         self.tray.activated.connect(self._on_activated)
-        self.tray.messageClicked.connect(self._handoff_for_reminder)
+        self.tray.messageClicked.connect(self._notice_clicked)
 
         self._due_timer = QTimer(self)
         self._due_timer.setSingleShot(True)
@@ -157,6 +157,8 @@ class TrayController(QObject):
 
     def set_status(self, status: dict) -> None:
         self.sessions = {s["session_id"]: s for s in status.get("sessions") or [] if s.get("session_id")}
+        for sid, snap in self.sessions.items():  # the lamps as they stand now: shown, not announced
+            self.coalescer.observe(sid, int(snap.get("segment") or 0), lamp_colour(snap), time.time(), quiet=True)
         self.service_followed = status.get("followed")
         self.down_reason = None
         self.on_limits(status.get("limits"))
@@ -210,6 +212,9 @@ class TrayController(QObject):
         self.refresh()
         if self.window is not None:
             self.window.on_live_snapshot(snap)
+        told = self.coalescer.observe(sid, int(snap.get("segment") or 0), lamp_colour(snap), time.time())
+        if told is not None:
+            self.show_notice(told)
 
     def on_limits(self, limits: dict | None) -> None:
         """The plan limits (status, or a `limits` event): tooltip and menu, and a notice per threshold passed."""
@@ -242,11 +247,14 @@ class TrayController(QObject):
         self._arm_idle_notice(now)
 
     def on_reminder(self, reminder: dict, now: float | None = None) -> None:
+        """A rent lap: a notice if it is the stretch's first (desktop/coalesce.py), else only the figures."""
         now = time.time() if now is None else now
-        show = self.coalescer.offer(reminder, now)
+        snap = self.sessions.get(str(reminder.get("session_id")))
+        show = self.coalescer.offer(reminder, now, lamp_colour(snap) if snap else None)
         if show is not None:
-            self.show_reminder(show)
+            self.show_notice(show)
         self._arm_due(now)
+        self.tray.setToolTip(self.tooltip(now))
 
     def _arm_due(self, now: float) -> None:
         due = self.coalescer.next_due()
@@ -256,26 +264,31 @@ class TrayController(QObject):
 
     def _release_held(self) -> None:
         now = time.time()
-        for rem in self.coalescer.due(now):
-            self.show_reminder(rem)
+        for told in self.coalescer.due(now):
+            self.show_notice(told)
         self._arm_due(now)
 
-    # ---------- reminders ----------
-    def show_reminder(self, reminder: dict) -> str:
-        snap = self.sessions.get(str(reminder.get("session_id")))
-        title, body = reminder_message(reminder, snap)
-        if snap is not None and len(self.sessions) > 1:
-            body = f"{session_name(snap)}: {body}"  # several live sessions: say which one
-        self.last_reminder = reminder
+    # ---------- notices ----------
+    def show_notice(self, told: dict) -> str:
+        """Say one notice: two lines in a tray message (a click copies the handoff prompt and opens the
+        Session tab with the why), or the fallback popup with its Why? button."""
+        snap = self.sessions.get(str(told.get("session_id")))
+        text = notice_text(told, snap, several=len(self.sessions) > 1)
+        self.last_reminder = told
+        self.notices_shown += 1
         if self.tray.isVisible() and self.tray.supportsMessages():
-            self.tray.showMessage(title, body + "\nClick to copy a handoff prompt.",
-                                  lamp_icon(self.colour()), 20000)
+            self.tray.showMessage(text.title, text.body, lamp_icon(self.colour()), 20000)
             via = "tray"
         else:
-            self._ensure_popup().show_message(title, body)
+            self._ensure_popup().show_message(text.title, text.body, text.why)
             via = "popup"
-        self.reminder_shown.emit(reminder, via)
+        self.notice_shown.emit(told, via)
         return via
+
+    def _notice_clicked(self) -> None:
+        """A click on the tray's notice: the handoff prompt on the clipboard, the why in the Session tab."""
+        self._handoff_for_reminder()
+        self.open_window("session")
 
     def _ensure_popup(self) -> ReminderPopup:
         if self.popup is None:
@@ -285,12 +298,12 @@ class TrayController(QObject):
         return self.popup
 
     def snooze(self, session_id: str | None = None, duration_s: float = DEFAULT_SNOOZE_S) -> None:
-        """No reminder popups for this session for a while (the lamp still shows)."""
+        """No notices for this session for a while (the lamp still shows)."""
         rem = getattr(self, "last_reminder", None) or {}
         sid = session_id or rem.get("session_id") or self.followed
         if sid:
             self.coalescer.snooze(sid, time.time(), duration_s)
-            self._notify("ctxlamp", f"Reminders snoozed for {int(duration_s // 60)} minutes.", quiet=True)
+            self._notify("ctxlamp", f"Notices snoozed for {int(duration_s // 60)} minutes.", quiet=True)
 
     def set_paused(self, paused: bool) -> None:
         self.coalescer.set_paused(paused)
@@ -337,8 +350,8 @@ class TrayController(QObject):
         self.session_actions: list[QAction] = []
         self.open_action = m.addAction("Open window", self.open_window)
         self.handoff_action = m.addAction("Prepare handoff", lambda: self.prepare_handoff())
-        self.snooze_action = m.addAction("Snooze reminders (30 min)", lambda: self.snooze(self.followed))
-        self.pause_action = m.addAction("Pause reminders")
+        self.snooze_action = m.addAction("Snooze notices (30 min)", lambda: self.snooze(self.followed))
+        self.pause_action = m.addAction("Pause notices")
         self.pause_action.setCheckable(True)
         self.pause_action.toggled.connect(self.coalescer.set_paused)
         self.retry_action = m.addAction("Restart the service", self._retry_service)

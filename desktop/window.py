@@ -7,7 +7,7 @@ demo). A failed request shows its message in the tab, never a crash.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QLabel, QMainWindow, QTabWidget
 
@@ -62,8 +62,10 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.tabs)
         self.overview_tab.open_session.connect(self.open_session)
         self.status_label = QLabel()
+        self.status_label.setTextFormat(Qt.TextFormat.PlainText)  # a file's path or an error, shown as written
         self.statusBar().addWidget(self.status_label, 1)
         self.files_tab.selection_changed.connect(self._on_selection)
+        self.settings_tab.saved.connect(self._team_tab_follows_settings)
         self.tabs.currentChanged.connect(self._on_tab)
         self._loaded: set[int] = set()
 
@@ -182,6 +184,22 @@ class MainWindow(QMainWindow):
         self.snapshot_changed.emit(snap)
         self.status_label.setText(f"{'Included' if ticked else 'Excluded'} {path}: the lamp and the curve are "
                                   "worked out again.")
+
+    def _team_tab_follows_settings(self) -> None:
+        """A team server saved (or removed) in Settings: its tab comes (or goes) at once, and Settings says so."""
+        wanted = team_configured(self.source)
+        if wanted and self.team_tab is None:
+            self.team_tab = TeamTab(self.source)
+            self.add_tab(self.team_tab, "Team")
+            self.settings_tab.status.setText("Saved. The Team tab shows the team server's figures.")
+        elif not wanted and self.team_tab is not None:
+            index = self.tabs.indexOf(self.team_tab)
+            self.tabs.removeTab(index)
+            self.tab_list.remove(self.team_tab)
+            self._loaded.discard(index)
+            self.team_tab.deleteLater()
+            self.team_tab = None
+            self.settings_tab.status.setText("Saved. No team server: the Team tab is closed.")
 
     def _error(self, text: str) -> None:
         self.status_label.setText(text)

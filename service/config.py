@@ -38,7 +38,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 
     "team": {"url": "", "member": "", "projects": "hash", "push_every": "10m", "key": ""},
 }
-TEAM_PROJECTS = ("hash", "name", "none")
+TEAM_PROJECTS = ("hash", "name", "private", "none")
 
 COMMENTS = {
     "engine": "g_floor: least growth per call (tokens); eps_*: how far above the best average cost amber/red start",
@@ -59,7 +59,7 @@ COMMENTS = {
                "a notice when this share is spent (1-100), and one at 100 %, once per day or month",
 
     "team": "url: postgresql://... of the team database (empty: no team); member: default user@host; "
-            "projects: hash | name | none; push_every: e.g. 10m; key: the project-hash key (docs/team.md)",
+            "projects: hash | name | private | none; push_every: e.g. 10m; key: the project-hash key (docs/team.md)",
 }
 
 _DURATION = re.compile(r"^\s*(\d{1,9}(?:\.\d{1,9})?)\s*([smhd]?)\s*$")

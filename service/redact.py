@@ -6,13 +6,14 @@ a traceback quotes it, a `password=` key/value pair travels in a query string.
 `redact` removes the passwords of the URLs it is given in every form they take
 (as written, percent-decoded, percent-encoded), and any `scheme://user:...@`
 userinfo and `password=...` pair it meets, known or not. The service log's
-formatter, the team commands' errors, `GET /api/v1/team` and the Team tab's
-text all use it.
+formatter, the team commands' errors, every error the API answers, `GET /api/v1/team`,
+the settings the API serves (`redact_settings`) and the Team tab's text all use it.
 """
 from __future__ import annotations
 
 import logging
 import re
+from typing import Any
 from urllib.parse import quote, unquote
 
 MASK = "***"
@@ -29,17 +30,9 @@ def url_passwords(url: str) -> set[str]:
     Read without a URL parser, so a URL no parser accepts (a bare `%` in the
     password) still gives its password up to redaction.
     """
-    found: set[str] = set()
     text = str(url or "")
-    _scheme, sep, rest = text.partition("://")
-    if sep:
-        authority = rest
-        at = authority.rfind("@")
-        if at > 0:
-            userinfo = authority[:at]
-            _user, colon, password = userinfo.partition(":")
-            if colon and password:
-                found.add(password)
+    password = _userinfo_password(text)
+    found: set[str] = {password} if password else set()
     for m in _PAIR.finditer(text):
         value = m.group(0)[len(m.group("head")):]
         found.add(value.strip("'"))
@@ -63,3 +56,40 @@ class RedactingFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         return redact(super().format(record))
+
+
+def redact_settings(settings: Any) -> Any:
+    """A copy of settings (nested dicts and lists) whose every text went through `redact`: what an answer
+    may carry of config.toml ([database] url and [team] url may hold a password)."""
+    if isinstance(settings, dict):
+        return {k: redact_settings(v) for k, v in settings.items()}
+    if isinstance(settings, list):
+        return [redact_settings(v) for v in settings]
+    return redact(settings) if isinstance(settings, str) else settings
+
+
+def restore_masked(changes: Any, current: Any) -> Any:
+    """Changes sent back as the user saw them, with each masked password put back from `current`.
+
+    A settings form shows a URL redacted; saving it unchanged, or with only its host or database
+    edited, must keep the stored password rather than store the mask.
+    """
+    if isinstance(changes, dict):
+        here = current if isinstance(current, dict) else {}
+        return {k: restore_masked(v, here.get(k)) for k, v in changes.items()}
+    if not isinstance(changes, str) or not isinstance(current, str) or MASK not in changes:
+        return changes
+    if changes == redact(current):
+        return current
+    password = _userinfo_password(current)
+    return changes.replace(f":{MASK}@", f":{password}@", 1) if password else changes
+
+
+def _userinfo_password(url: str) -> str | None:
+    """The password of `scheme://user:password@host...` as written (None without one)."""
+    _scheme, sep, rest = url.partition("://")
+    at = rest.rfind("@")
+    if not sep or at <= 0:
+        return None
+    _user, colon, password = rest[:at].partition(":")
+    return password if colon and password else None

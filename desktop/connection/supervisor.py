@@ -20,7 +20,10 @@ from desktop.connection.restart_policy import RestartPolicy
 def service_command() -> tuple[str, list[str]]:
     if getattr(sys, "frozen", False):  # the packaged build: the same executable runs every command
         return sys.executable, ["serve"]
-    return sys.executable, ["-m", "service.cli", "serve"]
+    from service.client.own_python import module_argv
+
+    python, *args = module_argv("service.cli", "serve")  # the user's folder never shadows ctxlamp
+    return python, args
 
 
 class ServiceSupervisor(QObject):

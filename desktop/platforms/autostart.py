@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from service.client.own_python import module_argv
+
 FILE_NAME = "ctxlamp.desktop"
 AGENT_LABEL = "io.ctxlamp.tray"
 RUN_KEY = r"Software\Microsoft\Windows\CurrentVersion\Run"
@@ -68,6 +70,21 @@ class WinregRunKey:
             pass
 
 
+class UnsafeCommand(ValueError):
+    """A program path no start-at-login entry can name safely (a control character in it)."""
+
+
+def checked_argv(argv: Sequence[str]) -> list[str]:
+    """`argv` as given, or UnsafeCommand: a line break in a path would add lines (keys) to the XDG entry
+    and a control character has no form in a Desktop Entry value or a plist, so neither is written."""
+    for word in argv:
+        bad = next((c for c in word if ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f), None)
+        if bad is not None:
+            raise UnsafeCommand(f"the path {word!r} holds the control character U+{ord(bad):04X}: "
+                                "start at login cannot name it; move ctxlamp to a folder without one")
+    return list(argv)
+
+
 def system_kind(system: str = sys.platform) -> str:
     if system.startswith("win"):
         return "windows"
@@ -86,11 +103,11 @@ def tray_argv(system: str = sys.platform) -> list[str]:
     if system_kind(system) == "windows":
         windowless = Path(sys.executable).with_name("pythonw.exe")
         python = str(windowless) if windowless.is_file() else sys.executable
-        return [python, "-m", "service.cli", "tray"]
+        return module_argv("service.cli", "tray", python=python)
     exe = shutil.which("ctxlamp")
     if exe:
         return [exe, "tray"]
-    return [sys.executable, "-m", "service.cli", "tray"]
+    return module_argv("service.cli", "tray")
 
 
 # ---- Linux: an XDG autostart entry ------------------------------------------------------------
@@ -102,10 +119,10 @@ def autostart_file() -> Path:
 def desktop_exec(argv: Sequence[str]) -> str:
     """`Exec=` per the Desktop Entry spec: words with reserved characters in double quotes
     (`"`, backquote, `$` and backslash escaped inside), `%` doubled; then the string-value
-    escape of backslashes."""
+    escape of backslashes. A control character is refused (UnsafeCommand)."""
     reserved = set(" \t\n\"'\\><~|&;$*?#()`")
     words = []
-    for word in argv:
+    for word in checked_argv(argv):
         word = word.replace("%", "%%")
         if any(c in reserved for c in word):
             word = '"' + "".join("\\" + c if c in '"`$\\' else c for c in word) + '"'
@@ -170,7 +187,7 @@ class LoginItem:
 
     def set_enabled(self, enabled: bool) -> str:
         """Write or remove the entry; returns where it is (a path, or the registry value's name)."""
-        argv = tray_argv(self.system)
+        argv = checked_argv(tray_argv(self.system)) if enabled else []
         if self.kind == "windows":
             if enabled:
                 self.run_key().set(RUN_VALUE, subprocess.list2cmdline(argv))

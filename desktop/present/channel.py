@@ -42,6 +42,15 @@ METHOD = {
     "retrieval": "Estimated: search results are compared with reading the matching files whole.",
 }
 
+# what an empty chart says: why it is empty, and what fills it
+EMPTY = {
+    "edit": "No edits in this period: the replace edits Claude Code makes in your sessions fill this chart "
+            "as their transcripts are written.",
+    "pinch": "Nothing trimmed in this period: a compaction or a context edit in a session fills this chart.",
+    "retrieval": "No searches in this period: each call Claude Code makes to ctxlamp's history search (added by "
+                 "`ctxlamp install`) fills this chart.",
+}
+
 
 def humanize(key: str) -> str:
     """A field name the table above does not know, made readable ("kind:x_y" -> "x y")."""
@@ -110,6 +119,7 @@ class ChannelView:
     width_s: float = 86400.0
     totals: list[tuple[str, str]] = field(default_factory=list)
     sources: str = ""
+    empty: str = "No data for this channel yet."  # shown when nothing is drawn
 
 
 def channel_counters(channel: dict | None) -> list[str]:
@@ -123,7 +133,7 @@ def channel_counters(channel: dict | None) -> list[str]:
 
 def channel_view(channel: dict | None, counter: str | None = None) -> ChannelView:
     if not channel:
-        return ChannelView(label="no data")
+        return ChannelView(label="no data", empty="No data: the service has not answered for this channel.")
     counters = channel_counters(channel)
     counter = counter if counter in counters else (counters[0] if counters else None)
     width = 3600.0 if channel.get("bucket") == "hour" else 86400.0
@@ -138,7 +148,7 @@ def channel_view(channel: dict | None, counter: str | None = None) -> ChannelVie
     totals = totals_rows(name, channel.get("totals"))
     src = METHOD.get(name, "")
     return ChannelView(label=str(channel.get("label") or "estimated"), counters=counters, xs=xs, heights=hs,
-                       width_s=width, totals=totals, sources=src)
+                       width_s=width, totals=totals, sources=src, empty=EMPTY.get(name, ChannelView.empty))
 
 
 def channel_csv(channel: dict | None) -> str:

@@ -1,11 +1,22 @@
-"""When a restart reminder may speak (pure; times are explicit seconds).
+"""When the tray speaks: the lamp and the rent reminders become one notice per moment (pure; times are
+explicit seconds).
 
-The engine raises a reminder at every lap; past the sweet spot laps come every
-few calls. The desktop speaks at most once per `min_gap` per session: a lap that
-arrives sooner is held, a newer lap replaces the held one, and the held one is
-shown when the gap has passed. Nothing is shown while snoozed or paused; what
-arrives then is dropped (the lamp carries the continuous signal, and the next
-lap after the snooze speaks again).
+The engine raises a reminder at every rent lap, and past the sweet spot laps come
+every few calls; the lamp changes colour on its own clock. A user is told one
+piece of advice, per stretch of work (a segment) and session:
+
+- the first reminder of a stretch is a notice ("restart at your next break", or
+  "restart pays now" when the lamp is already red);
+- later laps of that stretch update the figures and the tooltip, never a notice;
+- the lamp turning red raises one notice, unless that advice was already given in
+  the stretch (the first reminder came while red);
+- at most one notice per `min_gap` per session: a notice that comes sooner is held
+  and shown when the gap has passed, a red one replacing a held one. The red notice
+  is never held: it is the last the stretch can give.
+
+Nothing is shown while snoozed or paused; what arrives then is dropped (the lamp
+carries the continuous signal). docs/architecture.md ("What the tray says") gives
+the same rules for users.
 """
 from __future__ import annotations
 
@@ -13,14 +24,25 @@ from dataclasses import dataclass, field
 
 DEFAULT_MIN_GAP_S = 600.0
 DEFAULT_SNOOZE_S = 1800.0
+RENT = "rent"  # the rent paid on dead weight reached a restart's price: restart at the next break
+RED = "red"    # the lamp is red: a restart pays now
 
 
 @dataclass
 class _SessionState:
-    last_shown_at: float | None = None
+    segment: int = -1
     last_lap: tuple[int, int] = (-1, -1)  # (segment, lap) of the newest reminder seen
+    told: set[str] = field(default_factory=set)  # the kinds of notice decided in this stretch
+    colour: str | None = None  # the lamp's colour at the last snapshot seen
+    last_shown_at: float | None = None
     pending: dict | None = None
     snoozed_until: float = 0.0
+
+
+def notice(kind: str, session_id: str, segment: int, reminder: dict | None) -> dict:
+    """One notice: its kind, its session and stretch, and the reminder that raised it (None for the lamp)."""
+    return {"kind": kind, "session_id": session_id, "segment": segment, "reminder": reminder,
+            "lap": int((reminder or {}).get("lap") or 0)}
 
 
 @dataclass
@@ -32,32 +54,59 @@ class ReminderCoalescer:
     def _state(self, session_id: str) -> _SessionState:
         return self._sessions.setdefault(session_id, _SessionState())
 
-    def offer(self, reminder: dict, now: float) -> dict | None:
-        """A reminder arrived: returns it if it should pop now, else None (held or dropped)."""
+    @staticmethod
+    def _enter(st: _SessionState, segment: int) -> None:
+        if segment > st.segment:  # a new stretch of work: its advice is given afresh
+            st.segment, st.told, st.pending = segment, set(), None
+
+    def offer(self, reminder: dict, now: float, colour: str | None = None) -> dict | None:
+        """A reminder arrived (the lamp showing `colour`): the notice to show now, else None."""
         sid = str(reminder.get("session_id") or "")
         st = self._state(sid)
-        stamp = (int(reminder.get("segment") or 0), int(reminder.get("lap") or 0))
+        segment = int(reminder.get("segment") or 0)
+        stamp = (segment, int(reminder.get("lap") or 0))
         if stamp <= st.last_lap:
             return None  # a repeat (e.g. after reconnecting to the stream) or an older lap
         st.last_lap = stamp
+        if segment < st.segment:
+            return None
+        self._enter(st, segment)
+        if st.told:
+            return None  # a later lap of the stretch: the figures and the tooltip say it
+        return self._speak(st, notice(RED if colour == RED else RENT, sid, segment, reminder), now)
+
+    def observe(self, session_id: str, segment: int, colour: str, now: float, quiet: bool = False) -> dict | None:
+        """A snapshot: the lamp turning red gives its notice, once a stretch. `quiet` (the status read at
+        connecting) only notes the colour: a lamp already red when the tray starts is shown, not announced."""
+        st = self._state(session_id)
+        before, st.colour = st.colour, colour
+        if segment < st.segment:
+            return None
+        self._enter(st, segment)
+        if quiet or colour != RED or before in (None, RED) or RED in st.told:
+            return None
+        return self._speak(st, notice(RED, session_id, segment, None), now)
+
+    def _speak(self, st: _SessionState, told: dict, now: float) -> dict | None:
+        st.told.update((RENT, RED) if told["kind"] == RED else (RENT,))
         if self.paused or now < st.snoozed_until:
             st.pending = None
             return None
-        if st.last_shown_at is None or now >= st.last_shown_at + self.min_gap_s:
+        if told["kind"] == RED or st.last_shown_at is None or now >= st.last_shown_at + self.min_gap_s:
             st.pending = None
             st.last_shown_at = now
-            return reminder
-        st.pending = reminder  # the newest lap replaces an older held one
+            return told
+        st.pending = told
         return None
 
     def next_due(self) -> float | None:
-        """When a held reminder becomes due (for one single-shot timer), or None."""
+        """When a held notice becomes due (for one single-shot timer), or None."""
         dues = [st.last_shown_at + self.min_gap_s for st in self._sessions.values()
                 if st.pending is not None and st.last_shown_at is not None]
         return min(dues) if dues else None
 
     def due(self, now: float) -> list[dict]:
-        """Held reminders whose gap has passed: show these now."""
+        """Held notices whose gap has passed: show these now."""
         out = []
         for st in self._sessions.values():
             if st.pending is None or st.last_shown_at is None:

@@ -113,8 +113,9 @@ def parse_time(value) -> float | None:
         return None
 
 
-def when(value, now: float | None = None) -> str:
-    """A moment in local time: "14:05" today, "Mon 30 Nov 14:05" this year, else with the year."""
+def when(value, now: float | None = None, short: bool = False) -> str:
+    """A moment in local time: "14:05" today, "Mon 30 Nov 14:05" this year (`short`: "30 Nov 14:05", for
+    a table's column), else with the year."""
     t = parse_time(value)
     if t is None:
         return DASH
@@ -123,7 +124,7 @@ def when(value, now: float | None = None) -> str:
     if local.date() == today.date():
         return f"today {local:%H:%M}"
     if local.year == today.year:
-        return f"{local:%a} {local.day} {local:%b %H:%M}"
+        return f"{local.day} {local:%b %H:%M}" if short else f"{local:%a} {local.day} {local:%b %H:%M}"
     return f"{local.day} {local:%b %Y %H:%M}"
 
 

@@ -4,38 +4,41 @@ from __future__ import annotations
 from desktop.present import fmt
 from desktop.present.overview import model_name
 
+# headers of two short lines and cells without repeated units, so every column fits a 1100-pixel window
 SEGMENT_COLUMNS = [
-    ("started_at", "Started"), ("session_id", "Session"), ("segment", "Part"), ("end_reason", "Ended by"),
-    ("model", "Model"), ("calls", "Calls"), ("turns", "Prompts"), ("B", "Useful context"),
-    ("L_peak", "Largest context"), ("g", "Growth per call"), ("rent_usd", "Rent"), ("laps", "Reminders"),
-    ("restart_first", "Restart at reminder (est.)"), ("restart_best", "Best restart (est.)"),
-    ("bill_in_usd", "Paid for input"), ("bill_out_usd", "Paid for output"), ("duration_s", "Duration"),
-    ("models", "Models used (calls, spend)"),
+    ("started_at", "Started"), ("session_id", "Session\n· part"), ("end_reason", "Ended by"),
+    ("model", "Model"), ("calls", "Calls"), ("turns", "Prompts"), ("B", "Useful\ntokens"),
+    ("L_peak", "Largest\ncontext"), ("g", "Growth\nper call"), ("rent_usd", "Rent"), ("laps", "Restarts'\nworth"),
+    ("restart_first", "Restart at\nnotice (est.)"), ("restart_best", "Best restart\n(est.)"),
+    ("bill_usd", "Paid"), ("duration_s", "Lasted"), ("models", "Models\n(calls, $)"),
 ]
 SEGMENT_TIPS = {
-    "segment": "A session is cut into parts at each compaction; the first part is 1.",
     "B": "Tokens of context a fresh session would need to rebuild (the useful part).",
     "L_peak": "The most context any call of this part re-read from the cache (tokens).",
     "g": "How much the context grew per call on average (tokens).",
     "rent_usd": "What calls paid to re-read context a fresh session would not need (dead weight).",
-    "laps": "Reminders raised: each time the rent paid added up to about one restart's cost.",
-    "restart_first": "An estimate: what a restart with a handoff at this part's first reminder would have saved "
+    "laps": "How many times the rent paid added up to a restart's price; the tray gave its notice at the first.",
+    "restart_first": "An estimate: what a restart with a handoff at this part's notice would have saved "
                      "(the later calls re-read less, one rebuild of the useful context paid). Negative: it would "
                      "have cost.",
     "restart_best": "An estimate: the one restart that would have saved most, in hindsight, and after which call.",
+    "started_at": "When the part's first call was made.",
+    "bill_usd": "What the API billed for the part's calls: input and output.",
+    "session_id": "The session (the first characters of its id) and which part of it (a session is cut into parts "
+                  "at each compaction; the first is 1).",
 }
 
 
 def fmt_restart(figures, key: str) -> str:
-    """A part's restart estimate: `$0.78 after call 57`, or why there is none."""
+    """A part's restart estimate: `$0.78, call 57` (a restart after call 57), or why there is none."""
     if not isinstance(figures, dict):
         return "–"
     if key == "restart_first":
         call, usd = figures.get("first_reminder_call"), figures.get("first_reminder_usd")
-        return "no reminder" if call is None else f"{fmt.usd(usd)} after call {fmt.count(call)}"
+        return "no notice" if call is None else f"{fmt.usd(usd)}, call {fmt.count(call)}"
     call, usd = figures.get("best_call"), figures.get("best_usd")
-    return "none would save" if call is None else f"{fmt.usd(usd)} after call {fmt.count(call)}"
-END_WORDS = {"compact": "compaction", "rotation": "new session", "end": "end of transcript",
+    return "none saves" if call is None else f"{fmt.usd(usd)}, call {fmt.count(call)}"
+END_WORDS = {"compact": "compaction", "rotation": "new session", "end": "transcript end",
              "shutdown": "service stopped", "checkpoint": "service stopped"}
 
 
@@ -56,20 +59,22 @@ def segment_rows(segments: dict | list | None) -> list[list[str]]:
         row = []
         for key, _ in SEGMENT_COLUMNS:
             v = s.get(key)
-            if key.startswith("restart_"):
+            if key == "bill_usd":
+                row.append(fmt.usd(float(s.get("bill_in_usd") or 0) + float(s.get("bill_out_usd") or 0)))
+            elif key.startswith("restart_"):
                 row.append(fmt_restart(s.get("restart_savings"), key))
             elif v is None:
                 row.append("–")
             elif key.endswith("usd"):
                 row.append(fmt.usd(v))
             elif key in ("B", "L_peak", "g"):
-                row.append(f"{fmt.tokens(v)} tokens")
+                row.append(fmt.tokens(v))
             elif key == "duration_s":
                 row.append(fmt.duration(float(v)))
             elif key == "models":
                 row.append(fmt_models(v))
             elif key == "session_id":
-                row.append(str(v)[:8])
+                row.append(f"{str(v)[:8]} · {int(s.get('segment') or 0) + 1}")
             elif key == "model":
                 row.append(model_name(v))
             elif key == "segment":
@@ -79,7 +84,7 @@ def segment_rows(segments: dict | list | None) -> list[list[str]]:
             elif key in ("calls", "turns", "laps"):
                 row.append(fmt.count(v))
             elif key == "started_at":
-                row.append(fmt.when(v))
+                row.append(fmt.when(v, short=True))
             else:
                 row.append(str(v))
         rows.append(row)

@@ -17,6 +17,7 @@ MAX_STACKS = 6  # bars stack the dearest few; the rest is one "other" layer
 OTHER = "other"
 NOT_WRITTEN = "not written down (measured)"  # requests Claude Code billed without writing them
 
+FAST_SUFFIX = "-fast"  # the report books a model's fast-mode calls as "<model>-fast" (docs/api.md)
 LIMIT_NAMES = {"five_hour": "5-hour limit", "seven_day": "Weekly limit", "spend_limit": "Spend limit"}
 
 
@@ -29,15 +30,20 @@ def project_name(project: str | None) -> str:
 
 
 def model_name(model: str | None) -> str:
-    """"claude-sonnet-4-5" -> "Sonnet 4.5"; an unknown shape stays as it is."""
+    """"claude-sonnet-4-5" -> "Sonnet 4.5", a fast call's "claude-opus-5-5-fast" -> "Opus 5.5 (fast)";
+    an unknown shape stays as it is."""
     if not model or model == "(none)":
         return "unknown model"
-    parts = str(model).split("-")
+    model = str(model)
+    fast = ""
+    if model.endswith(FAST_SUFFIX) and len(model) > len(FAST_SUFFIX):  # the API's label of fast calls
+        model, fast = model[:-len(FAST_SUFFIX)], " (fast)"
+    parts = model.split("-")
     if parts[0] == "claude" and len(parts) >= 2:
         family = parts[1].capitalize()
         version = [p for p in parts[2:] if p.isdigit() and len(p) <= 2]
-        return f"{family} {'.'.join(version)}".strip()
-    return str(model)
+        return f"{family} {'.'.join(version)}".strip() + fast
+    return model + fast
 
 
 @dataclass
@@ -115,6 +121,10 @@ def spend_notes(doc: dict | None) -> str:
     unpriced = spend.get("unpriced_models") or []
     if unpriced:
         notes.append("Not counted (no price known): " + ", ".join(model_name(m) for m in unpriced) + ".")
+    unknown = spend.get("unknown_price_modifiers") or {}
+    for value, models in sorted(unknown.items()) if isinstance(unknown, dict) else ():
+        names = ", ".join(model_name(m) for m in sorted(models)) if isinstance(models, dict) else ""
+        notes.append(f"Priced at standard rates, no price known for {value}: {names}.")
     ph = spend.get("placeholder_output_calls") or 0
     if ph:
         notes.append(f"{fmt.plural(ph, 'call')} recorded only a placeholder for the output, so their output cost "
@@ -189,8 +199,8 @@ def restart_figure(doc: dict | None) -> Figure:
     """What restarting at the first reminder would have saved (an estimate, docs/measurement.md 14)."""
     rs = (doc or {}).get("restart_savings") or {}
     return Figure("Restarts save (est.)", fmt.usd(rs.get("first_reminder_usd")),
-                  "What restarting at the reminders would have saved, an estimate per stretch of work: a restart "
-                  "with a handoff at its first reminder, against what the "
+                  "What restarting at the restart notices would have saved, an estimate per stretch of work: a "
+                  "restart with a handoff at its notice, against what the "
                   "later calls paid to re-read what the handoff would have left behind, less one rebuild of the "
                   f"useful context. The best single restart in hindsight: {fmt.usd(rs.get('best_single_usd'))}.")
 
@@ -201,15 +211,15 @@ def restart_sentence(rs: dict) -> str:
         return ""
     text = ""
     if rs.get("segments_with_reminders"):
-        text = (f" Restarting at the first reminder of each would have saved about "
+        text = (f" Restarting at each notice would have saved about "
                 f"{fmt.usd(rs.get('first_reminder_usd'))} (estimate); the best single restart in hindsight, "
                 f"{fmt.usd(rs.get('best_single_usd'))}")
         capture = rs.get("capture")
-        text += f", so the reminders got {capture * 100:.0f}% of it." if capture is not None else "."
+        text += f", so the notices got {capture * 100:.0f}% of it." if capture is not None else "."
         if rs.get("compact_first_reminder_usd") is not None:
             text += f" A /compact there instead: about {fmt.usd(rs['compact_first_reminder_usd'])}."
     if rs.get("missed_segments"):
-        text += (f" {fmt.plural(rs['missed_segments'], 'stretch', 'stretches')} without a reminder could have "
+        text += (f" {fmt.plural(rs['missed_segments'], 'stretch', 'stretches')} without a notice could have "
                  f"saved {fmt.usd(rs.get('missed_usd'))} by a restart.")
     return text
 
@@ -221,10 +231,14 @@ def rent_sentence(doc: dict | None) -> str:
         return "No session context was carried in this period."
     text = (f"Calls paid {fmt.usd(rent.get('rent_usd'))} of rent to re-read dead weight, over "
             f"{fmt.plural(rent.get('segments') or 0, 'stretch', 'stretches')} of work between restarts.")
+    advised = rent.get("segments_with_reminders") or 0
     if n:
-        text += f" {fmt.plural(n, 'reminder')} fired."
+        # the notices the tray gives (one a stretch), not the rent's laps that count restarts' worth of rent
+        text += (f" The restart notice was given in {fmt.plural(advised, 'stretch', 'stretches')}, once each, when "
+                 f"the rent first reached a restart's price (in all the rent paid for "
+                 f"{fmt.plural(n, 'restart')}).")
     else:
-        text += " No reminder fired: no session carried a restart's worth of dead weight."
+        text += " No restart notice: no stretch paid a restart's worth of rent on dead weight."
     return text + restart_sentence((doc or {}).get("restart_savings") or {})
 
 

@@ -1,13 +1,12 @@
 """The Session tab's header in words: each figure a phrase with its unit and a one-sentence tooltip.
 
 The engine's symbols (x, xSweet, bill cycle, laps) stay in the API; here they
-become "context carried", "sweet spot", "rent" and "reminders".
+become "context carried", "sweet spot", "rent" and the restart notice.
 """
 from __future__ import annotations
 
-import math
-
 from desktop.present import fmt
+from desktop.present.advice import notices_line, position_words
 from service.client.textsafe import html_text
 from desktop.present.lamp import STATE_WORDS, lamp_colour, lamp_state, session_name
 
@@ -17,20 +16,10 @@ TIPS = {
     "sweet": "The size at which the average cost per call, counting one restart, is lowest; past it a restart "
              "starts paying for itself.",
     "rent": "What the calls of this session paid to re-read dead weight: context a fresh session would not need.",
-    "laps": "A reminder fires each time the rent paid adds up to about one restart's cost; the count is the "
-            "number of such laps.",
     "burn": "Rent paid per hour over the last half hour of work.",
-    "context": "Tokens re-sent with every call now, and the useful part of them.",
+    "context": "Tokens re-sent with every call now, and the useful part of them: what a restart would carry over, "
+               "the files ticked in the Files tab.",
 }
-
-
-def position_words(snapshot: dict) -> str:
-    dhat = snapshot.get("dhat")
-    if dhat is None:
-        return "no sweet spot yet"
-    d = float(dhat)
-    return (f"{fmt.plural(math.ceil(d), 'call')} to the sweet spot" if d >= 0
-            else f"{fmt.plural(math.ceil(-d), 'call')} past the sweet spot")
 
 
 def header_title(snapshot: dict | None) -> str:
@@ -49,11 +38,12 @@ def header_facts(snapshot: dict | None) -> list[tuple[str, str, str]]:
     size = f"{fmt.number(x)}x its useful part" if x is not None else fmt.DASH
     sweet = f"at {fmt.number(xs)}x, {position_words(snapshot)}" if xs is not None else "not known yet"
     return [
-        ("Context", f"{fmt.tokens(snapshot.get('totalStock'))} tokens, {fmt.tokens(snapshot.get('B'))} useful",
+        ("Context", f"{fmt.tokens(snapshot.get('totalStock'))} tokens, "
+                    f"{fmt.tokens(snapshot.get('B_default', snapshot.get('B')))} useful",
          TIPS["context"]),
         ("Size", size, TIPS["x"]),
         ("Sweet spot", sweet, TIPS["sweet"]),
         ("Rent on dead weight", fmt.usd(snapshot.get("bill_cycle_usd")), TIPS["rent"]),
-        ("Reminders", fmt.count(snapshot.get("laps") or 0), TIPS["laps"]),
+        ("Restart notice", *notices_line(snapshot)),
         ("Rent per hour", fmt.usd(snapshot.get("br")), TIPS["burn"]),
     ]

@@ -35,8 +35,9 @@ FIELDS = (
     Field("engine.g_floor", "Least growth per call", "int",
           "Tokens the context is assumed to grow by per call at least (it keeps a new session's curve sane).",
           10_000_000),
-    Field("reminders.min_gap", "Time between two reminders", "duration",
-          "At most one reminder per session this often."),
+    Field("reminders.min_gap", "Time between two notices", "duration",
+          "At most one restart notice per session this often (the notice that the lamp turned red is never "
+          "held back)."),
     Field("sessions.live_hours", "Sessions count as live for", "hours",
           "At start, transcripts changed this recently are measured as live sessions.", 24 * 366),
     Field("history.store_prompts", "Keep the text of prompts in the history", "bool",
@@ -195,11 +196,18 @@ def price_errors(rows: list[tuple[str, dict[str, str]]], known: set[str]) -> lis
     return errors
 
 
-def price_table(rows: list[tuple[str, dict[str, str]]]) -> dict:
-    """Rows -> prices.json (only the filled cells: a known model keeps its other prices)."""
+def price_table(rows: list[tuple[str, dict[str, str]]], previous: dict | None = None) -> dict:
+    """Rows -> prices.json (only the filled cells: a known model keeps its other prices).
+
+    What the table does not edit (a model's fast-mode and US-only `modifiers`, its dated `changes`)
+    is kept from the `previous` file for the models still listed, so saving never drops it."""
+    before = (previous or {}).get("models") if isinstance(previous, dict) else None
     models = {}
     for model, cells in rows:
-        models[model.strip()] = {k: float(v) for k, v in cells.items() if v.strip()}
+        kept = (before or {}).get(model.strip()) if isinstance(before, dict) else None
+        entry = {k: v for k, v in kept.items() if k not in dict(PRICE_FIELDS)} if isinstance(kept, dict) else {}
+        entry.update({k: float(v) for k, v in cells.items() if v.strip()})
+        models[model.strip()] = entry
     return {"models": models}
 
 

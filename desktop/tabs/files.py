@@ -21,6 +21,7 @@ class FilesTab(Tab):
         self.note.setWordWrap(True)
         self.list = QListWidget()
         self.status = QLabel()
+        self.status.setTextFormat(Qt.TextFormat.PlainText)  # errors shown as written
         lay = QVBoxLayout(self)
         lay.addWidget(self.note)
         lay.addWidget(self.list, 1)

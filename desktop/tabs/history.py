@@ -9,14 +9,25 @@ from desktop.present.history import SEGMENT_COLUMNS, SEGMENT_TIPS, segment_rows
 from desktop.tabs.base import Tab
 
 
+HEADING = ("Finished parts of sessions, newest first (a part ends at a compaction, a new session or when the "
+           "service stops).")
+EMPTY = ("No finished part of a session yet: a part is listed here when a session is compacted, when Claude Code "
+         "starts a new session, or when the service stops.")
+
+
+NUMBERS = {"calls", "turns", "B", "L_peak", "g", "rent_usd", "laps", "restart_first", "restart_best", "bill_usd",
+           "duration_s"}  # right-aligned
+
+
 class HistoryTab(Tab):
     """The archived parts of sessions, newest first."""
 
     def __init__(self, source, parent=None):
         super().__init__(parent)
         self.source = source
-        self.note = QLabel("Finished parts of sessions, newest first (a part ends at a compaction, a new session "
-                           "or when the service stops).")
+        self.note = QLabel()
+        self.note.setTextFormat(Qt.TextFormat.PlainText)
+        self.note.setWordWrap(True)
         self.table = QTableWidget(0, len(SEGMENT_COLUMNS))
         self.table.setHorizontalHeaderLabels([c[1] for c in SEGMENT_COLUMNS])
         for i, (key, _) in enumerate(SEGMENT_COLUMNS):
@@ -26,8 +37,11 @@ class HistoryTab(Tab):
         self.table.verticalHeader().setVisible(False)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 6, 4, 4)  # the table's 16 columns fit a 1100-pixel window
         lay.addWidget(self.note)
         lay.addWidget(self.table, 1)
+        lay.addStretch(0)
+        self.show_segments(None)
 
     def reload(self) -> None:
         try:
@@ -37,11 +51,13 @@ class HistoryTab(Tab):
 
     def show_segments(self, segments) -> None:
         rows = segment_rows(segments)
+        self.note.setText(HEADING if rows else EMPTY)
+        self.table.setVisible(bool(rows))
         self.table.setRowCount(len(rows))
         for r, row in enumerate(rows):
             for c, text in enumerate(row):
                 item = QTableWidgetItem(text)
-                if 5 <= c < len(row) - 1:  # numbers; the last column (the models used) reads as text
+                if SEGMENT_COLUMNS[c][0] in NUMBERS:
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(r, c, item)
 

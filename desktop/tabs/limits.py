@@ -26,13 +26,16 @@ class LimitsPanel(QWidget):
         self.note.setTextFormat(Qt.PlainText)  # errors, paths and names shown as written
         self.note.setWordWrap(True)
         self.plot = charts.new_plot("Plan usage over time (from Claude Code's status line)", "% used", "time",
-                                    date_axis=True, legend=True)
+                                    date_axis=True)
+        charts.title_legend(self.plot, "Plan usage (from Claude Code's status line)",
+                            [(NAMES[w], PENS[w].color().name(), False) for w in NAMES])
         self.table = QTableWidget(0, len(TURN_COLUMNS))
         self.table.setHorizontalHeaderLabels(list(TURN_COLUMNS))
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
-        split = QSplitter(Qt.Horizontal)
+        self.plot.setMinimumHeight(150)
+        split = self.split = QSplitter(Qt.Horizontal)
         split.addWidget(self.plot)
         split.addWidget(self.table)
         split.setSizes([400, 300])
@@ -66,7 +69,7 @@ class LimitsPanel(QWidget):
         for window in ("five_hour", "seven_day"):
             xs, ys = usage_points(readings, window)
             if xs:
-                self.plot.plot(xs, ys, pen=PENS[window], name=NAMES[window], symbol="o", symbolSize=4)
+                self.plot.plot(xs, ys, pen=PENS[window], symbol="o", symbolSize=4)
                 drawn = True
         if drawn:
             self.plot.setYRange(0, 100)
@@ -75,6 +78,7 @@ class LimitsPanel(QWidget):
             now = time.time()
             charts.note(self.plot, "No plan usage reported yet.", (now - 5 * 3600, now), (0.0, 100.0))
         rows = turn_rows(session.get("turns") or [])
+        self.split.setVisible(drawn or bool(rows))  # nothing reported: the note says why and what fills it
         self.table.setRowCount(len(rows))
         for r, row in enumerate(rows):
             for c, text in enumerate(row):

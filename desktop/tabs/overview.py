@@ -24,6 +24,7 @@ from desktop.tabs.base import Tab
 from service.client.textsafe import html_text
 
 SESSION_COLUMNS = ("Session", "Spent", "Calls", "Last call", "Live")
+LIVE_ROWS_SHOWN = 3
 RELOAD_AFTER_MS = 20_000  # calls being written bring the figures up to date this long after the first of them
 
 
@@ -77,7 +78,7 @@ class OverviewTab(Tab):
         # stacked daily bars
         self.plot = charts.new_plot(html.escape(om.days_title(None)), "", "",
                                     left_unit="usd", bottom_unit="day", legend=True)
-        self.plot.setMinimumHeight(170)
+        self.plot.setMinimumHeight(140)  # three tick labels apart; the window still fits 1000x700
 
         # sessions, live sessions, limits, rent, channels
         self.sessions = QTableWidget(0, len(SESSION_COLUMNS))
@@ -114,7 +115,7 @@ class OverviewTab(Tab):
         self.channels = QLabel()
         self.channels.setWordWrap(True)
         self.channels.setTextFormat(Qt.TextFormat.RichText)
-        story = QGroupBox("Rent, reminders and savings")
+        story = QGroupBox("Rent, notices and savings")
         sl = QVBoxLayout(story)
         sl.addWidget(self.rent)
         sl.addWidget(self.channels)
@@ -259,7 +260,10 @@ class OverviewTab(Tab):
             item.setToolTip(f"Lamp {lamp_colour(snap)}. Click to open this session.")
             self.live.addItem(item)
         if not self.live.count():
-            self.live.addItem(QListWidgetItem("No live session."))
+            self.live.addItem(QListWidgetItem("No live session: one shows here from its first call."))
+        # up to three live sessions show whole; more scroll (the chart above gives up the height)
+        rows = min(self.live.count(), LIVE_ROWS_SHOWN)
+        self.live.setMinimumHeight(max(44, self.live.sizeHintForRow(0) * rows + 2 * self.live.frameWidth()))
 
     def show_limits(self, status: dict | None, now: float) -> None:
         while self.limits_lay.count():

@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QSplitter, QVBoxLayout
 
 from desktop.present import fmt
-
+from desktop.present.advice import session_advice
 from desktop.widgets import charts
 from desktop.present.curve import curve_view, series_view
 from desktop.present.overview import project_name
@@ -25,35 +25,50 @@ class SessionTab(Tab):
         self.title = QLabel()
         self.title.setTextFormat(Qt.TextFormat.RichText)
         self.title.setWordWrap(True)
+        self.advice = QLabel()  # the notice's advice as the lamp stands now, and its why: a tray notice opens here
+        self.advice.setTextFormat(Qt.TextFormat.PlainText)
+        self.advice.setWordWrap(True)
         self.facts = QGridLayout()
         self.facts.setHorizontalSpacing(20)
         self.series: dict | None = None
         self.snapshot: dict | None = None
         self.curve_plot = charts.new_plot("Cost curve: average cost per call if you restarted now, against the best",
                                           "times the best", "position (1 = the sweet spot)")
-        self.curve_plot.setToolTip("Diamonds mark where the reminders fired; the dot is where the session is now.")
-        self.stock_plot = charts.new_plot("Context over calls", "tokens", "call", left_unit="tokens",
-                                          bottom_unit="count", legend=True)
-        self.rent_plot = charts.new_plot("Rent paid on dead weight", "", "call", left_unit="usd",
-                                         bottom_unit="count", legend=True)
-        self.rent_plot.setXLink(self.stock_plot)
+        self.curve_plot.setToolTip("Diamonds mark each time the rent on dead weight reached a restart's price (the "
+                                   "first gave the notice); the dot is where the session is now.")
+        self.stock_plot = charts.new_plot("", "tokens", "call", left_unit="tokens", bottom_unit="count")
+        charts.title_legend(self.stock_plot, "Context over calls", charts.STOCK_KEYS)
+        self.rent_plot = charts.new_plot("", "", "call", left_unit="usd", bottom_unit="count")
+        charts.title_legend(self.rent_plot, "Rent on dead weight", charts.rent_keys())
+        # each chart keeps the height its tick labels need; the two series side by side leave the curve room
+        self.curve_plot.setMinimumHeight(190)
+        for plot in (self.stock_plot, self.rent_plot):
+            plot.setMinimumHeight(150)
+        series = QSplitter(Qt.Horizontal)
+        series.addWidget(self.stock_plot)
+        series.addWidget(self.rent_plot)
+        series.setSizes([560, 440])
         split = QSplitter(Qt.Vertical)
         split.addWidget(self.curve_plot)
-        split.addWidget(self.stock_plot)
-        split.addWidget(self.rent_plot)
-        self.limits_panel = LimitsPanel()
-        split.addWidget(self.limits_panel)
-        split.setSizes([300, 200, 150, 180])
+        split.addWidget(series)
+        split.setSizes([320, 220])
+        self.limits_panel = LimitsPanel()  # outside the splitter: with nothing reported it is one line
+        split.setChildrenCollapsible(False)
         lay = QVBoxLayout(self)
         lay.addWidget(self.title)
+        lay.addWidget(self.advice)
         lay.addLayout(self.facts)
         lay.addWidget(split, 1)
+        lay.addWidget(self.limits_panel)
         self.show_snapshot(None)
         self.show_series(None)
 
     def show_snapshot(self, snapshot: dict | None) -> None:
         self.snapshot = snapshot
         self.title.setText(header_title(snapshot))
+        advice, why = session_advice(snapshot)
+        self.advice.setText(f"{advice} {why}".strip())
+        self.advice.setVisible(bool(advice))
         self._facts(header_facts(snapshot))
         charts.draw_curve(self.curve_plot, curve_view(snapshot, self.series))
 
@@ -72,11 +87,12 @@ class SessionTab(Tab):
     def show_ended(self, row: dict, segments: list[dict]) -> None:
         """A session that is not live any more: what the overview and its archived parts say."""
         self.snapshot = self.series = None
+        self.advice.hide()
         sid = str(row.get("session_id") or "")
         self.title.setText(f"<b>{html_text(project_name(row.get('project')))} · {html_text(sid[:8])}</b>"
                            " — not live any more")
         rent = sum(float(p.get("rent_usd") or 0) for p in segments)
-        laps = sum(int(p.get("laps") or 0) for p in segments)
+        advised = sum(1 for p in segments if int(p.get("laps") or 0) > 0)
         unwritten = row.get("unwritten_usd") or 0.0
         self._facts([("Spent", fmt.usd(row.get("billed_usd", row.get("usd"))),
                       "What the API billed for it in the overview's period"
@@ -86,7 +102,10 @@ class SessionTab(Tab):
                      ("Last call", fmt.when(row.get("last_at")), "When it last called the API."),
                      ("Rent on dead weight", fmt.usd(rent) if segments else fmt.DASH,
                       "Over its archived parts (History tab)."),
-                     ("Reminders", fmt.count(laps) if segments else fmt.DASH, "Over its archived parts.")])
+                     ("Restart notices", f"{advised} of {fmt.plural(len(segments), 'stretch', 'stretches')}"
+                      if segments else fmt.DASH,
+                      "Stretches of work in which the rent on dead weight reached a restart's price: the tray "
+                      "gave its notice once in each (archived parts, History tab).")])
         charts.draw_curve(self.curve_plot, curve_view(None))
         self.show_series(None)
 

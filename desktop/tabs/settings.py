@@ -318,6 +318,8 @@ class FieldRow(QWidget):
 
 
 class SettingsTab(Tab):
+    saved = Signal()  # the service took a change: the window adds or removes what depends on it (the Team tab)
+
     def __init__(self, source, parent=None):
         super().__init__(parent)
         self.source = source
@@ -451,8 +453,12 @@ class SettingsTab(Tab):
             self.status.setText("Removed the price overrides; restart the service to use the bundled prices.")
             return True
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # ctxlamp's folders are private
+        try:  # what the table does not edit (modifiers, dated changes) stays
+            previous = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            previous = None
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(sm.price_table(rows), indent=2) + "\n", encoding="utf-8")
+        tmp.write_text(json.dumps(sm.price_table(rows, previous), indent=2) + "\n", encoding="utf-8")
         tmp.replace(path)
         self.status.setText(f"Saved {path}; restart the service to apply the prices.")
         return True
@@ -518,8 +524,7 @@ class SettingsTab(Tab):
                 row.set_value(self.values[key])
             row.set_error(None)
         self.save_button.setEnabled(False)
-        self.status.setText("Changes are checked as you type and saved by the service."
-                            if getattr(self.source, "live", False) else "Demo settings: nothing is saved.")
+        self.status.setText(self._resting_text())
 
     # ---- checking and saving ----
     def current(self) -> dict[str, object]:
@@ -560,7 +565,13 @@ class SettingsTab(Tab):
         elif changes:
             self.status.setText("Ready to save." if getattr(self.source, "live", False)
                                 else "Demo settings: nothing is saved.")
+        else:  # back to what is saved (a Reset, an undone edit): no message of an earlier state stays
+            self.status.setText(self._resting_text())
         return ok
+
+    def _resting_text(self) -> str:
+        return ("Changes are checked as you type and saved by the service." if getattr(self.source, "live", False)
+                else "Demo settings: nothing is saved.")
 
     def save(self) -> bool:
         if not self.validate():
@@ -578,11 +589,12 @@ class SettingsTab(Tab):
             self.values = flatten(config)
         self.save_button.setEnabled(False)
         self.status.setText("Saved.")
+        self.saved.emit()
         return True
 
     def _toggle_autostart(self, on: bool) -> None:
         try:
             path = autostart.set_enabled(on)
             self.status.setText(f"{'Wrote' if on else 'Removed'} {path}")
-        except OSError as exc:
+        except (OSError, autostart.UnsafeCommand) as exc:
             self.status.setText(f"Start at login: {exc}")

@@ -65,8 +65,12 @@ def headline(doc: dict) -> str:
         pushed = f"last push {last.get('at')}: {last.get('sent', 0)} rows sent, {last.get('waiting', 0)} waiting"
     else:
         pushed = f"last push {last.get('at')} failed: {last.get('message')}"
+    skipped = sum(int(n) for n in (doc.get("skipped_rows") or {}).values())
+    # rows the server holds outside the bounds every reader takes (a far-off day, money not a number)
+    left_out = f" · {skipped} rows left out (a day or money out of range)" if skipped else ""
     return (f"<b>Team</b> — {len(doc.get('members') or {})} members, spend {fmt.usd(doc.get('billed_usd', doc.get('total_usd')))}, "
-            f"rent {fmt.usd(doc.get('rent_usd'))} · you are {html_text(doc.get('member', '?'))} · {html_text(pushed, 2000)}")
+            f"rent {fmt.usd(doc.get('rent_usd'))} · you are {html_text(doc.get('member', '?'))} · {html_text(pushed, 2000)}"
+            f"{left_out}")
 
 
 def _table(columns) -> QTableWidget:

@@ -7,6 +7,7 @@ their unit through their tick labels ($, tokens, whole counts, days).
 """
 from __future__ import annotations
 
+import html
 import math
 
 import pyqtgraph as pg
@@ -85,6 +86,26 @@ def new_plot(title: str, left: str, bottom: str, *, left_unit: str = "", bottom_
     return w
 
 
+# (name, colour, dashed) of the lines of the Session tab's two series charts, in their titles
+STOCK_KEYS = [("carried", theme.SERIES[0], False), ("read from cache", theme.SERIES[6], True),
+              ("useful", theme.SERIES[2], False)]
+
+
+def rent_keys() -> list[tuple[str, str, bool]]:
+    return [("rent paid so far", theme.SERIES[5], False),
+            ("a restart's worth", theme.colours()["warn"], True)]
+
+
+def title_legend(plot: pg.PlotWidget, title: str, entries: list[tuple[str, str, bool]]) -> None:
+    """The chart's title followed by its legend, `━ name` per line in its colour (`╍` when dashed): a
+    legend above the plot area never covers the data, at any window size."""
+    c = theme.colours()
+    keys = " &nbsp; ".join(f"<span style='color:{colour}'>{'╍╍' if dashed else '━━'}</span> {html.escape(name)}"
+                           for name, colour, dashed in entries)
+    plot.setTitle(f"{html.escape(title)} &nbsp;&nbsp; <span style='font-size:9pt'>{keys}</span>", size="10pt",
+                  color=c["fg"])
+
+
 def note(plot: pg.PlotWidget, text: str, xs: tuple[float, float] = (0.0, 1.0),
          ys: tuple[float, float] = (0.0, 1.0)) -> None:
     """`text` in the middle of an empty plot whose axes span `xs` and `ys` (a daily or a time axis keeps
@@ -97,7 +118,8 @@ def note(plot: pg.PlotWidget, text: str, xs: tuple[float, float] = (0.0, 1.0),
 
 
 def draw_curve(plot: pg.PlotWidget, view: CurveView) -> None:
-    """The curve, its lamp bands, reminder diamonds and the current point (kept as plot.now_point)."""
+    """The curve, its lamp bands, a diamond per restart's worth of rent (the first: the notice) and the current
+    point (kept as plot.now_point)."""
     c = theme.colours()
     plot.clear()
     plot.now_point = None
@@ -124,7 +146,7 @@ def draw_curve(plot: pg.PlotWidget, view: CurveView) -> None:
         plot.plot([u], [shown], pen=None, symbol="d", symbolSize=10, symbolBrush=c["warn"],
                   symbolPen=pg.mkPen(c["fg"], width=1))
         if u - last_u >= view.u_max / 25:  # a number over each diamond that has room for one
-            txt = pg.TextItem(f"reminder {lap}" if lap == 1 else str(lap), color=c["warn"], anchor=(0.5, 1))
+            txt = pg.TextItem("notice" if lap == 1 else str(lap), color=c["warn"], anchor=(0.5, 1))
             plot.addItem(txt)
             txt.setPos(u, shown + 0.01)
             last_u = u
@@ -157,7 +179,7 @@ def _marks(plot: pg.PlotWidget, view: SeriesView, labels: bool) -> None:
         if show:
             last = call
         plot.addItem(pg.InfiniteLine(pos=call, angle=90, pen=pg.mkPen(c["warn"], width=1, style=Qt.PenStyle.DashLine),
-                                     label=(f"reminder {lap}" if lap == 1 else str(lap)) if show else None,
+                                     label=("notice" if lap == 1 else str(lap)) if show else None,
                                      labelOpts={"position": 0.9, "color": c["warn"]}))
 
 
@@ -166,10 +188,9 @@ def draw_stock(plot: pg.PlotWidget, view: SeriesView) -> None:
     if not view.calls:
         note(plot, "No calls yet.")
         return
-    plot.plot(view.calls, view.total_stock, pen=pg.mkPen(theme.SERIES[0], width=2), name="context carried")
-    plot.plot(view.calls, view.L, pen=pg.mkPen(theme.SERIES[6], width=1.5, style=Qt.PenStyle.DashLine),
-              name="read back from cache")
-    plot.plot(view.calls, view.B, pen=pg.mkPen(theme.SERIES[2], width=2), name="useful part")
+    plot.plot(view.calls, view.total_stock, pen=pg.mkPen(theme.SERIES[0], width=2))
+    plot.plot(view.calls, view.L, pen=pg.mkPen(theme.SERIES[6], width=1.5, style=Qt.PenStyle.DashLine))
+    plot.plot(view.calls, view.B, pen=pg.mkPen(theme.SERIES[2], width=2))
     _marks(plot, view, labels=True)
     for call in view.rewind_calls:  # the conversation went back: what it left behind left B
         plot.addItem(pg.InfiniteLine(pos=call, angle=90, pen=pg.mkPen(theme.SERIES[3], width=1.5,
@@ -183,15 +204,15 @@ def draw_rent(plot: pg.PlotWidget, view: SeriesView) -> None:
     if not view.calls:
         note(plot, "No rent yet.")
         return
-    plot.plot(view.calls, view.rent, pen=pg.mkPen(theme.SERIES[5], width=2), name="rent paid so far")
+    plot.plot(view.calls, view.rent, pen=pg.mkPen(theme.SERIES[5], width=2))
     _marks(plot, view, labels=False)
     plot.enableAutoRange()
 
 
 def draw_bars(plot: pg.PlotWidget, view: ChannelView) -> None:
     plot.clear()
-    if not view.xs:
-        note(plot, "No data for this channel yet.")
+    if not view.xs or not any(view.heights):
+        note(plot, view.empty)
         return
     brush = theme.SERIES[0] if view.label == "measured" else theme.SERIES[6]
     bars = pg.BarGraphItem(x=view.xs, height=view.heights, width=view.width_s * 0.8, brush=brush,

@@ -119,6 +119,26 @@ class Buffered:
     request: bytes
 
 
+class WholeWrites(io.RawIOBase):
+    """A socket's writer whose every write goes out whole or raises.
+
+    A socket with a timeout sends what fits in its buffer and says how much; a big
+    answer to a reader slower than the writer then arrived cut. `sendall` loops until
+    all is sent, within the socket's timeout for the whole write (WRITE_TIMEOUT_S).
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self._sock = sock
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:  # bytes-like, as io's writers take
+        self._sock.sendall(data)
+        return len(data)
+
+
 class BufferedHandler(BaseHTTPRequestHandler):
     """A request handler for one request read by the door: it reads from memory, writes to the socket."""
 
@@ -126,7 +146,7 @@ class BufferedHandler(BaseHTTPRequestHandler):
         buffered: Buffered = self.request  # the door hands a Buffered in
         self.connection = buffered.sock
         self.rfile = io.BytesIO(buffered.request)
-        self.wfile = buffered.sock.makefile("wb", buffering=0)  # type: ignore[assignment]  # unbuffered: a SocketIO
+        self.wfile = WholeWrites(buffered.sock)  # type: ignore[assignment]  # unbuffered, every write whole
 
     def handle(self) -> None:
         self.handle_one_request()

@@ -141,6 +141,7 @@ def build(days: int, report: dict, splits: dict, rent: dict, live_ids: set[str |
                                  .get("by_day", {}).items() if since <= d <= until and v},
             "unpriced_models": quality.get("unpriced_models") or [],
             "placeholder_output_calls": quality.get("placeholder_output_calls", 0),
+            "unknown_price_modifiers": quality.get("unknown_price_modifiers") or {},
             "days": day_list, "by_model": by_model, "by_project": spend.get("by_project") or {},
             "by_day_model": splits["by_day_model"], "by_day_project": splits["by_day_project"],
         },

@@ -28,6 +28,7 @@ from service import __version__
 from service.api.guard import BufferedHandler, GuardedServer, raise_descriptor_limit
 from service.config import ConfigError
 from service.client.privdir import write_private
+from service.redact import redact, redact_settings, restore_masked
 from service.api.reads import ServiceView, Unavailable
 
 if TYPE_CHECKING:
@@ -63,6 +64,15 @@ def _json_default(obj):
 
 def dumps(obj: Any) -> bytes:
     return json.dumps(obj, default=_json_default, separators=(",", ":")).encode("utf-8")
+
+
+def _period(query: dict) -> tuple[str | None, str | None]:
+    """?since= and ?until= as given, each checked: a date or time within range, else a 400."""
+    from service.report.cached import check_period
+
+    since, until = query.get("since") or None, query.get("until") or None
+    check_period(since, until)
+    return since, until
 
 
 def _int(query: dict, name: str, default: int | None = None) -> int | None:
@@ -208,7 +218,7 @@ class ApiServer:
 
     def get_reminders(self, q, body):
         """The database's reminders, plus any this process published that it could not store yet."""
-        session, since = q.get("session") or None, q.get("since") or None
+        session, since = q.get("session") or None, _period(q)[0]
         try:
             rows = list(self.service.reads.reminders(session_id=session, since=since))
         except Unavailable:
@@ -228,18 +238,18 @@ class ApiServer:
         bucket = q.get("bucket") or "day"
         if bucket not in ("hour", "day"):
             raise HttpError(400, "bucket must be hour or day")
-        return channels.channel(channel, q.get("since") or None, q.get("until") or None, bucket)
+        return channels.channel(channel, *_period(q), bucket)
 
     def get_spend(self, q, body):
         from service.api import channels
 
-        return channels.spend(q.get("since") or None, q.get("until") or None, self._zone(q))
+        return channels.spend(*_period(q), self._zone(q))
 
     def get_report(self, q, body):
         from service.report import cached
         from service.limits.serve import book_unwritten
 
-        since, until = q.get("since") or None, q.get("until") or None
+        since, until = _period(q)
         doc = cached.report(since, until, self._zone(q), record=(self._segments(), self.service.status()["sessions"]))
         return book_unwritten(doc, self.service.readings, not since and not until)
 
@@ -272,14 +282,11 @@ class ApiServer:
         from service.team.server import TeamError
 
         try:
-            return team_view(self.service.cfg, self.service.team, q.get("since") or None,
-                             q.get("until") or None)
+            return team_view(self.service.cfg, self.service.team, *_period(q))
         except LookupError as exc:
             raise HttpError(404, str(exc)) from None
-        except TeamError as exc:  # already redacted where it was made; once more with the configured URL
-            from service.redact import redact
-
-            raise HttpError(503, redact(exc, (self.service.cfg.get("team") or {}).get("url") or "")) from None
+        except TeamError as exc:  # already redacted where it was made; every error is redacted once more
+            raise HttpError(503, str(exc)) from None
 
     def post_team_push(self, q, body):
         from service.team.job import push_for
@@ -355,18 +362,26 @@ class ApiServer:
             raise HttpError(400, "path is required")
         return history.locate(self.service.reads, self._sid(q), q["path"])
 
+    # Settings are answered redacted (a URL's password never leaves the service) and a masked password
+    # sent back keeps the stored one.
     def get_config(self, q, body):
-        return self.service.cfg
+        return redact_settings(self.service.cfg)
 
     def post_config(self, q, body):
+        changes = restore_masked(body, self.service.cfg)
         try:
             if q.get("check") in ("1", "true"):  # validate only: the settings tab checks as the user types
                 from service.config import merge
 
-                return merge(self.service.cfg, body)
-            return self.service.call_in_loop(lambda: self.service.update_config(body))
+                return redact_settings(merge(self.service.cfg, changes))
+            return redact_settings(self.service.call_in_loop(lambda: self.service.update_config(changes)))
         except ConfigError as exc:
             raise HttpError(400, str(exc)) from None
+
+    def secrets_of(self) -> list[str]:
+        """The configured URLs whose passwords no answer may carry."""
+        cfg = self.service.cfg
+        return [str((cfg.get(part) or {}).get("url") or "") for part in ("database", "team")]
 
     def get_config_defaults(self, q, body):
         from service.config import DEFAULTS
@@ -429,7 +444,14 @@ class _Handler(BufferedHandler):
             self.wfile.write(data)
 
     def _error(self, status: int, message: str, extra: dict | None = None) -> None:
-        self._send(status, {"error": message}, extra)
+        self._send(status, {"error": redact(message, *self.api.secrets_of())}, extra)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """What the standard library answers itself (a request line over 64 KiB: 414, a malformed
+        request: 400, headers it cannot parse: 431) in the API's form, JSON, not its HTML page."""
+        self.close_connection = True
+        short = self.responses.get(code, ("error",))[0]
+        self._error(code, (message or short)[:200])
 
     def _handle(self) -> None:
         api = self.api

@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from service.channels.entries import Parts, is_sidechain, parts
+from service.engine.prices import call_label, modifier_value
 
 SYNTHETIC = "<synthetic>"
 
-# Fields of one call record (a list, so the cache file stays small and fast).
-KEY, TS, MODEL, SIDE, IN, CW5, CW1H, CR, OUT, CONTENT = range(10)
+# Fields of one call record (a list, so the cache file stays small and fast). MODEL is the call's label
+# (`<model>-fast` for a fast call: booked apart); SPEED and GEO its usage.speed and usage.inference_geo when
+# they are not standard (None when they are), for the price lookup.
+KEY, TS, MODEL, SIDE, IN, CW5, CW1H, CR, OUT, CONTENT, SPEED, GEO = range(12)
 
 
 def _has_content(msg: dict) -> bool:
@@ -69,8 +72,11 @@ class SpendCollector:
                 return
             rec = self.calls.get(key)
             if rec is None:
-                self.calls[key] = [key, entry.get("timestamp"), model if isinstance(model, str) else None,
-                                   self.sidechain_file or is_sidechain(entry), *tokens, _has_content(m)]
+                u = m.get("usage")
+                speed = modifier_value("speed", u.get("speed")) if isinstance(u, dict) else None
+                geo = modifier_value("inference_geo", u.get("inference_geo")) if isinstance(u, dict) else None
+                self.calls[key] = [key, entry.get("timestamp"), call_label(model, speed) if isinstance(model, str) else None,
+                                   self.sidechain_file or is_sidechain(entry), *tokens, _has_content(m), speed, geo]
                 return
             if sum(tokens) > sum(rec[IN:OUT + 1]):
                 rec[IN:OUT + 1] = tokens

@@ -33,6 +33,7 @@ INSTRUCTIONS = (
     "it with handoff_load and its load token, then browses the earlier sessions with history_page, "
     "history_search (words you remember) and history_locate (a file you remember)."
 )
+MAX_ANSWER_CHARS = 200_000  # a tool's text: a handoff's body (100 kB at most) and its paths fit
 NOT_RUNNING = ("The ctxlamp service is not running ({why}). Start it with `ctxlamp serve` in a terminal "
                "(or open the ctxlamp tray app, which starts it), then call this tool again.")
 
@@ -165,10 +166,10 @@ def _render_turn(t: Any) -> str:
         bits.append(json.dumps(str(preview), ensure_ascii=False))
     if t.get("snippet") and t.get("snippet") != preview:
         bits.append("match: " + str(t["snippet"]))
-    if t.get("paths_changed"):
-        bits.append("changed: " + ", ".join(map(str, t["paths_changed"])))
-    if t.get("paths_read"):
-        bits.append("read: " + ", ".join(map(str, t["paths_read"])))
+    for key, label in (("paths_changed", "changed"), ("paths_read", "read")):
+        if t.get(key):
+            more = t.get(f"{key}_more")
+            bits.append(f"{label}: " + ", ".join(map(str, t[key])) + (f" (and {more} more)" if more else ""))
     if t.get("tokens"):
         bits.append(f"{t['tokens']} tokens")
     if t.get("cost_usd"):
@@ -177,6 +178,14 @@ def _render_turn(t: Any) -> str:
 
 
 # -- the tools ----------------------------------------------------------------------------
+
+
+def agent_text(text: str) -> str:
+    """A tool's answer as the agent gets it: transcripts and handoffs are outside text, so no control
+    character but line breaks and tabs (no ESC, BEL or OSC sequence reaches a terminal), and bounded."""
+    from service.client.textsafe import text_block
+
+    return text_block(text, MAX_ANSWER_CHARS)
 
 
 class Tools:
@@ -218,7 +227,7 @@ class Tools:
                     "of this session (it looks like `load token: ...`).")
         if status != 200 or not isinstance(obj, dict):
             return "The handoff was not loaded: " + _error_text(status, obj)
-        return render_handoff(obj)
+        return agent_text(render_handoff(obj))
 
     def rotate_session(self) -> str:
         caller = self.backend.caller()
@@ -246,7 +255,7 @@ class Tools:
             return str(obj["error"])
         if status != 200:
             return _error_text(status, obj)
-        return render_history(obj)
+        return agent_text(render_history(obj))
 
     def history_page(self, page: int = 1) -> str:
         return self._history("page", page=max(1, int(page)))

@@ -77,9 +77,16 @@ def find_launcher() -> Launcher:
         beside = Path(sys.executable).parent / name
         if beside.is_file() and os.access(beside, os.X_OK):
             return Launcher(str(beside.absolute()), [], {})
+    return python_launcher()
+
+
+def python_launcher() -> Launcher:
+    """This Python with `-P -m service.cli`: the folder Claude Code runs it in never shadows ctxlamp."""
+    from service.client.own_python import module_argv
+
     python = str(Path(sys.executable).absolute())
     env = {} if _importable_anywhere(python) else {"PYTHONPATH": str(ROOT)}
-    return Launcher(python, ["-m", "service.cli"], env)
+    return Launcher(python, module_argv("service.cli", python=python)[1:], env)
 
 
 def _importable_anywhere(python: str) -> bool:

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from service.client.own_python import python_argv
+
 QT_APT = ("sudo apt-get install -y libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 "
           "libdbus-1-3 libglib2.0-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0")
 
@@ -94,7 +96,7 @@ def qt_problem(platform: str = "offscreen") -> str | None:
     code = "from PySide6.QtWidgets import QApplication; QApplication([])"
     env = dict(os.environ, QT_QPA_PLATFORM=platform) if platform else dict(os.environ)
     try:
-        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
+        proc = subprocess.run(python_argv("-c", code), env=env, capture_output=True, text=True, timeout=60,
                               check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)

@@ -23,6 +23,7 @@ def run(args: argparse.Namespace) -> int:
 def apply(args: argparse.Namespace, command: str, make_plan, nothing: str, verbs: tuple[str, str]):
     """Plan, print the diff (--dry-run) or apply and report; None on an error already reported."""
     from service.claude import settings as cs
+    from service.claude.command_line import Unquotable
 
     try:
         plan = make_plan()
@@ -31,7 +32,7 @@ def apply(args: argparse.Namespace, command: str, make_plan, nothing: str, verbs
             _say_status_line(plan, command)
             return plan
         plan = cs.apply_fresh(make_plan)  # re-plans if Claude Code writes a file meanwhile
-    except cs.SettingsError as exc:
+    except (cs.SettingsError, Unquotable) as exc:
         print(f"ctxlamp {command}: {exc}", file=sys.stderr)
         return None
     for doc, changed, what in ((plan.settings, plan.settings_changed, "SessionStart hook"),

@@ -13,6 +13,7 @@ import sys
 from datetime import date
 
 from service.days import Zone
+from service.engine.prices import label_text
 from service.report.build import ReportRequest, build_report
 from service.client.textsafe import printable_lines
 from service.client.textsafe import printable
@@ -163,7 +164,7 @@ def _spend_lines(sp: dict) -> list[str]:
     lines.append(f"Written calls (measured): ${sp['total_usd']:.2f} over {sp['calls']} calls; "
                  f"subagents ${sp['subagents_usd']:.2f}")
     for model, usd in sorted(sp["by_model"].items(), key=lambda kv: -kv[1]):
-        lines.append(f"  {model:<40} ${usd:.2f}")
+        lines.append(f"  {label_text(model):<40} ${usd:.2f}")
     unwritten = sp.get("unwritten") or {}
     if unwritten and unwritten["estimated"].get("compactions"):
         est = unwritten["estimated"]
@@ -212,6 +213,9 @@ def render_text(s: dict) -> str:
     lines += restart_lines(s.get("restart_savings"))
     lines += ["", "Data quality:"]
     lines.append(f"  unpriced models: {', '.join(dq['unpriced_models']) or 'none'}")
+    for value, models in (dq.get("unknown_price_modifiers") or {}).items():
+        calls = ", ".join(f"{label_text(m)} ({n})" for m, n in models.items())
+        lines.append(f"  priced at standard, no figure for {value}: {calls}")
     lines.append(f"  placeholder-output calls: {dq['placeholder_output_calls']}")
     diff = dq["cost_state_diff_pct"]
     lines.append(f"  vs Claude Code's cost-state: {'n/a' if diff is None else f'{diff:+.2f}%'}")

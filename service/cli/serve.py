@@ -14,7 +14,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from service import config as config_mod
-    from service.daemon.lock import AlreadyRunning, ServiceLock
+    from service.daemon.lock import AlreadyRunning, LockUnavailable, ServiceLock
     from service.client.paths import app_paths
 
     paths = app_paths().ensure()
@@ -24,6 +24,9 @@ def run(args: argparse.Namespace) -> int:
     except AlreadyRunning as exc:
         print(f"ctxlamp: the service is already running (pid {exc.pid or '?'}); "
               f"`ctxlamp status` shows it.", file=sys.stderr)
+        return 1
+    except LockUnavailable as exc:
+        print(f"ctxlamp: the service cannot start: {exc}", file=sys.stderr)
         return 1
     try:
         from service.daemon.runtime import Service, setup_logging

@@ -28,8 +28,24 @@ def _has_transcripts(projects: Path) -> bool:
     return projects.is_dir() and next(projects.rglob("*.jsonl"), None) is not None
 
 
+def child_argv(args: list[str]) -> list[str]:
+    """`ctxlamp ARGS` as this Python runs it, whatever folder the user started from."""
+    from service.client.own_python import module_argv
+
+    return module_argv("service.cli", *args)
+
+
 def _child(args: list[str], env: dict) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "service.cli", *args], env=env)
+    return subprocess.Popen(child_argv(args), env=env)
+
+
+def _reaped_when_done(proc: subprocess.Popen) -> subprocess.Popen:
+    """Wait for `proc` on a thread of its own, so a child that ends while we wait for another (the demo,
+    after its story, while the tray runs) is reaped at once instead of lingering as a zombie."""
+    import threading
+
+    threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
+    return proc
 
 
 def _wait_for_api(api_file: Path, proc: subprocess.Popen, seconds: float = 30) -> bool:
@@ -77,7 +93,7 @@ def run(args) -> int:
                 children.append(tray)
                 if demo:
                     time.sleep(2)  # let the tray start its service first
-                    children.append(_child(["demo", "--quiet"], env))
+                    children.append(_reaped_when_done(_child(["demo", "--quiet"], env)))
                 return tray.wait()
             print(f"ctxlamp: the tray cannot start. {diagnosis.text()} "
                   "Falling back to the terminal view.", file=sys.stderr)
@@ -91,7 +107,7 @@ def run(args) -> int:
             print("ctxlamp: the service did not start; see the messages above.", file=sys.stderr)
             return 1
         if demo:
-            children.append(_child(["demo", "--quiet"], env))
+            children.append(_reaped_when_done(_child(["demo", "--quiet"], env)))
         return _child(["status"], env).wait()
     except KeyboardInterrupt:
         return 0

@@ -50,6 +50,7 @@ def remember_key(key: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from service.team import passfile
     from service.team.server import TeamError
     from service.team.settings import resolve
 
@@ -73,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
     except TeamError as exc:
         print(f"ctxlamp team {what}: {safe_message(exc, settings.url)}", file=sys.stderr)
         return exc.exit_code
+    except passfile.Unsafe as exc:
+        print(f"ctxlamp team {what}: {safe_message(exc.strerror, settings.url)}", file=sys.stderr)
+        return 1
 
 
 def safe_message(text: object, url: str) -> str:
@@ -170,7 +174,8 @@ def _report(settings, args) -> int:
     if args.json:  # ASCII only: another member's names arrive as \u escapes, never as raw control codes
         import json
 
-        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=True, default=str) + "\n")
+        # allow_nan=False: never a bare NaN (not JSON); the reader refuses such figures before this
+        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=True, allow_nan=False, default=str) + "\n")
     else:
         sys.stdout.write(render_text(doc))
     return 0

@@ -8,5 +8,6 @@ the status line use it too, so each rule is written once:
 - `privdir`: folders and files ctxlamp creates are private to the user, never written through a link;
 - `api`: the one client of the local HTTP API (`ApiClient`, `ApiError`, the event stream);
 - `payloads`: the types of the API's answers (the OpenAPI document is made from them);
-- `textsafe`: text from outside made safe for a terminal or a rich-text label.
+- `textsafe`: text from outside made safe for a terminal or a rich-text label;
+- `own_python`: the command line of a Python of ctxlamp's own, never with the user's folder on its path.
 """

@@ -1,7 +1,7 @@
 """Text from outside ctxlamp (transcripts, other team members, config) made safe to print or show.
 
 A terminal obeys escape sequences and a rich-text label obeys markup; neither may be steered by a
-name somebody else chose. `printable` drops every control and bidi-override character and keeps
+name somebody else chose. `printable` drops every control, bidi-override and invisible character and keeps
 the text on one bounded line; `html_text` also escapes markup; `printable_lines` keeps a block's
 line breaks. The desktop, the CLI and the MCP server all use these, so one filter holds everywhere.
 """
@@ -10,13 +10,27 @@ from __future__ import annotations
 import html
 import re
 
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]")
+# control characters, line and paragraph separators, lone surrogates (no terminal can print them), and every
+# format or default-ignorable code point: bidi overrides, zero-width and invisible letters (U+180E, Hangul
+# fillers), variation selectors and tag characters (U+E0000-U+E0FFF), which make one name look like another
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
+    "\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ud800-\udfff"
+    "\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
 
 
 def printable(text: object, limit: int = 200) -> str:
     """`text` as one line without control or bidi-override characters, at most `limit` characters."""
     line = _UNSAFE.sub("", str(text).replace("\t", " ").replace("\n", " "))
     return line if len(line) <= limit else line[: max(0, limit - 1)] + "\u2026"
+
+
+def text_block(text: object, limit: int) -> str:
+    """`text` with its lines and tabs kept, without other control or bidi-override characters (ESC, BEL,
+    an OSC sequence's introducer), at most `limit` characters."""
+    block = _UNSAFE.sub("", str(text))
+    return block if len(block) <= limit else block[: max(0, limit - 1)] + "\u2026"
 
 
 def html_text(text: object, limit: int = 200) -> str:

@@ -16,9 +16,11 @@ from service.engine.restart_savings import RestartLedger
 
 
 class CallFigures(Protocol):
-    """What the moves read of a call: its model and prompt."""
+    """What the moves read of a call: its model (speed and geography too) and prompt."""
 
     model: str
+    speed: str | None
+    geo: str | None
 
     @property
     def stock(self) -> int: ...
@@ -55,10 +57,12 @@ class SegmentMoves:
         self.basis = basis.bounded()
         self.writes_1h = writes_1h
 
-    def _rates(self, model: str | None, stock: int) -> MovePrices | None:
-        if not model:
+    def _rates(self, call: CallFigures) -> MovePrices | None:
+        """The call's rates at its model, speed, geography and tier, as section 14 prices its restart."""
+        if not call.model:
             return None
-        price, _ = self.prices.lookup(model)
+        stock = call.stock
+        price, _ = self.prices.lookup(call.model, call.speed, call.geo)
         if price is None:
             return None
         tier = price.for_prompt(stock)
@@ -70,14 +74,14 @@ class SegmentMoves:
         seg = self.seg
         if last is None or seg.floor is None:
             return None
-        rates = self._rates(last.model, last.stock)
+        rates = self._rates(last)
         if rates is None or rates.p_r <= 0:
             return None
         return advise(last.stock, b_default, seg.floor, growth, rates, self.basis)
 
     def compact_at(self, call: CallFigures) -> tuple[float, float] | None:
         """A /compact after `call`: (tokens each later call would read less, what the compaction costs)."""
-        rates = self._rates(call.model, call.stock)
+        rates = self._rates(call)
         if rates is None or self.seg.floor is None:
             return None
         summary, compacted = compacted_prompt(call.stock, self.seg.floor, self.basis.compact_keep)

@@ -14,6 +14,15 @@ day (00:00 UTC) on the entry's rates apply and that before it the rates in `was`
 others as today). `lookup_at(model, time)` prices a call at the rates of its own time; the
 time comes from the transcript line, so the lookup stays pure. A user's override of a rate
 applies at every date (it removes that rate from the history).
+
+Price modifiers (docs/measurement.md section 6): a call's `usage.speed` and `usage.inference_geo`
+multiply every rate, cache rates and long-context rates included, by a figure the entry gives per
+value and period: `"modifiers": {"speed": {"fast": [{"from": "2026-05-28", "until": "2026-11-30",
+"multiplier": 2}]}, "inference_geo": {"us": [{"multiplier": 1.1}]}}`. The modifiers stack with
+each other. A fast call's model is spelled `<model>-fast` (its label: reports and the engine keep
+fast calls apart, and a speed switch is a model switch). A value the entry gives no figure for at
+the call's time is priced at standard and named in the price's `unknown_modifiers`, so the
+data-quality panel can count it.
 """
 from __future__ import annotations
 
@@ -32,6 +41,13 @@ _DATE_SUFFIX = re.compile(r"[-@]\d{8}$")
 _BRACKET_SUFFIX = re.compile(r"\[[^\]]*\]$")          # Claude Code's "claude-opus-4-6[1m]"
 _BEDROCK_VERSION = re.compile(r"-v\d+(:\d+)?$")        # "anthropic.claude-...-v1:0"
 _RELEASED = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
+
+FAST = "fast"
+FAST_SUFFIX = "-fast"
+MODIFIER_FIELDS = ("speed", "inference_geo")
+# the values every model is billed at standard for: they never need a figure
+_STANDARD_VALUES = {"speed": {"", "standard"}, "inference_geo": {"", "global", "not_available"}}
+MAX_MULTIPLIER = 100.0  # a figure above this is a typo in a price file, not a price
 
 
 @dataclass(frozen=True)
@@ -57,6 +73,7 @@ class Price:
     p_w1h: float
     context_window: int
     long_context: LongContextRates | None = None
+    unknown_modifiers: tuple[str, ...] = ()  # "speed=fast" etc.: values priced at standard for want of a figure
 
     def for_prompt(self, prompt_tokens: int) -> "Price":
         """The rates a request with this many prompt tokens (input + cache reads + writes) pays."""
@@ -79,6 +96,36 @@ def normalize_model_id(model: str) -> str:
 
 def strip_date(model: str) -> str:
     return _DATE_SUFFIX.sub("", model)
+
+
+def modifier_value(field: str, value: Any) -> str | None:
+    """A usage field as the price lookup takes it: None for the standard values (and absence), else the text.
+
+    Transcript text is untrusted: a value that is not text is named as such, never passed on."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        return "(not text)"
+    value = value.strip()[:40]
+    return None if value in _STANDARD_VALUES[field] else value
+
+
+def call_label(model: str, speed: Any) -> str:
+    """The name a call is booked under: `<model>-fast` for a fast call, else its model."""
+    return model + FAST_SUFFIX if modifier_value("speed", speed) == FAST and model else model
+
+
+def split_label(label: str) -> tuple[str, str | None]:
+    """(model, speed) of a label: `claude-opus-5-5-fast` is Opus 5.5 at fast speed."""
+    if label.endswith(FAST_SUFFIX) and len(label) > len(FAST_SUFFIX):
+        return label[:-len(FAST_SUFFIX)], FAST
+    return label, None
+
+
+def label_text(label: str) -> str:
+    """A label for a line of text: `claude-opus-5-5 (fast)`."""
+    model, speed = split_label(label)
+    return f"{model} (fast)" if speed == FAST else label
 
 
 def family_of(model: str) -> str | None:
@@ -130,6 +177,9 @@ class PriceTable:
             changes = _parse_changes(mid, entry.get("changes"))
             if changes:
                 self._history[mid] = _periods(self._prices[mid], changes)
+        # entry -> (field, value) -> [(from, until, multiplier)] in file order (epoch seconds; open ends infinite)
+        self._modifiers: dict[str, dict[tuple[str, str], list[tuple[float, float, float]]]] = {
+            mid: mods for mid, entry in self._raw.items() if (mods := _parse_modifiers(mid, entry.get("modifiers")))}
 
     # -- construction -------------------------------------------------------
     @classmethod
@@ -157,6 +207,8 @@ class PriceTable:
                 fields = copy.deepcopy(dict(entry))
                 if "changes" not in fields and raw[known].get("changes"):
                     fields["changes"] = _without_rates(raw[known]["changes"], set(fields) & set(RATE_FIELDS))
+                if isinstance(fields.get("modifiers"), Mapping):
+                    fields["modifiers"] = _merged_modifiers(raw[known].get("modifiers"), fields["modifiers"])
                 raw[known].update(fields)
             else:
                 raw[mid] = copy.deepcopy(dict(entry))
@@ -166,27 +218,56 @@ class PriceTable:
         return PriceTable(raw, source=source, source_date=str(override.get("source_date", self.source_date)))
 
     # -- queries ------------------------------------------------------------
-    def lookup(self, model: str) -> tuple[Price | None, str]:
+    def lookup(self, model: str, speed: str | None = None, geo: str | None = None) -> tuple[Price | None, str]:
+        """Today's rates of `model` (a label: `<model>-fast` is the model at fast speed), with the modifiers
+        of `speed` and `geo` (usage values; None or a standard value: none) at their latest figures."""
+        return self.lookup_at(model, None, speed, geo)
+
+    def lookup_at(self, model: str, at: float | str | None, speed: str | None = None,
+                  geo: str | None = None) -> tuple[Price | None, str]:
+        """The price of a call of `model` made at `at` (epoch seconds or ISO-8601 text from the transcript):
+        the rates and modifiers in force then. Without a readable time, today's rates (as `lookup`)."""
+        if isinstance(model, str) and model.endswith(FAST_SUFFIX):
+            model, speed = split_label(model)
         hit = self._memo.get(model)
         if hit is None:
             hit = self._memo[model] = self._resolve(model)
-        return hit
-
-    def lookup_at(self, model: str, at: float | str | None) -> tuple[Price | None, str]:
-        """The price of a call of `model` made at `at` (epoch seconds or ISO-8601 text from the transcript):
-        the rates in force then. Without a readable time, today's rates (as `lookup`)."""
-        price, how = self.lookup(model)
-        if price is None or at is None:
-            return price, how
+        price, how = hit
+        if price is None:
+            return hit
+        t = None
+        if at is not None:
+            t = at if isinstance(at, (int, float)) and not isinstance(at, bool) else _epoch(at)
         history = self._history.get(price.model)
-        if history is None:
-            return price, how
-        t = at if isinstance(at, (int, float)) and not isinstance(at, bool) else _epoch(at)
-        if t is None:
-            return price, how
-        starts, before = history
-        k = bisect.bisect_right(starts, t)  # the first change that came after the call
-        return (before[k] if k < len(starts) else price), how
+        if history is not None and t is not None:
+            starts, before = history
+            k = bisect.bisect_right(starts, t)  # the first change that came after the call
+            if k < len(starts):
+                price = before[k]
+        speed, geo = modifier_value("speed", speed), modifier_value("inference_geo", geo)
+        if speed is None and geo is None:
+            return hit if price is hit[0] else (price, how)
+        return self._modified(price, (("speed", speed), ("inference_geo", geo)), t), how
+
+    def _modified(self, price: Price, values: tuple[tuple[str, str | None], ...], t: float | None) -> Price:
+        """The price with each modifier's multiplier in force at `t` (None: its latest figure) laid on."""
+        mods = self._modifiers.get(price.model, {})
+        factor, unknown = 1.0, []
+        for name, value in values:
+            if value is None:
+                continue
+            m = _in_force(mods.get((name, value)), t)
+            if m is None:
+                unknown.append(f"{name}={value}")
+            else:
+                factor *= m
+        if factor == 1.0 and not unknown:
+            return price
+        return _scaled(price, factor, tuple(unknown))
+
+    def modifiers(self, model: str) -> dict[str, Any]:
+        """The modifiers of a table entry, as the file gives them."""
+        return copy.deepcopy(dict(self._raw[model].get("modifiers") or {}))
 
     def changes(self, model: str) -> list[dict[str, Any]]:
         """The dated changes of a table entry, as the file gives them (for the data-quality panel)."""
@@ -281,17 +362,11 @@ def _parse_changes(mid: str, changes: Any) -> list[tuple[float, dict[str, float]
         if unknown:
             raise ValueError(f"{where}[{i}]: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
         day = change.get("from")
-        try:
-            start = date.fromisoformat(day) if isinstance(day, str) and len(day) == 10 else None
-        except ValueError:
-            start = None
-        if start is None:
-            raise ValueError(f"{where}[{i}].from must be a day YYYY-MM-DD, got {day!r}")
+        at = _day_epoch(f"{where}[{i}].from", day)
         was = change.get("was")
         if not isinstance(was, Mapping) or not was or set(was) - set(RATE_FIELDS):
             raise ValueError(f"{where}[{i}].was must name one or more of {', '.join(RATE_FIELDS)}")
         rates = {f: _rate(mid, was, f, f"changes[{i}].was.{f}") for f in RATE_FIELDS if f in was}
-        at = datetime(start.year, start.month, start.day, tzinfo=UTC).timestamp()
         if out and at <= out[-1][0]:
             raise ValueError(f"{where}: days must be in order, each once ({day!r})")
         out.append((at, rates))
@@ -333,3 +408,86 @@ def _parse_released(mid: str, value: Any) -> tuple[int, int, int]:
     if m is None:
         raise ValueError(f"prices: model {mid!r}: field 'released' must be 'YYYY-MM-DD' or 'YYYY-MM', got {value!r}")
     return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+
+
+def _parse_modifiers(mid: str, mods: Any) -> dict[tuple[str, str], list[tuple[float, float, float]]]:
+    """`{"speed": {"fast": [period, ...]}, ...}` checked -> {(field, value): [(from, until, multiplier)]}."""
+    if mods is None:
+        return {}
+    where = f"prices: model {mid!r}: field 'modifiers'"
+    if not isinstance(mods, Mapping) or set(mods) - set(MODIFIER_FIELDS):
+        raise ValueError(f"{where} must be an object with {' and/or '.join(MODIFIER_FIELDS)}")
+    out: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+    for name, by_value in mods.items():
+        if not isinstance(by_value, Mapping):
+            raise ValueError(f"{where}.{name} must be an object of value -> periods")  # noqa: TRY004 - a bad file
+        for value, periods in by_value.items():
+            if not isinstance(value, str) or not value or value in _STANDARD_VALUES[name]:
+                raise ValueError(f"{where}.{name}: {value!r} is not a value that changes the price")
+            out[(name, value)] = _parse_mod_periods(f"{where}.{name}.{value}", periods)
+    return out
+
+
+def _parse_mod_periods(where: str, periods: Any) -> list[tuple[float, float, float]]:
+    if not isinstance(periods, list) or not periods:
+        raise ValueError(f"{where} must be a non-empty list of periods")
+    out: list[tuple[float, float, float]] = []
+    for i, period in enumerate(periods):
+        if not isinstance(period, Mapping) or set(period) - {"from", "until", "multiplier", "source", "note"}:
+            raise ValueError(f"{where}[{i}] must be an object of from, until, multiplier, source, note")
+        m = period.get("multiplier")
+        if isinstance(m, bool) or not isinstance(m, (int, float)) or not math.isfinite(m) \
+                or not 0 < m <= MAX_MULTIPLIER:
+            raise ValueError(f"{where}[{i}].multiplier must be a number above 0 and at most {MAX_MULTIPLIER:g}")
+        start = _day_epoch(f"{where}[{i}].from", period.get("from"), -math.inf)
+        end = _day_epoch(f"{where}[{i}].until", period.get("until"), math.inf)
+        if end <= start or (out and start < out[-1][1]):
+            raise ValueError(f"{where}[{i}]: periods must be in order, each ending after it starts, none overlapping")
+        out.append((start, end, float(m)))
+    return out
+
+
+def _day_epoch(where: str, day: Any, missing: float | None = None) -> float:
+    """Epoch seconds of 00:00 UTC of a day YYYY-MM-DD; `missing` when it is absent and may be."""
+    if day is None and missing is not None:
+        return missing
+    try:
+        d = date.fromisoformat(day) if isinstance(day, str) and len(day) == 10 else None
+    except ValueError:
+        d = None
+    if d is None:
+        raise ValueError(f"{where} must be a day YYYY-MM-DD, got {day!r}")
+    return datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp()
+
+
+def _in_force(periods: list[tuple[float, float, float]] | None, t: float | None) -> float | None:
+    """The multiplier of the period holding `t` (from 00:00 UTC of its first day to 00:00 of `until`);
+    without a time, the latest period's. None when no period holds it."""
+    if not periods:
+        return None
+    if t is None:
+        return periods[-1][2]
+    for start, end, m in periods:
+        if start <= t < end:
+            return m
+    return None
+
+
+def _scaled(price: Price, factor: float, unknown: tuple[str, ...]) -> Price:
+    lc = price.long_context
+    if lc is not None:
+        lc = LongContextRates(lc.threshold_tokens, lc.p_in * factor, lc.p_out * factor, lc.p_r * factor,
+                              lc.p_w5 * factor, lc.p_w1h * factor)
+    return replace(price, p_in=price.p_in * factor, p_out=price.p_out * factor, p_r=price.p_r * factor,
+                   p_w5=price.p_w5 * factor, p_w1h=price.p_w1h * factor, long_context=lc, unknown_modifiers=unknown)
+
+
+def _merged_modifiers(ours: Any, theirs: Mapping[str, Any]) -> dict[str, Any]:
+    """A user's modifiers laid on the entry's, value by value (each value's periods replaced whole)."""
+    out = copy.deepcopy(dict(ours)) if isinstance(ours, Mapping) else {}
+    for name, by_value in theirs.items():
+        if isinstance(by_value, Mapping) and isinstance(out.get(name), Mapping):
+            out[name] = {**out[name], **copy.deepcopy(dict(by_value))}
+        else:
+            out[name] = copy.deepcopy(by_value)
+    return out

@@ -23,8 +23,8 @@ from service.engine.branches import PROMPT, Fork, LiveBranch
 from service.engine.curve import Curve
 from service.engine.model_mix import ModelMix
 from service.engine.parse import Entry, Malformed, human_prompt, parse_line
-from service.engine.prices import Price, PriceTable, family_of
 from service.engine.moves import SegmentMoves, compacted_from
+from service.engine.prices import Price, PriceTable, call_label, family_of, modifier_value, split_label
 from service.engine.restart_savings import RestartLedger, restart_now
 from service.client.payloads import Lamp, LastReminder, Skeleton, Snapshot
 from service.engine.tokens import TokenCounter
@@ -121,6 +121,8 @@ class _Call:
     cum_in: float = 0.0  # the segment's bill up to and including this call, summed in call order
     cum_out: float = 0.0
     timed: int = -1  # place among its segment's timed calls (the burn rate's window), -1 without a time
+    speed: str | None = None  # usage.speed when not standard (a fast call's model is its `-fast` label)
+    geo: str | None = None  # usage.inference_geo when not standard ("us")
 
     @property
     def total(self) -> int:
@@ -139,6 +141,7 @@ class _Segment:
     index: int
     floor: int | None = None
     model: str | None = None  # the current model: the latest call's (a /model switch changes it)
+    geo: str | None = None  # the current model's inference geography: its rates depend on it
     price: Price | None = None  # the current model's price, and its source and family
     price_source: str | None = None
     family: str | None = None
@@ -328,9 +331,11 @@ class SessionEngine:
         if key is None:
             self._anon += 1
             key = f"anon:{self._anon}"
-        call = _Call(key=key, index=0, segment=self._seg.index, t=t, model=str(model or ""),
+        speed = modifier_value("speed", usage.get("speed"))
+        call = _Call(key=key, index=0, segment=self._seg.index, t=t, model=call_label(str(model or ""), speed),
                      inn=_tokens(usage, "input_tokens"), cw5=cw5, cw1h=cw1h,
-                     cr=_tokens(usage, "cache_read_input_tokens"), out=_tokens(usage, "output_tokens"))
+                     cr=_tokens(usage, "cache_read_input_tokens"), out=_tokens(usage, "output_tokens"),
+                     speed=speed, geo=modifier_value("inference_geo", usage.get("inference_geo")))
         known = self._calls.get(key)
         if known is None:
             self._new_call(call)
@@ -425,9 +430,10 @@ class SessionEngine:
         opening = seg.model is None
         if not call.model and not opening:
             assert seg.model is not None  # not opening: the segment has a model
-            call.model = seg.model  # a call that names no model is the current model's, not a switch
-        if call.model != seg.model:
-            self._use_model(call.model)
+            # a call that names no model is the current model's (at its own speed), not a switch
+            call.model = call_label(split_label(seg.model)[0], call.speed)
+        if call.model != seg.model or call.geo != seg.geo:
+            self._use_model(call.model, call.geo)
         if opening:
             seg.floor = call.stock
             self._moves().opened(seg)
@@ -463,15 +469,18 @@ class SessionEngine:
         seg.timed_t.append(call.t)
         seg.timed_drent.append(call.drent)
 
-    def _use_model(self, model: str) -> None:
+    def _use_model(self, model: str, geo: str | None) -> None:
         """The segment's opening model, or a /model switch: from this call on, its prices and family.
 
-        Not a reset: B, turns, wallet and reminders carry on. The cache is per model: the call
+        Not a reset: B, turns, wallet and reminders carry on. The cache is per model and per speed
+        (a fast call's model is its `-fast` label, so a speed switch is a model switch): the call
         writes anew what this model has not cached, and its own usage, bill and rent show that.
+        Another inference geography changes the rates only.
         """
         seg = self._seg
         seg.model = model
-        seg.price, seg.price_source = self.prices.lookup(model)
+        seg.geo = geo
+        seg.price, seg.price_source = self.prices.lookup(model, geo=geo)
         seg.family = seg.price.family if seg.price else family_of(model)
 
     def _revise(self, known: _Call, new: _Call) -> None:
@@ -514,8 +523,9 @@ class SessionEngine:
         seg.L_peak = max(seg.L_peak, call.cr)
 
     def _bill(self, call: _Call) -> tuple[float, float]:
-        # each call at its own model, whatever the segment's, and at the rates of its own time (the line's)
-        p, _ = self.prices.lookup_at(call.model, call.t)
+        # each call at its own model, speed and geography, whatever the segment's, and at the rates of its
+        # own time (the line's)
+        p, _ = self.prices.lookup_at(call.model, call.t, call.speed, call.geo)
         if p is None:
             return 0.0, 0.0
         p = p.for_prompt(call.stock)  # long-context rates apply to the whole request
@@ -659,7 +669,7 @@ class SessionEngine:
         self.prices = prices
         seg = self._seg
         if seg.model is not None:
-            seg.price, seg.price_source = prices.lookup(seg.model)
+            seg.price, seg.price_source = prices.lookup(seg.model, geo=seg.geo)
 
     def path_rows(self) -> list[dict[str, Any]]:
         return [{"path": p, "tokens": c, "selected": self._selected(p) is None, "why": self._selected(p)}
@@ -685,9 +695,9 @@ class SessionEngine:
         self._reminders_waiting.clear()
 
     def _restart_row(self, call: _Call) -> tuple[int, float, float, int, float]:
-        """(call, read price, write price, totalStock, B_default) of a call for section 14: its own model
-        and tier, and B_default as its replay line shows it."""
-        p, _ = self.prices.lookup(call.model)
+        """(call, read price, write price, totalStock, B_default) of a call for section 14: its own model,
+        speed, geography and tier, and B_default as its replay line shows it."""
+        p, _ = self.prices.lookup(call.model, call.speed, call.geo)
         tier = p.for_prompt(call.stock) if p is not None else None
         return (call.index, tier.p_r if tier else 0.0, tier.p_w5 if tier else 0.0, call.stock,
                 float(int(self.b_default())))
@@ -738,7 +748,7 @@ class SessionEngine:
         model, stock = snapshot.get("model"), snapshot.get("totalStock")
         if not isinstance(model, str) or not isinstance(stock, int) or stock <= 0:
             return None
-        p, _ = self.prices.lookup(model)
+        p, _ = self.prices.lookup(model, geo=self._seg.geo)  # the model is the label: its speed with it
         if p is None:
             return None
         tier = p.for_prompt(stock)

@@ -14,8 +14,18 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from service.client.textsafe import printable
+
 PAGE_SIZE = 10
 SHOWN = 10
+# A turn as answered: transcripts are outside text (a path or a prompt may carry ESC, BEL or OSC
+# sequences) and a turn may have read thousands of files, so every text is filtered and cut and
+# each list of paths is cut, the rest counted; a page then stays a few hundred kB at most.
+MAX_PAGE = 1_000_000  # beyond any lineage; a bigger number overflowed the database's offset
+PATHS_SHOWN = 20
+PATH_CHARS = 300
+TEXT_CHARS = 500
+_TEXTS = ("session_id", "at", "lineage_id", "prompt_preview", "snippet")
 
 
 class HistoryReads(Protocol):
@@ -40,15 +50,32 @@ def _lineage(reads: HistoryReads, session_id: str) -> str | None:
     return reads.lineage_of(session_id)
 
 
+def shown_turn(turn: dict[str, Any]) -> dict[str, Any]:
+    """A turn record as an answer carries it: texts filtered and cut, paths filtered, at most PATHS_SHOWN
+    of each list (`paths_read_more` / `paths_changed_more` count the rest)."""
+    out = dict(turn)
+    for key in _TEXTS:
+        if out.get(key) is not None:
+            out[key] = printable(out[key], TEXT_CHARS)
+    for key in ("paths_read", "paths_changed"):
+        paths = out.get(key) or []
+        out[key] = [printable(p, PATH_CHARS) for p in paths[:PATHS_SHOWN]]
+        if len(paths) > PATHS_SHOWN:
+            out[f"{key}_more"] = len(paths) - PATHS_SHOWN
+    return out
+
+
 def _no_lineage(**extra: Any) -> dict:
     return {"lineage_id": None, "loaded": False, "message": NO_LINEAGE, "next": NO_LINEAGE, **extra}
 
 
 def page(reads: HistoryReads, session_id: str, page_no: int) -> dict:
+    page_no = max(1, min(int(page_no), MAX_PAGE))
     lineage = _lineage(reads, session_id)
     if not lineage:
         return _no_lineage(page=page_no, turns=[])
-    answer = dict(reads.history_page(lineage, max(1, int(page_no)), PAGE_SIZE))
+    answer = dict(reads.history_page(lineage, page_no, PAGE_SIZE))
+    answer["turns"] = [shown_turn(t) for t in answer.get("turns") or []]
     answer["loaded"] = True
     pages = answer.get("pages") or 0
     if not answer.get("turns"):
@@ -80,7 +107,7 @@ def _lookup(reads: HistoryReads, session_id: str, find: _Find, field: str, value
     if not lineage:
         return _no_lineage(**{field: value}, hits=[], total=0)
     hits, total = find(lineage, value, SHOWN, page_size=PAGE_SIZE)
-    hits, total = list(hits), int(total)
+    hits, total = [shown_turn(h) for h in hits], int(total)
     more = max(0, total - len(hits))
     if total == 0:
         nxt = on_miss
@@ -88,7 +115,7 @@ def _lookup(reads: HistoryReads, session_id: str, find: _Find, field: str, value
         nxt = on_more.format(more=more) + " " + _follow(hits)
     else:
         nxt = _follow(hits)
-    return {"lineage_id": lineage, "loaded": True, field: value, "total": total, "shown": len(hits),
+    return {"lineage_id": lineage, "loaded": True, field: printable(value, TEXT_CHARS), "total": total, "shown": len(hits),
             "more": more, "truncated": more > 0, "hits": hits, "next": nxt}
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from service.engine.parse import human_prompt
+from service.engine.prices import call_label, modifier_value
 
 READ_TOOLS = frozenset({"Read"})
 CHANGE_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
@@ -32,8 +33,9 @@ PREVIEW_CHARS = 160
 PROMPT_CHARS = 4000
 REPLY_CHARS = 600
 
-# cost_of(model, usage) -> USD or None when the model is not priced.
-CostFn = Callable[[str, dict[str, int]], "float | None"]
+# cost_of(model, usage[, geo]) -> USD or None when the model is not priced; the model is the call's label
+# (`<model>-fast` for a fast call) and geo its usage.inference_geo.
+CostFn = Callable[..., "float | None"]
 
 
 @dataclass
@@ -109,7 +111,8 @@ class TurnBuilder:
         self.session_id = session_id
         self._next_index = 0
         self._turn: TurnRecord | None = None
-        self._calls: dict[str, tuple[str, dict[str, int]]] = {}   # message.id -> (model, usage max)
+        self._calls: dict[str, tuple[str, dict[str, int]]] = {}   # message.id -> (model label, usage max)
+        self._geos: dict[str, Any] = {}                            # message.id -> usage.inference_geo
         self._pending: dict[str, tuple[str, str]] = {}             # tool_use id -> (tool, path)
         self._recorded: set[tuple[bool, str]] = set()              # (changed, path) in the open turn's lists
 
@@ -168,7 +171,7 @@ class TurnBuilder:
             reply=None,
         )
         self._next_index += 1
-        self._calls = {}
+        self._calls, self._geos = {}, {}
         self._pending = {}
         self._recorded = set()  # (changed, path) already in the open turn's lists
 
@@ -189,10 +192,14 @@ class TurnBuilder:
         cost: float | None = 0.0
         if self.cost_of is None and self._calls:
             cost = None
-        for model, usage in self._calls.values():
+        for key, (model, usage) in self._calls.items():
             if cost is None:
                 break
-            one = self.cost_of(model, dict(usage)) if self.cost_of else None
+            geo = self._geos.get(key)
+            if self.cost_of is None:
+                one = None
+            else:  # a geography that changes the price is handed on; the standard ones are left out
+                one = self.cost_of(model, dict(usage), geo) if geo is not None else self.cost_of(model, dict(usage))
             cost = None if one is None else cost + one
         turn.cost_usd = cost
 
@@ -212,7 +219,8 @@ class TurnBuilder:
                 old = self._calls.get(key)
                 if old is not None:
                     figures = {f: max(old[1][f], figures[f]) for f in USAGE_FIELDS}
-                self._calls[key] = (model, figures)
+                self._calls[key] = (call_label(model, usage.get("speed")), figures)
+                self._geos[key] = modifier_value("inference_geo", usage.get("inference_geo"))
         content = msg.get("content")
         if not isinstance(content, list):
             return
@@ -287,8 +295,8 @@ def ends_a_turn(entry: dict) -> bool:
 
 def price_cost(prices) -> CostFn:
     """cost_of for a service.engine PriceTable: USD of one call's folded usage, None when unpriced."""
-    def cost_of(model: str, usage: dict[str, int]) -> float | None:
-        price, _ = prices.lookup(model)
+    def cost_of(model: str, usage: dict[str, int], geo: Any = None) -> float | None:
+        price, _ = prices.lookup(model, geo=geo)
         if price is None:
             return None
         cw = usage.get("cache_creation_input_tokens", 0)

@@ -9,21 +9,41 @@ service has threads, the pool forks).
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from service.days import ZONE_UTC, Zone
 
 SCAN_LOCK = threading.Lock()  # one scan of the report's caches at a time
+# The instants a period may name: a day's bounds, a zone's offset and a default span are computed
+# around them, which overflows near years 1 and 9999; the C library's local time (Windows) ends
+# at year 3000, and no transcript is older than 1970.
+EARLIEST = datetime(1970, 1, 1, tzinfo=timezone.utc)
+LATEST = datetime(3000, 1, 1, tzinfo=timezone.utc)
 
 
 def parse_time(text: str | None) -> datetime | None:
+    """An ISO-8601 date or time (UTC when it names no zone), within EARLIEST..LATEST; ValueError else."""
     if not text:
         return None
     try:
         dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(f"not a date or time: {text!r} (use ISO-8601, e.g. 2026-11-29 or 2026-11-29T10:00Z)") from None
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    dt = dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    try:
+        in_range = EARLIEST <= dt.astimezone(timezone.utc) < LATEST
+    except OverflowError:  # an offset that moves the time past year 1 or 9999
+        in_range = False
+    if not in_range:
+        raise ValueError(f"{text!r} is out of range: dates and times from {EARLIEST.date()} to "
+                         f"{(LATEST - timedelta(days=1)).date()} are accepted")
+    return dt
+
+
+def check_period(since: str | None, until: str | None) -> None:
+    """ValueError (a 400) for a since or until that is no date or time, or out of range."""
+    parse_time(since)
+    parse_time(until)
 
 
 def _date_of(text: str | None, dt: datetime | None) -> str | None:

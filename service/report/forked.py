@@ -215,6 +215,8 @@ class SpawnedMap(_ProcessMap):
                  init: Callable[[], None] | None = None) -> None:
         import subprocess
 
+        from service.client.own_python import module_argv
+
         self.expected = len(jobs)
         self.received = 0
         self._results: SimpleQueue[tuple[str, Any]] = SimpleQueue()
@@ -226,7 +228,7 @@ class SpawnedMap(_ProcessMap):
         self._children: list[Any] = []
         try:
             for _ in range(max(1, min(workers, len(jobs)))):
-                child = subprocess.Popen([sys.executable, "-m", "service.report.spawned"],
+                child = subprocess.Popen(module_argv("service.report.spawned"),
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, creationflags=flags)
                 self._children.append(child)
         except BaseException:

@@ -39,7 +39,7 @@ from service import __version__
 from service.engine.lines import DEFAULT_MAX_LINE, LineSplitter
 from service.ingest.transcript_file import Skipped
 
-CACHE_VERSION = f"6/{__version__}"  # bump the number when a meter's output changes
+CACHE_VERSION = f"7/{__version__}"  # bump the number when a meter's output changes
 
 
 @dataclass(frozen=True)

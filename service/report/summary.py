@@ -65,7 +65,7 @@ class _Prices:
     def __init__(self, lookup: Lookup):
         self.lookup = lookup
         self.memo: dict[Any, tuple[Any, str]] = {}
-        self.lookup_at: Callable[[str, Any], tuple[Any, str]] | None = getattr(
+        self.lookup_at: Callable[..., tuple[Any, str]] | None = getattr(
             getattr(lookup, "__self__", None), "lookup_at", None)
 
     def __call__(self, model: Any) -> tuple[Any, str]:
@@ -74,11 +74,13 @@ class _Prices:
             hit = self.memo[model] = self.lookup(model) if isinstance(model, str) and model else (None, "unknown")
         return hit
 
-    def at(self, model: Any, ts: Any) -> tuple[Any, str]:
-        """The price of a call of `model` at time `ts` (ISO text from the transcript; None: today's)."""
-        if self.lookup_at is None or ts is None or not (isinstance(model, str) and model):
+    def at(self, model: Any, ts: Any, speed: Any = None, geo: Any = None) -> tuple[Any, str]:
+        """The price of a call of `model` at time `ts` (ISO text from the transcript; None: today's), at its
+        usage `speed` and `geo` (None: standard)."""
+        if self.lookup_at is None or not (isinstance(model, str) and model) or (
+                ts is None and speed is None and geo is None):
             return self(model)
-        return self.lookup_at(model, ts)
+        return self.lookup_at(model, ts, speed, geo)
 
 
 def _distinct_events(files: list[dict]) -> Iterable[dict]:
@@ -208,6 +210,7 @@ def _data_quality(spend: dict, tally: SpendTally, files: list[dict], cs_rows: li
         "unpriced_models": sorted(spend["unpriced"]),
         "unpriced": spend["unpriced"],
         "family_priced_models": dict(sorted(tally.family_priced.items())),
+        **_unknown_modifiers(tally),
         "placeholder_output_calls": tally.placeholder,
         "placeholder_output_definition": PLACEHOLDER_DEFINITION,
         "cost_state_diff_pct": cost_state_diff,
@@ -226,6 +229,17 @@ def _data_quality(spend: dict, tally: SpendTally, files: list[dict], cs_rows: li
         "files": len(files),
         "ledger_files": int(ledger_stats.get("files", 0)),
     }
+
+
+def _unknown_modifiers(tally: SpendTally) -> dict:
+    """The calls whose usage named a speed or inference geography the price table has no figure for (priced at
+    standard), by that value and model; the key is left out when there are none."""
+    if not tally.unknown_modifiers:
+        return {}
+    out: dict[str, dict[str, int]] = {}
+    for (name, model), calls in sorted(tally.unknown_modifiers.items()):
+        out.setdefault(name, {})[model] = calls
+    return {"unknown_price_modifiers": out}
 
 
 def _in_days(day: str | None, since: str | None, until: str | None) -> bool:

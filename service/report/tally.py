@@ -14,7 +14,9 @@ from __future__ import annotations
 from math import fsum
 from typing import Any, Callable
 
-from service.channels.spend import CR, CW1H, CW5, IN, KEY, MODEL, OUT, SIDE, TS, call_cost, is_placeholder_output
+from service.channels.spend import (
+    CR, CW1H, CW5, GEO, IN, KEY, MODEL, OUT, SIDE, SPEED, TS, call_cost, is_placeholder_output,
+)
 
 Lookup = Callable[[str], tuple[Any, str]]
 
@@ -48,14 +50,18 @@ class SpendTally:
         self.by_session_file: dict[tuple, _Group] = {}  # (session, path, side)
         self.unpriced: dict[str, list[int]] = {}         # model -> calls, in, out, cache read, cache write
         self.family_priced: dict[str, str] = {}
+        # a usage value the price table has no figure for (priced at standard): (value, label) -> calls
+        self.unknown_modifiers: dict[tuple[str, str], int] = {}
+        self._unknown_of: dict[str, tuple[str, ...]] = {}  # call key -> its unknown values
         self.session_tokens: dict[str, list[int]] = {}   # main chain, all time: in, cw, cr
         self._latest_main: dict[str, tuple] = {}         # session -> (ts, key, model) of its latest main-chain call
         self.calls = self.main_requests = self.placeholder = 0
 
-    def _price_at(self, model: Any, ts: Any) -> tuple[Any, str]:
-        """The rates in force at the call's time when the prices know dated changes, else the model's."""
+    def _price_at(self, rec: list) -> tuple[Any, str]:
+        """The rates in force at the call's time, at its speed and inference geography, when the prices know
+        dated changes and modifiers, else the model's."""
         at = getattr(self.prices, "at", None)
-        return at(model, ts) if at is not None else self.prices(model)
+        return at(rec[MODEL], rec[TS], rec[SPEED], rec[GEO]) if at is not None else self.prices(rec[MODEL])
 
     def add(self, path: str, fr: dict) -> None:
         """Book one file's calls (a file already added is ignored)."""
@@ -71,9 +77,14 @@ class SpendTally:
                 if total < prev[0] or (total == prev[0] and path > prev[1]):
                     continue
                 self._book(prev, -1)
-            price, how = self._price_at(rec[MODEL], rec[TS])
+            price, how = self._price_at(rec)
             usd = call_cost(price, rec[IN], rec[CW5], rec[CW1H], rec[CR], rec[OUT]) if price is not None else None
             family = getattr(price, "model", "") if how == "family" else None
+            unknown = getattr(price, "unknown_modifiers", ())
+            if unknown:
+                self._unknown_of[key] = unknown
+            else:
+                self._unknown_of.pop(key, None)
             kept = best[key] = (total, path, rec, fr, usd, family)
             self._book(kept, 1)
         if not fr["subagent"]:
@@ -121,6 +132,10 @@ class SpendTally:
             return
         if family is not None and sign > 0:
             self.family_priced[model] = family
+        for name in self._unknown_of.get(rec[KEY], ()):
+            counted = self.unknown_modifiers[(name, model)] = self.unknown_modifiers.get((name, model), 0) + sign
+            if not counted:
+                del self.unknown_modifiers[(name, model)]
         amount = usd if sign > 0 else -usd
         group_key = (self.day_of(ts) or "unknown", model)
         g = self.by_day_model.get(group_key)

@@ -18,6 +18,7 @@ from collections import defaultdict
 from typing import Any, Callable
 
 from service.channels.spend import CR, CW1H, CW5, IN, KEY, MODEL, OUT, TS, call_cost
+from service.engine.prices import split_label
 
 
 MEASURED_LABEL = "requests Claude Code made but did not write"
@@ -54,7 +55,7 @@ def measured(rows: list[dict], tally, prices: Callable, day_of: Callable) -> dic
             if kept is None:
                 continue
             rec = kept[2]
-            acc = ours[rec[MODEL]]
+            acc = ours[split_label(rec[MODEL])[0]]  # Claude Code counts a model's fast calls with it
             acc[0] += rec[IN]
             acc[1] += rec[CW5]
             acc[2] += rec[CW1H]
@@ -147,7 +148,7 @@ def _tokens_of(tally, keys: list[str]) -> dict[str, list[int]]:
         if kept is None:
             continue
         rec = kept[2]
-        acc = out[rec[MODEL]]
+        acc = out[split_label(rec[MODEL])[0]]
         for i, f in enumerate((IN, CW5, CW1H, CR, OUT)):
             acc[i] += rec[f]
     return out

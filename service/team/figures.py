@@ -65,7 +65,10 @@ def row_key(*parts) -> str:
 
 
 def _day(day: str | None) -> str:
-    return day if day and day != "unknown" else UNKNOWN_DAY
+    """A day as the team keeps it: a readable day inside the server's bounds, else the unknown day."""
+    from service.team.bounds import day as bounded
+
+    return bounded(day) or UNKNOWN_DAY
 
 
 def _money(x: float) -> float:
@@ -134,13 +137,13 @@ def local_rows(settings: TeamSettings, store, *, workers: int | None = None) -> 
     breakdown = tally.breakdown()
     rows: dict[tuple[str, str], dict] = {}
 
-    day_acc: dict[tuple[str, str, str], dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    day_acc = DayRows(settings)
     for (day, model, project), g in breakdown.items():
-        acc = day_acc[(_day(day), shared_name(model), shared_name(settings.project_label(project)))]
+        acc = day_acc.at(day, model, project)
         for k in ("main_usd", "subagents_usd", "estimated_usd", "calls", "main_calls", "unpriced_calls"):
             acc[k].append(g[k])
     for (day, model, project), usd in unwritten_by_day(summary).items():
-        day_acc[(_day(day), model, settings.project_label(project))]["unwritten_usd"].append(usd)
+        day_acc.at(day, model, project)["unwritten_usd"].append(usd)
     _add_store_figures(settings, store, day_acc, rows)
     for (day, model, project), acc in day_acc.items():
         payload: dict[str, Any] = {"day": day, "model": model, "project": project}
@@ -158,17 +161,17 @@ def local_rows(settings: TeamSettings, store, *, workers: int | None = None) -> 
     return rows
 
 
-def _add_store_figures(settings: TeamSettings, store, day_acc: dict, rows: dict) -> None:
+def _add_store_figures(settings: TeamSettings, store, day_acc: DayRows, rows: dict) -> None:
     """Rent, reminders and restarts after a reminder (day rows) and segment profiles, from the local database."""
     if store is None:
         return
     profiles = store.sessions.segments(limit=10 ** 9) or []
     reminders = store.sessions.reminders() or []
-    projects: dict[str, str] = {}
+    projects: dict[str, str | None] = {}
 
-    def label(sid: str) -> str:
+    def project(sid: str) -> str | None:
         if sid not in projects:
-            projects[sid] = shared_name(settings.project_label((store.sessions.session(sid) or {}).get("project")))
+            projects[sid] = (store.sessions.session(sid) or {}).get("project")
         return projects[sid]
 
     reminded: dict[tuple[str, int], int] = defaultdict(int)
@@ -177,25 +180,47 @@ def _add_store_figures(settings: TeamSettings, store, day_acc: dict, rows: dict)
     profile_of = {(p["session_id"], int(p["segment"])): p for p in profiles}
     for r in reminders:
         p = profile_of.get((r["session_id"], int(r["segment"])))
-        model = shared_name((p or {}).get("model") or (store.sessions.session(r["session_id"]) or {}).get("model") or "(none)")
-        day_acc[(_day((r.get("at") or "")[:10]), model, label(r["session_id"]))]["reminders"].append(1)
+        model = (p or {}).get("model") or (store.sessions.session(r["session_id"]) or {}).get("model") or "(none)"
+        day_acc.at((r.get("at") or "")[:10], model, project(r["session_id"]))["reminders"].append(1)
     for p in profiles:
         sid, seg = p["session_id"], int(p["segment"])
-        day = _day((p.get("ended_at") or p.get("archived_at") or "")[:10])
-        model = shared_name(p.get("model") or "(none)")
-        project = label(sid)
-        acc = day_acc[(day, model, project)]
+        day, model, label = day_acc.key((p.get("ended_at") or p.get("archived_at") or "")[:10],
+                                        p.get("model") or "(none)", project(sid))
+        acc = day_acc.at(day, model, project(sid))
         acc["rent_usd"].append(float(p.get("rent_usd") or 0.0))
         restarted = p.get("end_reason") in RESTART_REASONS and reminded.get((sid, seg), 0) > 0
         acc["restarts_after_reminder"].append(1 if restarted else 0)
         restart = _restart_sums(p, acc)
         session = settings.hashed(sid)
-        payload = {"session": session, "segment": seg, "day": day, "model": model, "project": project,
+        payload = {"session": session, "segment": seg, "day": day, "model": model, "project": label,
                    "reminders": reminded.get((sid, seg), 0)}
         for k in SEGMENT_FIELDS:
             payload[k.lower()] = p.get(k)
+        if p.get("end_reason") is not None:
+            payload["end_reason"] = shared_name(str(p["end_reason"]))
         payload.update(restart)
         rows[("segment", row_key(session, seg))] = payload
+
+
+class DayRows(defaultdict):
+    """The day rows being summed, keyed (day, model, project) as the team keeps them.
+
+    Every figure reaches a row through `at`, so every row's names pass the same
+    filter the server's CHECK asks for: one odd model key or folder name is cleaned,
+    never a refusal that stops the whole push.
+    """
+
+    def __init__(self, settings: TeamSettings):
+        super().__init__(lambda: defaultdict(list))
+        self.settings = settings
+
+    def key(self, day: str | None, model: str | None, project: str | None) -> tuple[str, str, str]:
+        """(day, model, project label) as shared: the day bounded, the names printable and short."""
+        return _day(day), shared_name(model), shared_name(self.settings.project_label(project))
+
+    def at(self, day: str | None, model: str | None, project: str | None) -> dict[str, list]:
+        """The sums of one row (a project is the local folder; its label is what the team sees)."""
+        return self[self.key(day, model, project)]
 
 
 def _restart_sums(profile: dict, acc: dict) -> dict:

@@ -5,14 +5,27 @@ message that quotes it; a 0600 password file does not, and libpq (so psql
 too) finds the password there by host, port, database and user.
 `team member add` writes the member's line here; `server.connect` points
 libpq at the file.
+
+The file may be named in a folder other users can write to, so it is never
+written through a link: a link at its name is refused (another user's file would
+be rewritten, or a dangling link would make folders and a file where it points),
+the old file is read without following one, and the new file is created
+exclusively beside it and renamed over the name.
 """
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 FIELDS = 5  # host:port:database:user:password
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # Windows has none: the is_symlink check below still holds
+
+
+class Unsafe(OSError):
+    """A password file name ctxlamp will not write: a link, or something other than a file."""
 
 
 def _escape(field: str) -> str:
@@ -53,16 +66,13 @@ def put(path: Path, host: str, port: str, database: str, user: str, password: st
     """
     path = Path(path).expanduser()
     if path.is_symlink():
-        path = path.resolve()
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        raise _link(path)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # mkdir never creates through a dangling link
     key = [host, port, database, user]
-    try:
-        old = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        old = []
+    old = _read_lines(path)
     kept = [line for line in old if line.startswith("#") or _split(line)[:4] != key]
     text = "\n".join([*kept, entry(host, port, database, user, password)]) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=".pgpass-", dir=path.parent)  # mkstemp creates it 0600
+    fd, tmp = tempfile.mkstemp(prefix=".pgpass-", dir=path.parent)  # 0600, O_EXCL: a new file, never a link
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -71,6 +81,27 @@ def put(path: Path, host: str, port: str, database: str, user: str, password: st
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _link(path: Path) -> Unsafe:
+    return Unsafe(errno.ELOOP, f"{path} is a link: give the password file itself, not a link to it "
+                               "(a link another user planted would be written through)")
+
+
+def _read_lines(path: Path) -> list[str]:
+    """The lines of the file at `path` itself (none when there is none); Unsafe for a link or a non-file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _link(path) from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise Unsafe(errno.EINVAL, f"{path} is not a file")
+        return fh.read().decode("utf-8").splitlines()
 
 
 def lookup(path: Path, host: str, port: str, database: str, user: str) -> str | None:

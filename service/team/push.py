@@ -1,9 +1,11 @@
 """`team push`: stage this member's rows in the outbox, then send what the server has not confirmed.
 
 Each chunk of rows is one server transaction of idempotent upserts on the
-natural keys (an unchanged row is not even rewritten); the outbox marks a
-chunk confirmed only after the server committed it. Row-level security
-decides who may write: a role pushing as another member is refused (Refused).
+natural keys (an unchanged row is not even rewritten), sent to the team's
+writer functions (migrations/0006: members hold no write privilege on the
+tables); the outbox marks a chunk confirmed only after the server committed
+it. The writers write only as the calling role's member: a role pushing as
+another member is refused (Refused).
 """
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from service.team import figures, outbox
+from service.client.paths import app_paths
+from service.team import bounds, figures, outbox
 from service.team.server import SCHEMA, Refused, TeamError, transaction, where
 from service.team.settings import TeamSettings
 
@@ -35,6 +38,7 @@ class PushResult:
     sent: int      # rows the server took in this push
     waiting: int   # rows still in the outbox (0 when all is pushed)
     rows: int      # rows this member shares in all
+    left_out: int = 0  # rows not shared: a day or figure outside what the team server takes (bounds.py)
 
 
 def team_key(settings: TeamSettings) -> str:
@@ -49,14 +53,19 @@ def team_key(settings: TeamSettings) -> str:
     return row[0]
 
 
-def stage(settings: TeamSettings, store: Store, *, workers: int | None = None) -> int:
-    """Compute this member's rows now and bring the outbox up to date; returns how many rows are shared."""
-    current = figures.local_rows(settings, store, workers=workers)
+def stage(settings: TeamSettings, store: Store, *, workers: int | None = None) -> tuple[int, int]:
+    """Compute this member's rows now and bring the outbox up to date; returns (rows shared, rows left out).
+
+    A row the server would refuse (a figure that is not a number, or out of range) is left out here: one
+    such row would otherwise fail its whole transaction, and every later push with it.
+    """
+    computed = figures.local_rows(settings, store, workers=workers)
+    current = {k: v for k, v in computed.items() if bounds.row_fits(v)}
     stored = _outbox(settings, store)
     put = outbox.changes(current, stored)
     if put and not store.team.team_outbox_write(settings.member, put=put):
         raise TeamError("the local database cannot be written; the figures will be staged on the next push")
-    return len(current)
+    return len(current), len(computed) - len(current)
 
 
 def _outbox(settings: TeamSettings, store: Store) -> list[dict]:
@@ -77,10 +86,13 @@ def send(settings: TeamSettings, store: Store) -> tuple[int, int]:
     for i in range(0, len(todo), CHUNK):
         chunk = todo[i:i + CHUNK]
         with transaction(settings.url) as cur:
-            for kind, (table, keys, values) in TABLES.items():
+            for kind, (table, keys, _values) in TABLES.items():
                 rows = [r for r in chunk if r["kind"] == kind]
-                _upsert(cur, settings.member, table, keys, values, [r["payload"] for r in rows if r["payload"]])
-                _delete(cur, settings.member, table, keys, [json.loads(r["key"]) for r in rows if not r["payload"]])
+                put = [r["payload"] for r in rows if r["payload"]]
+                gone = [dict(zip(keys, json.loads(r["key"]))) for r in rows if not r["payload"]]
+                if put or gone:  # members write only through the team's functions (migrations/0006)
+                    cur.execute(f"SELECT {SCHEMA}.push_{table}(%s, %s::jsonb, %s::jsonb)",
+                                (settings.member, _json(put), _json(gone)))
         confirm = [[r["kind"], r["key"], r["digest"]] for r in chunk if r["payload"]]
         drop = [[r["kind"], r["key"]] for r in chunk if not r["payload"]]
         if not store.team.team_outbox_write(settings.member, confirm=confirm, drop=drop):
@@ -89,27 +101,9 @@ def send(settings: TeamSettings, store: Store) -> tuple[int, int]:
     return sent, len(todo) - sent
 
 
-def _upsert(cur, member: str, table: str, keys: tuple, values: tuple, payloads: list[dict]) -> None:
-    if not payloads:
-        return
-    from psycopg2.extras import execute_values
-
-    cols = ("member", *keys, *values)
-    t = f"{SCHEMA}.{table}"
-    sets = ", ".join(f"{c} = EXCLUDED.{c}" for c in values)
-    changed = f"({', '.join(f'{table}.{c}' for c in values)}) IS DISTINCT FROM " \
-              f"({', '.join(f'EXCLUDED.{c}' for c in values)})"
-    execute_values(
-        cur,
-        f"INSERT INTO {t} ({', '.join(cols)}) VALUES %s ON CONFLICT (member, {', '.join(keys)}) "
-        f"DO UPDATE SET {sets}, pushed_at = now() WHERE {changed}",
-        [(member, *(p[c] for c in keys), *(p[c] for c in values)) for p in payloads], page_size=500)
-
-
-def _delete(cur, member: str, table: str, keys: tuple, key_lists: list[list]) -> None:
-    where = " AND ".join(f"{k} = %s" for k in keys)
-    for key in key_lists:
-        cur.execute(f"DELETE FROM {SCHEMA}.{table} WHERE member = %s AND {where}", (member, *key))
+def _json(rows: list[dict]) -> str:
+    """Rows as the writers read them (JSON has no NaN: stage() left such rows out)."""
+    return json.dumps(rows, separators=(",", ":"), allow_nan=False)
 
 
 def failure(exc: TeamError, settings: TeamSettings, store: Store) -> dict:
@@ -132,6 +126,9 @@ def outcome(settings: TeamSettings, store: Store, *, workers: int | None = None)
     except TeamError as exc:
         return failure(exc, settings, store)
     state = "all pushed" if not result.waiting else f"{result.waiting} rows wait in the local outbox"
+    if result.left_out:
+        state += (f"; {result.left_out} rows left out: a figure in them is not a number or is beyond "
+                  f"${bounds.MONEY_MAX:,.0f}")
     return {"ok": not result.waiting, "exit_code": 0 if not result.waiting else 1, "sent": result.sent,
             "waiting": result.waiting, "rows": result.rows,
             "message": f"team push as {settings.member} to {where(settings.url)}: {result.sent} rows sent, "
@@ -143,9 +140,13 @@ def push(settings: TeamSettings, store: Store, *, workers: int | None = None) ->
     if not settings.url:
         raise TeamError("no team configured: set [team] url in config.toml or pass --url")
     settings = settings.with_key(team_key(settings))
-    rows = stage(settings, store, workers=workers)
+    try:
+        settings = settings.with_own_key(app_paths().config)
+    except (OSError, ValueError) as exc:
+        raise TeamError(f"this member's own project key cannot be kept: {exc}") from None
+    rows, left_out = stage(settings, store, workers=workers)
     sent, waiting = send(settings, store)
-    return PushResult(sent, waiting, rows)
+    return PushResult(sent, waiting, rows, left_out)
 
 
 def writes_as(url: str) -> str | None:

@@ -7,17 +7,31 @@ in USD like the local report's (only groups with priced calls), and
 """
 from __future__ import annotations
 
-from service.team.server import SCHEMA, transaction
+import math
+
+from service.engine.prices import label_text
+from service.team import bounds
+from service.team.figures import CHANNEL_FIELDS, DAY_SUMS
+from service.team.server import SCHEMA, TeamError, transaction
 
 SPEND = "SUM(main_usd + subagents_usd)"
 BILLED = "SUM(main_usd + subagents_usd + unwritten_usd)"  # with what Claude Code billed but did not write
 
 
+# the rows a reader takes: a day every reader holds and money that is a sane number (service/team/bounds.py);
+# the others (written before the server's CHECKs, or by a server without them) are counted and said
+DAY_OK = bounds.row_ok_sql([c for c in DAY_SUMS if bounds.is_money(c)])
+CHANNEL_OK = bounds.row_ok_sql([c for c in CHANNEL_FIELDS if bounds.is_money(c)])
+
+
 def _f(x) -> float:
-    return round(float(x or 0), 9)
+    value = float(x or 0)
+    if not math.isfinite(value):  # the rows are bounded in the query: a sum cannot get here, an answer can
+        raise TeamError("the team server answered a figure that is not a number; the report is not shown")
+    return round(value, 9)
 
 
-def _where(since: str | None, until: str | None) -> tuple[str, list]:
+def _period(since: str | None, until: str | None) -> tuple[str, list]:
     parts, params = [], []
     if since:
         parts.append("day >= %s")
@@ -25,7 +39,7 @@ def _where(since: str | None, until: str | None) -> tuple[str, list]:
     if until:
         parts.append("day <= %s")
         params.append(until)
-    return (" WHERE " + " AND ".join(parts)) if parts else "", params
+    return " AND ".join(parts) or "true", params
 
 
 def team_report(url: str, since: str | None = None, until: str | None = None) -> dict:
@@ -34,7 +48,7 @@ def team_report(url: str, since: str | None = None, until: str | None = None) ->
     One pass over each figure table: GROUPING SETS give the per-member, per-day,
     per-model and per-project sums of the day rows in a single scan.
     """
-    where, params = _where(since, until)
+    period, params = _period(since, until)
     with transaction(url) as cur:
         cur.execute("SET TRANSACTION READ ONLY")
         cur.execute(f"SELECT name FROM {SCHEMA}.member ORDER BY name")
@@ -44,15 +58,20 @@ def team_report(url: str, since: str | None = None, until: str | None = None) ->
             f"SUM(subagents_usd), SUM(estimated_usd), SUM(calls), SUM(unpriced_calls), SUM(rent_usd), "
             f"SUM(reminders), SUM(restarts_after_reminder), {BILLED}, SUM(unwritten_usd), "
             f"SUM(restart_first_usd), SUM(restart_best_usd), SUM(restart_missed_usd), SUM(restart_segments_reminded) "
-            f"FROM {SCHEMA}.day_figures{where} "
+            f"FROM {SCHEMA}.day_figures WHERE {period} AND {DAY_OK} "
             f"GROUP BY GROUPING SETS ((member), (day), (model), (project))", params)
         day_rows = cur.fetchall()
         cur.execute(f"SELECT member, SUM(pinch_saved_usd), SUM(pinch_tokens_saved), SUM(pinch_events), "
                     f"SUM(edit_str_replace_calls), SUM(edit_str_replace_old_string_tokens), "
                     f"SUM(edit_str_replace_old_string_usd), SUM(edit_str_replace_misses), SUM(edit_anchored_calls), "
                     f"SUM(edit_anchored_avoided_output_tokens), SUM(retrieval_calls), SUM(retrieval_bytes_served), "
-                    f"SUM(retrieval_bytes_saved) FROM {SCHEMA}.channel_day{where} GROUP BY member", params)
+                    f"SUM(retrieval_bytes_saved) FROM {SCHEMA}.channel_day WHERE {period} AND {CHANNEL_OK} "
+                    f"GROUP BY member", params)
         channels = {r[0]: r[1:] for r in cur.fetchall()}
+        cur.execute(f"SELECT member, pg_catalog.count(*) FROM (SELECT member FROM {SCHEMA}.day_figures "
+                    f"WHERE {period} AND NOT {DAY_OK} UNION ALL SELECT member FROM {SCHEMA}.channel_day "
+                    f"WHERE {period} AND NOT {CHANNEL_OK}) AS bad GROUP BY member ORDER BY member", params * 2)
+        skipped = {r[0]: int(r[1]) for r in cur.fetchall()}
     # GROUPING(member, day, model, project) is a bit mask: 0b0111 = grouped by member alone, and so on
     spend, by_day, rent_by_day, by_model, by_project = {}, {}, {}, {}, {}
     billed_by_day, restart_by_day = {}, {}
@@ -101,6 +120,7 @@ def team_report(url: str, since: str | None = None, until: str | None = None) ->
         "by_day": dict(sorted(by_day.items())), "rent_by_day": dict(sorted(rent_by_day.items())),
         "restart_by_day": dict(sorted(restart_by_day.items())),
         "by_model": dict(sorted(by_model.items())), "by_project": dict(sorted(by_project.items())),
+        "skipped_rows": skipped,
     }
 
 
@@ -120,10 +140,15 @@ def render_text(doc: dict) -> str:
                      f"{m['pinch_saved_usd']:>9.2f} {restarts.get('first_reminder_usd', 0.0):>13.2f} "
                      f"{restarts.get('best_single_usd', 0.0):>8.2f}")
     lines.append(f"{'total':<28} {doc.get('billed_usd', doc['total_usd']):>11.2f} {doc['total_usd']:>11.2f}")
+    for name, count in (doc.get("skipped_rows") or {}).items():
+        lines.append(f"skipped {count} rows of {printable(name, 60)}: a day outside "
+                     f"{bounds.DAY_FIRST}..{bounds.DAY_LAST} or money that is not a number within "
+                     f"${bounds.MONEY_MAX:,.0f}")
     lines.append("billed = the calls Claude Code wrote + the requests it made and did not write (measured from "
                  "its cost-state)")
     for title, block in (("by model", doc["by_model"]), ("by project", doc["by_project"])):
         lines += ["", title]
         for k, usd in sorted(block.items(), key=lambda kv: -kv[1]):
-            lines.append(f"  {printable(k or '(none)', 40):<40} ${usd:.2f}")
+            name = label_text(k) if title == "by model" and k else k
+            lines.append(f"  {printable(name or '(none)', 40):<40} ${usd:.2f}")
     return "\n".join(lines) + "\n"

@@ -169,6 +169,28 @@ def passfile_key(url: str, role: str) -> tuple[str, str, str, str]:
     return host, port, parse_dsn(url).get("dbname") or role, role
 
 
+def set_password(cur: Any, role: str, password: str) -> None:
+    """Create the member's role with `password`, or give the existing one `password` (the old one stops working).
+
+    An existing role gets the password and LOGIN only: changing its SUPERUSER attribute, even to NOSUPERUSER,
+    needs a superuser, and an owner with CREATEROLE alone was refused the whole rotation. A role of that name
+    with more than a member may hold is refused instead of changed.
+    """
+    from psycopg2 import sql
+
+    cur.execute("SELECT rolsuper OR rolcreaterole OR rolcreatedb OR rolreplication OR rolbypassrls "
+                "FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) %s", (role,))
+    found = cur.fetchone()
+    if found is None:
+        cur.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}")
+                    .format(sql.Identifier(role), sql.Literal(password)))
+        return
+    if found[0]:
+        raise Refused(f"the role {role} exists with privileges no member may hold (superuser, CREATEROLE, "
+                      "CREATEDB, REPLICATION or BYPASSRLS); it is left as it is")
+    cur.execute(sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(role), sql.Literal(password)))
+
+
 def add_member(owner_url: str, member: str, passfile: Path | None = None) -> str:
     """Create the member's role (a new password when it exists) with its grants; returns its URL (no password).
 
@@ -178,7 +200,10 @@ def add_member(owner_url: str, member: str, passfile: Path | None = None) -> str
     from psycopg2 import sql
 
     from service.team import passfile as pgpass
+    from service.team.migrations import writers
     from service.team.server import default_passfile
+
+    member_grants = writers().member_grants
 
     member = check_member_name(member)
     role = role_name(member)
@@ -191,10 +216,7 @@ def add_member(owner_url: str, member: str, passfile: Path | None = None) -> str
                         "WHERE rolname OPERATOR(pg_catalog.=) CURRENT_USER")
             if not cur.fetchone()[0]:  # said before PostgreSQL answers with a message naming something else
                 raise Refused(f"{where(owner_url)} refused: {createrole_hint(owner_url)}")
-            cur.execute("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) %s", (role,))
-            verb = "ALTER" if cur.fetchone() else "CREATE"
-            cur.execute(sql.SQL(verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}")
-                        .format(sql.Identifier(role), sql.Literal(password)))
+            set_password(cur, role, password)
             cur.execute("SELECT pg_catalog.current_database()")
             database = cur.fetchone()[0]
             grants = [
@@ -205,9 +227,14 @@ def add_member(owner_url: str, member: str, passfile: Path | None = None) -> str
                 sql.SQL("GRANT EXECUTE ON FUNCTION {}.current_member() TO {}").format(
                     sql.Identifier(SCHEMA), sql.Identifier(role)),
             ]
-            for table in FIGURE_TABLES:
-                grants.append(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {}.{} TO {}").format(
-                    sql.Identifier(SCHEMA), sql.Identifier(table), sql.Identifier(role)))
+            cur.execute("SELECT pg_catalog.to_regprocedure(%s) IS NOT NULL", (f"{SCHEMA}.session_member()",))
+            if cur.fetchone()[0]:
+                # SELECT on the figure tables, the writers to write its own rows: no UPDATE or DELETE, so no
+                # LOCK TABLE that could hold the other members' reports
+                grants.append(sql.SQL(member_grants(sql.Identifier(role).as_string(conn))))
+            else:  # a schema older than the writers (migrations/0006 takes these back when it runs)
+                grants += [sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {}.{} TO {}").format(
+                    sql.Identifier(SCHEMA), sql.Identifier(table), sql.Identifier(role)) for table in FIGURE_TABLES]
             for grant in grants:
                 cur.execute(grant)
             cur.execute(f"INSERT INTO {SCHEMA}.member (name, role) VALUES (%s, %s) "

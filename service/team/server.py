@@ -21,6 +21,10 @@ from service.team import passfile
 
 SCHEMA = "ctxlamp_team"
 CONNECT_TIMEOUT_S = 5
+# no statement of a ctxlamp session waits on a lock, or runs, without end: a member holding the team's tables
+# (LOCK TABLE, a transaction left open) delays the others' reports and pushes by LOCK_TIMEOUT_S at most
+LOCK_TIMEOUT_S = 10
+STATEMENT_TIMEOUT_S = 120
 # every ctxlamp session on the team database resolves names in the system catalog only: objects a
 # member put in another schema (`public` on PostgreSQL 12-14) are never called by somebody else's session
 SAFE_SEARCH_PATH = "pg_catalog,pg_temp"
@@ -30,6 +34,8 @@ SYSTEM_CAS_LIBPQ = 160000
 
 # SQLSTATE classes a server answers with when it refuses (not when it is away)
 _REFUSED_CLASSES = ("28", "42", "23", "3D", "3F", "44")
+_TIMED_OUT = {"55P03": f"a lock was not granted within {LOCK_TIMEOUT_S} s (another session holds the team's tables)",
+              "57014": f"a statement ran longer than {STATEMENT_TIMEOUT_S} s"}
 
 
 class TeamError(RuntimeError):
@@ -64,7 +70,10 @@ def classify(exc: BaseException, url: str) -> TeamError:
     import psycopg2
 
     code = getattr(exc, "pgcode", None) or ""
-    text = redact(" ".join(str(exc).split()) or type(exc).__name__, url)
+    said = str(exc).split("\nCONTEXT:")[0]  # not the body of the server function it happened in
+    text = redact(" ".join(said.split()) or type(exc).__name__, url)
+    if code in _TIMED_OUT and "due to user request" not in text:
+        return Unreachable(f"{where(url)} busy: {_TIMED_OUT[code]}; nothing was changed, try again later")
     if code == "42501" and "create role" in text:
         return Refused(f"{where(url)} refused: {text}: {createrole_hint(url)}")
     if code[:2] in _REFUSED_CLASSES:
@@ -162,7 +171,8 @@ def _libpq_root_crt() -> Path:
 
 
 def connection_params(url: str) -> dict[str, str]:
-    """What `connect` adds to the URL: a safe search_path, a timeout, the password file, TLS for remote hosts."""
+    """What `connect` adds to the URL: a safe search_path, lock and statement timeouts, a connect timeout, the
+    password file, TLS for remote hosts."""
     import psycopg2
     from psycopg2.extensions import parse_dsn
 
@@ -172,7 +182,8 @@ def connection_params(url: str) -> dict[str, str]:
         params = parse_dsn(url)
     except psycopg2.Error as exc:
         raise classify(exc, url) from None
-    extra = {"options": f"{params.get('options', '')} -c search_path={SAFE_SEARCH_PATH}".strip()}
+    extra = {"options": f"{params.get('options', '')} -c search_path={SAFE_SEARCH_PATH} "
+                        f"-c lock_timeout={LOCK_TIMEOUT_S}s -c statement_timeout={STATEMENT_TIMEOUT_S}s".strip()}
     if "connect_timeout" not in params:
         extra["connect_timeout"] = str(CONNECT_TIMEOUT_S)
     if "password" not in params and "passfile" not in params and not os.environ.get("PGPASSFILE"):

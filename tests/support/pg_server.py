@@ -17,6 +17,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 SUPERUSER = "ctxlamp_owner"
@@ -167,3 +168,18 @@ class PgServer:
 BINDIR = find_bindir()
 NO_PG = ("NO POSTGRESQL SERVER BINARIES FOUND (pg_config --bindir, /usr/lib/postgresql/*/bin, PATH): "
          "the team tests did NOT run; install the `postgresql` package (.ci/run does)")
+
+
+def module_server() -> Iterator[PgServer]:
+    """A throwaway PostgreSQL server for one test module, as a fixture's body: skips, saying why,
+    where the server binaries are missing."""
+    import pytest
+
+    if BINDIR is None:
+        pytest.skip(NO_PG)
+    srv = PgServer(BINDIR)
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.cleanup()

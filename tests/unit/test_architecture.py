@@ -152,11 +152,11 @@ def test_no_module_imports_another_modules_private_names():
             assert not private, f"{py.relative_to(ROOT)} imports {private}"
 
 
-def test_the_store_is_called_through_its_parts():
+def test_the_store_is_called_through_its_parts(tmp_path):
     """One way to call each operation: `Store` binds no part's method under its own name."""
     from service.store import Store
 
-    store = Store(":memory:")
+    store = Store(tmp_path / "ctxlamp.db")
     try:
         parts = [store.sessions, store.spend, store.handoffs, store.history, store.ledgers, store.team]
         methods = {name for part in parts for name in dir(part) if not name.startswith("_")}

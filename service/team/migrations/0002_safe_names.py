@@ -40,25 +40,35 @@ NAMES: dict[str, tuple[tuple[str, bool], ...]] = {
 }
 
 
-def name_check(column: str, may_be_empty: bool) -> str:
+def name_check(column: str, may_be_empty: bool, unsafe: str = UNSAFE) -> str:
     """The CHECK expression for one name column, every operator and function named by its schema."""
     shortest = 0 if may_be_empty else 1
     return (f"(pg_catalog.char_length({column}) OPERATOR(pg_catalog.>=) {shortest} "
             f"AND pg_catalog.char_length({column}) OPERATOR(pg_catalog.<=) {NAME_MAX} "
-            f"AND {column} OPERATOR(pg_catalog.!~) '{UNSAFE}')")
+            f"AND {column} OPERATOR(pg_catalog.!~) '{unsafe}')")
+
+
+def names_check(table: str, unsafe: str = UNSAFE) -> str:
+    """The CHECK expression for every name column of `table`."""
+    return " AND ".join(f"({column} IS NULL OR {name_check(column, empty, unsafe)})" for column, empty in NAMES[table])
+
+
+def constraint(table: str, name: str, expr: str, what: str) -> str:
+    """(Re)place CHECK `name` on `table`: every new write checked; older rows validated when they all pass, else
+    left as they are with a notice saying they hold `what`."""
+    return f"""
+ALTER TABLE {S}.{table} DROP CONSTRAINT IF EXISTS {name};
+ALTER TABLE {S}.{table} ADD CONSTRAINT {name} CHECK ({expr}) NOT VALID;
+DO $$ BEGIN
+    ALTER TABLE {S}.{table} VALIDATE CONSTRAINT {name};
+EXCEPTION WHEN check_violation THEN
+    RAISE NOTICE 'older rows of {S}.{table} hold {what}; new rows are checked';
+END $$;
+"""
 
 
 def _checks(table: str) -> str:
-    exprs = " AND ".join(f"({column} IS NULL OR {name_check(column, empty)})" for column, empty in NAMES[table])
-    constraint = f"{table}_names_printable"
-    return f"""
-ALTER TABLE {S}.{table} ADD CONSTRAINT {constraint} CHECK ({exprs}) NOT VALID;
-DO $$ BEGIN
-    ALTER TABLE {S}.{table} VALIDATE CONSTRAINT {constraint};
-EXCEPTION WHEN check_violation THEN
-    RAISE NOTICE 'older rows of {S}.{table} hold names that are not printable; new rows are checked';
-END $$;
-"""
+    return constraint(table, f"{table}_names_printable", names_check(table), "names that are not printable")
 
 
 def _policies(table: str) -> str:

@@ -14,8 +14,15 @@ MIGRATIONS: tuple[str, ...] = (
     "0002_safe_names",
     "0003_unwritten",
     "0004_restart_savings",
+    "0005_bounded_figures",
+    "0006_member_writes",
 )
 
 
 def steps() -> list[tuple[int, ModuleType]]:
     return [(int(name[:4]), importlib.import_module(f"{__name__}.{name}")) for name in MIGRATIONS]
+
+
+def writers() -> ModuleType:
+    """The migration that made the members' writer functions and grants (schema.add_member grants the same)."""
+    return importlib.import_module(f"{__name__}.0006_member_writes")

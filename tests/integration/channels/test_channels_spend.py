@@ -60,7 +60,8 @@ def _file_results():
                        st.sampled_from(["2026-11-01T10:00:00Z", "2026-11-02T23:59:59Z", "2026-11-03T00:00:00Z"]),
                        st.sampled_from(["claude-sonnet-4-5", "claude-opus-4-7", "no-such-model"]),
                        st.booleans(),
-                       *[st.integers(0, 300_000)] * 5, st.booleans()).map(list)
+                       *[st.integers(0, 300_000)] * 5, st.booleans(),
+                       st.none(), st.none()).map(list)  # standard speed and geography
     result = st.fixed_dictionaries({"session_id": st.sampled_from(["s1", "s2"]), "project": st.sampled_from(["-a", "-b"]),
                                     "cwd": st.sampled_from([None, "/w/a", "/w/b"]), "subagent": st.booleans(),
                                     "calls": st.lists(record, max_size=6, unique_by=lambda r: r[0]),

@@ -98,3 +98,34 @@ def test_installed_commands_run_through_sh_from_paths_with_spaces_and_backslashe
     assert subprocess.run([str(python), "-m", "service.cli", "uninstall"], env=env, cwd="/",
                           capture_output=True, timeout=120, check=False).returncode == 0
     assert json.loads((config / "settings.json").read_text()) == {"model": "opus"}
+
+
+TYPOGRAPHIC = ["\u2018", "\u2019", "\u201a", "\u201b"]  # PowerShell ends a '...' string at each of them
+
+
+@pytest.mark.parametrize("quote", TYPOGRAPHIC)
+def test_windows_words_with_a_typographic_quote_become_their_short_names(quote):
+    """In '...' PowerShell reads ‘ ’ ‚ ‛ as the closing quote, sh as a letter: such a word is written as its 8.3 name."""
+    script = f"C:\\Users\\O{quote}Brien\\ctxlamp\\service\\statusline\\fast.py"
+    python = f"C:\\Users\\O{quote}Brien\\venv\\Scripts\\python.exe"
+    shorts = {script: "C:\\Users\\OBRIEN~1\\ctxlamp\\service\\STATUS~1\\fast.py",
+              python: "C:\\Users\\OBRIEN~1\\venv\\Scripts\\python.exe",
+              f"C:\\Users\\O{quote}Brien\\ctxlamp": "C:\\Users\\OBRIEN~1\\ctxlamp"}
+    line = command_line(python, ["-S", portable_path(script, "win32")], system="win32", short_path=shorts.get,
+                        env={"PYTHONPATH": f"C:\\Users\\O{quote}Brien\\ctxlamp"})
+    assert not any(q in line for q in TYPOGRAPHIC)
+    assert shlex.split(line) == ["env", "PYTHONPATH=C:/Users/OBRIEN~1/ctxlamp", "C:/Users/OBRIEN~1/venv/Scripts/python.exe",
+                                 "-S", "C:/Users/OBRIEN~1/ctxlamp/service/STATUS~1/fast.py"]
+
+
+@pytest.mark.parametrize("quote", TYPOGRAPHIC)
+def test_windows_words_with_a_typographic_quote_and_no_short_name_are_refused(quote):
+    from service.claude.command_line import Unquotable
+
+    with pytest.raises(Unquotable, match="typographic quote"):
+        command_line(f"C:\\Users\\O{quote}Brien\\python.exe", ["hook"], system="win32", short_path=lambda p: None)
+    with pytest.raises(Unquotable):
+        command_line("C:\\Python\\python.exe", [f"C:/O{quote}Brien/fast.py"], system="win32", short_path=lambda p: None)
+    # sh takes them as letters: on Linux and macOS the line is unchanged
+    assert shlex.split(command_line(f"/home/o{quote}brien/python", ["hook"], system="linux")) == [
+        f"/home/o{quote}brien/python", "hook"]

@@ -174,3 +174,121 @@ def test_a_bad_kind_is_refused():
     with pytest.raises(ValueError):
         ServiceLock(Path("x"), kind="flock")
     assert lock_mod.KINDS == ("fcntl", "msvcrt", "socket")
+
+
+# ---- the socket kind against another local user (who can reach 127.0.0.1 but not the private folder) ----
+def _bind_all(ports: list[int]) -> list[socket.socket]:
+    held = []
+    for port in ports:
+        s = socket.socket()
+        try:
+            if os.name == "posix":  # as another user's program would: a closed holder's TIME_WAIT does not stop it
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", port))
+            s.listen(8)
+        except OSError:
+            s.close()
+            for h in held:
+                h.close()
+            pytest.skip(f"port {port} is busy on this machine")
+        held.append(s)
+    return held
+
+
+def test_socket_lock_ports_come_from_a_private_key_not_from_the_path(tmp_path):
+    """Another user knows the path; the ports it would squat are not the lock's."""
+    import hashlib
+
+    path = tmp_path / "service.lock"
+    key_file = path.with_name("service.lock.key")
+    ports = ports_for(path)
+    assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+    assert ports_for(path) == ports  # the same key: the same ports at every start
+    public = hashlib.sha256(b"ports:" + os.fsencode(os.path.realpath(path))).digest()
+    guessed = [20000 + int.from_bytes(public[i:i + 2], "big") % 30000 for i in range(0, 12, 2)]
+    assert not set(guessed) & set(ports)
+    assert ports_for(path, key=b"another user's key") != ports
+
+
+def test_socket_lock_with_every_port_squatted_is_a_plain_refusal(tmp_path):
+    """Even with its key leaked and all its ports held, `ctxlamp serve` says why, without a traceback."""
+    home = tmp_path / "home"
+    path = home / "service.lock"
+    squatters = _bind_all(ports_for(path))
+    try:
+        with pytest.raises(lock_mod.LockUnavailable, match="no free port"):
+            _lock(path, "socket").acquire()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAMP_", "CLAUDE_"))}
+        env.update(CTXLAMP_HOME=str(home), CLAUDE_CONFIG_DIR=str(tmp_path / "claude"),
+                   PYTHONPATH=str(ROOT / "tests" / "posixless"))  # no fcntl: the socket kind
+        run = subprocess.run([sys.executable, "-m", "service.cli", "serve"], cwd=ROOT, env=env, capture_output=True,
+                             text=True, timeout=60)
+        assert run.returncode == 1 and "no free port" in run.stderr and "Traceback" not in run.stderr, run.stderr
+    finally:
+        for s in squatters:
+            s.close()
+
+
+def test_socket_lock_is_not_impersonated_by_a_replayed_answer(tmp_path):
+    """Another user listening on the first port and replaying a holder's answer is not taken for a service."""
+    path = tmp_path / "service.lock"
+    ports = ports_for(path)
+    with _lock(path, "socket") as real:
+        assert real._holder is not None
+        with socket.create_connection(("127.0.0.1", real._holder.port), timeout=5) as c:
+            c.sendall(b"ctxlamp-lock/2 " + lock_mod._identity(path).encode() + b" " + b"ab" * 16 + b"\n")
+            recorded = c.recv(300)
+        assert recorded.startswith(b"ctxlamp-lock/2 ")
+    (impostor,) = _bind_all(ports[:1])
+
+    def replay():
+        while True:
+            try:
+                conn, _ = impostor.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(recorded.replace(str(os.getpid()).encode(), b"1", 1))
+
+    import threading
+
+    threading.Thread(target=replay, daemon=True).start()
+    try:
+        assert not is_held(path, kind="socket")
+        with _lock(path, "socket") as mine:  # the impostor's "already running (pid 1)" is not believed
+            assert mine._holder is not None and mine._holder.port == ports[1]
+    finally:
+        impostor.close()
+
+
+def test_socket_lock_holds_while_its_answering_thread_is_flooded(tmp_path):
+    """Hundreds of connections that never ask must not silence the holder: a second service is refused."""
+    path = tmp_path / "service.lock"
+    holder = _start_holder(path, "socket")
+    flood: list[socket.socket] = []
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        port = next(p for p in ports_for(path) if lock_mod._ask(p, lock_mod._identity(path), lock_mod.lock_key(path)))
+        for _ in range(300):
+            flood.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        t0 = time.monotonic()
+        with pytest.raises(AlreadyRunning) as refused:
+            _lock(path, "socket").acquire()
+        assert refused.value.pid == holder.pid and time.monotonic() - t0 < 2.0
+        assert is_held(path, kind="socket")
+    finally:
+        for s in flood:
+            s.close()
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.parametrize("kind", BRANCHES)
+def test_a_data_folder_reached_through_a_link_is_one_lock(tmp_path, kind):
+    real = tmp_path / "data"
+    real.mkdir()
+    (tmp_path / "linked").symlink_to(real, target_is_directory=True)
+    with _lock(real / "service.lock", kind):
+        with pytest.raises(AlreadyRunning):
+            _lock(tmp_path / "linked" / "service.lock", kind).acquire()
+        assert _held(tmp_path / "linked" / "service.lock", kind)

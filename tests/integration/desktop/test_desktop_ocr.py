@@ -94,6 +94,6 @@ def test_no_identifiers_or_reprs_on_screen(ocr):
     assert {k: v for k, v in bad.items() if v} == {}
 
 
-def test_the_early_reminder_says_why_the_lamp_is_green(ocr):
+def test_the_notice_before_amber_agrees_with_the_green_lamp(ocr):
     text = " ".join(ocr["reminder-popup-before-amber.png"].split())
-    assert "still green" in text and "sweet spot" in text
+    assert "restart at your next break" in text and "The lamp is green" in text and "sweet spot" in text

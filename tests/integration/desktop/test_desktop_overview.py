@@ -113,7 +113,8 @@ def test_a_window_opened_before_the_first_call_follows_the_session(qtbot):
     src, win = _quiet_window(qtbot)
     tab = win.overview_tab
     tab.reload_timer.setInterval(50)
-    assert [tab.live.item(i).text() for i in range(tab.live.count())] == ["No live session."]
+    assert [tab.live.item(i).text() for i in range(tab.live.count())] == [
+        "No live session: one shows here from its first call."]
     assert win.session_id is None and tab.sessions.rowCount() == 0
     loads = src.loads
     src.writing = True

@@ -103,6 +103,8 @@ def test_unticking_a_file_revalues_and_moves_the_curve_point(live, qtbot):
     rows = [win.files_tab.list.item(i) for i in range(win.files_tab.list.count())]
     from PySide6.QtCore import Qt
 
+    from desktop.present import fmt
+
     ticked = [it for it in rows if it.checkState() == Qt.Checked]
     assert ticked, "the fixture session has selected files"
     biggest = ticked[0]  # rows are sorted by tokens, largest first
@@ -113,6 +115,10 @@ def test_unticking_a_file_revalues_and_moves_the_curve_point(live, qtbot):
     assert after["B_default"] < before["B_default"]
     assert after["x"] > before["x"] and after["u"] != before["u"]
     assert win.session_tab.curve_plot.now_point.xData[0] == pytest.approx(after["u"])
+    facts = win.session_tab.facts
+    header = " ".join(facts.itemAt(i).widget().text() for i in range(facts.count()))
+    assert f"{fmt.tokens(after['B_default'])} useful" in header  # the header follows the selection
+    assert f"{fmt.tokens(before['B_default'])} useful" not in header
     series = ApiSource().series(after["session_id"])
     row = next(p for p in series["paths"] if p["path"] == path)
     assert row["selected"] is False and row["why"] == "excluded"

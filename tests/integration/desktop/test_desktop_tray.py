@@ -1,4 +1,4 @@
-"""The tray on Qt's offscreen platform: lamp colour, reminders, service down, supervision."""
+"""The tray on Qt's offscreen platform: lamp colour, notices, service down, supervision."""
 from __future__ import annotations
 
 import os
@@ -74,42 +74,76 @@ def test_while_the_service_reads_recent_sessions_the_tooltip_says_so(tray):
     assert tray.colour() == "amber" and "reading" not in tray.tray.toolTip()
 
 
-def test_a_reminder_pops_exactly_one_message_and_coalesces_within_min_gap(tray, qtbot):
+def test_a_stretch_of_17_rent_laps_and_a_red_lamp_is_said_in_two_notices(tray, qtbot):
+    """The demo's moment: the rent reaches a restart's price while the lamp is green, laps follow, the lamp
+    turns red. The user is told twice (the first lap, then red), each notice two lines as the lamp stands."""
     shown = []
-    tray.reminder_shown.connect(lambda r, via: shown.append((r["lap"], via)))
-    tray.on_snapshot(snap(colour="amber", state="warning"))
+    tray.notice_shown.connect(lambda t, via: shown.append((t["kind"], t["lap"], via)))
+    tray.on_snapshot(snap(colour="green", state="good", laps=1))
     tray.on_reminder(rem(1), now=1000.0)
-    assert shown == [(1, "popup")]  # offscreen has no tray: the fallback window
-    assert tray.popup.isVisible() and "a restart's worth" in tray.popup.title.text()
-    tray.on_reminder(rem(2), now=1100.0)
-    tray.on_reminder(rem(3), now=1200.0)
+    assert shown == [("rent", 1, "popup")]  # offscreen has no tray: the fallback window
+    body = tray.popup.body.text()
+    assert len(body.splitlines()) == 2 and "prepare a handoff" in body and "$0.40" in body
+    label = tray.popup.body
+    assert label.heightForWidth(label.width()) <= 2 * label.fontMetrics().lineSpacing() + 2  # two lines as shown
+    assert "amber" not in body and "red" not in body.replace("prepare", "")
+    assert "restart at your next break" in tray.popup.title.text()
+    assert not tray.popup.why.isVisible()
+    tray.popup.why_button.click()  # the explanation, one click away
+    assert tray.popup.why.isVisible() and "The lamp is green" in tray.popup.why.text()
+    for lap in range(2, 18):
+        tray.on_snapshot(snap(colour="amber" if lap > 8 else "green", state="warning", laps=lap))
+        tray.on_reminder(rem(lap), now=1000.0 + lap)
     assert len(shown) == 1
-    tray.on_reminder(rem(4), now=1000.0 + 600)
-    assert shown[-1] == (4, "popup") and len(shown) == 2
-    assert "4 restarts' worth" in tray.popup.title.text()
+    assert "17 restarts' worth" in tray.tray.toolTip()  # later laps: the figures, not a notice
+    tray.on_snapshot(snap(colour="red", state="critical", laps=17))
+    assert shown[-1] == ("red", 0, "popup") and len(shown) == 2
+    assert "restart pays now" in tray.popup.title.text() and "The lamp is red" in tray.popup.body.text()
+    tray.on_snapshot(snap(colour="red", state="critical", laps=18))
+    tray.on_reminder(rem(18), now=5000.0)
+    assert len(shown) == 2 and tray.notices_shown == 2
 
 
-def test_a_held_reminder_is_shown_by_one_timer_with_the_newest_lap(tray, qtbot):
+def test_clicking_a_notice_copies_the_handoff_and_opens_the_session_tab_with_the_why(tray, qtbot):
+    tray.on_snapshot(snap(colour="green", state="good", laps=1, restart_savings={"first_reminder_call": 10}))
+    tray.on_reminder(rem(1), now=1000.0)
+    tray.tray.messageClicked.emit()  # what the desktop's notification sends on a click
+    assert "mcp__ctxlamp__handoff_save" in QGuiApplication.clipboard().text()
+    win = tray.window
+    qtbot.addWidget(win)
+    assert win.isVisible() and win.tabs.currentWidget() is win.session_tab
+    advice = win.session_tab.advice.text()
+    assert advice.startswith("Restart at your next break") and "The lamp is green" in advice
+
+
+def test_a_held_notice_is_shown_by_one_timer(tray, qtbot):
     tray.coalescer.min_gap_s = 0.4
     shown = []
-    tray.reminder_shown.connect(lambda r, via: shown.append(r["lap"]))
+    tray.notice_shown.connect(lambda t, via: shown.append(t["segment"]))
     tray.on_reminder(rem(1))
-    tray.on_reminder(rem(2))
-    tray.on_reminder(rem(3))
-    assert shown == [1]
-    with qtbot.waitSignal(tray.reminder_shown, timeout=3000):
+    tray.on_reminder({**rem(1), "segment": 1})  # a new stretch right after: its notice waits for the gap
+    assert shown == [0]
+    with qtbot.waitSignal(tray.notice_shown, timeout=3000):
         pass
-    assert shown == [1, 3]
+    assert shown == [0, 1]
 
 
 def test_snooze_silences_the_session(tray):
     shown = []
-    tray.reminder_shown.connect(lambda r, via: shown.append(r["lap"]))
+    tray.notice_shown.connect(lambda t, via: shown.append(t["lap"]))
     tray.on_reminder(rem(1), now=0.0)
     tray.snooze()
     tray.coalescer.min_gap_s = 0
-    tray.on_reminder(rem(2))
+    tray.on_reminder({**rem(1), "segment": 1})
     assert shown == [1]
+
+
+def test_a_lamp_already_red_when_the_tray_connects_is_shown_not_announced(tray):
+    shown = []
+    tray.notice_shown.connect(lambda t, via: shown.append(t["kind"]))
+    tray.set_status({"sessions": [snap("a", "red", "critical")], "followed": "a", "service": {}})
+    tray.on_snapshot(snap("a", "red", "critical"))
+    assert shown == [] and tray.colour() == "red"
 
 
 def test_fallback_popup_never_takes_focus(tray):
@@ -170,7 +204,7 @@ def test_menu_snooze_and_popup_buttons_act_on_the_right_session(tray):
     assert tray.coalescer.snoozed("a", __import__("time").time())
     assert not tray.coalescer.snoozed("b", __import__("time").time())
     tray.on_reminder(rem(1, "b"))
-    assert tray.popup.isVisible() and "proj · b" in tray.popup.body.text()
+    assert tray.popup.isVisible() and "proj · b" in tray.popup.title.text()
     tray.popup.snooze.click()
     assert tray.coalescer.snoozed("b", __import__("time").time())
     assert not tray.popup.isVisible()

@@ -15,6 +15,7 @@ pytest.importorskip("pytestqt")
 from desktop.connection.datasource import DataError, DemoSource  # noqa: E402
 from desktop.window import TAB_NAMES, MainWindow  # noqa: E402
 from tests.support.corpus import ROOT  # noqa: E402
+from tests.support.layout import window_problems  # noqa: E402
 
 
 
@@ -59,6 +60,42 @@ def test_every_tab_renders_with_empty_data(qtbot, tmp_path, ctx_home):
     assert "No live session" in win.session_tab.title.text()
     assert win.history_tab.table.rowCount() == 0
     assert win.files_tab.list.count() == 0
+
+
+def test_every_empty_view_says_why_it_is_empty_and_what_fills_it(qtbot, tmp_path):
+    import pyqtgraph as pg
+
+    empty_channel = {"label": "measured", "bucket": "day", "buckets": [], "totals": {}, "sources": []}
+    src = write_source(tmp_path / "empty", {"sessions": [], "followed": None, "service": {}}, {},
+                       {"segments": []}, {n: {**empty_channel, "channel": n} for n in ("edit", "pinch", "retrieval")},
+                       {})
+    win = MainWindow(src)
+    qtbot.addWidget(win)
+    win.resize(1100, 760)
+    win.show()
+    win.load_all()
+    assert "No finished part of a session yet" in win.history_tab.note.text()
+    assert "compacted" in win.history_tab.note.text() and not win.history_tab.table.isVisibleTo(win)
+    for name, tab in win.channel_tabs.items():
+        notes = [i.textItem.toPlainText() for i in tab.plot.getPlotItem().getViewBox().allChildren()
+                 if isinstance(i, pg.TextItem)]
+        assert len(notes) == 1 and " in this period: " in notes[0] and "this chart" in notes[0], (name, notes)
+    live = [win.overview_tab.live.item(i).text() for i in range(win.overview_tab.live.count())]
+    assert live == ["No live session: one shows here from its first call."]
+    assert window_problems(win) == {}
+
+
+@pytest.mark.parametrize("size", [(1100, 760), (1400, 900)])
+def test_every_tab_of_the_demo_has_no_cut_or_overlapping_text(qtbot, size):
+    """The window at its default size and larger, with the demo's data: no text over text, no cut text, no
+    legend over data (tests/support/layout.py says what is checked)."""
+    win = MainWindow(DemoSource())
+    qtbot.addWidget(win)
+    win.resize(*size)
+    win.show()
+    win.load_all()
+    problems = window_problems(win)
+    assert problems == {}, "\n".join(f"{k}: {p}" for k, v in problems.items() for p in v)
 
 
 def test_a_gated_snapshot_and_a_session_with_one_call(qtbot, tmp_path):
@@ -163,7 +200,7 @@ def test_history_tab_shows_each_model_a_segment_used(qtbot, tmp_path):
     win.load_all()
     table = win.history_tab.table
     header = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
-    cell = table.item(0, header.index("Models used (calls, spend)"))
+    cell = table.item(0, header.index("Models\n(calls, $)"))
     assert cell.text() == "Sonnet 4.5 ×6 $0.42; Opus 4.5 ×3 $1.27"
     assert table.item(0, header.index("Model")).text() == "Sonnet 4.5"  # the model the part opened with
 
@@ -192,9 +229,34 @@ def test_settings_send_only_what_changed(qtbot, tmp_path):
     assert not tab.validate() and not tab.save_button.isEnabled()
     assert "above amber" in tab.rows["engine.eps_crit"].error.text() and not tab.rows["engine.eps_crit"].error.isHidden()
     assert not tab.save() and len(saved) == 1
-    # reset puts the default back
+    # reset puts the default back, and the footer's message of the refused value goes with it
+    assert "Fix the marked settings" in tab.status.text()
     tab.rows["engine.eps_amber"].reset.click()
     assert tab.rows["engine.eps_amber"].value() == 0.05
+    tab.validate()
+    assert "Fix" not in tab.status.text() and tab.rows["engine.eps_crit"].error.isHidden()
+
+
+def test_saving_a_team_server_opens_the_team_tab_at_once_and_says_so(qtbot):
+    class Saving(DemoSource):
+        live = True
+
+        def save_config(self, changes):
+            self._config.setdefault("team", {}).update(changes.get("team") or {})
+            return self.config()
+
+    win = MainWindow(Saving())
+    qtbot.addWidget(win)
+    win.load_all()
+    labels = lambda: [win.tabs.tabText(i) for i in range(win.tabs.count())]  # noqa: E731
+    assert "Team" not in labels()
+    tab = win.settings_tab
+    tab.rows["team.url"].set_value("postgresql://team.example/ctxlamp")
+    assert tab.save(), tab.status.text()
+    assert labels()[-1] == "Team" and "Team tab" in tab.status.text()
+    tab.rows["team.url"].set_value("")
+    assert tab.save(), tab.status.text()
+    assert "Team" not in labels() and "Team tab is closed" in tab.status.text()
 
 
 def test_demo_source_refuses_to_save():
@@ -281,3 +343,31 @@ def test_the_settings_list_the_transcripts_the_service_skipped(qtbot, ctx_home):
     qtbot.addWidget(plain)
     plain.reload()
     assert plain.skipped_box.isHidden()
+
+
+MARKUP = "<a href='https://example.invalid/x'>click</a><img src='/etc/x.png'>"
+
+
+def _renders_markup(label) -> bool:
+    """Whether Qt draws this label's text as rich text (Qt's own rule for AutoText)."""
+    from PySide6.QtGui import Qt  # QtGui's Qt carries mightBeRichText
+
+    form = label.textFormat()
+    return form == Qt.TextFormat.RichText or (form == Qt.TextFormat.AutoText and Qt.mightBeRichText(label.text()))
+
+
+def test_a_file_name_from_a_transcript_is_shown_as_written_in_every_label(qtbot, tmp_path):
+    """A transcript names its files: the status bar and every label show such a name as text, never as markup."""
+    from PySide6.QtWidgets import QLabel
+
+    src = DemoSource()
+    sid = src.status()["followed"]
+    src._series[sid]["paths"].append({"path": f"/p/{MARKUP}.py", "tokens": 10, "selected": True, "why": None})
+    win = MainWindow(src)
+    qtbot.addWidget(win)
+    win.load(sid)
+    win.files_tab.selection_changed.emit(f"/p/{MARKUP}.py", False)  # the user unticks it
+    assert MARKUP in win.status_label.text()
+    win.files_tab.show_error(f"no such file /p/{MARKUP}.py")
+    for label in win.findChildren(QLabel):
+        assert not (MARKUP in label.text() and _renders_markup(label)), label.text()

@@ -75,7 +75,7 @@ def test_linux_writes_an_xdg_entry_that_reads_back_as_the_tray_command(home, mon
     assert where == home / ".config" / "autostart" / "ctxlamp.desktop" and item.is_enabled()
     text = where.read_text()
     (exec_line,) = [line for line in text.splitlines() if line.startswith("Exec=")]
-    assert _unquote_exec(exec_line[5:]) == [ODD_PYTHON, "-m", "service.cli", "tray"]
+    assert _unquote_exec(exec_line[5:]) == [ODD_PYTHON, "-P", "-m", "service.cli", "tray"]
     validate = "/usr/bin/desktop-file-validate"
     if Path(validate).exists():
         run = subprocess.run([validate, str(where)], capture_output=True, text=True, check=False)
@@ -92,7 +92,7 @@ def test_macos_writes_a_launch_agent_and_removes_it(home, monkeypatch):
     assert where == home / "Library" / "LaunchAgents" / "io.ctxlamp.tray.plist" and item.is_enabled()
     agent = plistlib.loads(where.read_bytes())
     assert agent["Label"] == "io.ctxlamp.tray" and agent["RunAtLoad"] is True and agent["KeepAlive"] is False
-    assert agent["ProgramArguments"] == [ODD_PYTHON, "-m", "service.cli", "tray"]  # a list: no shell quoting
+    assert agent["ProgramArguments"] == [ODD_PYTHON, "-P", "-m", "service.cli", "tray"]  # a list: no shell quoting
     assert agent["LimitLoadToSessionType"] == "Aqua"
     item.set_enabled(False)
     assert not where.exists() and not item.is_enabled()
@@ -105,7 +105,7 @@ def test_windows_writes_the_run_key_and_removes_it(home, monkeypatch):
     assert not item.is_enabled()
     where = item.set_enabled(True)
     assert where == "HKEY_CURRENT_USER\\Software\\Microsoft\\Windows\\CurrentVersion\\Run\\ctxlamp"
-    assert key.values == {"ctxlamp": '"C:\\Program Files\\Python311\\python.exe" -m service.cli tray'}
+    assert key.values == {"ctxlamp": '"C:\\Program Files\\Python311\\python.exe" -P -m service.cli tray'}
     assert item.is_enabled()
     item.set_enabled(False)
     assert key.values == {} and not item.is_enabled()
@@ -117,7 +117,7 @@ def test_windows_starts_the_tray_without_a_console_window(tmp_path, monkeypatch)
     python.touch()
     (python.parent / "pythonw.exe").touch()
     monkeypatch.setattr(sys, "executable", str(python))
-    assert autostart.tray_argv("win32") == [str(python.parent / "pythonw.exe"), "-m", "service.cli", "tray"]
+    assert autostart.tray_argv("win32") == [str(python.parent / "pythonw.exe"), "-P", "-m", "service.cli", "tray"]
 
 
 def test_a_frozen_build_starts_itself(monkeypatch):
@@ -148,3 +148,16 @@ def test_the_settings_switch_writes_and_removes_the_entry(home, qtbot, ctx_home)
     assert entry.exists() and str(entry) in tab.status.text()
     tab.autostart.setChecked(False)
     assert not entry.exists() and "Removed" in tab.status.text()
+
+
+@pytest.mark.parametrize("system", ["linux", "darwin", "win32"])
+@pytest.mark.parametrize("odd", ["\nExec=/bin/sh -c 'touch /tmp/pwned'\nX=", "\r", "\t", "\x1b]0;x\x07", "\x85"])
+def test_a_path_with_a_control_character_is_refused_and_nothing_is_written(home, monkeypatch, system, odd):
+    """A line break in the program's path added keys to the XDG entry (an injected Exec= ran)."""
+    monkeypatch.setattr(sys, "executable", f"/opt/ada{odd}/bin/python")
+    run_key = DictRunKey()
+    item = LoginItem(system, run_key)
+    with pytest.raises(autostart.UnsafeCommand, match="control character"):
+        item.set_enabled(True)
+    assert not item.is_enabled() and run_key.values == {}
+    assert not list(home.rglob("*.desktop")) and not list(home.rglob("*.plist"))

@@ -379,9 +379,9 @@ def test_history_shows_each_parts_restart_estimates():
     cols = [k for k, _ in SEGMENT_COLUMNS]
     first, best = cols.index("restart_first"), cols.index("restart_best")
     rows = segment_rows([profile, older, quiet])
-    assert (rows[0][first], rows[0][best]) == ("$0.06 after call 2", "$0.06 after call 2")  # $0.0555 to the cent
+    assert (rows[0][first], rows[0][best]) == ("$0.06, call 2", "$0.06, call 2")  # $0.0555 to the cent
     assert (rows[1][first], rows[1][best]) == ("–", "–")
-    assert (rows[2][first], rows[2][best]) == ("no reminder", "none would save")
+    assert (rows[2][first], rows[2][best]) == ("no notice", "none saves")
 
 
 def test_the_reminder_says_what_a_restart_now_would_save_over_the_usual_run(tmp_path):
@@ -447,19 +447,19 @@ def test_the_reminder_says_what_a_restart_now_would_save_over_the_usual_run(tmp_
         assert matches, now
 
 
-def test_the_popup_words_the_estimate():
-    from desktop.present import lamp as vm
+def test_the_notice_words_the_estimate():
+    from desktop.present.coalesce import RENT, notice
+    from desktop.present.advice import notice_text
 
-    base = {"lap": 1, "restart_usd": 0.5, "payback_calls": 4.2, "rent_usd": 0.6}
-    _, body = vm.reminder_message({**base, "restart_now": {"label": "estimated", "calls_ahead": 12.0,
-                                                            "saving_usd": 0.91, "payback_calls": 3.2}})
-    assert ("Estimate: if this session runs on for 12 more calls, as your sessions usually do after a reminder, "
-            "a restart now saves about $0.91; it pays for itself after 4 calls.") in body
-    _, body = vm.reminder_message({**base, "restart_now": {"calls_ahead": 2.0, "saving_usd": -0.1,
-                                                            "payback_calls": 7.0}})
-    assert "would not earn its rebuild back" in body
-    _, body = vm.reminder_message({**base, "restart_now": None})  # no History yet: no estimate
-    assert "Estimate" not in body
+    def body(estimate):
+        reminder = {"lap": 1, "restart_usd": 0.5, "payback_calls": 4.2, "rent_usd": 0.6, "restart_now": estimate}
+        return notice_text(notice(RENT, "s", 0, reminder)).body.splitlines()[1]
+
+    assert body({"label": "estimated", "calls_ahead": 12.0, "saving_usd": 0.91, "payback_calls": 3.2}) == \
+        "Saves about $0.91 if the session runs 12 more calls (estimate)."
+    assert body({"calls_ahead": 2.0, "saving_usd": -0.1, "payback_calls": 7.0}) == \
+        "Over 2 more calls a restart would not earn its rebuild back (estimate)."
+    assert body(None) == "A restart costs $0.50 and pays for itself after 5 calls."  # no History yet: no estimate
 
 
 def test_the_reports_replay_is_cached_and_skips_files_written_before_the_period(tmp_path):

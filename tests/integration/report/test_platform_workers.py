@@ -13,6 +13,15 @@ from tests.support.corpus import CC, all_transcripts
 from tests.support.procs import children_of, no_children_left
 
 
+@pytest.fixture(autouse=True)
+def probes_importable(monkeypatch):
+    """The jobs here are the probes of tests/support: spawned workers start with `-P` (never the
+    folder they were started from on their path), so the checkout is put on PYTHONPATH for them."""
+    from tests.support.corpus import ROOT
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+
+
 @pytest.mark.parametrize("platform, has_fork, frozen, method", [
     ("linux", True, False, "fork"),
     ("freebsd14", True, False, "fork"),

@@ -219,17 +219,18 @@ def test_member_b_cannot_change_a_rows_with_sql(team):
     with conn.cursor() as cur:
         cur.execute("SELECT count(*) FROM ctxlamp_team.day_figures WHERE member = %s", (A,))
         assert cur.fetchone()[0] == len(before) > 0  # B reads the team's rows
-        cur.execute("UPDATE ctxlamp_team.day_figures SET main_usd = 0 WHERE member = %s", (A,))
-        assert cur.rowcount == 0
-        cur.execute("DELETE FROM ctxlamp_team.day_figures WHERE member = %s", (A,))
-        assert cur.rowcount == 0
-        cur.execute("INSERT INTO ctxlamp_team.day_figures (member, day, model, project, main_usd) "
-                    "VALUES (%s, '2026-01-01', 'm', 'p', 1)", (B,))  # its own rows: yes
+        own = json.dumps([{"day": "2026-01-01", "model": "m", "project": "p", "main_usd": 1}])
+        cur.execute("SELECT ctxlamp_team.push_day_figures(%s, %s::jsonb, '[]')", (B, own))  # its own rows: yes
         for sql in ("INSERT INTO ctxlamp_team.day_figures (member, day, model, project) "
                     "VALUES ('alice@laptop', '2026-01-01', 'm', 'p')",
+                    "UPDATE ctxlamp_team.day_figures SET main_usd = 0 WHERE member = 'alice@laptop'",
+                    "DELETE FROM ctxlamp_team.day_figures WHERE member = 'alice@laptop'",
                     "UPDATE ctxlamp_team.day_figures SET member = 'alice@laptop' WHERE member = 'bob@desk'",
                     "INSERT INTO ctxlamp_team.member (name, role) VALUES ('eve', 'eve')",
-                    "UPDATE ctxlamp_team.settings SET value = 'x'"):
+                    "UPDATE ctxlamp_team.settings SET value = 'x'",
+                    f"SELECT ctxlamp_team.push_day_figures('alice@laptop', '{own}'::jsonb, '[]')",
+                    "SELECT ctxlamp_team.push_day_figures('alice@laptop', '[]', "
+                    "'[{\"day\": \"2026-01-01\", \"model\": \"m\", \"project\": \"p\"}]')"):
             with pytest.raises(psycopg2.errors.InsufficientPrivilege):
                 cur.execute(sql)
     conn.close()
@@ -241,7 +242,8 @@ def test_push_as_a_with_b_url_is_refused_and_nothing_is_lost(team):
     before = team.rows()
     r = team.push(B, as_member=A)
     assert r.returncode == 4, r.stdout + r.stderr
-    assert "row-level security" in r.stderr and "nothing lost" in r.stderr and f"writes as '{B}'" in r.stderr
+    assert f"writes as member {B}, not as {A}" in r.stderr and "nothing lost" in r.stderr
+    assert f"writes as '{B}'" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert team.rows() == before
     ok = team.push(B)  # B's own figures still go
@@ -296,7 +298,7 @@ def _push_waiting_on_a_lock(team, member: str):
     deadline = time.monotonic() + 60
     while True:
         waiting = team.pg.sql("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                              "AND query LIKE 'INSERT INTO ctxlamp_team.day_figures%%'", database="postgres")
+                              "AND query LIKE 'SELECT ctxlamp_team.push_day_figures%%'", database="postgres")
         if waiting[0][0]:
             return hold, proc
         assert proc.poll() is None, proc.communicate()

@@ -79,6 +79,11 @@ def member_conn(url: str, pgpass: Path) -> Iterator:
         conn.close()
 
 
+def write_own(cur, member: str, rows: list[dict], table: str = "day_figures") -> None:
+    """A member's own rows, written as ctxlamp writes them: through the team's writer (migrations/0006)."""
+    cur.execute(f"SELECT ctxlamp_team.push_{table}(%s, %s::jsonb, '[]')", (member, json.dumps(rows)))
+
+
 def hijack(url: str, pgpass: Path, victim: str) -> dict:
     """The attack of issue 25: A plants `=` (text, name) in `public`, puts `public` first on its path and writes
     as the victim. What A's session got."""
@@ -91,8 +96,12 @@ def hijack(url: str, pgpass: Path, victim: str) -> dict:
         cur.execute("SET search_path = public, pg_catalog")
         cur.execute("SELECT ctxlamp_team.current_member()")
         got["current_member"] = cur.fetchone()[0]
-        cur.execute("UPDATE ctxlamp_team.day_figures SET main_usd = 9999 WHERE member = %s", (victim,))
-        got["updated"] = cur.rowcount
+        try:
+            cur.execute("UPDATE ctxlamp_team.day_figures SET main_usd = 9999 WHERE member = %s", (victim,))
+            got["updated"] = cur.rowcount
+        except psycopg2.Error as exc:  # schema 6 on: members hold no UPDATE at all
+            got["updated"] = 0
+            got["update_refused"] = str(exc)
         try:
             cur.execute("INSERT INTO ctxlamp_team.day_figures (member, day, model, project) "
                         "VALUES (%s, '2026-01-02', 'm', 'p')", (victim,))
@@ -116,10 +125,10 @@ def test_the_planted_operator_no_longer_hijacks_current_member(pg, tmp_path):
     owner, urls, pgpass = team_db(pg, "door_hijack_new", tmp_path)
     pg.sql("GRANT CREATE ON SCHEMA public TO PUBLIC", database="door_hijack_new")
     with member_conn(urls[B], pgpass) as conn:
-        conn.cursor().execute(victims_row, (B,))
+        write_own(conn.cursor(), B, [{"day": "2026-11-01", "model": "m", "project": "p", "main_usd": 1}])
     got = hijack(urls[A], pgpass, B)
     assert got["current_member"] == A and got["updated"] == 0 and got["inserted"] == 0
-    assert "row-level security" in got["refused"]
+    assert "permission denied" in got["refused"]
     assert pg.sql("SELECT member, main_usd FROM ctxlamp_team.day_figures", database="door_hijack_new") == [(B, 1.0)]
     # and what `team init` left: nobody may plant anything in `public`, nor connect without a member role
     schema.init(owner)
@@ -172,11 +181,10 @@ def test_a_member_name_holding_escape_codes_never_reaches_the_terminal_raw(pg, t
     assert "&lt;img src=x&gt;" in tab.head.text() and "&lt;b&gt;bold&lt;/b&gt;[2J" in tab.head.text()
     # from now on the server refuses such names, and over-long ones
     with member_conn(urls[B], pgpass) as conn, conn.cursor() as cur:
-        row = "INSERT INTO ctxlamp_team.day_figures (member, day, model, project) VALUES (%s, %s, %s, 'p')"
         for bad in ("m\x1b[2J", "m\u202e", "m\n", "x" * 201):
             with pytest.raises(psycopg2.errors.CheckViolation):
-                cur.execute(row, (B, "2026-12-01", bad))
-        cur.execute(row, (B, "2026-12-01", "é" * 200))  # printable, 200 characters: taken
+                write_own(cur, B, [{"day": "2026-12-01", "model": bad, "project": "p"}])
+        write_own(cur, B, [{"day": "2026-12-01", "model": "é" * 200, "project": "p"}])  # printable, 200: taken
     r = ctl(env, "team", "member", "add", "mallory\x1b]0;x\x07", "--url", owner, "--passfile", str(pgpass))
     assert r.returncode == 1 and "printable" in r.stderr and "\x1b" not in r.stderr + r.stdout
 

@@ -116,7 +116,7 @@ def test_a_sessions_model_is_its_latest_main_chain_calls_whatever_the_order_file
     from service.report.summary import spend_tally
 
     def rec(key, ts, model, side=False):
-        return [key, ts, model, side, 10, 0, 0, 0, 5, True]
+        return [key, ts, model, side, 10, 0, 0, 0, 5, True, None, None]  # standard speed and geography
 
     def result(calls, *, subagent=False):
         return {"session_id": "s", "project": "-p", "cwd": None, "subagent": subagent, "calls": calls,

@@ -1,9 +1,9 @@
-"""The lamp says the cheapest move and its saving in one line: tooltip, reminder and status line, from the
+"""The lamp says the cheapest move and its saving in one line: tooltip, notice and status line, from the
 engine's own snapshots of the project's long session (docs/measurement.md section 15)."""
 from __future__ import annotations
 
 from desktop.present import fmt
-from desktop.present import lamp as vm
+from desktop.present import advice as vm
 from service.engine_setup.engines import new_engine
 from service.statusline import line
 from service.limits.serve import SESSION_FIELDS
@@ -38,22 +38,26 @@ def test_the_tooltip_names_the_move_its_saving_and_the_other_moves():
 
 def test_a_fresh_segment_says_no_move_and_a_warm_cache_prices_a_model_switch():
     assert FRESH["advice"]["move"] == "continue"
-    assert vm.advice_sentence(FRESH) == ""
+    assert vm.move_sentence(FRESH) == ""
     text = vm.tooltip_text(FRESH, now=0.0)  # the fixture's cache is warm at t=0 (its expiry is in 2026)
     assert "saves about" not in text
     assert f"switching model now re-writes {fmt.usd(FRESH['cache']['cold_rewrite_usd'])}" in text.splitlines()
 
 
-def test_the_reminder_carries_the_advice_line():
-    _, body = vm.reminder_message({"lap": 1, "restart_usd": 0.2, "rent_usd": 0.3}, LATE)
-    assert vm.advice_sentence(LATE) in body and vm.advice_sentence(LATE).startswith("A restart now saves about $")
+def test_the_notice_says_the_move_and_its_saving_on_its_second_line():
+    reminder = {"lap": 1, "restart_usd": 0.2, "rent_usd": 0.3, "payback_calls": 4.0}
+    notice = vm.notice_text({"kind": "rent", "reminder": reminder}, LATE)
+    do, saves = notice.body.splitlines()
+    assert saves == vm.move_sentence(LATE) and saves.startswith("A restart now saves about $")
+    quiet = vm.notice_text({"kind": "rent", "reminder": reminder}, FRESH)  # no move pays yet: the payback
+    assert quiet.body.splitlines()[1] == "A restart costs $0.20 and pays for itself after 4 calls."
 
 
 def test_an_advice_from_the_wire_that_does_not_add_up_says_nothing():
     broken = {"advice": {"move": "compact", "horizon_calls": "many", "continue_usd": 1.0, "compact_usd": 0.5,
                          "restart_usd": 0.9}}
-    assert vm.advice_sentence(broken) == ""
-    assert vm.advice_sentence({"advice": {**LATE["advice"], "move": "<b>restart</b>"}}) == ""
+    assert vm.move_sentence(broken) == ""
+    assert vm.move_sentence({"advice": {**LATE["advice"], "move": "<b>restart</b>"}}) == ""
 
 
 
@@ -61,7 +65,7 @@ def test_a_move_that_only_breaks_even_is_not_said_yet():
     """Following the advice at break-even lost more often than it saved (bench/advice.py): the words wait
     until the move saves its own price again."""
     early = {**LATE, "advice": {**LATE["advice"], "pays_twice": False}}
-    assert vm.advice_sentence(early) == ""
+    assert vm.move_sentence(early) == ""
     session = {k: early.get(k) for k in SESSION_FIELDS}
     assert "saves" not in line.render({"session": session, "service": "up"}, color=False, now=0.0)
 

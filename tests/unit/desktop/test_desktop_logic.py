@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -13,9 +14,10 @@ from desktop.platforms import autostart
 from desktop.present.channel import channel_csv, channel_view
 from desktop.present.curve import curve_view, series_view
 from desktop.present.files import file_rows, selection_change
-from desktop.present.lamp import lamp_colour, menu_sessions, pick_followed, reminder_message, tooltip_text
+from desktop.present.advice import notice_text, session_advice, tooltip_text
+from desktop.present.lamp import lamp_colour, menu_sessions, pick_followed
 from desktop.present.settings import flatten, min_gap_seconds, unflatten
-from desktop.present.coalesce import ReminderCoalescer
+from desktop.present.coalesce import RED, RENT, ReminderCoalescer, notice
 from service.client.api import read_api_info
 from service.client.where import runtime_dir
 from desktop.present.handoff_prompt import handoff_prompt
@@ -28,27 +30,62 @@ def rem(lap, sid="s1", segment=0, **kw):
     return {"session_id": sid, "segment": segment, "lap": lap, "call": lap * 3, **kw}
 
 
-# ---------------- coalescing ----------------
+# ---------------- notices: one piece of advice per moment ----------------
 
-def test_first_reminder_pops_and_a_second_within_min_gap_is_held():
+def test_the_first_reminder_of_a_stretch_is_a_notice_and_later_laps_are_not():
+    c = ReminderCoalescer(min_gap_s=0)
+    told = c.offer(rem(1), now=1000, colour="green")
+    assert told is not None and told["kind"] == RENT and told["lap"] == 1
+    assert [c.offer(rem(lap), now=1000 + lap, colour="amber") for lap in range(2, 18)] == [None] * 16
+    assert c.due(now=99999) == []  # nothing held for later either
+
+
+def test_turning_red_raises_one_notice_after_the_rent_notice():
     c = ReminderCoalescer(min_gap_s=600)
-    assert c.offer(rem(1), now=1000) == rem(1)
-    assert c.offer(rem(2), now=1100) is None
+    assert c.observe("s1", 0, "green", now=0) is None
+    assert c.offer(rem(1), now=10, colour="green")["kind"] == RENT
+    assert c.observe("s1", 0, "amber", now=20) is None
+    told = c.observe("s1", 0, "red", now=30)  # within the gap: red is the stretch's last word, never held
+    assert told is not None and told["kind"] == RED and told["reminder"] is None
+    assert c.observe("s1", 0, "amber", now=40) is None
+    assert c.observe("s1", 0, "red", now=50) is None  # red again in the same stretch: said once
+    assert c.offer(rem(2), now=60, colour="red") is None
+
+
+def test_a_first_reminder_while_red_is_the_one_notice_of_its_stretch():
+    c = ReminderCoalescer(min_gap_s=0)
+    c.observe("s1", 0, "amber", now=0)
+    assert c.observe("s1", 0, "red", now=1)["kind"] == RED
+    assert c.offer(rem(1), now=2, colour="red") is None  # the advice was given when the lamp turned red
+    c2 = ReminderCoalescer(min_gap_s=0)
+    c2.observe("s1", 0, "red", now=0, quiet=True)  # already red when the tray started: shown, not announced
+    assert c2.offer(rem(1), now=1, colour="red")["kind"] == RED
+    assert c2.observe("s1", 0, "red", now=2) is None
+
+
+def test_a_new_stretch_gives_its_advice_afresh():
+    c = ReminderCoalescer(min_gap_s=0)
+    assert c.offer(rem(3), now=0) is not None
+    assert c.offer(rem(3), now=100) is None  # the stream sent it again after a reconnect
+    assert c.offer(rem(2), now=200) is None
+    assert c.offer(rem(1, segment=1), now=300) is not None  # a new segment starts its laps afresh
+    c.observe("s1", 1, "amber", now=310)
+    assert c.observe("s1", 1, "red", now=320)["kind"] == RED
+
+
+def test_a_rent_notice_within_min_gap_of_the_last_is_held_and_a_red_one_replaces_it():
+    c = ReminderCoalescer(min_gap_s=600)
+    assert c.offer(rem(1), now=1000) is not None
+    assert c.offer(rem(1, segment=1), now=1100) is None  # a new stretch 100 s later: held
     assert c.next_due() == 1600
-    assert c.due(now=1599) == []
+    assert [t["segment"] for t in c.due(now=1600)] == [1]
+    c.offer(rem(1, segment=2), now=1700)
+    c.observe("s1", 2, "amber", now=1701)
+    assert c.observe("s1", 2, "red", now=1702)["kind"] == RED
+    assert c.due(now=5000) == []  # the held rent notice was said by the red one
 
 
-def test_newest_held_lap_replaces_older_and_shows_when_gap_passes():
-    c = ReminderCoalescer(min_gap_s=600)
-    c.offer(rem(1), now=0)
-    c.offer(rem(2), now=60)
-    c.offer(rem(5), now=120)
-    shown = c.due(now=600)
-    assert [r["lap"] for r in shown] == [5]
-    assert c.due(now=5000) == []  # shown once
-
-
-def test_sessions_are_coalesced_independently():
+def test_sessions_are_told_independently():
     c = ReminderCoalescer(min_gap_s=600)
     assert c.offer(rem(1, "a"), now=0) is not None
     assert c.offer(rem(1, "b"), now=10) is not None
@@ -59,44 +96,48 @@ def test_nothing_pops_while_snoozed_or_paused():
     c = ReminderCoalescer(min_gap_s=60)
     c.snooze("s1", now=0, duration_s=1800)
     assert c.offer(rem(1), now=10) is None
-    assert c.offer(rem(2), now=1000) is None
     assert c.due(now=2000) == []
-    assert c.offer(rem(3), now=1801) == rem(3)  # the snooze is over
+    c.observe("s1", 0, "amber", now=1000)
+    assert c.observe("s1", 0, "red", now=1801) is not None  # the snooze is over; red still speaks
     c.set_paused(True)
-    assert c.offer(rem(4), now=5000) is None
+    assert c.offer(rem(1, segment=1), now=5000) is None
     c.set_paused(False)
-    assert c.offer(rem(5), now=6000) == rem(5)
-
-
-def test_repeated_or_older_laps_do_not_pop_again():
-    c = ReminderCoalescer(min_gap_s=0)
-    assert c.offer(rem(3), now=0) is not None
-    assert c.offer(rem(3), now=100) is None  # the stream sent it again after a reconnect
-    assert c.offer(rem(2), now=200) is None
-    assert c.offer(rem(1, segment=1), now=300) is not None  # a new segment starts its laps afresh
+    assert c.offer(rem(1, segment=2), now=6000) is not None
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.floats(0, 5000)), min_size=1, max_size=60),
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.sampled_from(["lap", "colour", "restart"]),
+                          st.sampled_from(["white", "green", "amber", "red"]), st.floats(0, 500)),
+                min_size=1, max_size=80),
        st.floats(1, 1200))
-def test_never_two_popups_of_one_session_within_min_gap(events, gap):
+def test_at_most_one_rent_and_one_red_notice_per_stretch_and_rent_notices_keep_the_gap(events, gap):
     c = ReminderCoalescer(min_gap_s=gap)
-    shown: dict[str, list[float]] = {}
+    shown: list[tuple[float, dict]] = []
     laps = {"a": 0, "b": 0}
+    segment = {"a": 0, "b": 0}
     now = 0.0
-    for sid, dt in events:
-        # release what became due before this event, as the tray's single-shot timer does
-        due = c.next_due()
+    for sid, what, colour, dt in events:
+        due = c.next_due()  # release what became due before this event, as the tray's single-shot timer does
         while due is not None and due <= now + dt:
-            for r in c.due(due):
-                shown.setdefault(r["session_id"], []).append(due)
+            shown += [(due, t) for t in c.due(due)]
             due = c.next_due()
         now += dt
-        laps[sid] += 1
-        r = c.offer(rem(laps[sid], sid), now)
-        if r is not None:
-            shown.setdefault(sid, []).append(now)
-    for times in shown.values():
+        if what == "restart":
+            segment[sid] += 1
+            laps[sid] = 0
+        elif what == "lap":
+            laps[sid] += 1
+            t = c.offer(rem(laps[sid], sid, segment[sid]), now, colour)
+            shown += [(now, t)] if t else []
+        t = c.observe(sid, segment[sid], colour, now)
+        shown += [(now, t)] if t else []
+    for sid in ("a", "b"):
+        mine = [(at, t) for at, t in shown if t["session_id"] == sid]
+        kinds = [(t["segment"], t["kind"]) for _, t in mine]
+        assert len(kinds) == len(set(kinds)), kinds  # each kind once a stretch
+        for seg in {seg for seg, _ in kinds}:
+            assert [k for s_, k in kinds if s_ == seg] in ([RENT], [RED], [RENT, RED]), kinds  # red is the last word
+        times = [at for at, t in mine if t["kind"] == RENT]
         assert all(b - a >= gap - 1e-6 for a, b in zip(times, times[1:]))
 
 
@@ -176,11 +217,30 @@ def test_followed_session_prefers_user_choice_then_service_then_newest():
     assert [r[2] for r in menu_sessions(sessions, "a")] == [False, True]
 
 
-def test_reminder_message_is_stamped_with_its_lap_and_payback():
-    title, body = reminder_message(rem(7, restart_usd=0.5, payback_calls=4.2, rent_usd=3.5))
-    assert "7 restarts' worth" in title
-    assert "$0.50" in body and "5 calls" in body and "$3.50" in body
-    assert "a restart's worth" in reminder_message(rem(1))[0]
+@pytest.mark.parametrize("colour", ["white", "green", "amber", "red"])
+@pytest.mark.parametrize("estimate", [None, {"calls_ahead": 12.0, "saving_usd": 0.91, "payback_calls": 3.2}])
+def test_a_notice_says_what_to_do_and_what_it_saves_in_two_lines_as_the_lamp_stands(colour, estimate):
+    snap = {**SNAP, "lamp": {"state": "x", "colour": colour}, "dhat": 5.0}
+    kind = RED if colour == "red" else RENT
+    text = notice_text(notice(kind, "s1", 0, rem(17, restart_usd=0.5, payback_calls=4.2, rent_usd=3.5,
+                                                   restart_now=estimate)), snap)
+    do, saves = text.body.split("\n")  # exactly two lines
+    assert "prepare a handoff" in do
+    assert ("$0.91" in saves) if estimate else ("$0.50" in saves and "5 calls" in saves)
+    assert "17" not in text.title + text.body  # the lap is a figure of the tooltip, not of the notice
+    named = set(re.findall(r"\b(white|green|amber|red)\b", text.title + text.body))
+    assert named <= {colour}, text  # never names another colour than the lamp's
+    assert ("red" in named) == (colour == "red")
+    assert text.why and "\n" not in text.why
+
+
+def test_the_session_tab_gives_the_same_advice_as_the_lamp():
+    assert session_advice({**SNAP, "lamp": {"colour": "red"}})[0].startswith("The lamp is red")
+    line, why = session_advice({**SNAP, "lamp": {"colour": "green"}, "laps": 3, "dhat": 5.0,
+                                "restart_savings": {"first_reminder_call": 32}})
+    assert "3 restarts" in line and "call 32" in line and "The lamp is green" in why
+    assert "restart" not in session_advice({**SNAP, "lamp": {"colour": "green"}, "laps": 0, "dhat": 5.0})[0].lower() \
+        .replace("no restart needed", "")
 
 
 # ---------------- charts' view-models ----------------

@@ -95,6 +95,16 @@ def test_model_and_project_names_are_words():
     assert om.project_name("/home/dev/webshop") == "webshop"
 
 
+def test_fast_calls_have_their_own_bars_and_name_and_unpriced_values_are_said():
+    """Issue 38: the report books fast-mode calls as "<model>-fast"; the Overview shows them apart, in words."""
+    assert om.model_name("claude-opus-5-5-fast") == "Opus 5.5 (fast)"
+    doc = {"spend": {"days": ["2026-12-01"],
+                     "by_day_model": {"2026-12-01": {"claude-opus-5-5": 0.19, "claude-opus-5-5-fast": 0.35}},
+                     "unknown_price_modifiers": {"speed=fast": {"claude-opus-4-8-fast": 8}}}}
+    assert om.daily_stacks(doc, "model").layers == [("Opus 5.5 (fast)", [0.35]), ("Opus 5.5", [0.19])]
+    assert "Priced at standard rates, no price known for speed=fast: Opus 4.8 (fast)." in om.spend_notes(doc)
+
+
 RECORDED_LIMITS = {"five_hour": {"used_percentage": 37.0, "resets_at": "2026-11-30T18:00:00Z",
                                  "seen_at": "2026-11-30T14:02:00Z"},
                    "seven_day": {"used_percentage": 81.5, "resets_at": "2026-12-03T09:00:00Z",
@@ -122,3 +132,24 @@ def test_channel_headlines_are_sentences_with_units():
 
 
 # ---------------- the overview's sums are the report's ----------------
+
+
+def test_the_history_names_a_segments_fast_stretch_apart():
+    """Issue 38: a profile's `models` lists the fast calls under "<model>-fast"; History says "(fast)"."""
+    from desktop.present.history import fmt_models
+
+    models = [{"model": "claude-opus-5-5", "calls": 5, "bill_in_usd": 0.18, "bill_out_usd": 0.01},
+              {"model": "claude-opus-5-5-fast", "calls": 3, "bill_in_usd": 0.35, "bill_out_usd": 0.0}]
+    assert fmt_models(models) == "Opus 5.5 ×5 $0.19; Opus 5.5 (fast) ×3 $0.35"
+
+
+def test_saving_the_price_table_keeps_what_it_does_not_edit():
+    """Issue 38: a user's fast-mode or US-only figures in the override file survive a save from Settings."""
+    from desktop.present.settings import price_table
+
+    fast = {"speed": {"fast": [{"multiplier": 2}]}}
+    previous = {"models": {"claude-fable-5-2": {"input": 9, "modifiers": fast}, "gone-model": {"input": 1}}}
+    rows = [("claude-fable-5-2", {"input": "8", "output": ""}), ("claude-opus-5-5", {"output": "21"})]
+    assert price_table(rows, previous) == {"models": {"claude-fable-5-2": {"input": 8.0, "modifiers": fast},
+                                                      "claude-opus-5-5": {"output": 21.0}}}
+    assert price_table(rows) == {"models": {"claude-fable-5-2": {"input": 8.0}, "claude-opus-5-5": {"output": 21.0}}}

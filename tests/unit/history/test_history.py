@@ -86,3 +86,61 @@ def test_locate_hit_truncated_and_miss_each_say_what_next(store):
     assert [h["turn"] for h in few["hits"]] == [2, 5, 8, 11, 14, 17, 20]
     miss = history.locate(ask, "new", "nowhere.py")
     assert miss["total"] == 0 and "history_search" in miss["next"]
+
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J\x9b31m\u202e"  # OSC title, BEL, clear screen, C1 CSI, bidi override
+
+
+def test_history_answers_are_bounded_and_carry_no_control_characters(store):
+    """A transcript's turn may read thousands of files, and paths and prompts are outside text."""
+    import json
+    import re
+
+    paths = [f"/p/{HOSTILE}dir/{'x' * 400}{i}.py" for i in range(5000)]
+    for i in range(12):
+        store.history.add_turn_record("old", 0, i, f"2026-01-01T00:00:{i:02d}.000Z", prompt_preview=f"{HOSTILE} zebra {i}",
+                              paths_read=paths, paths_changed=paths[:30])
+    token = store.handoffs.save_handoff("go on", "notes", [], "/p", from_session="old")["token"]
+    assert store.handoffs.load_handoff(token, "new") is not None
+    unsafe = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]")
+    ask = ask_of(store)
+    answers = [history.page(ask, "new", 1), history.search(ask, "new", "zebra"),
+               history.locate(ask, "new", "dir")]
+    for answer in answers:
+        text = json.dumps(answer, ensure_ascii=False)
+        assert not unsafe.search(text)
+        assert len(text) < 250_000  # one page of 10 turns of 5,000 paths was 20 MB
+        for turn in answer.get("turns") or answer["hits"]:
+            assert len(turn["paths_read"]) == history.PATHS_SHOWN and turn["paths_read_more"] == 5000 - 20
+            assert all(len(p) <= history.PATH_CHARS for p in turn["paths_read"] + turn["paths_changed"])
+    assert any("pwned" in (hit.get("snippet") or "") for hit in answers[1]["hits"])
+    rendered = render_history(answers[0])
+    assert not unsafe.search(rendered) and "(and 4980 more)" in rendered
+
+
+def test_the_mcp_tools_answer_no_control_characters_whatever_the_service_sends():
+    """Even an answer from an older service, unfiltered, reaches the agent without ESC, BEL or OSC."""
+    from service.claude.mcp_server import Caller, Tools
+
+    class OldService:
+        def caller(self):
+            return Caller("new", "/p", "env")
+
+        def request(self, method, path, body=None):
+            if "/handoffs/" in path:
+                return 200, {"token": "t", "task": HOSTILE, "body": HOSTILE + "\nline two\tx" * 30_000, "paths": [HOSTILE]}
+            return 200, {"page": 1, "pages": 1, "total": 1, "turns": [
+                {"turn": 0, "prompt_preview": HOSTILE, "snippet": HOSTILE, "paths_read": [HOSTILE] * 10_000}]}
+
+    tools = Tools(OldService())
+    for text in (tools.history_page(1), tools.handoff_load("t")):
+        assert not any(c in text for c in "\x1b\x07\x9b\u202e")
+        assert len(text) <= 250_000  # the body alone was 600 kB
+    assert "line two\tx" in tools.handoff_load("t")  # lines and tabs are kept
+
+
+def test_a_page_number_past_any_lineage_is_told_so(store, caplog):
+    make_lineage(store, 3)
+    answer = history.page(ask_of(store), "new", 10**25)  # overflowed the database's offset: an error, "no turns yet"
+    assert answer["turns"] == [] and "the history has 1 page(s)" in answer["message"]
+    assert "database read failed" not in caplog.text

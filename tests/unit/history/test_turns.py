@@ -95,6 +95,22 @@ def test_one_response_on_several_lines_counts_once_with_the_largest_figures():
     assert abs(turn.cost_usd - 0.09) < 1e-12
 
 
+def test_a_turns_cost_takes_each_call_at_its_speed_and_geography():
+    """Issue 38: Opus 5.5 at $4 / $20 per million; fast mode 2x, US-only 1.1x, stacked."""
+    from service.history.turns import price_cost
+    from service.engine_setup.engines import load_prices
+
+    usage = {"input_tokens": 1_000, "output_tokens": 500, "cache_read_input_tokens": 0,
+             "cache_creation_input_tokens": 0}
+    by_hand = (1_000 * 4 + 500 * 20) / 1e6  # $0.014 at standard
+    for extra, factor in (({}, 1.0), ({"speed": "fast"}, 2.0), ({"inference_geo": "us"}, 1.1),
+                          ({"speed": "fast", "inference_geo": "us"}, 2.2), ({"inference_geo": ""}, 1.0)):
+        entries = [user("go"), assistant("m1", [], {**usage, **extra}, model="claude-opus-5-5")]
+        (turn,) = build_turns(entries, cost_of=price_cost(load_prices()))
+        assert turn.cost_usd == pytest.approx(factor * by_hand, rel=1e-12)
+        assert turn.models == ["claude-opus-5-5-fast" if extra.get("speed") else "claude-opus-5-5"]
+
+
 def test_unpriced_model_makes_the_cost_unknown_not_zero():
     entries = [user("go"), assistant("m1", [], {"input_tokens": 5, "output_tokens": 5}, model="mystery-1")]
     (turn,) = build_turns(entries, cost_of=lambda model, usage: None)

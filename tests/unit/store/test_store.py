@@ -637,7 +637,7 @@ def test_every_kind_of_write_the_parts_queue_has_one_operation(store):
 
     queued = set()
     for module in Path(package.__file__).parent.glob("*.py"):
-        queued |= set(re.findall(r'_Op\("([a-z_]+)"', module.read_text(encoding="utf-8")))
+        queued |= set(re.findall(r'QueuedWrite\("([a-z_]+)"', module.read_text(encoding="utf-8")))
     registered = set(store.writer._operations)
     assert queued and queued == registered
     from service.store.common import Operation

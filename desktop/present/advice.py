@@ -1,0 +1,215 @@
+"""Every word the tray says about a session: the tooltip, the notices, and the advice the Session tab
+shows with its explanation (pure Python, no Qt).
+
+One place, so the lamp and the reminders speak with one voice: a notice says what
+to do and what it saves in two lines, never contradicting the lamp's colour; the
+why is one click away (the popup's "Why?" button, or the Session tab a tray
+notice opens). When a notice is given is desktop/present/coalesce.py's rule.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+from desktop.present import fmt
+from desktop.present.coalesce import RED
+from desktop.present.lamp import STATE_WORDS, lamp_colour, lamp_state, session_name
+
+
+@dataclass(frozen=True)
+class Notice:
+    title: str
+    body: str  # two lines: what to do, what it saves
+    why: str   # the explanation, one click away
+
+
+# ---------- the tooltip ----------
+
+def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = None) -> str:
+    """The tray tooltip. Computed when shown (the cache countdown is not ticked)."""
+    if not snapshot:
+        return "\n".join(["ctxlamp — service down", down_reason or "The ctxlamp service is not running."])
+    lamp = snapshot.get("lamp") or {}
+    state = lamp_state(snapshot)
+    lines = [f"ctxlamp — {STATE_WORDS.get(state, state)} ({lamp_colour(snapshot)})", session_name(snapshot)]
+    x, xs = snapshot.get("x"), snapshot.get("xSweet")
+    if lamp.get("reason") and xs is None:  # the engine's words only where the figures below are missing
+        lines.append(str(lamp["reason"]))
+    if xs is not None:
+        lines.append(f"context {fmt.number(x)}x its useful part; sweet spot at {fmt.number(xs)}x")
+        if snapshot.get("dhat") is not None:
+            lines.append(position_words(snapshot))
+    elif x is not None:
+        lines.append(f"context {fmt.number(x)}x its useful part")
+    lines.append(f"rent so far {fmt.usd(snapshot.get('bill_cycle_usd'))}{rent_worth(snapshot)}"
+                 f" · burn {fmt.usd(snapshot.get('br'))}/h")
+    move = move_sentence(snapshot)
+    if move:
+        lines.append(move)
+    cache = snapshot.get("cache") or {}
+    exp = fmt.parse_time(cache.get("expires_at"))
+    cold = cache.get("cold_rewrite_usd")
+    if exp is not None:
+        left = exp - now
+        if left > 0:
+            # a clock time stays true without ticking; the menu shows the live countdown when opened
+            clock = datetime.fromtimestamp(exp).strftime("%H:%M:%S")
+            lines.append(f"cache warm until {clock}; after that the next turn re-writes {fmt.usd(cold)}")
+            if cold:  # the cache is per model: a switch (or fast mode on or off) misses it now
+                lines.append(f"switching model now re-writes {fmt.usd(cold)}")
+        else:
+            lines.append(f"cache expired: the next turn re-writes {fmt.usd(cold)}")
+    return "\n".join(lines)
+
+
+MOVE_NOW = {"compact": "/compact now", "restart": "A restart now"}
+MOVE_ALSO = {"compact": "/compact", "restart": "a restart"}
+
+
+def move_sentence(snapshot: dict | None) -> str:
+    """The cheapest move and its saving in one line (docs/measurement.md 15), the other move's saving after it:
+    "/compact now saves about $0.40 over the next 30 calls; a restart about $0.55 (estimate)." Empty while
+    going on is cheapest, and until the move saves its own price again (`pays_twice`): a move that only
+    breaks even over the coming calls lost more often than it saved (bench/advice.py)."""
+    advice = (snapshot or {}).get("advice")
+    if not isinstance(advice, dict) or advice.get("move") not in MOVE_NOW or advice.get("pays_twice") is not True:
+        return ""
+    try:
+        ahead = max(1, round(float(advice["horizon_calls"])))
+        keep_going = float(advice["continue_usd"])
+        saves = {m: keep_going - float(advice[f"{m}_usd"]) for m in MOVE_NOW}
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return ""
+    move = advice["move"]
+    if not saves[move] > 0:
+        return ""
+    text = f"{MOVE_NOW[move]} saves about {fmt.usd(saves[move])} over the next {fmt.plural(ahead, 'call')}"
+    other = "restart" if move == "compact" else "compact"
+    if saves[other] > 0:
+        text += f"; {MOVE_ALSO[other]} about {fmt.usd(saves[other])}"
+    return text + " (estimate)."
+
+
+def position_words(snapshot: dict) -> str:
+    """Where the session stands against the sweet spot, in calls."""
+    dhat = snapshot.get("dhat")
+    if dhat is None:
+        return "no sweet spot yet"
+    d = float(dhat)
+    return (f"{fmt.plural(math.ceil(d), 'call')} to the sweet spot" if d >= 0
+            else f"{fmt.plural(math.ceil(-d), 'call')} past the sweet spot")
+
+
+def rent_worth(snapshot: dict) -> str:
+    """' (3 restarts' worth)' once the rent has paid for restarts: how later laps show, without a notice."""
+    laps = int(snapshot.get("laps") or 0)
+    if laps <= 0:
+        return ""
+    return " (a restart's worth)" if laps == 1 else f" ({laps} restarts' worth)"
+
+
+# ---------- the notices ----------
+
+def notice_text(told: dict, snapshot: dict | None = None, several: bool = False) -> Notice:
+    """The notice for a decision of desktop/present/coalesce.py: title, two lines, and the why."""
+    reminder = told.get("reminder") or {}
+    red = told.get("kind") == RED
+    head = "restart pays now" if red else "restart at your next break"
+    who = f" · {session_name(snapshot)}" if several and snapshot else ""
+    title = f"ctxlamp{who}: {head}"
+    do = ("The lamp is red: prepare a handoff, then start a fresh session." if red else
+          "Dead-weight rent has reached a restart's price: prepare a handoff.")
+    return Notice(title, f"{do}\n{saving_line(reminder, snapshot)}", notice_why(red, reminder, snapshot))
+
+
+def saving_line(reminder: dict, snapshot: dict | None) -> str:
+    """What the restart saves, as briefly as the figures allow: the priced moves once one pays twice, else the
+    reminder's estimate, else its payback."""
+    move = move_sentence(snapshot)
+    if move:
+        return move
+    estimate = reminder.get("restart_now") or (snapshot or {}).get("restart_now")
+    if isinstance(estimate, dict) and estimate.get("calls_ahead") is not None and estimate.get("saving_usd") is not None:
+        ahead = fmt.plural(max(0, round(float(estimate["calls_ahead"]))), "more call")
+        saving = float(estimate["saving_usd"])
+        if saving > 0:
+            return f"Saves about {fmt.usd(saving)} if the session runs {ahead} (estimate)."
+        return f"Over {ahead} a restart would not earn its rebuild back (estimate)."
+    restart = reminder.get("restart_usd")
+    pp = reminder.get("payback_calls", (snapshot or {}).get("pp"))
+    if restart is not None and pp is not None:
+        return (f"A restart costs {fmt.usd(restart)} and pays for itself after "
+                f"{fmt.plural(max(1, math.ceil(float(pp))), 'call')}.")
+    if pp is not None:
+        return f"A restart pays for itself after {fmt.plural(max(1, math.ceil(float(pp))), 'call')}."
+    rent = reminder.get("rent_usd", (snapshot or {}).get("bill_cycle_usd"))
+    return f"Rent paid on dead weight so far: {fmt.usd(rent)}."
+
+
+def notice_why(red: bool, reminder: dict, snapshot: dict | None, notice: bool = True) -> str:
+    """The explanation behind a notice: which signal spoke, and why it does not contradict the lamp."""
+    colour = lamp_colour(snapshot) if snapshot else None
+    rent = reminder.get("rent_usd", (snapshot or {}).get("bill_cycle_usd"))
+    parts = []
+    if red:
+        parts.append("The lamp turns red when every further call costs more than restarting would on average: "
+                     "the context is well past its sweet spot.")
+    else:
+        parts.append(f"The calls have paid {fmt.usd(rent)} to re-read dead weight (context a fresh session "
+                     "would not need), as much as rebuilding the useful part once costs.")
+        if colour in ("white", "green"):
+            dhat = (snapshot or {}).get("dhat")
+            when = f" in about {fmt.plural(math.ceil(float(dhat)), 'call')}" if dhat is not None and float(dhat) > 0 \
+                else " later"
+            parts.append(f"The lamp is {colour}: no hurry, the sweet spot comes{when}; a restart at a natural "
+                         "break already pays.")
+    if not notice:
+        return " ".join(parts)
+    estimate = reminder.get("restart_now")
+    if isinstance(estimate, dict) and estimate.get("calls_ahead") is not None:
+        parts.append("The saving counts the calls your sessions usually run after this advice, at what they "
+                     "would re-read without the dead weight, less one rebuild.")
+    parts.append("Later rent adds to the figures in the tooltip and the Session tab, without another notice; "
+                 "the lamp turning red gives one more.")
+    return " ".join(parts)
+
+
+# ---------- the Session tab ----------
+
+def session_advice(snapshot: dict | None) -> tuple[str, str]:
+    """(the advice now, its explanation) for the Session tab: the notice's words, said as the lamp stands."""
+    if not snapshot:
+        return "", ""
+    colour = lamp_colour(snapshot)
+    laps = int(snapshot.get("laps") or 0)
+    if colour == "red":
+        return notice_text({"kind": RED}, snapshot).body.splitlines()[0], notice_why(True, {}, snapshot, False)
+    if laps:
+        first = ((snapshot.get("restart_savings") or {}).get("first_reminder_call"))
+        since = f" since call {first}" if first is not None else ""
+        return (f"Restart at your next break: the rent on dead weight has paid for "
+                f"{'a restart' if laps == 1 else f'{laps} restarts'}{since}.",
+                notice_why(False, {}, snapshot, False))
+    if colour == "amber":
+        return ("Past the sweet spot: a restart soon pays for itself.",
+                "The lamp is amber: the average cost per call, counting one restart, is past its lowest. A notice "
+                "comes when the rent on dead weight reaches a restart's price, and when the lamp turns red.")
+    if colour == "green":
+        return (f"No restart needed: {position_words(snapshot)}.",
+                "The lamp is green: the context carries little dead weight yet.")
+    return ("Warming up: the advice starts once the session has grown.",
+            "The lamp is white until the session is large enough to judge.")
+
+
+def notices_line(snapshot: dict | None) -> tuple[str, str]:
+    """The Session header's figure for the advice: when it was given, apart from the rent's laps."""
+    laps = int((snapshot or {}).get("laps") or 0)
+    tip = ("The tray gives one notice per stretch of work, at the first time the rent on dead weight reaches a "
+           "restart's price, and one more if the lamp turns red; each further restart's worth of rent updates "
+           "the figures only.")
+    if not laps:
+        return "none yet", tip
+    first = ((snapshot or {}).get("restart_savings") or {}).get("first_reminder_call")
+    at = f"at call {first}" if first is not None else "given"
+    return f"{at}; rent {rent_worth(snapshot or {}).strip(' ()')}", tip
