@@ -36,14 +36,14 @@ pg = door.pg  # a server of this module's own, started as the door tests start t
 def team_at(pg: PgServer, name: str, tmp_path: Path, version: int | None = None) -> tuple[str, dict[str, str], Path]:
     """A team database migrated to `version` (None: the newest) with members A and B: (owner URL, member URLs,
     the password file holding both members' lines)."""
-    from service.store.team import migrate_schema
+    from models.migrations import migrate
 
     owner = pg.fresh_database(name)
     open_public(pg, name)
     pgpass = tmp_path / f"{name}.pgpass"
     db = schema._owner_db(server.connect(owner))
     try:
-        migrate_schema(db, steps() if version is None else steps()[:version])
+        migrate(db, steps() if version is None else steps()[:version])
     finally:
         db.close()
     urls = {m: schema.add_member(owner, m, pgpass) for m in (A, B)}
