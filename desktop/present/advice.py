@@ -45,6 +45,9 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
         lines.append(f"context {fmt.number(x)}x its useful part")
     lines.append(f"rent so far {fmt.usd(snapshot.get('bill_cycle_usd'))}{rent_worth(snapshot)}"
                  f" · {fmt.usd(snapshot.get('br'))} per hour")
+    move = move_sentence(snapshot)
+    if move:
+        lines.append(move)
     cache = snapshot.get("cache") or {}
     exp = fmt.parse_time(cache.get("expires_at"))
     cold = cache.get("cold_rewrite_usd")
@@ -54,9 +57,16 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
             # a clock time stays true without ticking; the menu shows the live countdown when opened
             clock = datetime.fromtimestamp(exp).strftime("%H:%M:%S")
             lines.append(f"cache warm until {clock}; after that the next turn re-writes {fmt.usd(cold)}")
+            if cold:  # the cache is per model: a switch (or fast mode on or off) misses it now
+                lines.append(f"switching model now re-writes {fmt.usd(cold)}")
         else:
             lines.append(f"cache expired: the next turn re-writes {fmt.usd(cold)}")
     return "\n".join(lines)
+
+
+def move_sentence(snapshot: dict | None) -> str:
+    """The cheapest move and its saving in one line, once it pays twice (service/client/words.py)."""
+    return words.move_sentence(snapshot, usd=fmt.usd, plural=fmt.plural)
 
 
 def position_words(snapshot: dict) -> str:
@@ -87,8 +97,8 @@ def notice_text(told: dict, snapshot: dict | None = None, several: bool = False)
 
 
 def saving_line(reminder: dict, snapshot: dict | None) -> str:
-    """What the restart saves, as briefly as the figures allow: the estimate, else its payback (the
-    terminal's notices say the same, service/client/words.py)."""
+    """What the move saves, as briefly as the figures allow: the priced moves once one pays twice, else the
+    restart's estimate, else its payback (the terminal's notices say the same, service/client/words.py)."""
     return words.saving_line(reminder, snapshot, usd=fmt.usd, plural=fmt.plural)
 
 

@@ -58,10 +58,42 @@ def usd(v) -> str:
     return f"${v:,.2f}" if abs(v) >= 1 else f"${v:.3f}" if abs(v) >= 0.01 else f"${v:.4f}"
 
 
+MOVE_NOW = {"compact": "/compact now", "restart": "A restart now"}
+MOVE_ALSO = {"compact": "/compact", "restart": "a restart"}
+
+
+def move_sentence(snapshot: dict | None, usd=usd, plural=plural) -> str:
+    """The cheapest move and its saving in one line (docs/measurement.md 15), the other move's saving after it:
+    "/compact now saves about $0.40 over the next 30 calls; a restart about $0.55 (estimate)." Empty while
+    going on is cheapest, and until the move saves its own price again (`pays_twice`): a move that only
+    breaks even over the coming calls lost more often than it saved (bench/advice.py)."""
+    advice = (snapshot or {}).get("advice")
+    if not isinstance(advice, dict) or advice.get("move") not in MOVE_NOW or advice.get("pays_twice") is not True:
+        return ""
+    try:
+        ahead = max(1, round(float(advice["horizon_calls"])))
+        keep_going = float(advice["continue_usd"])
+        saves = {m: keep_going - float(advice[f"{m}_usd"]) for m in MOVE_NOW}
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return ""
+    move = advice["move"]
+    if not saves[move] > 0:
+        return ""
+    text = f"{MOVE_NOW[move]} saves about {usd(saves[move])} over the next {plural(ahead, 'call')}"
+    other = "restart" if move == "compact" else "compact"
+    if saves[other] > 0:
+        text += f"; {MOVE_ALSO[other]} about {usd(saves[other])}"
+    return text + " (estimate)."
+
+
 def saving_line(reminder: dict, snapshot: dict | None = None, usd=usd, plural=plural) -> str:
-    """What a restart now saves, as briefly as the figures allow: the estimate over the calls this user's
-    sessions usually run after a reminder, else its payback, else the rent paid (a notice's second line,
-    in the tray and the terminal alike; the window passes its own money and count formats)."""
+    """What changing course now saves, as briefly as the figures allow: the priced moves once one pays twice,
+    else a restart's estimate over the calls this user's sessions usually run after a reminder, else its
+    payback, else the rent paid (a notice's second line, in the tray and the terminal alike; the window
+    passes its own money and count formats)."""
+    move = move_sentence(snapshot, usd=usd, plural=plural)
+    if move:
+        return move
     estimate = reminder.get("restart_now") or (snapshot or {}).get("restart_now")
     if isinstance(estimate, dict) and estimate.get("calls_ahead") is not None and estimate.get("saving_usd") is not None:
         ahead = plural(max(0, round(float(estimate["calls_ahead"]))), "more call")

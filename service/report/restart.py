@@ -50,6 +50,7 @@ def block(segments: Iterable[dict], live: Iterable[dict], since: str | None, unt
     for s in live:
         rows[(s.get("session_id"), s.get("segment"))] = (day_of(s.get("updated_at")), s)
     first: list[float] = []
+    compact_first: list[float] = []
     best: list[float] = []
     missed: list[float] = []
     rent: list[float] = []
@@ -65,6 +66,7 @@ def block(segments: Iterable[dict], live: Iterable[dict], since: str | None, unt
         if fig.get("first_reminder_call") is not None:
             reminded += 1
             first.append(float(fig.get("first_reminder_usd") or 0.0))
+            compact_first.append(float(fig.get("compact_first_reminder_usd") or 0.0))
         elif (fig.get("best_usd") or 0.0) > 0:
             missed_n += 1
             missed.append(float(fig["best_usd"]))
@@ -72,6 +74,7 @@ def block(segments: Iterable[dict], live: Iterable[dict], since: str | None, unt
     return {
         "label": LABEL,
         "first_reminder_usd": round(fsum(first), 9),
+        "compact_first_reminder_usd": round(fsum(compact_first), 9),
         "best_single_usd": round(fsum(best), 9),
         "missed_usd": round(fsum(missed), 9),
         "segments": counted,
@@ -90,6 +93,23 @@ def median_calls_after_reminder(segments: Iterable[dict]) -> float | None:
             if f is not None and f.get("first_reminder_call") is not None
             and isinstance(f.get("calls_after_reminder"), int)]
     return float(statistics.median(runs)) if runs else None
+
+
+def advice_basis(segments: Iterable[dict]) -> tuple[Any, dict]:
+    """What the priced moves assume, from this user's archived segments (docs/measurement.md 15):
+    the horizon is the median run after a first reminder, the compaction's summary the median share its
+    real compactions kept. (AdviceBasis, {"horizon": "history"|"default", "compact_keep": ...})."""
+    from service.engine.advice import AdviceBasis
+
+    rows = list(segments)
+    horizon = median_calls_after_reminder(rows)
+    keeps = [float(k) for k in ((figures_of(p) or {}).get("compaction_keep") for p in rows)
+             if isinstance(k, (int, float)) and not isinstance(k, bool)]
+    default = AdviceBasis()
+    basis = AdviceBasis(horizon_calls=max(1.0, horizon) if horizon is not None else default.horizon_calls,
+                        compact_keep=float(statistics.median(keeps)) if keeps else default.compact_keep).bounded()
+    return basis, {"horizon": "history" if horizon is not None else "default",
+                   "compact_keep": "history" if keeps else "default"}
 
 
 # ---- the report's own replay of the transcripts ---------------------------------------------------
