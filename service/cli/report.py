@@ -325,7 +325,7 @@ def render_text(s: dict, budgets: dict | None = None) -> str:
     e, p, r, sp, dq = s["edit"], s["pinch"], s["retrieval"], s["spend"], s["data_quality"]
     period = s["period"]
     head = (f"ctxlamp report  {period.get('since') or 'start'} .. {period.get('until') or 'now'} "
-            f"(days in {(period.get('timezone') or 'UTC').removeprefix('Etc/')})")
+            f"(days in {period.get('timezone') or 'UTC'})")
     lines = [head, ""]
     lines += day_table(sp)
     lines += [""] + _spend_lines(sp)
