@@ -234,7 +234,8 @@ def rent_sentence(doc: dict | None) -> str:
     advised = rent.get("segments_with_reminders") or 0
     if n:
         # the notices the tray gives (one a stretch), not the rent's laps that count restarts' worth of rent
-        text += (f" The restart notice was given in {fmt.plural(advised, 'stretch', 'stretches')}, once each, when "
+        each = ", once each," if advised != 1 else ","
+        text += (f" The restart notice was given in {fmt.plural(advised, 'stretch', 'stretches')}{each} when "
                  f"the rent first reached a restart's price (in all the rent paid for "
                  f"{fmt.plural(n, 'restart')}).")
     else:
