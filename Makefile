@@ -3,6 +3,9 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/$(if $(filter Windows_NT,$(OS)),Scripts,bin)
+# Two stamps: `make run` installs the program's own dependencies (RUN_STAMP); `make test`, `make lint`,
+# `make test-fast` and `make bench` add the test and lint tools (STAMP), `make dist` PyInstaller.
+RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 
 .PHONY: run test test-fast lint bench clean dist
@@ -15,15 +18,22 @@ $(BIN)/python:
 # PYTHONDONTWRITEBYTECODE is set every command would compile its modules again.
 COMPILE := $(BIN)/python -m compileall -q service desktop models resources > /dev/null
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,lint]'
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
 	@$(BIN)/python -m service.engine_setup.tokenizer > /dev/null  # the parsed o200k table a wheel ships
 	@$(COMPILE)
-	@touch $(STAMP)
+	@touch $(RUN_STAMP)
+
+# The developer's venv is a superset of the user's: it stamps both, so `make run` after it installs nothing.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test,lint]'
+	@$(BIN)/python -m service.engine_setup.tokenizer > /dev/null
+	@$(COMPILE)
+	@touch $(STAMP) $(RUN_STAMP)
 
 # The tray and the service (or the demo when there are no transcripts;
 # headless: the service with a live status in the terminal).
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/ctxlamp start
 
 test: $(STAMP)
@@ -46,7 +56,7 @@ bench: $(STAMP)
 
 # The packaged build for this machine (packaging/targets.py): Linux dist/ctxlamp/, Windows
 # dist/ctxlamp/ctxlamp.exe, macOS dist/ctxlamp.app (menu bar only).
-dist: $(STAMP)
+dist: $(RUN_STAMP)
 	@$(BIN)/python -c "import PyInstaller" 2>/dev/null || $(BIN)/pip install --quiet pyinstaller
 	$(BIN)/python -m PyInstaller packaging/ctxlamp.spec --noconfirm --distpath dist --workpath build/pyinstaller --log-level WARN
 	@$(BIN)/python -c "import sys; sys.path.insert(0, 'packaging'); from targets import built_executable; print('built', built_executable(sys.platform, 'dist'))"

@@ -84,10 +84,14 @@ class Zone:
     @classmethod
     def named(cls, name: str | None) -> "Zone":
         """The zone a setting or option names: empty, None or "local" is the machine's; UnknownZone
-        when the name is not an IANA zone this machine knows."""
+        when the name is not an IANA zone this machine knows. Every name for UTC all year is "UTC"."""
         if name is None or not name.strip() or name.strip() == LOCAL_NAME:
-            return cls(*machine_zone())
-        return cls(name.strip(), _iana(name))
+            found, tz = machine_zone()
+        else:
+            found, tz = name.strip(), _iana(name)
+        if found in UTC_ALIASES:  # one word for UTC, whatever /etc/localtime calls it
+            return ZONE_UTC
+        return cls(found, tz)
 
 
 ZONE_UTC = Zone(UTC_NAME, ZoneInfo(UTC_NAME))  # the team server's days, and the engine's replays

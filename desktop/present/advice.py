@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from desktop.present import fmt
+from service.client import words
 from desktop.present.coalesce import RED
 from desktop.present.lamp import STATE_WORDS, lamp_colour, lamp_state, session_name
 
@@ -43,7 +44,10 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
     elif x is not None:
         lines.append(f"context {fmt.number(x)}x its useful part")
     lines.append(f"rent so far {fmt.usd(snapshot.get('bill_cycle_usd'))}{rent_worth(snapshot)}"
-                 f" · burn {fmt.usd(snapshot.get('br'))}/h")
+                 f" · {fmt.usd(snapshot.get('br'))} per hour")
+    move = move_sentence(snapshot)
+    if move:
+        lines.append(move)
     cache = snapshot.get("cache") or {}
     exp = fmt.parse_time(cache.get("expires_at"))
     cold = cache.get("cold_rewrite_usd")
@@ -53,19 +57,21 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
             # a clock time stays true without ticking; the menu shows the live countdown when opened
             clock = datetime.fromtimestamp(exp).strftime("%H:%M:%S")
             lines.append(f"cache warm until {clock}; after that the next turn re-writes {fmt.usd(cold)}")
+            if cold:  # the cache is per model: a switch (or fast mode on or off) misses it now
+                lines.append(f"switching model now re-writes {fmt.usd(cold)}")
         else:
             lines.append(f"cache expired: the next turn re-writes {fmt.usd(cold)}")
     return "\n".join(lines)
 
 
+def move_sentence(snapshot: dict | None) -> str:
+    """The cheapest move and its saving in one line, once it pays twice (service/client/words.py)."""
+    return words.move_sentence(snapshot, usd=fmt.usd, plural=fmt.plural)
+
+
 def position_words(snapshot: dict) -> str:
-    """Where the session stands against the sweet spot, in calls."""
-    dhat = snapshot.get("dhat")
-    if dhat is None:
-        return "no sweet spot yet"
-    d = float(dhat)
-    return (f"{fmt.plural(math.ceil(d), 'call')} to the sweet spot" if d >= 0
-            else f"{fmt.plural(math.ceil(-d), 'call')} past the sweet spot")
+    """Where the session stands against the sweet spot, in calls (the command line's words too)."""
+    return words.position(snapshot, plural=fmt.plural)
 
 
 def rent_worth(snapshot: dict) -> str:
@@ -91,23 +97,9 @@ def notice_text(told: dict, snapshot: dict | None = None, several: bool = False)
 
 
 def saving_line(reminder: dict, snapshot: dict | None) -> str:
-    """What the restart saves, as briefly as the figures allow: the estimate, else its payback."""
-    estimate = reminder.get("restart_now") or (snapshot or {}).get("restart_now")
-    if isinstance(estimate, dict) and estimate.get("calls_ahead") is not None and estimate.get("saving_usd") is not None:
-        ahead = fmt.plural(max(0, round(float(estimate["calls_ahead"]))), "more call")
-        saving = float(estimate["saving_usd"])
-        if saving > 0:
-            return f"Saves about {fmt.usd(saving)} if the session runs {ahead} (estimate)."
-        return f"Over {ahead} a restart would not earn its rebuild back (estimate)."
-    restart = reminder.get("restart_usd")
-    pp = reminder.get("payback_calls", (snapshot or {}).get("pp"))
-    if restart is not None and pp is not None:
-        return (f"A restart costs {fmt.usd(restart)} and pays for itself after "
-                f"{fmt.plural(max(1, math.ceil(float(pp))), 'call')}.")
-    if pp is not None:
-        return f"A restart pays for itself after {fmt.plural(max(1, math.ceil(float(pp))), 'call')}."
-    rent = reminder.get("rent_usd", (snapshot or {}).get("bill_cycle_usd"))
-    return f"Rent paid on dead weight so far: {fmt.usd(rent)}."
+    """What the move saves, as briefly as the figures allow: the priced moves once one pays twice, else the
+    restart's estimate, else its payback (the terminal's notices say the same, service/client/words.py)."""
+    return words.saving_line(reminder, snapshot, usd=fmt.usd, plural=fmt.plural)
 
 
 def notice_why(red: bool, reminder: dict, snapshot: dict | None, notice: bool = True) -> str:

@@ -216,6 +216,8 @@ def restart_sentence(rs: dict) -> str:
                 f"{fmt.usd(rs.get('best_single_usd'))}")
         capture = rs.get("capture")
         text += f", so the notices got {capture * 100:.0f}% of it." if capture is not None else "."
+        if rs.get("compact_first_reminder_usd") is not None:
+            text += f" A /compact there instead: about {fmt.usd(rs['compact_first_reminder_usd'])}."
     if rs.get("missed_segments"):
         text += (f" {fmt.plural(rs['missed_segments'], 'stretch', 'stretches')} without a notice could have "
                  f"saved {fmt.usd(rs.get('missed_usd'))} by a restart.")
@@ -232,7 +234,8 @@ def rent_sentence(doc: dict | None) -> str:
     advised = rent.get("segments_with_reminders") or 0
     if n:
         # the notices the tray gives (one a stretch), not the rent's laps that count restarts' worth of rent
-        text += (f" The restart notice was given in {fmt.plural(advised, 'stretch', 'stretches')}, once each, when "
+        each = ", once each," if advised != 1 else ","
+        text += (f" The restart notice was given in {fmt.plural(advised, 'stretch', 'stretches')}{each} when "
                  f"the rent first reached a restart's price (in all the rent paid for "
                  f"{fmt.plural(n, 'restart')}).")
     else:

@@ -31,7 +31,8 @@ STR = {"type": "string"}
 NSTR = {"type": ["string", "null"]}
 
 _JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean"}
-_REFS: dict[Any, str] = {payloads.Lamp: "Lamp", payloads.RestartSavings: "RestartSavings"}  # types that have a schema of their own
+_REFS: dict[Any, str] = {payloads.Lamp: "Lamp", payloads.RestartSavings: "RestartSavings",
+                         payloads.Advice: "Advice"}  # types that have a schema of their own
 
 
 def _schema_of(tp: Any) -> dict:
@@ -68,6 +69,8 @@ SCHEMAS = {
     "Lamp": _typed(payloads.Lamp, ["state", "colour"]),
     "Snapshot": _typed(payloads.Snapshot, ["session_id", "segment", "calls", "lamp"]),
     "RestartSavings": _typed(payloads.RestartSavings, []),
+    "Advice": _typed(payloads.Advice, ["move", "horizon_calls", "continue_usd", "compact_usd", "restart_usd",
+                                       "saves_usd", "label", "pays_twice"]),
     "Service": _obj({
         "version": STR, "started_at": STR, "pid": INT,
         "scan": _obj({"state": {"enum": ["idle", "catching_up", "scanning"]}, "done": INT, "total": INT}),

@@ -13,19 +13,24 @@ from service import __version__
 # name -> (module, one-line help). Each module has configure(parser) and run(args) -> int.
 COMMANDS: dict[str, tuple[str, str]] = {
     "tray": ("desktop.app", "start the tray lamp (the default command)"),
-    "start": ("service.cli.start", "what `make run` does: tray, demo or terminal status"),
+    "start": ("service.cli.start", "what `make run` does: the tray, the demo when you have no "
+              "sessions yet, or the status in the terminal without a display"),
     "serve": ("service.cli.serve", "run the background service (no Qt)"),
-    "status": ("service.cli.status", "live terminal status of every live session"),
-    "replay": ("service.cli.replay", "replay a transcript from byte zero"),
-    "report": ("service.cli.report", "edit, pinch, retrieval and spend totals"),
+    "status": ("service.cli.status", "each live session's lamp (white, green, amber, red) and figures, "
+               "live in the terminal"),
+    "replay": ("service.cli.replay", "replay a transcript from its first line: what the lamp said at each call"),
+    "report": ("service.cli.report", "what you spent per day, the rent on dead weight, what restarts "
+               "would have saved, your budgets and the savings channels (Edits, Trimming, Search)"),
     "hook": ("service.cli.hook", "Claude Code hook entry points"),
     "mcp": ("service.cli.mcp", "stdio MCP server for Claude Code"),
     "install": ("service.cli.install", "register the hook and MCP server with Claude Code"),
     "uninstall": ("service.cli.uninstall", "remove what `ctxlamp install` added"),
     "statusline": ("service.cli.statusline", "the line Claude Code shows under its prompt (reads its JSON)"),
-    "calibrate": ("service.cli.calibrate", "fit the Claude-to-o200k token ratio"),
+    "calibrate": ("service.cli.calibrate", "fit how Claude's token counts compare with the tokenizer "
+                  "ctxlamp counts with (o200k)"),
     "screenshot": ("desktop.screenshot", "render tray icons and window tabs to PNG"),
-    "demo": ("service.cli.demo", "replay bundled transcripts live into a demo home"),
+    "doctor": ("service.cli.doctor", "check that this machine has what the tray needs, and name the fix"),
+    "demo": ("service.cli.demo", "write the bundled demo session live into a Claude folder"),
     "team": ("service.cli.team", "the team view on a PostgreSQL server: init, member add, push, report"),
 }
 

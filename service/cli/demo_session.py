@@ -188,30 +188,31 @@ def transcript_path(claude_dir: Path, cwd: str) -> Path:
     return claude_dir / "projects" / cwd.replace("/", "-") / f"{SESSION}.jsonl"
 
 
-def ending_at(entries: list[dict], end: datetime) -> list[dict]:
-    """The session moved in time, whole milliseconds, so its last entry is at `end`: every gap between
-    entries is what generate() made, and the session lands in today's spend instead of an old day's."""
-    def at(e: dict) -> datetime:
-        return datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00"))
-
-    shift = end.astimezone(timezone.utc).replace(microsecond=end.microsecond // 1000 * 1000) - at(entries[-1])
-    for e in entries:
-        e["timestamp"] = _stamp(at(e) + shift)
-    return entries
+def stamped_now(entry: dict, last: datetime | None, now: datetime) -> tuple[dict, datetime]:
+    """The entry dated `now` as it is written (a millisecond after the previous one at least, so the file's
+    order is its time order), and that time."""
+    at = now.astimezone(timezone.utc).replace(microsecond=now.microsecond // 1000 * 1000)
+    if last is not None and at <= last:
+        at = last + timedelta(milliseconds=1)
+    return {**entry, "timestamp": _stamp(at)}, at
 
 
 def play(claude_dir: Path, cwd: Path, seconds_per_call: float = 0.5, seed: int = 3,
-         progress=None, end: datetime | None = None) -> Path:
-    """Append the demo session to its transcript, one API response at a time; it is dated to end at
-    `end` (default: now), so the Overview's periods and the live list show it whenever it plays."""
-    entries = ending_at(generate(str(cwd), seed), end or datetime.now(timezone.utc))
+         progress=None, clock=None) -> Path:
+    """Append the demo session to its transcript, one API response at a time, each entry dated when it is
+    written (`clock`, default the wall clock), as Claude Code dates its own: the live list, the cache's
+    countdown and History's start time say what a user watching it sees."""
+    now = clock or (lambda: datetime.now(timezone.utc))
+    entries = generate(str(cwd), seed)
     path = transcript_path(claude_dir, str(cwd))
     path.parent.mkdir(parents=True, exist_ok=True)
     write_project(cwd, seed)
     path.write_bytes(b"")
+    last = None
     with open(path, "ab") as fh:
         for i, e in enumerate(entries):
             _land(e, cwd)
+            e, last = stamped_now(e, last, now())
             fh.write(json.dumps(e).encode() + b"\n")
             fh.flush()
             if e["type"] == "user" and isinstance(e["message"]["content"], list):

@@ -1,6 +1,6 @@
 """Checks a newcomer's machine for what ctxlamp needs, and names the fix.
 
-`python -m service.cli.doctor` tries the Qt platform the tray will really use (xcb or wayland on
+`ctxlamp doctor` (or `python -m service.cli.doctor`) tries the Qt platform the tray will really use (xcb or wayland on
 Linux, cocoa on macOS, windows on Windows) in a child process, and on Linux reads which system
 libraries that platform's plugin cannot find (`ldd`), naming each with the apt-get command that
 installs it. `ctxlamp start` prints the same diagnosis; the on-screen tests skip with it.
@@ -184,6 +184,16 @@ def main(argv: list[str] | None = None) -> int:
     if not for_tests:
         print(f"ctxlamp doctor: {tray.text()} Everything ctxlamp needs is here.")
     return 0
+
+
+def configure(parser) -> None:
+    parser.add_argument("--for-tests", action="store_true", help="explain what is missing and exit 0 "
+                        "(what `make test` runs first: the on-screen tests then skip, saying why)")
+
+
+def run(args) -> int:
+    """`ctxlamp doctor`: the same check as `python -m service.cli.doctor`."""
+    return main(["--for-tests"] if args.for_tests else [])
 
 
 if __name__ == "__main__":

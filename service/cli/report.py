@@ -1,9 +1,11 @@
-"""`ctxlamp report`: edit, pinch, retrieval and spend totals over a period.
+"""`ctxlamp report`: what was spent per day, the rent on dead weight, what restarts would have saved,
+the budgets, then the savings channels (Edits, Trimming, Search), over a period.
 
-Works with or without a running service: when one answers on the local API
-(`GET /api/v1/report`), its figures are printed; otherwise the command scans
-`$CLAUDE_CONFIG_DIR/projects` and the ledgers itself, with a per-file cache
-under the data dir so a second run reads only what changed.
+Works with or without a running service: when one answers on the local API (`GET /api/v1/report`;
+the user's service, else the demo `make run` plays: service/client/running.py), its figures are printed;
+otherwise the command scans `$CLAUDE_CONFIG_DIR/projects` and the ledgers itself, with a per-file
+cache under the data dir so a second run reads only what changed. The text says docs/glossary.md's
+words; `--json` and `--csv` keep the identifiers.
 """
 from __future__ import annotations
 
@@ -31,22 +33,37 @@ def day_argument(text: str) -> str:
         raise argparse.ArgumentTypeError(f"not a date: {text!r} ({exc})") from exc
 
 
+DESCRIPTION = (
+    "What Claude Code's calls cost, read from its session transcripts: a table per day (models; input, output, "
+    "cache write and cache read tokens; cost), what was billed, the rent on dead weight (what calls paid to "
+    "re-read context a fresh session would not need), what restarting at the lamp's reminders would have saved "
+    "(an estimate), your budgets; then the savings channels: Edits (edits that quote the text they replace), "
+    "Trimming (tool results shortened before they reached the model), Search (answers from a code-search index "
+    "instead of whole files). Asks the running service when there is one (the demo `make run` plays included).")
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = DESCRIPTION
     parser.add_argument("--since", type=day_argument, help="first day included (YYYY-MM-DD, in --timezone)")
     parser.add_argument("--until", type=day_argument, help="last day included (YYYY-MM-DD, in --timezone)")
     parser.add_argument("--timezone", metavar="ZONE", help="IANA time zone days are cut in (e.g. Asia/Tokyo; "
                         "default: [report] timezone in config.toml, else the machine's zone)")
     fmt = parser.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="print JSON")
+    fmt.add_argument("--json", action="store_true", help="print every figure as JSON (field names: docs/api.md)")
     fmt.add_argument("--csv", action="store_true", help="print CSV (metric,value,label)")
-    parser.add_argument("--projects", help="transcript folder (default: $CLAUDE_CONFIG_DIR/projects)")
-    parser.add_argument("--lean-ctx", dest="lean_ctx", help="lean-ctx edit_metering.json "
+    parser.add_argument("--projects", help="the folder of Claude Code's session transcripts "
+                        "(default: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects)")
+    parser.add_argument("--lean-ctx", dest="lean_ctx", help="if you use lean-ctx (an editing tool for Claude Code "
+                        "that edits by line anchor): its edit_metering.json, counted under Edits "
                         "(default: $LEAN_CTX_DATA_DIR or ~/.lean-ctx)")
-    parser.add_argument("--router-db", dest="router_db", help="router database with a route_decisions table "
+    parser.add_argument("--router-db", dest="router_db", help="if you route requests between models with a tool "
+                        "that logs its choices: its SQLite database with a route_decisions table "
                         "(default: $CTXLAMP_ROUTER_DB)")
-    parser.add_argument("--usage-db", dest="usage_db", help="CodeLens-style usage.db "
+    parser.add_argument("--usage-db", dest="usage_db", help="if you use a code-search index that answers the "
+                        "agent's searches (such as CodeLens): its usage.db log, counted under Search "
                         "(default: $CTXLAMP_USAGE_DB or ~/.codelens/usage.db)")
-    parser.add_argument("--no-service", action="store_true", help="always scan, even when the service runs")
+    parser.add_argument("--no-service", action="store_true", help="read the transcripts here, even when the "
+                        "service runs")
     parser.add_argument("--no-cache", action="store_true", help="ignore and do not write the scan cache")
 
 
@@ -90,10 +107,45 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
     elif args.csv:
         _write_csv(summary, sys.stdout)
-    else:
-        sys.stdout.write(printable_lines(render_text(summary)))  # model names, paths: from transcripts
+    else:  # model names, paths: from transcripts
+        sys.stdout.write(printable_lines(render_text(summary, _budgets(summary)) + _where_data_is(summary)))
     sys.stdout.flush()
     return 0
+
+
+def _budgets(summary: dict) -> dict | None:
+    """The budgets block for today and this month (None: no budget set). From this report's billed days when
+    its period covers this month up to today, else from a report over this month."""
+    from service.config import load
+    from service.client.paths import app_paths
+    from service.report import budgets
+    from service.days import DayOf, UnknownZone, Zone
+
+    cfg = load(app_paths().config_file)
+    if not budgets.configured(cfg):
+        return None
+    period = summary.get("period") or {}
+    try:
+        local = DayOf(Zone.named(period.get("timezone") or "UTC"))
+    except UnknownZone:
+        return budgets.compute(cfg)
+    today = local.today()
+    since, until = period.get("since"), period.get("until")
+    if (since is None or since <= today.replace(day=1).isoformat()) and (until is None or until >= today.isoformat()):
+        billed = ((summary.get("spend") or {}).get("billed") or {}).get("by_day") or {}
+        return budgets.view(cfg, billed, today, local.name)
+    return budgets.compute(cfg)
+
+
+def _where_data_is(summary: dict) -> str:
+    """One line when the report found nothing and the demo's session is on disk: how to see it."""
+    from service.client.running import demo_claude_dir
+
+    demo = demo_claude_dir() / "projects"
+    if (summary.get("spend") or {}).get("calls") or not demo.is_dir():
+        return ""
+    return (f"\nNo Claude Code sessions were read. The demo's are in {demo.parent}: while `make run` plays it, "
+            f"`ctxlamp report` reads them; afterwards: CLAUDE_CONFIG_DIR={demo.parent} ctxlamp report\n")
 
 
 def _configured_zone() -> str:
@@ -111,9 +163,12 @@ SERVICE_WAIT_S = 30.0
 def _from_service(args, zone: Zone) -> dict | None:
     """The running service's report, or None (no service, old service, any error)."""
     from service.client.api import ApiClient
+    from service.client.running import service_api_file
 
     try:
-        doc = ApiClient(timeout=SERVICE_WAIT_S).get_report(args.since, args.until, zone.name)
+        # the user's service, else the demo `make run` plays
+        client = ApiClient(timeout=SERVICE_WAIT_S, api_file=service_api_file())
+        doc = client.get_report(args.since, args.until, zone.name)
         if not (isinstance(doc, dict) and "spend" in doc and "edit" in doc):
             return None
         # an older service cuts UTC days whatever it is asked: then scan here, in the zone asked for
@@ -151,30 +206,72 @@ def _write_csv(summary: dict, out) -> None:
                         label])
 
 
+def _model(name: str) -> str:
+    """A model as ccusage's daily table shows it: without the `claude-` every name starts with."""
+    name = label_text(name)
+    return name[7:] if name.startswith("claude-") else name
+
+
+def day_table(sp: dict) -> list[str]:
+    """Per day, as `ccusage daily` prints it: models, input, output, cache write, cache read, total tokens and
+    what was billed; a Total row. An older service's report has no token columns: cost alone then."""
+    days = sp.get("days") or {}
+    billed = (sp.get("billed") or {}).get("by_day") or sp.get("by_day") or {}
+    cols = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "total_tokens")
+    head = f"{'Date':<10}  {'Models':<22} {'Input':>11} {'Output':>11} {'Cache write':>13} {'Cache read':>14} " \
+           f"{'Total tokens':>14} {'Cost':>10}"
+    lines = [head, "-" * len(head)]
+    sums = dict.fromkeys(cols, 0)
+    for day in sorted(set(days) | set(billed)):
+        row = days.get(day) or {}
+        models = [_model(m) for m in row.get("models") or []] or ["-"]
+        figures = " ".join(f"{row.get(c, 0):>{w},}" for c, w in zip(cols, (11, 11, 13, 14, 14)))
+        lines.append(f"{day:<10}  {models[0][:22]:<22} {figures} {'$' + format(billed.get(day, 0.0), ',.2f'):>10}")
+        lines += [f"{'':<10}  {m[:22]}" for m in models[1:]]
+        for c in cols:
+            sums[c] += int(row.get(c, 0))
+    if len(lines) == 2:
+        return ["No calls in this period."]
+    total = (sp.get("billed") or {}).get("usd", sp.get("total_usd", 0.0))
+    figures = " ".join(f"{sums[c]:>{w},}" for c, w in zip(cols, (11, 11, 13, 14, 14)))
+    lines += ["-" * len(head), f"{'Total':<10}  {'':<22} {figures} {'$' + format(total, ',.2f'):>10}"]
+    return lines
+
+
 def _spend_lines(sp: dict) -> list[str]:
     """The headline (what was billed) and its labelled parts; the estimated range apart, never added in."""
     billed = sp.get("billed") or {}
     lines = []
     if billed:
         lines.append(f"Billed: ${billed['usd']:.2f} = written calls ${billed['written_usd']:.2f} "
-                     f"+ requests Claude Code made and did not write ${billed['unwritten_measured_usd']:.2f} "
-                     "(measured, from its cost-state)"
-                     + (f" + ${billed['unwritten_statusline_usd']:.2f} (its status line)"
+                     f"+ requests Claude Code billed without writing them down ${billed['unwritten_measured_usd']:.2f}"
+                     + (f" + ${billed['unwritten_statusline_usd']:.2f} (from its status line)"
                         if billed.get("unwritten_statusline_usd") else ""))
-    lines.append(f"Written calls (measured): ${sp['total_usd']:.2f} over {sp['calls']} calls; "
-                 f"subagents ${sp['subagents_usd']:.2f}")
+    lines.append(f"  written calls (measured): ${sp['total_usd']:.2f} over {sp['calls']} calls, "
+                 f"of which subagents ${sp['subagents_usd']:.2f}")
     for model, usd in sorted(sp["by_model"].items(), key=lambda kv: -kv[1]):
         lines.append(f"  {label_text(model):<40} ${usd:.2f}")
     unwritten = sp.get("unwritten") or {}
     if unwritten and unwritten["estimated"].get("compactions"):
         est = unwritten["estimated"]
-        lines.append(f"  not in the billed figure: compactions without a cost-state (estimated, {est['compactions']}): "
-                     f"${est['low_usd']:.2f} .. ${est['high_usd']:.2f}")
+        n = est["compactions"]
+        lines.append(f"  not in the billed figure: {n} compaction{'' if n == 1 else 's'} Claude Code gave no cost for "
+                     f"(estimated): ${est['low_usd']:.2f} .. ${est['high_usd']:.2f}")
     return lines
 
 
-def _segments(n: int) -> str:
-    return f"{n} segment" if n == 1 else f"{n} segments"
+def _stretches(n: int) -> str:
+    return f"{n} stretch of work" if n == 1 else f"{n} stretches of work"
+
+
+def rent_lines(rs: dict | None) -> list[str]:
+    """Rent on dead weight over the period (the tray's headline), from the same stretches of work as the
+    restart estimates."""
+    if not rs or rs.get("rent_usd") is None:
+        return []
+    n = int(rs.get("reminders") or 0)
+    return [f"Rent on dead weight: ${rs['rent_usd']:.2f} over {_stretches(rs['segments'])}, "
+            f"{n} reminder{'' if n == 1 else 's'} (each when the rent reached a restart's cost)"]
 
 
 def restart_lines(rs: dict | None) -> list[str]:
@@ -182,49 +279,74 @@ def restart_lines(rs: dict | None) -> list[str]:
     if not rs:
         return []
     capture = rs.get("capture")
-    lines = ["", (f"Restarts (estimated, one per segment): at the first reminder ${rs['first_reminder_usd']:.2f}, "
-                  f"best single restart ${rs['best_single_usd']:.2f} over {_segments(rs['segments'])}")]
-    lines.append(f"  segments with a reminder: {rs['segments_with_reminders']}"
-                 + (f"; the lamp's advice got {capture * 100:.0f}% of the best" if capture is not None else ""))
+    lines = [(f"Restarts would have saved (estimated, one per stretch of work): ${rs['first_reminder_usd']:.2f} "
+              f"restarting at the first reminder, ${rs['best_single_usd']:.2f} with the best single restart, "
+              f"over {_stretches(rs['segments'])}")]
+    lines.append(f"  stretches with a reminder: {rs['segments_with_reminders']}"
+                 + (f"; following the lamp got {capture * 100:.0f}% of the best" if capture is not None else ""))
     lines.append(f"  missed (no reminder, a restart would have saved): ${rs['missed_usd']:.2f} "
-                 f"in {_segments(rs.get('missed_segments', 0))}")
+                 f"in {_stretches(rs.get('missed_segments', 0))}")
     return lines
 
 
-def render_text(s: dict) -> str:
+def budget_lines(block: dict | None) -> list[str]:
+    """The daily and monthly budgets against what was billed (none set: where to set one)."""
+    if not block or not (block.get("daily") or block.get("monthly")):
+        return ["Budgets: none set ([budgets] daily_usd, monthly_usd in config.toml, or the window's Settings)"]
+    parts = []
+    for kind, words in (("daily", "today"), ("monthly", "this month")):
+        b = block.get(kind)
+        if b:
+            parts.append(f"{kind} ${b['spent_usd']:.2f} of ${b['budget_usd']:.2f} {words} ({b['share'] * 100:.0f} %)")
+    return ["Budgets: " + "; ".join(parts)]
+
+
+def channel_lines(e: dict, p: dict, r: dict) -> list[str]:
+    """The three savings channels, by the window's names (docs/glossary.md)."""
+    lines = ["Savings channels",
+             f"  Edits (measured): {e['str_replace_calls']} edits that quote the text they replace; quoting it cost "
+             f"{e['str_replace_old_string_tokens']} tokens (${e['str_replace_old_string_usd']:.4f}); "
+             f"{e['str_replace_misses']['not_found']} missed (text not found), "
+             f"{e['str_replace_misses']['ambiguous']} ambiguous",
+             f"    edits by line anchor (lean-ctx's ctx_patch): {e['anchored_calls']}, {e['anchored_ops']} changes, "
+             f"{e['anchored_avoided_output_tokens']} output tokens avoided, {e['anchored_conflicts']} conflicts",
+             f"  Trimming (measured): {p['events']} tool results trimmed over {p['requests']} requests "
+             f"({p['share_pinched'] * 100:.1f}%), {p['tokens_saved_total']} tokens saved "
+             f"(median {p['tokens_saved_median']}), ${p['saved_usd']:.4f}",
+             f"  Search (estimated): {r['calls']} searches served {r['bytes_served']} bytes instead of reading "
+             f"~{r['bytes_saved']} bytes of whole files"]
+    for tool, t in r["tools"].items():
+        lines.append(f"    {tool:<14} {t['calls']:>6} searches {t['bytes_served']:>10} B served "
+                     f"~{t['bytes_saved']:>10} B saved")
+    return lines
+
+
+def render_text(s: dict, budgets: dict | None = None) -> str:
     e, p, r, sp, dq = s["edit"], s["pinch"], s["retrieval"], s["spend"], s["data_quality"]
     period = s["period"]
     head = (f"ctxlamp report  {period.get('since') or 'start'} .. {period.get('until') or 'now'} "
             f"(days in {period.get('timezone') or 'UTC'})")
     lines = [head, ""]
-    lines += _spend_lines(sp)
-    lines += ["", f"Edits (measured): {e['str_replace_calls']} str_replace calls, "
-                  f"{e['str_replace_old_string_tokens']} old_string tokens (${e['str_replace_old_string_usd']:.4f}), "
-                  f"misses {e['str_replace_misses']['not_found']} not found / {e['str_replace_misses']['ambiguous']} ambiguous",
-              f"  anchored: {e['anchored_calls']} calls, {e['anchored_ops']} ops, "
-              f"{e['anchored_avoided_output_tokens']} output tokens avoided, {e['anchored_conflicts']} conflicts",
-              "", f"Pinch (measured): {p['events']} events over {p['requests']} requests "
-                  f"({p['share_pinched'] * 100:.1f}%), saved {p['tokens_saved_total']} tokens "
-                  f"(median {p['tokens_saved_median']}), ${p['saved_usd']:.4f}",
-              "", f"Retrieval (estimated): {r['calls']} calls, {r['bytes_served']} bytes served, "
-                  f"~{r['bytes_saved']} bytes saved"]
-    for tool, t in r["tools"].items():
-        lines.append(f"  {tool:<14} {t['calls']:>6} calls {t['bytes_served']:>10} B served ~{t['bytes_saved']:>10} B saved")
-    lines += restart_lines(s.get("restart_savings"))
+    lines += day_table(sp)
+    lines += [""] + _spend_lines(sp)
+    rs = s.get("restart_savings")
+    lines += [""] + rent_lines(rs) + restart_lines(rs)
+    lines += budget_lines(budgets)
+    lines += [""] + channel_lines(e, p, r)
     lines += ["", "Data quality:"]
     lines.append(f"  unpriced models: {', '.join(dq['unpriced_models']) or 'none'}")
     for value, models in (dq.get("unknown_price_modifiers") or {}).items():
         calls = ", ".join(f"{label_text(m)} ({n})" for m, n in models.items())
         lines.append(f"  priced at standard, no figure for {value}: {calls}")
-    lines.append(f"  placeholder-output calls: {dq['placeholder_output_calls']}")
+    lines.append(f"  calls whose output Claude Code wrote as a placeholder: {dq['placeholder_output_calls']}")
     diff = dq["cost_state_diff_pct"]
-    lines.append(f"  vs Claude Code's cost-state: {'n/a' if diff is None else f'{diff:+.2f}%'}")
+    lines.append(f"  against Claude Code's own cost figure: {'n/a' if diff is None else f'{diff:+.2f}%'}")
     left = dq.get("cost_state_remaining_usd")
     if left is not None:
-        lines.append(f"  left after booking what it did not write: ${left:+.4f}")
-    for e in dq.get("cost_state_explained") or []:
-        if e.get("kind") != "equal":
-            lines.append(f"    {str(e.get('session_id'))[:8]}: {e.get('text')}")
+        lines.append(f"  left after booking what it did not write down: ${left:+.4f}")
+    for x in dq.get("cost_state_explained") or []:
+        if x.get("kind") != "equal":
+            lines.append(f"    {str(x.get('project') or x.get('session_id'))[-30:]}: {x.get('text')}")
     lines.append(f"  malformed lines: {dq['malformed_lines']['transcripts']} in transcripts, "
                  f"{dq['malformed_lines']['ledgers']} in ledgers")
     if dq.get("long_lines"):

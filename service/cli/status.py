@@ -1,7 +1,9 @@
-"""`ctxlamp status`: every live session in the terminal, redrawn on each SSE event.
+"""`ctxlamp status`: every live session's lamp in the terminal, redrawn on each SSE event.
 
-No timer: the view changes only when the service publishes something.
-`--json` prints GET /api/v1/status once.
+No timer: the view changes only when the service publishes something. The words are
+docs/glossary.md's (the window's); `--json` prints GET /api/v1/status once, identifiers and all.
+Notices follow the tray's rule: the first reminder of a stretch of work and turning red speak,
+later reminders only move the figures.
 """
 from __future__ import annotations
 
@@ -13,65 +15,115 @@ COLOURS = {"white": "97", "green": "32", "amber": "33", "red": "31"}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print the status once as JSON and exit")
+    parser.add_argument("--json", action="store_true", help="print the status once as JSON (the API's "
+                        "field names, docs/api.md) and exit")
     parser.add_argument("--once", action="store_true", help="print the table once and exit")
 
 
-def _num(v, fmt: str = "{:.2f}", none: str = "-") -> str:
-    return none if v is None else fmt.format(v)
-
-
 def _dot(colour: str, tty: bool) -> str:
-    return f"\033[{COLOURS.get(colour, '90')}m●\033[0m" if tty else f"({colour})"
+    return f"\033[{COLOURS.get(colour, '90')}m●\033[0m" if tty else "●"
 
 
-def render(status: dict, tty: bool) -> str:
+def _x(v) -> str:
+    return "-" if v is None else f"{float(v):.1f}x"
+
+
+def ending_words(snapshot: dict) -> str:
+    """What restarting at the session's first reminder would have saved by now (docs/measurement.md 14)."""
+    from service.client.words import usd
+
+    rs = snapshot.get("restart_savings") or {}
+    call = rs.get("first_reminder_call")
+    if call is None:
+        return "No reminder yet: the rent paid on dead weight has not reached a restart's cost."
+    saved = float(rs.get("first_reminder_usd") or 0.0)
+    text = (f"Restarting at the first reminder (after call {call}) with a handoff would have saved {usd(saved)} "
+            "by now (an estimate)" if saved >= 0 else
+            f"Restarting at the first reminder (after call {call}) would have cost {usd(-saved)} more than it "
+            "saved so far (an estimate)")
+    if rs.get("best_call") is not None and rs.get("best_call") != call:
+        text += f"; the best single restart, after call {rs['best_call']}, {usd(rs.get('best_usd'))}"
+    return text + "."
+
+
+def render(status: dict, tty: bool, notices: list[str] | None = None) -> str:
     """The table as text (pure: tests call it); every text from outside passes `printable`."""
     from service.client.textsafe import printable as p
+    from service.client.words import advice, colour_of, plural, position, project_name, usd
 
     svc = status.get("service") or {}
     scan = svc.get("scan") or {}
-    lines = []
-    head = f"ctxlamp service pid {p(svc.get('pid', '?'), 20)} · observer {p(svc.get('observer'), 40)}"
+    sessions = status.get("sessions") or []
+    head = f"ctxlamp: {plural(len(sessions), 'live session')} (service pid {p(svc.get('pid', '?'), 20)})"
     if scan.get("state") == "catching_up":
         head += f" · reading recent sessions {scan.get('done', 0)}/{scan.get('total', 0)}"
     elif scan.get("state") == "scanning" and scan.get("done", 0) < scan.get("total", 0):
-        head += f" · scanning history {scan.get('done', 0)}/{scan.get('total', 0)}"
+        head += f" · reading older sessions {scan.get('done', 0)}/{scan.get('total', 0)}"
     elif scan.get("state") == "scanning":  # the history is read: the report's cache is filled last
         head += " · preparing the report"
     db = svc.get("db") or {}
     if db and not db.get("ok", True):
         head += f" · database unavailable ({p(db.get('error'), 300)})"
-    lines.append(head)
-    sessions = status.get("sessions") or []
+    lines = [head]
     if not sessions:
-        lines.append("no live sessions (a Claude Code transcript that grows becomes one)")
-        return "\n".join(lines)
-    lines.append(f"  {'':1} {'session':10} {'lamp':17} {'x/xSweet':>13} {'to sweet':>9} {'rent $':>9} "
-                 f"{'burn $/h':>9} {'laps':>4}  last reminder  project")
+        lines.append("No live session: a Claude Code session that is being written shows here.")
+        return "\n".join(lines + list(notices or []))
+    lines.append(f"    {'lamp':6} {'advice':20} {'project':20} {'context':>8} {'sweet spot':>10}  "
+                 f"{'position':28} {'rent':>8} {'per hour':>8}  reminders")
     for s in sessions:
-        lamp = s.get("lamp") or {}
         mark = "→" if s.get("session_id") == status.get("followed") else " "
-        x, xs = s.get("x"), s.get("xSweet")
-        pos = f"{_num(x)}/{_num(xs)}"
+        colour = colour_of(s)
         rem = s.get("reminder") or {}
-        last = f"lap {rem.get('lap')} @call {rem.get('call')}" if rem else "-"
+        reminders = str(int(s.get("laps") or 0))
+        if rem.get("call") is not None:
+            reminders += f", the last after call {p(rem.get('call'), 12)}"
         lines.append(
-            f"{mark} {_dot(p(lamp.get('colour', ''), 10), tty)} {p(s.get('session_id'), 80)[:10]:10} "
-            f"{p(lamp.get('state', '?'), 17):17} {pos:>13} {_num(s.get('dhat'), '{:.1f}'):>9} "
-            f"{_num(s.get('bill_cycle_usd'), '{:.4f}'):>9} {_num(s.get('br'), '{:.3f}'):>9} "
-            f"{p(s.get('laps', 0), 6):>4}  {last:13}  {p(s.get('project') or '', 80)}")
-    return "\n".join(lines)
+            f"{mark} {_dot(colour, tty)} {colour:6} {p(advice(s), 20):20} {p(project_name(s), 60):20} "
+            f"{_x(s.get('x')):>8} {_x(s.get('xSweet')):>10}  {position(s):28} "
+            f"{usd(s.get('bill_cycle_usd')):>8} {usd(s.get('br')):>8}  {reminders}")
+    followed = next((s for s in sessions if s.get("session_id") == status.get("followed")), sessions[0])
+    lines.append("context: how many times bigger than its useful part · rent: paid on dead weight in this "
+                 "stretch of work")
+    if (followed.get("restart_savings") or {}).get("first_reminder_call") is not None:
+        lines.append(f"{p(project_name(followed), 60)}: {ending_words(followed)}")
+    return "\n".join(lines + list(notices or []))
+
+
+def notice_for(event: str, data: dict, told: set, colours: dict) -> str | None:
+    """The terminal's notice, by the tray's rule and in its words: the first reminder of a stretch of work
+    speaks, later reminders only move the figures; turning red speaks once. None: nothing to say."""
+    from service.client.textsafe import printable as p
+    from service.client.words import colour_of, project_name, saving_line
+
+    sid = data.get("session_id")
+    who = f"Notice · {p(project_name(data), 60)}"
+    if event == "reminder":
+        key = (sid, data.get("segment"), "reminder")
+        if key in told:
+            return None
+        told.add(key)
+        return (f"{who}: restart at your next break. Rent on dead weight has reached a restart's cost: "
+                f"prepare a handoff. {saving_line(data)}")
+    colour, before = colour_of(data), colours.get(sid)
+    colours[sid] = colour
+    key = (sid, data.get("segment"), "red")
+    if colour == "red" and before not in (None, "red") and key not in told:
+        told.add(key)
+        return (f"{who}: restart pays now. The lamp is red: prepare a handoff, then start a fresh session. "
+                f"{saving_line({}, data)}")
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
     from service.client.api import ApiClient, ApiError
+    from service.client.running import service_api_file, where_to_look
+    from service.client.words import colour_of
 
     try:
-        client = ApiClient()
+        client = ApiClient(api_file=service_api_file())  # the user's service, else the demo's
         status = client.status()
     except ApiError as exc:
-        print(f"ctxlamp: no service is running ({exc}); start it with `ctxlamp serve`.", file=sys.stderr)
+        print(f"ctxlamp: {where_to_look() if exc.down else exc}.", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(status, indent=2))
@@ -82,6 +134,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     sessions = {s["session_id"]: s for s in status["sessions"]}
     state = {"followed": status.get("followed"), "service": status.get("service")}
+    told: set = set()
+    colours = {sid: colour_of(s) for sid, s in sessions.items()}
+    notices: list[str] = []
     try:
         for event, data in client.events():
             if event == "snapshot":
@@ -94,13 +149,17 @@ def run(args: argparse.Namespace) -> int:
                 state["service"] = data
             elif event != "reminder":
                 continue
+            said = None
+            if event in ("snapshot", "reminder"):
+                said = notice_for(event, {**sessions.get(data.get("session_id"), {}), **data}, told, colours)
+                if said:
+                    notices = [*notices, said][-3:]
             ordered = sorted(sessions.values(), key=lambda s: s.get("updated_at") or "", reverse=True)
-            text = render({"sessions": ordered, **state}, tty)
-            if event == "reminder":
-                text += f"\nreminder: session {data['session_id'][:10]} lap {data['lap']} — a restart has paid off"
-            if tty:
+            if tty:  # the screen is redrawn: the last notices stay under the table
                 sys.stdout.write("\033[H\033[2J")
-            print(text, flush=True)
+                print(render({"sessions": ordered, **state}, tty, notices), flush=True)
+            else:  # a log: each notice once, where it came
+                print(render({"sessions": ordered, **state}, tty) + (f"\n{said}" if said else ""), flush=True)
     except ApiError as exc:
         print(f"ctxlamp: lost the service ({exc})", file=sys.stderr)
         return 1

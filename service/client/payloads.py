@@ -12,6 +12,7 @@ from typing import Literal, TypedDict
 
 LampState = Literal["no_transcript", "insufficient_data", "warming", "good", "warning", "critical"]
 LampColour = Literal["white", "green", "amber", "red"]
+Move = Literal["continue", "compact", "restart"]
 
 
 class Lamp(TypedDict, total=False):
@@ -71,6 +72,22 @@ class RestartSavings(TypedDict):
     best_call: int | None
     best_usd: float
     calls_after_reminder: int | None
+    compact_first_reminder_usd: float
+    compaction_keep: float | None
+
+
+class Advice(TypedDict):
+    """The moves priced over the next `horizon_calls` calls (USD, estimates): the cheapest is `move`,
+    `saves_usd` what it saves against going on."""
+
+    move: Move
+    horizon_calls: float
+    continue_usd: float
+    compact_usd: float
+    restart_usd: float
+    saves_usd: float
+    label: str
+    pays_twice: bool  # the move saves its own price again over the horizon: the lamp's words name it only then
 
 
 class Snapshot(TypedDict):
@@ -109,6 +126,7 @@ class Snapshot(TypedDict):
     reminder: LastReminder | None
     rewinds: int
     restart_savings: RestartSavings
+    advice: Advice | None
     spend: SegmentSpend
     window: Window
     cache: Cache

@@ -45,6 +45,7 @@ class Following(ServicePart):
         self._outbox: list[dict] = []                  # reminders waiting for their session's snapshot
         self._reading_on: dict[str, bool] = {}         # path -> quiet: sessions still being read, in slices
         self._usual_run: tuple[int, float | None, int] | None = None  # (profiles_version, median, segments)
+        self._basis_version: int | None = None         # profiles_version the advice's basis was learnt at
 
     # ---- outputs ---------------------------------------------------------------------------
     def publish_snapshot(self, sess: LiveSession) -> None:
@@ -111,6 +112,7 @@ class Following(ServicePart):
         if self.catch_up or any(self._reading_on.values()) or self._svc.scan.get("state") != "catching_up":
             return
         log.info("caught up: %d live sessions", len(self._registry.sessions))
+        self.learn_advice_basis()
         self._svc.jobs.ckpt_states = {}
         self._svc.scan = {"state": "scanning", "done": 0, "total": len(self.history_todo)}
         self._svc.hub.publish("service", self._svc.service_block())
@@ -218,8 +220,35 @@ class Following(ServicePart):
         for ev in events:
             if ev.get("event") == "reminder":  # priced with the snapshot the batch ended on
                 self._on_reminder(sess, ev, sess.snapshot or {})
+        archived = False
         for profile in sess.new_profiles():
             self._persist.archive_profile(profile)
+            archived = True
+        if archived and not self._quiet_reminders:
+            self.learn_advice_basis()
+
+    def learn_advice_basis(self) -> None:
+        """The priced moves' horizon and compaction from this user's archived segments (measurement.md 15),
+        set on the engines' shared config: a revaluation, so the live sessions are published again."""
+        from service.report.restart import advice_basis
+
+        version = self._persist.profiles_version
+        if self._basis_version == version:
+            return
+        self._basis_version = version
+        try:
+            profiles = self._persist.restart_figures(RESTART_HISTORY) or []
+        except Exception:  # no History to read: the documented defaults
+            profiles = []
+        basis, _ = advice_basis(profiles)
+        cfg = self._svc.engine_cfg
+        if cfg is None or cfg.advice == basis:
+            return
+        cfg.advice = basis
+        for sess in list(self._registry.sessions.values()):  # published again, as after a settings change
+            if sess.snapshot is not None:
+                sess.refresh()
+                self.publish_snapshot(sess)
 
     def _on_reminder(self, sess: LiveSession, ev: dict, snap: Snapshot | dict[str, Any]) -> None:
         sid = str(ev.get("session_id") or sess.session_id)

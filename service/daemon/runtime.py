@@ -250,6 +250,7 @@ class Service:
             print(f"ctxlamp: cannot start the service: {exc}", file=sys.stderr, flush=True)
             return 2
         self.jobs.load_checkpoint()
+        self.following.learn_advice_basis()  # before any session is read: its first snapshots use the History
         self.watcher = Watcher(self.projects, self.on_file_event, force_polling=self.force_polling)
         self.watcher.start()
         try:

@@ -145,6 +145,8 @@ class RestartFigures:
     best_call: int | None  # None when no restart would have saved
     best_usd: float  # >= 0
     calls_after_reminder: int | None  # calls of the segment after its first reminder's call
+    compact_first_reminder_usd: float = 0.0  # a /compact at the first reminder instead (section 14); signed
+    compaction_keep: float | None = None  # the segment opened after a /compact: the share of the grown prompt kept
 
     @classmethod
     def from_dict(cls, doc: object) -> RestartFigures | None:
@@ -166,13 +168,18 @@ class RestartFigures:
                 raise TypeError(f"restart_savings.{name} is not an amount")
             return float(v)
 
+        def optional(name: str) -> float | None:
+            return usd(name) if doc.get(name) is not None else None  # older rows do not have it
+
         return cls(call("first_reminder_call"), usd("first_reminder_usd"), call("best_call"), usd("best_usd"),
-                   call("calls_after_reminder"))
+                   call("calls_after_reminder"), optional("compact_first_reminder_usd") or 0.0,
+                   optional("compaction_keep"))
 
     def as_dict(self) -> RestartSavings:
         return {"first_reminder_call": self.first_reminder_call, "first_reminder_usd": self.first_reminder_usd,
                 "best_call": self.best_call, "best_usd": self.best_usd,
-                "calls_after_reminder": self.calls_after_reminder}
+                "calls_after_reminder": self.calls_after_reminder,
+                "compact_first_reminder_usd": self.compact_first_reminder_usd, "compaction_keep": self.compaction_keep}
 
 
 class RestartLedger:
@@ -183,6 +190,8 @@ class RestartLedger:
         self.p_sum = 0.0
         self.last_call: int | None = None
         self.first_reminder: int | None = None
+        self.compact_line: Line | None = None  # a /compact after the first reminder's call
+        self.compaction_keep: float | None = None
 
     def add_call(self, call: int, read_price: float, write5_price: float, total_stock: int,
                  b_default: float) -> None:
@@ -192,6 +201,16 @@ class RestartLedger:
         rebuild = b_default * (write5_price - read_price)
         self.envelope.add(Line(call, slope, -slope * self.p_sum - rebuild, self.p_sum, rebuild))
         self.last_call = call
+
+    def mark_compact(self, call: int, saved_per_read: float, price: float) -> None:
+        """A /compact after `call` (its first reminder's, as its line shows it): every later call reads
+        `saved_per_read` fewer tokens, and the compaction costs `price` (docs/measurement.md 15). The call
+        was added already: the read prices summed up to it are its restart line's."""
+        if self.compact_line is not None or call != self.first_reminder:
+            return
+        line = self._line_of(call)
+        if line is not None:
+            self.compact_line = Line(call, saved_per_read, -saved_per_read * line.p_at - price, line.p_at, price)
 
     def mark_reminder(self, call: int) -> None:
         """A reminder was raised at `call`; only the segment's first one is the lamp's advice."""
@@ -205,9 +224,11 @@ class RestartLedger:
         pos = call - lines[0].call
         return lines[pos] if 0 <= pos < len(lines) else None
 
-    def figures(self, pending: tuple[int, float, float, int, float] | None = None) -> RestartFigures:
+    def figures(self, pending: tuple[int, float, float, int, float] | None = None,
+                pending_compact: tuple[float, float] | None = None) -> RestartFigures:
         """The figures now; `pending` (call, read price, write price, totalStock, B_default): the latest
-        call, whose replay line is not written yet, as it stands (counted without being added)."""
+        call, whose replay line is not written yet, as it stands (counted without being added);
+        `pending_compact` (tokens saved per read, price): a /compact after it, when it is the first reminder's."""
         p = self.p_sum
         extra: Line | None = None
         last = self.last_call
@@ -218,8 +239,15 @@ class RestartLedger:
             rebuild = b_default * (write5_price - read_price)
             extra = Line(call, slope, -slope * p - rebuild, p, rebuild)
             last = call
-        first_usd = 0.0
+        first_usd = compact_usd = 0.0
         after: int | None = None
+        compact = self.compact_line
+        if compact is None and pending_compact is not None and extra is not None \
+                and extra.call == self.first_reminder:
+            saved, price = pending_compact
+            compact = Line(extra.call, saved, -saved * extra.p_at - price, extra.p_at, price)
+        if compact is not None:
+            compact_usd = compact.at(p)
         if self.first_reminder is not None:
             line = extra if extra is not None and extra.call == self.first_reminder else self._line_of(
                 self.first_reminder)
@@ -233,7 +261,8 @@ class RestartLedger:
         best_usd, best_call = 0.0, None
         if top is not None and top.at(p) > 0:
             best_usd, best_call = top.at(p), top.call
-        return RestartFigures(self.first_reminder, first_usd, best_call, best_usd, after)
+        return RestartFigures(self.first_reminder, first_usd, best_call, best_usd, after, compact_usd,
+                              self.compaction_keep)
 
 
 def restart_now(total_stock: int, b_default: float, read_price: float, write5_price: float,

@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, cast
 
+from service.engine.advice import AdviceBasis
 from service.engine.branches import PROMPT, Fork, LiveBranch
 from service.engine.curve import Curve
 from service.engine.model_mix import ModelMix
 from service.engine.parse import Entry, Malformed, human_prompt, parse_line
+from service.engine.moves import SegmentMoves, compacted_from
 from service.engine.prices import Price, PriceTable, call_label, family_of, modifier_value, split_label
 from service.engine.restart_savings import RestartLedger, restart_now
 from service.client.payloads import Lamp, LastReminder, Skeleton, Snapshot
@@ -40,6 +42,7 @@ class EngineConfig:
     ratios: dict[str, float] = field(default_factory=dict)  # model family -> Claude/o200k ratio
     exclude_globs: tuple[str, ...] = ()
     br_window_s: float = 1800.0
+    advice: AdviceBasis = AdviceBasis()  # what the priced moves assume (section 15): the user's history or defaults
 
     def ratio(self, family: str | None) -> float:
         return float(self.ratios.get(family or "", 1.0))
@@ -165,6 +168,7 @@ class _Segment:
     timed_drent: SlidingSum = field(default_factory=SlidingSum)  # their rent increments, kept as revisions top up
     timed_in_order: bool = True  # timed_t never went back
     restart: RestartLedger = field(default_factory=RestartLedger)  # section 14
+    compacted_from: tuple[float, float, float | None] | None = None  # the /compact before: (pre, floor, post)
 
 
 class SessionEngine:
@@ -435,6 +439,7 @@ class SessionEngine:
             self._use_model(call.model, call.geo)
         if opening:
             seg.floor = call.stock
+            self._moves().opened(seg)
             seg.started_t = call.t
             queued, seg.queued = seg.queued, []
             for event in queued:
@@ -582,6 +587,9 @@ class SessionEngine:
             seg.phase -= crossed
             reminder: LastReminder = {"lap": seg.laps, "call": call.index, "at": _iso(call.t)}
             seg.restart.mark_reminder(call.index)
+            last = seg.restart.last_call
+            if last is not None and call.index <= last:  # a late revision of a call whose line is written
+                self._count_compact(call)
             self.last_reminder = reminder
             self.reminders.append({"segment": seg.index, **reminder})
             if self.full_events:  # the replay contract: after the call's own line
@@ -595,7 +603,9 @@ class SessionEngine:
         self._emit_pending()
         self._archive("compact", t)
         meta = cast("dict[str, Any]", e.get("compactMetadata") if isinstance(e.get("compactMetadata"), dict) else {})
+        closing = self._seg
         self._seg = _Segment(index=self._seg.index + 1)
+        self._seg.compacted_from = compacted_from(closing.floor, closing.calls[-1].stock if closing.calls else None, meta)
         self._tool_uses.clear()
         self._branch.restart(e.get("uuid"), _kept_verbatim(meta))
         reset = {"event": "reset", "segment": self._seg.index, "at": _iso(t), "call": len(self._calls),
@@ -698,6 +708,14 @@ class SessionEngine:
     def _count_restart(self, call: _Call) -> None:
         """Feed the call, as its replay line shows it, to the segment's restart counterfactual (section 14)."""
         self._seg.restart.add_call(*self._restart_row(call))
+        self._count_compact(call)
+
+    def _count_compact(self, call: _Call) -> None:
+        """A /compact after the segment's first reminder's call, once that call's line is written (section 14)."""
+        if call.index == self._seg.restart.first_reminder:
+            compact = self._moves().compact_at(call)
+            if compact is not None:
+                self._seg.restart.mark_compact(call.index, *compact)
 
     def _restart_pending(self) -> tuple[int, float, float, int, float] | None:
         """The latest call while its line waits for revisions: counted as it stands, not added."""
@@ -705,6 +723,22 @@ class SessionEngine:
         if call is None or call.segment != self._seg.index:
             return None
         return self._restart_row(call)
+
+    def _compact_pending(self) -> tuple[float, float] | None:
+        """A /compact after the latest call while its line waits, when that call raised the first reminder."""
+        call = self._pending_line
+        if call is None or call.segment != self._seg.index or call.index != self._seg.restart.first_reminder:
+            return None
+        return self._moves().compact_at(call)
+
+    def _moves(self) -> SegmentMoves:
+        """The open segment's three moves, priced (section 15)."""
+        return SegmentMoves(self._seg, self.prices, self.config.advice, self._p_w_is_1h())
+
+    def _p_w_is_1h(self) -> bool:
+        seg = self._seg
+        cw5, cw1h = seg.mix.writes(seg.model)
+        return cw1h > cw5
 
     def restart_estimate(self, calls_ahead: float,
                          snapshot: Snapshot | dict[str, Any] | None = None) -> dict[str, float | None] | None:
@@ -810,7 +844,8 @@ class SessionEngine:
             "skeleton": skeleton,
             "reminder": self.last_reminder,
             "rewinds": len(self.rewinds),
-            "restart_savings": seg.restart.figures(self._restart_pending()).as_dict(),
+            "restart_savings": seg.restart.figures(self._restart_pending(), self._compact_pending()).as_dict(),
+            "advice": self._moves().advice(last, b_def, g),
             "spend": {"bill_in_usd": seg.bill_in, "bill_out_usd": seg.bill_out},
             "window": {"tokens": stock, "limit": limit, "pct": 100.0 * stock / limit if limit else None},
             "cache": {"ttl_s": ttl, "expires_at": _iso(seg.last_t + ttl) if seg.last_t is not None else None,

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from service.api.reads import ServiceView
     from service.client.payloads import Snapshot
 
-SESSION_FIELDS = ("session_id", "lamp", "dhat", "x", "xSweet", "bill_cycle_usd", "laps", "calls", "turns", "segment")
+SESSION_FIELDS = ("session_id", "lamp", "dhat", "x", "xSweet", "bill_cycle_usd", "laps", "calls", "turns", "segment",
+                  "advice", "cache")
 
 
 def answer(service: ServiceView, body: dict[str, Any]) -> dict[str, Any]:

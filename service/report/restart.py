@@ -18,7 +18,7 @@ from math import fsum
 from pathlib import Path
 from typing import Any
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: a segment keeps its rent and reminders
 LABEL = "estimated"
 DEFINITION = ("per segment: a restart after call k with a handoff of B_default(k) saves "
               "(totalStock(k) - B_default(k)) x the cache-read price of each later call, less "
@@ -50,18 +50,23 @@ def block(segments: Iterable[dict], live: Iterable[dict], since: str | None, unt
     for s in live:
         rows[(s.get("session_id"), s.get("segment"))] = (day_of(s.get("updated_at")), s)
     first: list[float] = []
+    compact_first: list[float] = []
     best: list[float] = []
     missed: list[float] = []
-    counted = reminded = missed_n = 0
+    rent: list[float] = []
+    counted = reminded = missed_n = laps = 0
     for _key, (day, row) in sorted(rows.items(), key=lambda kv: str(kv[0])):
         fig = figures_of(row)
         if fig is None or day is None or (since and day < since) or (until and day > until):
             continue
         counted += 1
+        rent.append(float(row.get("rent_usd", row.get("bill_cycle_usd")) or 0.0))  # a profile's, a snapshot's
+        laps += int(row.get("laps") or 0)
         best.append(float(fig.get("best_usd") or 0.0))
         if fig.get("first_reminder_call") is not None:
             reminded += 1
             first.append(float(fig.get("first_reminder_usd") or 0.0))
+            compact_first.append(float(fig.get("compact_first_reminder_usd") or 0.0))
         elif (fig.get("best_usd") or 0.0) > 0:
             missed_n += 1
             missed.append(float(fig["best_usd"]))
@@ -69,11 +74,14 @@ def block(segments: Iterable[dict], live: Iterable[dict], since: str | None, unt
     return {
         "label": LABEL,
         "first_reminder_usd": round(fsum(first), 9),
+        "compact_first_reminder_usd": round(fsum(compact_first), 9),
         "best_single_usd": round(fsum(best), 9),
         "missed_usd": round(fsum(missed), 9),
         "segments": counted,
         "segments_with_reminders": reminded,
         "missed_segments": missed_n,
+        "rent_usd": round(fsum(rent), 9),  # rent on dead weight over the same segments
+        "reminders": laps,
         "capture": round(fsum(first) / best_with_reminders, 6) if best_with_reminders > 0 else None,
         "definition": DEFINITION,
     }
@@ -85,6 +93,23 @@ def median_calls_after_reminder(segments: Iterable[dict]) -> float | None:
             if f is not None and f.get("first_reminder_call") is not None
             and isinstance(f.get("calls_after_reminder"), int)]
     return float(statistics.median(runs)) if runs else None
+
+
+def advice_basis(segments: Iterable[dict]) -> tuple[Any, dict]:
+    """What the priced moves assume, from this user's archived segments (docs/measurement.md 15):
+    the horizon is the median run after a first reminder, the compaction's summary the median share its
+    real compactions kept. (AdviceBasis, {"horizon": "history"|"default", "compact_keep": ...})."""
+    from service.engine.advice import AdviceBasis
+
+    rows = list(segments)
+    horizon = median_calls_after_reminder(rows)
+    keeps = [float(k) for k in ((figures_of(p) or {}).get("compaction_keep") for p in rows)
+             if isinstance(k, (int, float)) and not isinstance(k, bool)]
+    default = AdviceBasis()
+    basis = AdviceBasis(horizon_calls=max(1.0, horizon) if horizon is not None else default.horizon_calls,
+                        compact_keep=float(statistics.median(keeps)) if keeps else default.compact_keep).bounded()
+    return basis, {"horizon": "history" if horizon is not None else "default",
+                   "compact_keep": "history" if keeps else "default"}
 
 
 # ---- the report's own replay of the transcripts ---------------------------------------------------
@@ -188,7 +213,7 @@ def _replay_one(job: tuple[str, Any, int | None]) -> tuple[str, list[dict]]:
         return path, []
 
 
-KEPT = ("session_id", "segment", "started_at", "ended_at", "end_reason", "restart_savings")
+KEPT = ("session_id", "segment", "started_at", "ended_at", "end_reason", "restart_savings", "rent_usd", "laps")
 
 
 def _modified_before(path: str, since: str | None) -> bool:

@@ -125,6 +125,7 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
     for path, fr in zip(paths, files):
         tally.add(path, fr)
     spend = tally.spend()
+    spend["days"] = tally.day_tokens()
     covered = unwritten.cost_state_rows(files, tally, period.__contains__)
     cs_rows, cost_state_diff = _cost_state_comparison(covered, tally)
     events = period_events(files, external, period)
@@ -141,10 +142,10 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
     billed = billed_block(spend, booked, guessed, since, until)
     return {
         "period": {"since": since, "until": until, "timezone": getattr(local_day, "name", UTC_NAME)},
+        "spend": _spend_section(spend, booked, guessed, billed),  # first: what a user looks for in --json
         "edit": edit,
         "pinch": pinch,
         "retrieval": retrieval,
-        "spend": _spend_section(spend, booked, guessed, billed),
         "data_quality": _data_quality(spend, tally, files, cs_rows, cost_state_diff, remaining, explained,
                                       ledger_stats or {}),
     }
@@ -193,6 +194,7 @@ def _spend_section(spend: dict, booked: dict, guessed: dict, billed: dict) -> di
         "subagents_usd": _r(spend["subagents_usd"]), "calls": spend["calls"],
         "by_model": {k: _r(v) for k, v in spend["by_model"].items()},
         "by_day": {k: _r(v) for k, v in spend["by_day"].items()},
+        "days": spend["days"],  # per day: models and token columns (the text report's daily table)
         "by_project": {k: _r(v) for k, v in spend["by_project"].items()},
         "by_session": {k: {**v, "usd": _r(v["usd"]), "subagents_usd": _r(v["subagents_usd"])}
                        for k, v in spend["by_session"].items()},

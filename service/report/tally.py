@@ -201,6 +201,29 @@ class SpendTally:
         return {k: {"calls": g[0], "main_calls": g[1], "unpriced_calls": g[2], "main_usd": fsum(g[3]),
                     "subagents_usd": fsum(g[4]), "estimated_usd": fsum(g[5])} for k, g in sorted(groups.items())}
 
+    def day_tokens(self) -> dict[str, dict]:
+        """Per day (in the report's zone) of the period: the models used and the tokens of every kept call,
+        subagents and unpriced calls included, in the columns a ccusage user reads (input, output, cache
+        write, cache read). The text report's daily table; its cost column is the billed `by_day`."""
+        days: dict[str, dict] = {}
+        for _, _path, rec, _fr, _usd, _family in self.best.values():
+            ts = rec[TS]
+            if self.in_period is not None and not self.in_period(ts):
+                continue
+            day = self.day_of(ts) or "unknown"
+            d = days.get(day)
+            if d is None:
+                d = days[day] = {"models": set(), "input_tokens": 0, "output_tokens": 0,
+                                 "cache_write_tokens": 0, "cache_read_tokens": 0}
+            d["models"].add(rec[MODEL] or "(none)")
+            d["input_tokens"] += rec[IN]
+            d["output_tokens"] += rec[OUT]
+            d["cache_write_tokens"] += rec[CW5] + rec[CW1H]
+            d["cache_read_tokens"] += rec[CR]
+        return {day: {**d, "models": sorted(d["models"]),
+                      "total_tokens": d["input_tokens"] + d["output_tokens"] + d["cache_write_tokens"]
+                      + d["cache_read_tokens"]} for day, d in sorted(days.items())}
+
     def spend(self) -> dict:
         """Totals by model, day, project and session; money rounded by the caller."""
         session_project = self._session_projects()

@@ -177,7 +177,7 @@ def explain(row: dict, tally, prices: Callable, remaining_usd: float) -> dict:
            "claude_code_tokens_at_our_prices_usd": _r(at_ours) if not unpriced else None,
            "claude_code_usd": _r(row["total_usd"]), "prices_agree": prices_agree}
     if not theirs:
-        return {**out, "kind": "no_usage", "text": "its cost-state has no token counts: nothing to compare"}
+        return {**out, "kind": "no_usage", "text": "its own cost figure has no token counts: nothing to compare"}
     if abs(remaining_usd) < 1e-5:
         return {**out, "kind": "equal", "text": "equal: ctxlamp's figure plus the requests it did not write is what "
                                                 "Claude Code counted"}
@@ -188,7 +188,7 @@ def explain(row: dict, tally, prices: Callable, remaining_usd: float) -> dict:
                  len(ordered))
         since = tally.ts_of(ordered[k]) if k < len(ordered) else None
         return {**out, "kind": "fewer_calls", "covered_calls": len(ordered) - k, "from": since,
-                "text": f"its cost-state counts only the last {len(ordered) - k} of the {len(ordered)} calls before "
+                "text": f"its own cost figure counts only the last {len(ordered) - k} of the {len(ordered)} calls before "
                         f"it" + (f" (from {since} on)" if since else "") + ": its count restarted (after /clear, "
                         "or a new session in the same file), so the difference is calls, not prices"}
     if prices_agree or unpriced:

@@ -1,7 +1,7 @@
 """The status line's text, from plain facts (pure: no I/O; the clock is an argument).
 
 Facts: `session` (the service's compact view of the session: lamp, dhat, bill_cycle_usd,
-cache) or None, `service` ("up", "down", "busy"), `limits` (window -> {used_percentage,
+advice, cache) or None, `service` ("up", "down", "busy"), `limits` (window -> {used_percentage,
 resets_at epoch s}), `turn` (the last turn's share of the 5-hour window) or None,
 `cache_expires_at` (epoch s) and `context_pct`. A window's `runs_out_at` (epoch s, from the service)
 shows as "full 15:40" in place of its reset when the pace fills it first. The template picks and orders the parts:
@@ -11,8 +11,9 @@ parts are all empty is left out, the rest are joined with " · ".
 
 import time
 
-PARTS = ("lamp", "position", "rent", "limits", "turn", "cache", "context")
-DEFAULT_FORMAT = "{lamp} {position} | rent {rent} | {limits} | {turn} | {cache}"
+PARTS = ("lamp", "position", "advice", "rent", "limits", "turn", "cache", "context", "rewrite")
+DEFAULT_FORMAT = "{lamp} {position} | {advice} | rent {rent} | {limits} | {turn} | {cache}"
+MOVE_WORDS = {"compact": "/compact", "restart": "restart"}
 GLYPH = {"green": "●", "amber": "●", "red": "●", "white": "○", "grey": "◌"}
 _SGR = {"green": "32", "amber": "33", "red": "31", "white": "97", "grey": "90"}
 SEP = " · "
@@ -92,8 +93,26 @@ def position_part(f: dict, color: bool) -> str:
         if dhat >= 0:
             return f"{n} call{'s' if n != 1 else ''} to sweet spot"
         return f"{n} call{'s' if n != 1 else ''} past sweet spot"
-    words: dict[object, str] = {"warming": "warming up", "insufficient_data": "measuring", "no_transcript": "no transcript"}
+    words: dict[object, str] = {"warming": "warming up", "insufficient_data": "warming up", "no_transcript": "no transcript"}
     return words.get(state, "")
+
+
+def advice_part(f: dict, color: bool) -> str:
+    """The cheapest move and what it saves over the coming calls (docs/measurement.md 15); empty while going on
+    is cheapest and until the move saves its own price again (`pays_twice`)."""
+    advice = (f.get("session") or {}).get("advice")
+    if not isinstance(advice, dict) or advice.get("move") not in MOVE_WORDS or advice.get("pays_twice") is not True:
+        return ""
+    saves, ahead = advice.get("saves_usd"), advice.get("horizon_calls")
+    if not isinstance(saves, (int, float)) or not saves > 0 or not isinstance(ahead, (int, float)):
+        return ""
+    return f"{MOVE_WORDS[advice['move']]} saves ~{_usd(saves)}/{max(1, round(ahead))} calls"
+
+
+def rewrite_part(f: dict, color: bool) -> str:
+    """What switching model (or fast mode) now costs: the whole prompt written to the cache again."""
+    cold = ((f.get("session") or {}).get("cache") or {}).get("cold_rewrite_usd")
+    return f"switch re-writes {_usd(cold)}" if isinstance(cold, (int, float)) and cold > 0 else ""
 
 
 def rent_part(f: dict, color: bool) -> str:
@@ -144,6 +163,7 @@ def context_part(f: dict, color: bool) -> str:
 
 def parts(facts: dict, color: bool, now: float) -> dict[str, str]:
     return {"lamp": lamp_part(facts, color), "position": position_part(facts, color),
+            "advice": advice_part(facts, color), "rewrite": rewrite_part(facts, color),
             "rent": rent_part(facts, color), "limits": limits_part(facts, color, now),
             "turn": turn_part(facts, color), "cache": cache_part(facts, color, now),
             "context": context_part(facts, color)}

@@ -203,3 +203,25 @@ def test_service_report_bench_answers_from_a_running_service(tmp_path):
                          capture_output=True, text=True, timeout=110, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
     assert re.search(r"first \d+\.\d+ s \(service CPU \d+\.\d+ s\), again \d+\.\d+ s .*over \d+ segments", out.stdout)
+
+
+@pytest.mark.timeout(120)
+def test_advice_bench_judges_the_fixtures_and_prices_their_compactions():
+    """bench/advice.py on the repo's 2.1.328 fixtures: the long session's reminded segment against hindsight,
+    and each real compaction's request, predicted one call before, beside the fake API's log of it."""
+    proc = subprocess.run([PY, str(ROOT / "bench" / "advice.py"), "--json",
+                           str(ROOT / "tests" / "fixtures" / "claude-code-2.1.328")],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)["given"]
+    totals = got["totals"]
+    assert totals["with_reminder"] == 1 and totals["best_restart_usd"] > 0
+    assert totals["best_restart_usd"] >= totals["reminder_restart_usd"] > 0
+    assert totals["pays twice_capture"] == pytest.approx(totals["pays twice_usd"] / totals["best_any_usd"])
+    by = {c["transcript"].split("/")[0]: c for c in got["compactions"]}
+    # long-session: the compaction request logged 1,711 input, 31,725 written, 27 output tokens at Sonnet 4.5's
+    # $3 / $3.75 / $15 per MTok; predicted from the call before (32,968 tokens, floor 32,611): all written,
+    # and a summary of min(6 % of 32,968, 357) = 357 tokens as output
+    assert by["long-session"]["real_usd"] == pytest.approx((1711 * 3 + 31725 * 3.75 + 27 * 15) * 1e-6)
+    assert by["long-session"]["predicted_usd"] == pytest.approx((32968 * 3.75 + 357 * 15) * 1e-6)
+    assert set(by) == {"long-session", "subagent-and-compact"}

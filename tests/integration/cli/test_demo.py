@@ -33,18 +33,22 @@ def test_bundled_demo_data_is_what_make_demo_measures(tmp_path):
         assert fresh == bundled, f"resources/demo/{name} is stale: run resources/demo/make_demo.py"
 
 
-def test_the_demo_is_dated_to_end_when_it_plays(tmp_path):
-    """Played a month after it was made, the demo is still today's session: the Overview shows it."""
+def test_the_demo_is_dated_as_it_is_written(tmp_path):
+    """Each entry carries the time it was written, as Claude Code's do: a session played at 03:58 started at
+    03:58, and the cache is warm while calls arrive (not "expired" because the entries were dated earlier)."""
     def at(e: dict) -> datetime:
         return datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00"))
 
-    end = datetime(2031, 5, 6, 7, 8, 9, 123456, tzinfo=timezone.utc)
+    ticks = iter(datetime(2031, 5, 6, 7, 8, 9, tzinfo=timezone.utc) + timedelta(seconds=i // 3)
+                 for i in range(100_000))  # three entries a second, as the clock reads while it plays
     project = tmp_path / "project"
-    path = play(tmp_path / "claude", project, seconds_per_call=0, end=end)
+    path = play(tmp_path / "claude", project, seconds_per_call=0, clock=lambda: next(ticks))
     written = [json.loads(line) for line in path.read_text().splitlines()]
     made = generate(str(project))
-    assert len(written) == len(made) and at(written[-1]) == end.replace(microsecond=123000)
-    assert [at(b) - at(a) for a, b in zip(written, written[1:])] == [at(b) - at(a) for a, b in zip(made, made[1:])]
+    assert len(written) == len(made)
+    assert at(written[0]) == datetime(2031, 5, 6, 7, 8, 9, tzinfo=timezone.utc)
+    assert all(at(a) < at(b) for a, b in zip(written, written[1:]))  # the file's order is its time order
+    assert at(written[-1]) - at(written[0]) < timedelta(seconds=len(made) // 3 + 1)  # the clock's, not generate's
     assert [{**w, "timestamp": None} for w in written] == [{**m, "timestamp": None} for m in made]
     results = [w["toolUseResult"] for w in written if isinstance(w.get("toolUseResult"), dict)]
     created = [r for r in results if r.get("type") == "create"]
@@ -52,5 +56,6 @@ def test_the_demo_is_dated_to_end_when_it_plays(tmp_path):
 
     before = datetime.now(timezone.utc)
     path = play(tmp_path / "claude", project, seconds_per_call=0)
-    last = at(json.loads(path.read_text().splitlines()[-1]))
-    assert before - timedelta(seconds=1) <= last <= datetime.now(timezone.utc)
+    lines = path.read_text().splitlines()
+    first, last = at(json.loads(lines[0])), at(json.loads(lines[-1]))
+    assert before - timedelta(milliseconds=1) <= first <= last <= datetime.now(timezone.utc) + timedelta(seconds=1)

@@ -248,17 +248,36 @@ def test_engine_figures_against_brute_force_and_the_rent(steps, seed):
 
 # ---- the project's own long session, recomputed from `ctxlamp replay --jsonl` ---------------------------
 
+def compact_at_first_reminder(lines: list[dict], first: int | None) -> float:
+    """A /compact after the first reminder's call (measurement.md 15, the default basis: the summary 6 % of the
+    prompt, the request's prompt all written): later calls read S - C fewer tokens, less the compaction's price."""
+    for i, c in enumerate(lines):
+        if c["calls"] != first:
+            continue
+        (entry,) = [v for k, v in TABLE.items() if c["model"] == k or c["model"] in v.get("aliases", ())]
+        p_r, p_w5 = rates(c["model"], c["totalStock"])
+        s, f = c["totalStock"], c["floor"]
+        summary = min(0.06 * s, s - f)
+        price = s * p_w5 + summary * entry["output"] * M + (f + summary) * (p_w5 - p_r)
+        return (s - f - summary) * sum(rates(r["model"], r["totalStock"])[0] for r in lines[i + 1:]) - price
+    return 0.0
+
+
 def recomputed(events: list[dict]) -> dict[int, dict]:
     """Each segment's figures from the replay's call lines and reminder lines alone, by brute force."""
     rows: dict[int, list[tuple]] = {}
+    lines: dict[int, list[dict]] = {}
     first: dict[int, int] = {}
     for e in events:
         if e["event"] == "call":
             rows.setdefault(e["segment"], []).append(
                 (e["calls"], *rates(e["model"], e["totalStock"]), e["totalStock"], e["B_default"]))
+            lines.setdefault(e["segment"], []).append(e)
         elif e["event"] == "reminder":
             first.setdefault(e["segment"], e["call"])
-    return {seg: {**brute_force(r, first.get(seg)), "first_reminder_call": first.get(seg)} for seg, r in rows.items()}
+    return {seg: {**brute_force(r, first.get(seg)), "first_reminder_call": first.get(seg),
+                  "compact_first_reminder_usd": compact_at_first_reminder(lines[seg], first.get(seg))}
+            for seg, r in rows.items()}
 
 
 @pytest.mark.parametrize("scenario", ["long-session", "model-switch"])
@@ -277,6 +296,8 @@ def test_the_fixture_figures_from_replay_lines_and_in_the_report(scenario, tmp_p
         assert got["best_call"] == w["best_call"]
         assert got["best_usd"] == pytest.approx(w["best_usd"], rel=1e-12, abs=1e-15)
         assert got["first_reminder_usd"] == pytest.approx(w["first_reminder_usd"], rel=1e-12, abs=1e-15)
+        assert got["compact_first_reminder_usd"] == pytest.approx(w["compact_first_reminder_usd"], rel=1e-9,
+                                                                  abs=1e-15)
     if scenario == "long-session":  # the lamp's advice, and a better restart it did not name
         reminded = [w for w in want.values() if w["first_reminder_call"] is not None]
         assert reminded and all(0 < w["first_reminder_usd"] < w["best_usd"] for w in reminded)
@@ -294,8 +315,15 @@ def test_the_fixture_figures_from_replay_lines_and_in_the_report(scenario, tmp_p
     assert block["segments"] == len(want)
     assert block["segments_with_reminders"] == len(with_reminder)
     assert block["first_reminder_usd"] == pytest.approx(sum(w["first_reminder_usd"] for w in with_reminder), abs=1e-9)
+    assert block["compact_first_reminder_usd"] == pytest.approx(
+        sum(w["compact_first_reminder_usd"] for w in with_reminder), abs=1e-9)
+    if scenario == "long-session":  # a compaction there would have cost more than it saved
+        assert block["compact_first_reminder_usd"] < 0
     assert block["best_single_usd"] == pytest.approx(sum(w["best_usd"] for w in want.values()), abs=1e-9)
     assert block["missed_usd"] == pytest.approx(sum(missed), abs=1e-9)
+    # the rent on dead weight and the reminders of the same segments, as the replay's profiles book them
+    assert block["rent_usd"] == pytest.approx(sum(p["rent_usd"] for p in events[-1]["segments"]), abs=1e-9)
+    assert block["reminders"] == sum(p["laps"] for p in events[-1]["segments"])
 
 
 def test_the_overview_sums_the_demo_segments_and_says_so():

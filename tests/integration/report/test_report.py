@@ -187,7 +187,7 @@ def test_csv_parses_and_matches_json(env):
 
 def test_text_output(env):
     out = report(env).stdout
-    assert "Retrieval (estimated)" in out and "Edits (measured)" in out
+    assert "Search (estimated)" in out and "Edits (measured)" in out and "Trimming (measured)" in out
 
 
 def test_warm_run_reuses_the_cache_and_sees_appended_lines(env, tmp_path, claude_dir):

@@ -197,7 +197,7 @@ def test_tooltip_carries_state_position_rent_and_cache():
     text = tooltip_text(SNAP, now)
     assert "amber" in text and "2.50" in text and "2.00" in text
     assert "8 calls past the sweet spot" in text
-    assert "$1.23" in text and "$0.90/h" in text
+    assert "$1.23" in text and "$0.90 per hour" in text and "burn" not in text  # the glossary's "rent per hour"
     assert "cache warm until" in text and "$0.45" in text
     assert "cache expired" in tooltip_text(SNAP, now + 600)
 

@@ -74,8 +74,10 @@ def test_encode_len_survives_lone_surrogates_from_json(loaded):
     assert ts.encode_len(text) > 0
 
 
+# Code points this Python's Unicode tables leave unassigned (Cn) are left out: tiktoken's regex reads
+# newer tables, so one may be a letter there and nothing here (U+13440 is 5 tokens against 6).
 @settings(max_examples=200, deadline=None)
-@given(st.text(max_size=200))
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cn",)), max_size=200))
 def test_encode_len_agrees_with_an_independent_implementation(loaded, text):
     try:
         text.encode("utf-8")

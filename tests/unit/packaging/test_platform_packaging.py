@@ -72,7 +72,7 @@ def test_make_dist_says_where_the_program_is():
     assert targets.built_executable("win32", "dist") == "dist\\ctxlamp\\ctxlamp.exe"
     assert targets.built_executable("darwin", "dist") == "dist/ctxlamp.app/Contents/MacOS/ctxlamp"
     makefile = (ROOT / "Makefile").read_text()
-    assert "dist: $(STAMP)" in makefile and "packaging/ctxlamp.spec" in makefile
+    assert "dist: $(RUN_STAMP)" in makefile and "packaging/ctxlamp.spec" in makefile
 
 
 @pytest.mark.parametrize("system", ["linux", "darwin", "win32"])

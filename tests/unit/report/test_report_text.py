@@ -1,4 +1,4 @@
-"""The text report's restart lines read as English for one segment and for many."""
+"""The text report's restart lines read as English for one stretch of work and for many."""
 from __future__ import annotations
 
 from service.cli.report import restart_lines
@@ -11,8 +11,9 @@ def _block(segments: int, missed: int) -> dict:
 
 def test_restart_lines_count_segments_in_the_singular_and_the_plural():
     one = "\n".join(restart_lines(_block(1, 0)))
-    assert "best single restart $0.87 over 1 segment\n" in one and "in 0 segments" in one
+    assert "$0.87 with the best single restart, over 1 stretch of work\n" in one
+    assert "in 0 stretches of work" in one
     many = "\n".join(restart_lines(_block(3, 1)))
-    assert "over 3 segments\n" in many and many.endswith("in 1 segment")
-    assert "the lamp's advice got 42% of the best" in many
+    assert "over 3 stretches of work\n" in many and many.endswith("in 1 stretch of work")
+    assert "following the lamp got 42% of the best" in many
     assert restart_lines(None) == []

@@ -1,0 +1,111 @@
+"""The user-facing words of the command line (docs/glossary.md): the lamp's advice per state.
+
+The engine's identifiers (`critical`, `xSweet`, `laps`, segment numbers, session ids) stay in
+`--json` and the API; what a terminal prints says the glossary's words, the window's.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import PurePath
+
+# lamp.state -> what the lamp advises (the window's words)
+STATE_WORDS = {
+    "no_transcript": "no transcript",
+    "insufficient_data": "warming up",
+    "warming": "warming up",
+    "good": "good",
+    "warning": "past the sweet spot",
+    "critical": "restart pays",
+}
+COLOURS = ("white", "green", "amber", "red")
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def colour_of(snapshot: dict) -> str:
+    colour = str((snapshot.get("lamp") or {}).get("colour") or "white").lower()
+    return colour if colour in COLOURS else "white"
+
+
+def advice(snapshot: dict) -> str:
+    state = str((snapshot.get("lamp") or {}).get("state") or "no_transcript")
+    return STATE_WORDS.get(state, state)
+
+
+def position(snapshot: dict, plural=plural) -> str:
+    """Whole calls to or past the sweet spot (the window's and the tooltip's count); `plural` formats the
+    count (the window passes its own, with thousands separators)."""
+    dhat = snapshot.get("dhat")
+    if dhat is None:
+        return "no sweet spot yet"
+    d = float(dhat)
+    return (f"{plural(math.ceil(d), 'call')} to the sweet spot" if d >= 0
+            else f"{plural(math.ceil(-d), 'call')} past the sweet spot")
+
+
+def project_name(snapshot: dict) -> str:
+    """A session as a user knows it: its project folder (the session id stays in --json)."""
+    project = str(snapshot.get("project") or "")
+    return PurePath(project).name or project or "(no project folder)"
+
+
+def usd(v) -> str:
+    if v is None:
+        return "-"
+    v = float(v)
+    return f"${v:,.2f}" if abs(v) >= 1 else f"${v:.3f}" if abs(v) >= 0.01 else f"${v:.4f}"
+
+
+MOVE_NOW = {"compact": "/compact now", "restart": "A restart now"}
+MOVE_ALSO = {"compact": "/compact", "restart": "a restart"}
+
+
+def move_sentence(snapshot: dict | None, usd=usd, plural=plural) -> str:
+    """The cheapest move and its saving in one line (docs/measurement.md 15), the other move's saving after it:
+    "/compact now saves about $0.40 over the next 30 calls; a restart about $0.55 (estimate)." Empty while
+    going on is cheapest, and until the move saves its own price again (`pays_twice`): a move that only
+    breaks even over the coming calls lost more often than it saved (bench/advice.py)."""
+    advice = (snapshot or {}).get("advice")
+    if not isinstance(advice, dict) or advice.get("move") not in MOVE_NOW or advice.get("pays_twice") is not True:
+        return ""
+    try:
+        ahead = max(1, round(float(advice["horizon_calls"])))
+        keep_going = float(advice["continue_usd"])
+        saves = {m: keep_going - float(advice[f"{m}_usd"]) for m in MOVE_NOW}
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return ""
+    move = advice["move"]
+    if not saves[move] > 0:
+        return ""
+    text = f"{MOVE_NOW[move]} saves about {usd(saves[move])} over the next {plural(ahead, 'call')}"
+    other = "restart" if move == "compact" else "compact"
+    if saves[other] > 0:
+        text += f"; {MOVE_ALSO[other]} about {usd(saves[other])}"
+    return text + " (estimate)."
+
+
+def saving_line(reminder: dict, snapshot: dict | None = None, usd=usd, plural=plural) -> str:
+    """What changing course now saves, as briefly as the figures allow: the priced moves once one pays twice,
+    else a restart's estimate over the calls this user's sessions usually run after a reminder, else its
+    payback, else the rent paid (a notice's second line, in the tray and the terminal alike; the window
+    passes its own money and count formats)."""
+    move = move_sentence(snapshot, usd=usd, plural=plural)
+    if move:
+        return move
+    estimate = reminder.get("restart_now") or (snapshot or {}).get("restart_now")
+    if isinstance(estimate, dict) and estimate.get("calls_ahead") is not None and estimate.get("saving_usd") is not None:
+        ahead = plural(max(0, round(float(estimate["calls_ahead"]))), "more call")
+        saving = float(estimate["saving_usd"])
+        if saving > 0:
+            return f"Saves about {usd(saving)} if the session runs {ahead} (estimate)."
+        return f"Over {ahead} a restart would not earn its rebuild back (estimate)."
+    restart = reminder.get("restart_usd")
+    pp = reminder.get("payback_calls", (snapshot or {}).get("pp"))
+    if restart is not None and pp is not None:
+        return (f"A restart costs {usd(restart)} and pays for itself after "
+                f"{plural(max(1, math.ceil(float(pp))), 'call')}.")
+    if pp is not None:
+        return f"A restart pays for itself after {plural(max(1, math.ceil(float(pp))), 'call')}."
+    return f"Rent paid on dead weight so far: {usd(reminder.get('rent_usd', (snapshot or {}).get('bill_cycle_usd')))}."

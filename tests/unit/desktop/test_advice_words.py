@@ -1,0 +1,80 @@
+"""The lamp says the cheapest move and its saving in one line: tooltip, notice and status line, from the
+engine's own snapshots of the project's long session (docs/measurement.md section 15)."""
+from __future__ import annotations
+
+from desktop.present import fmt
+from desktop.present import advice as vm
+from service.engine_setup.engines import new_engine
+from service.statusline import line
+from service.limits.serve import SESSION_FIELDS
+from tests.support.corpus import scenario_session
+from tests.support.engine_runs import PRICES, calls_of
+
+
+def _lines() -> list[dict]:
+    eng = new_engine("/tmp/long.jsonl", PRICES)
+    for raw in scenario_session("long-session").read_bytes().splitlines():
+        eng.feed_line(raw)
+    eng.finish()
+    return calls_of(eng.drain_events())
+
+
+LINES = _lines()
+FRESH = LINES[0]
+LATE = LINES[-1]  # past the session's reminders: a restart is cheapest over the next 30 calls
+
+
+def test_the_tooltip_names_the_move_its_saving_and_the_other_moves():
+    advice = LATE["advice"]
+    assert advice["move"] == "restart"
+    text = vm.tooltip_text(LATE, now=0.0)
+    restart = advice["continue_usd"] - advice["restart_usd"]
+    compact = advice["continue_usd"] - advice["compact_usd"]
+    want = f"A restart now saves about {fmt.usd(restart)} over the next 30 calls"
+    if compact > 0:
+        want += f"; /compact about {fmt.usd(compact)}"
+    assert want + " (estimate)." in text.splitlines()
+
+
+def test_a_fresh_segment_says_no_move_and_a_warm_cache_prices_a_model_switch():
+    assert FRESH["advice"]["move"] == "continue"
+    assert vm.move_sentence(FRESH) == ""
+    text = vm.tooltip_text(FRESH, now=0.0)  # the fixture's cache is warm at t=0 (its expiry is in 2026)
+    assert "saves about" not in text
+    assert f"switching model now re-writes {fmt.usd(FRESH['cache']['cold_rewrite_usd'])}" in text.splitlines()
+
+
+def test_the_notice_says_the_move_and_its_saving_on_its_second_line():
+    reminder = {"lap": 1, "restart_usd": 0.2, "rent_usd": 0.3, "payback_calls": 4.0}
+    notice = vm.notice_text({"kind": "rent", "reminder": reminder}, LATE)
+    do, saves = notice.body.splitlines()
+    assert saves == vm.move_sentence(LATE) and saves.startswith("A restart now saves about $")
+    quiet = vm.notice_text({"kind": "rent", "reminder": reminder}, FRESH)  # no move pays yet: the payback
+    assert quiet.body.splitlines()[1] == "A restart costs $0.20 and pays for itself after 4 calls."
+
+
+def test_an_advice_from_the_wire_that_does_not_add_up_says_nothing():
+    broken = {"advice": {"move": "compact", "horizon_calls": "many", "continue_usd": 1.0, "compact_usd": 0.5,
+                         "restart_usd": 0.9}}
+    assert vm.move_sentence(broken) == ""
+    assert vm.move_sentence({"advice": {**LATE["advice"], "move": "<b>restart</b>"}}) == ""
+
+
+
+def test_a_move_that_only_breaks_even_is_not_said_yet():
+    """Following the advice at break-even lost more often than it saved (bench/advice.py): the words wait
+    until the move saves its own price again."""
+    early = {**LATE, "advice": {**LATE["advice"], "pays_twice": False}}
+    assert vm.move_sentence(early) == ""
+    session = {k: early.get(k) for k in SESSION_FIELDS}
+    assert "saves" not in line.render({"session": session, "service": "up"}, color=False, now=0.0)
+
+
+def test_the_status_line_says_the_move_and_a_switchs_price():
+    session = {k: LATE.get(k) for k in SESSION_FIELDS}  # what the service's answer carries
+    got = line.render({"session": session, "service": "up"}, color=False, now=0.0)
+    assert f"restart saves ~{line._usd(LATE['advice']['saves_usd'])}/30 calls" in got.split(line.SEP)
+    got = line.render({"session": session, "service": "up"}, "{rewrite}", color=False, now=0.0)
+    assert got == f"switch re-writes {line._usd(LATE['cache']['cold_rewrite_usd'])}"
+    fresh = {k: FRESH.get(k) for k in SESSION_FIELDS}
+    assert "saves" not in line.render({"session": fresh, "service": "up"}, color=False, now=0.0)
