@@ -179,8 +179,8 @@ class SessionEngine:
                  path_exists: Callable[[str], bool] | None = None, full_events: bool = True,
                  call_rows: bool = True, restart_only: bool = False) -> None:
         self.transcript = transcript
-        # True: a segment's profile keeps only what its restart figures need (the report's replay keeps
-        # nothing else), so closing a segment or the replay takes no snapshot: the same figures
+        # True: a segment's profile keeps only what the report's replay keeps (its restart figures, rent and
+        # laps), so closing a segment or the replay takes no snapshot: the same figures
         self.restart_only = restart_only
         self.full_events = full_events  # False: call events carry the series row only (the service's replay)
         # False: no snapshot, series row or call event per call, only the segment profiles and the end
@@ -910,7 +910,8 @@ class SessionEngine:
         ended = t if t is not None else seg.last_t
         if self.restart_only:
             lean = {"session_id": self._session_id(), "segment": seg.index, "started_at": _iso(seg.started_t),
-                    "ended_at": _iso(ended), "end_reason": reason, "restart_savings": seg.restart.figures().as_dict()}
+                    "ended_at": _iso(ended), "end_reason": reason, "restart_savings": seg.restart.figures().as_dict(),
+                    "rent_usd": seg.bill_cycle, "laps": seg.laps}
             self.profiles.append(lean)
             return lean
         snap = self.snapshot()
