@@ -48,7 +48,12 @@ def write_private(path: Path, data: bytes, *, durable: bool = True) -> None:
     """
     make_private_dirs(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.unlink(tmp)  # a leftover of a crashed writer with our pid, or a link somebody planted there
+    except FileNotFoundError:
+        pass
+    # created afresh, never through a link: the name is ours alone until the rename
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

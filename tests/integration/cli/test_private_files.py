@@ -132,3 +132,21 @@ def test_the_service_started_first_makes_private_folders_and_log(tmp_path):
     assert mode(home / "service.log") == 0o600
     assert all(mode(p) == 0o600 for p in home.iterdir() if p.is_file()), \
         {p.name: oct(mode(p)) for p in home.iterdir() if p.is_file()}
+
+
+def test_a_link_planted_at_the_temporary_name_is_not_written_through(tmp_path):
+    """write_private's temporary name is predictable (`.name.<pid>.tmp`): a link waiting there is removed
+    and the file is created afresh, so the link's target keeps its bytes and mode."""
+    import os
+
+    from service.client.privdir import write_private
+
+    target = tmp_path / "victim.txt"
+    target.write_text("theirs")
+    target.chmod(0o644)
+    path = tmp_path / "data" / "api.json"
+    path.parent.mkdir(mode=0o700)
+    (path.parent / f".{path.name}.{os.getpid()}.tmp").symlink_to(target)
+    write_private(path, b"ours")
+    assert path.read_bytes() == b"ours" and not path.is_symlink()
+    assert target.read_text() == "theirs" and (target.stat().st_mode & 0o777) == 0o644
