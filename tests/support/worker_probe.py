@@ -63,3 +63,13 @@ def killed_on_the_biggest(tf: Any) -> Any:
         return _real_scan_one(tf)
     os.kill(os.getpid(), signal.SIGKILL)
     return None
+
+
+def importable_in_workers(monkeypatch) -> None:
+    """Spawned workers start with `-P` (never the folder they were started from on their path), so a
+    probe of tests/support reaches them only with the checkout on PYTHONPATH."""
+    import os
+
+    from tests.support.corpus import ROOT
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))

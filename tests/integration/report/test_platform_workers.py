@@ -15,11 +15,10 @@ from tests.support.procs import children_of, no_children_left
 
 @pytest.fixture(autouse=True)
 def probes_importable(monkeypatch):
-    """The jobs here are the probes of tests/support: spawned workers start with `-P` (never the
-    folder they were started from on their path), so the checkout is put on PYTHONPATH for them."""
-    from tests.support.corpus import ROOT
+    """The jobs here are the probes of tests/support, which spawned workers must be able to import."""
+    from tests.support.worker_probe import importable_in_workers
 
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    importable_in_workers(monkeypatch)
 
 
 @pytest.mark.parametrize("platform, has_fork, frozen, method", [

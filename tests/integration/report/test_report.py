@@ -294,6 +294,7 @@ def test_a_scan_worker_that_dies_is_a_clear_error_and_leaves_no_process(env, mon
     monkeypatch.setattr(forked, "SPAWN_MIN_BYTES", 0)  # spawned ones too (no fork)
     from tests.support import worker_probe  # module-level, so spawned workers (no fork) can run it too
 
+    worker_probe.importable_in_workers(monkeypatch)
     monkeypatch.setattr(scan, "_scan_one", worker_probe.killed_on_the_biggest)
     before = children_of(os.getpid())
     assert main(["report", "--json", "--no-service"]) == 1
