@@ -40,6 +40,7 @@ from service.engine.lines import DEFAULT_MAX_LINE, LineSplitter
 from service.ingest.transcript_file import Skipped
 from service.report.restart import MALFORMED
 
+SHARED_ENCODER_MIN_BYTES = 64 * 1024 * 1024  # unscanned history from which the workers share one encoder
 CACHE_VERSION = f"7/{__version__}"  # bump the number when a meter's output changes
 
 
@@ -523,9 +524,12 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
         pool_min_bytes = forked.min_bytes(forked.POOL_MIN_BYTES)  # spawned workers cost more to start
     if workers > 1 and len(todo) > 1 and total_bytes >= pool_min_bytes and forked.available():
         # the scan's workers never count tokens: the parent counts the edits in collect, with a tokenizer it
-        # loads while they scan. The replay's workers do count: forked, they share the encoder built here once
-        # (built in each, it cost as much CPU again per worker, and its memory twice).
-        if replay is not None and replay[1] and forked.start_method() == "fork":
+        # loads while they scan. The replay's workers do count: over a big history each needs tiktoken's
+        # encoder, so forked ones share one built here (built in each, it cost as much CPU again per worker,
+        # and its memory twice); over a small one they may never need it, and building it first would make
+        # them wait 0.3 s before they start.
+        if (replay is not None and replay[1] and forked.start_method() == "fork"
+                and total_bytes >= SHARED_ENCODER_MIN_BYTES):
             from service.engine_setup.tokenizer import load_o200k
 
             load_o200k()
