@@ -22,7 +22,8 @@ before each real compaction beside what that request cost: the fake API's log (`
 `projects/` folder: the requests the transcript does not hold), priced at the bundled rates. (The
 compacted prompt's first write is a call the transcript holds; it is not in either figure.)
 
-    python bench/advice.py                   # the repo's fixtures, the demo, and ../shared fixtures when present
+    python bench/advice.py                   # the repo's fixtures and the demo
+    python bench/advice.py --extra DIR       # and the transcripts under DIR, as a corpus of their own
     python bench/advice.py --json            # the figures as JSON
     python bench/advice.py PATH...           # these transcripts or folders
 """
@@ -206,19 +207,17 @@ def transcripts(paths: list[Path]) -> list[tuple[str, Path, Path | None]]:
     return out
 
 
-def corpus(tmp: Path) -> dict[str, list[Path]]:
-    """The default corpora: the repo's fixtures (2.1.328), the demo's sessions, ../shared when present."""
+def corpus(tmp: Path, extra: list[Path]) -> dict[str, list[Path]]:
+    """The default corpora: the repo's fixtures (2.1.328) and the demo's sessions; each `extra` folder
+    (e.g. third-party transcripts) is one more corpus, named by the folder."""
     sys.path.insert(0, str(ROOT / "resources" / "demo"))
     from make_demo import write_sessions  # type: ignore[import-not-found]
 
     demo = tmp / "demo"
     write_sessions(demo)
     groups = {"fixtures (2.1.328)": [ROOT / "tests" / "fixtures" / "claude-code-2.1.328"], "demo": [demo]}
-    shared = ROOT.parent / "shared" / "fixtures"
-    if (shared / "claude-code-2.1.328").is_dir():
-        groups["shared 2.1.328"] = [shared / "claude-code-2.1.328"]
-    if (shared / "real").is_dir():
-        groups["shared real"] = [shared / "real"]
+    for folder in extra:
+        groups[f"{folder.parent.name}/{folder.name}"] = [folder]
     return groups
 
 
@@ -314,9 +313,11 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="*", type=Path)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--extra", action="append", type=Path, default=[], metavar="DIR",
+                    help="one more corpus beside the defaults (repeatable)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        groups = {"given": args.paths} if args.paths else corpus(Path(tmp))
+        groups = {"given": args.paths} if args.paths else corpus(Path(tmp), args.extra)
         results = {name: measure(paths) for name, paths in groups.items()}
     if args.json:
         print(json.dumps(results, indent=1))
