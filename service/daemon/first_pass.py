@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,12 +127,19 @@ def plan(files: list[scan.TranscriptFile], cache: scan.ScanCache, history: set[s
     return Plan([(tf, wanted) for tf, wanted, _ in jobs], fps, sum(j[2] for j in jobs))
 
 
+Recorded = tuple[str, "HistoryRead | None", "str | None"]  # (path, what the history keeps, or why it was skipped)
+BATCH_FILES = 64   # the history's files written together (one transaction, one statement per table)...
+BATCH_S = 0.25     # ...or fewer, once the first of them waited this long
+
+
 def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engine_cfg: Any, store_prompts: bool,
-        on_history: Callable[[str, HistoryRead | None, str | None], None],
+        on_history: Callable[[list[Recorded]], None],
         should_stop: Callable[[], bool] = lambda: False, workers: int | None = None,
-        method: str | None = None) -> bool:
+        method: str | None = None, batch_files: int = BATCH_FILES, batch_s: float = BATCH_S) -> bool:
     """Read the planned files; each result goes into `cache` (the report's) and, for the history's files,
-    to `on_history(path, read, why skipped)`. False when `should_stop` stopped it first."""
+    to `on_history([(path, read, why skipped), ...])`, in batches of up to `batch_files` files or `batch_s`
+    seconds (writing each file on its own cost the service's thread more than the workers' reading).
+    Every file read is handed on before returning, also when `should_stop` stopped it first (then False)."""
     from service.channels.edit import settle_tokens
     from service.report import forked
 
@@ -143,8 +151,16 @@ def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engin
             method = "serial"
 
     history_paths = {tf.path for tf, wanted in plan_.jobs if wanted}
+    batch: list[Recorded] = []
+    since = 0.0
+
+    def hand_on() -> None:
+        if batch:
+            on_history(batch[:])
+            batch.clear()
 
     def collect(item: Item) -> None:
+        nonlocal since
         path, result, new_sizes, read = item
         if isinstance(result, dict):
             settle_tokens(result["events"], scan._lazy_counter)
@@ -153,12 +169,19 @@ def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engin
             cache.sizes.update(new_sizes)
             cache.dirty = True
         if path in history_paths:
-            on_history(path, read, result if isinstance(result, str) else None)
+            if not batch:
+                since = time.monotonic()
+            batch.append((path, read, result if isinstance(result, str) else None))
+            if len(batch) >= batch_files or time.monotonic() - since >= batch_s:
+                hand_on()
 
-    with scan.collector_paused(), forked.pool(read_one, plan_.jobs, workers, init, method=method) as results:
-        for item in results:
-            collect(item)
-            if should_stop():
-                return False
-    return True
+    try:
+        with scan.collector_paused(), forked.pool(read_one, plan_.jobs, workers, init, method=method) as results:
+            for item in results:
+                collect(item)
+                if should_stop():
+                    return False
+        return True
+    finally:
+        hand_on()
 

@@ -162,12 +162,12 @@ class Jobs(ServicePart):
             else:
                 history.add(str(path))
 
-        def recorded(path: str, read: first_pass.HistoryRead | None, why: str | None) -> None:
-            if read is not None:
-                self._persist.record_history(path, read)
-            elif why is not None:
-                svc.skipped.note(Path(path), why)
-            svc.scan["done"] += 1
+        def recorded(batch: list[first_pass.Recorded]) -> None:
+            self._persist.record_history([(path, read) for path, read, _ in batch if read is not None])
+            for path, read, why in batch:
+                if read is None and why is not None:
+                    svc.skipped.note(Path(path), why)
+            svc.scan["done"] += len(batch)
 
         max_line = config_mod.max_line_bytes(svc.cfg)
         began, cpu = time.monotonic(), time.process_time()

@@ -143,35 +143,47 @@ class Persistence:
         return known is not None and known.get("size") == st.st_size and known.get("inode") == st.st_ino \
             and known.get("mtime") == st.st_mtime
 
-    def record_history(self, path: str, read: HistoryRead) -> None:
-        """Write what a history read of one old transcript gave (service/daemon/first_pass.py): its turn
-        records, its session, the profiles of segments no live run archived, and its scan state, in one
-        transaction (a first start writes hundreds of files: one commit each, not one per row)."""
+    def record_history(self, reads: list[tuple[str, HistoryRead]]) -> None:
+        """Write what history reads of old transcripts gave (service/daemon/first_pass.py), in one transaction:
+        each file's turn records, its session, the profiles of segments no live run archived, its scan state.
+
+        A first start writes hundreds of files: the writes of one kind go out together, as one statement
+        per table (the store's `apply_many`), and the archived segments are read once for all the files;
+        what lands is what writing the files one by one in their order leaves."""
         import contextlib
 
-        with self.store.batch() if self.store is not None else contextlib.nullcontext():
-            self._record_history(path, read)
-
-    def _record_history(self, path: str, read: HistoryRead) -> None:
         from service.history.sink import MAX_UNSAVED
+
+        if not reads:
+            return
 
         def add_turns(store: Store, batch: list[dict]) -> None:
             store.history.add_turn_records(batch)
 
-        for at in range(0, len(read.turns), MAX_UNSAVED):  # as many at once as the turn sink writes
-            self._call("add_turn_records", functools.partial(add_turns, batch=read.turns[at:at + MAX_UNSAVED]))
-        session = read.session
-        self._call("upsert_session", lambda s: s.sessions.upsert_session(
-            session["session_id"], transcript=path, project=session.get("project"), model=session.get("model"),
-            seen_at=session.get("updated_at")))
-        known_segments = {p.get("segment") for p in
-                          (self._call("segments", lambda s: s.sessions.segments(session["session_id"], 10_000)) or [])}
-        for profile in read.profiles:
-            if profile["segment"] not in known_segments:  # a live run archived it with its real end reason
-                self.archive_profile(profile)
-        inode, size, mtime = read.stat
-        self._call("set_scan_state", lambda s: s.spend.set_scan_state(
-            path, inode=inode, size=size, mtime=mtime, offset=size))
+        def upsert(store: Store, path: str, session: dict) -> None:
+            store.sessions.upsert_session(session["session_id"], transcript=path, project=session.get("project"),
+                                          model=session.get("model"), seen_at=session.get("updated_at"))
+
+        def scanned(store: Store, path: str, read: HistoryRead) -> None:
+            inode, size, mtime = read.stat
+            store.spend.set_scan_state(path, inode=inode, size=size, mtime=mtime, offset=size)
+
+        archived = self._call("segments", lambda s: s.sessions.segment_keys(
+            [read.session["session_id"] for _, read in reads])) or set()
+        with self.store.batch() if self.store is not None else contextlib.nullcontext():
+            for _, read in reads:
+                for at in range(0, len(read.turns), MAX_UNSAVED):  # as many at once as the turn sink writes
+                    self._call("add_turn_records", functools.partial(add_turns, batch=read.turns[at:at + MAX_UNSAVED]))
+            for path, read in reads:
+                self._call("upsert_session", functools.partial(upsert, path=path, session=read.session))
+            for _, read in reads:
+                for profile in read.profiles:
+                    key = (str(read.session["session_id"]), int(profile["segment"]))
+                    if key not in archived:  # a live run archived it with its real end reason
+                        archived.add(key)  # a later file of the same session finds it, as one by one
+                        self.archive_profile(profile)
+            for path, read in reads:
+                self._call("set_scan_state", functools.partial(scanned, path=path, read=read))
 
     def configure(self, cfg: dict[str, Any]) -> None:
         self._call("configure", lambda s: s.configure(cfg))

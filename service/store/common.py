@@ -113,10 +113,15 @@ Merge = Callable[[Payload, Payload], Payload]
 
 @dataclass(frozen=True)
 class Operation:
-    """An entry of the writer's table: how a queued write of one kind lands, and how two queued ones merge."""
+    """An entry of the writer's table: how a queued write of one kind lands, and how two queued ones merge.
+
+    `apply_many`, when given, lands a run of writes of this kind (queued one after another) at once, with
+    what applying them one by one in their order leaves in the database: one statement for many rows.
+    """
 
     apply: Callable[[Models, Payload], object]
     merge: Merge | None = None
+    apply_many: Callable[[Models, list[Payload]], None] | None = None
 
 
 def spread(fn: Callable[..., _R]) -> Callable[[Models, Payload], _R]:
@@ -129,3 +134,43 @@ def spread(fn: Callable[..., _R]) -> Callable[[Models, Payload], _R]:
 def newest(old: Payload, new: Payload) -> Payload:
     """Merge of two queued upserts of one row: the newer wins."""
     return new
+
+
+def insert_rows(build: Callable[[Row], Any], rows: list[Row]) -> None:
+    """Run the insert `build(row)` makes (a peewee model insert, upserts included) for each row, in order.
+
+    peewee builds each statement anew and that cost far more than running it (a millisecond for a
+    profile's upsert): here it builds the statement once for a run of rows with the same keys, and
+    the rows' values go through the same conversions (`db_value`, the model's defaults) to one
+    `executemany`. A statement with parameters of its own, or values that do not come out as peewee
+    makes them for the first row, is run row by row the usual way.
+    """
+    at = 0
+    while at < len(rows):
+        end = at + 1
+        while end < len(rows) and rows[end].keys() == rows[at].keys():
+            end += 1
+        _insert_run(build, rows[at:end])
+        at = end
+
+
+def _insert_run(build: Callable[[Row], Any], rows: list[Row]) -> None:
+    query = build(rows[0])
+    sql, params = query.sql()
+    model = query.model
+    fields = [model._meta.fields[name] for name in rows[0]]
+    fields += [f for f in model._meta.defaults if f.name not in rows[0]]
+    fields.sort(key=lambda f: f.get_sort_key(None))
+    values = [[f.db_value(_value(model, f, row)) for f in fields] for row in rows]
+    if len(rows) == 1 or list(params) != values[0]:
+        for row in rows:
+            build(row).execute()
+        return
+    model._meta.database.cursor().executemany(sql, values)
+
+
+def _value(model: Any, field: Any, row: Row) -> Any:
+    if field.name in row:
+        return row[field.name]
+    default = model._meta.defaults[field]
+    return default() if callable(default) else default

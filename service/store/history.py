@@ -11,14 +11,13 @@ import peewee as pw
 
 import models
 
-from service.store.common import (Models, Operation, Row, cut_text, QueuedWrite, path_list, log, session_lineage, spread,
-                                  utc_iso)
+from service.store.common import (Models, Operation, Payload, Row, cut_text, QueuedWrite, insert_rows, path_list, log,
+                                  session_lineage, spread, utc_iso)
 from service.store.writer import Writer, fault_kind
 
 PROMPT_PREVIEW_MAX = 500   # characters of a prompt kept for history search
 MAX_SEARCH_WORDS = 16
 MAX_PAGE_SIZE = 100
-TURN_ROWS_PER_INSERT = 80  # 10 values each: under SQLite's oldest limit of 999 bound values a statement
 
 
 def _fts_query(words: list[str]) -> str:
@@ -83,7 +82,7 @@ class History:
     def __init__(self, writer: Writer) -> None:
         self._writer = writer
         writer.register({
-            "turns": Operation(spread(self._w_turns), _merge_turns),
+            "turns": Operation(spread(self._w_turns), _merge_turns, self._w_turns_many),
             "forget_prompts": Operation(spread(self._w_forget_prompts)),
         })
 
@@ -142,13 +141,13 @@ class History:
                     lineages[sid] = session_lineage(m, sid)
                 row = {**row, "lineage_id": lineages[sid]}
             newest_rows[(sid, row["segment"], row["turn_index"])] = row
-        values = list(newest_rows.values())
-        for i in range(0, len(values), TURN_ROWS_PER_INSERT):
-            (T.insert_many(values[i:i + TURN_ROWS_PER_INSERT])
-             .on_conflict(conflict_target=[T.session_id, T.segment, T.turn_index],
-                          preserve=[T.at, T.prompt_preview, T.paths_read, T.paths_changed, T.tokens, T.cost_usd],
-                          update={T.lineage_id: pw.fn.COALESCE(pw.EXCLUDED.lineage_id, T.lineage_id)})
-             .execute())
+        insert_rows(lambda row: T.insert(row).on_conflict(
+            conflict_target=[T.session_id, T.segment, T.turn_index],
+            preserve=[T.at, T.prompt_preview, T.paths_read, T.paths_changed, T.tokens, T.cost_usd],
+            update={T.lineage_id: pw.fn.COALESCE(pw.EXCLUDED.lineage_id, T.lineage_id)}), list(newest_rows.values()))
+
+    def _w_turns_many(self, m: Models, payloads: list[Payload]) -> None:
+        self._w_turns(m, [row for payload in payloads for row in payload["rows"]])
 
     def forget_prompts(self) -> None:
         """Erase every stored prompt preview (for when the user turns `history.store_prompts` off)."""

@@ -7,7 +7,8 @@ import peewee as pw
 
 from service.engine.model_mix import profile_models
 from service.engine.restart_savings import RestartFigures
-from service.store.common import Models, Operation, Payload, Row, QueuedWrite, norm_project, log, newest, spread, utc_iso
+from service.store.common import (Models, Operation, Payload, Row, QueuedWrite, insert_rows, norm_project, log, newest,
+                                  spread, utc_iso)
 from service.store.writer import Writer
 
 
@@ -25,6 +26,9 @@ def _merge_session(old: Payload, new: Payload) -> Payload:
     return out
 
 
+_IDS_PER_QUERY = 500  # under SQLite's oldest limit of 999 bound values a statement
+
+
 def _newest_first(P: Any) -> tuple[Any, ...]:
     """Segment profiles newest first: by when the segment ended (else was archived), then by row."""
     return (pw.fn.COALESCE(P.ended_at, P.archived_at).desc(), P.id.desc())
@@ -38,8 +42,8 @@ class Sessions:
         self._reminders_seen: dict[str, set[tuple[int, int]]] = {}
         self._reminders_loaded: set[str] = set()
         writer.register({
-            "session": Operation(spread(self._w_session), _merge_session),
-            "profile": Operation(spread(self._w_profile), newest),
+            "session": Operation(lambda m, payload: self._w_sessions(m, [payload]), _merge_session, self._w_sessions),
+            "profile": Operation(spread(self._w_profile), newest, self._w_profiles),
             "reminder": Operation(spread(self._w_reminder)),
         })
 
@@ -61,13 +65,34 @@ class Sessions:
             return
         self._writer.submit([QueuedWrite("session", payload, (payload["session_id"],))])
 
-    def _w_session(self, m: Models, session_id: str, transcript: str | None, project: str | None, model: str | None,
-                   is_subagent: bool | None, first_seen: str, last_seen: str) -> None:
-        row = m.Session.get_or_none(m.Session.session_id == session_id)
-        if row is None:
-            m.Session.insert(session_id=session_id, transcript=transcript, project=project, model=model,
-                             is_subagent=bool(is_subagent), first_seen=first_seen, last_seen=last_seen).execute()
-            return None
+    def _w_sessions(self, m: Models, payloads: list[Payload]) -> None:
+        """Sessions' upserts: those of one session merged as the queue merges them (what one by one
+        leaves), the stored rows read with one query, the new ones inserted with one statement; fields
+        given as None keep their stored value, the first and last seen times only widen."""
+        merged: dict[str, Payload] = {}
+        for payload in payloads:
+            sid = payload["session_id"]
+            merged[sid] = _merge_session(merged[sid], payload) if sid in merged else payload
+        S = m.Session
+        ids = list(merged)
+        stored: dict[str, Any] = {}
+        for at in range(0, len(ids), _IDS_PER_QUERY):
+            stored.update({row.session_id: row for row in S.select().where(S.session_id.in_(ids[at:at + _IDS_PER_QUERY]))})
+        insert_rows(lambda row: S.insert(row), [self._new_session(p) for sid, p in merged.items() if sid not in stored])
+        for sid, p in merged.items():
+            if sid in stored:
+                self._update_session(m, stored[sid], p["transcript"], p["project"], p["model"], p["is_subagent"],
+                                     p["first_seen"], p["last_seen"])
+
+    @staticmethod
+    def _new_session(p: Payload) -> Row:
+        return {"session_id": p["session_id"], "transcript": p["transcript"], "project": p["project"],
+                "model": p["model"], "is_subagent": bool(p["is_subagent"]), "first_seen": p["first_seen"],
+                "last_seen": p["last_seen"]}
+
+    @staticmethod
+    def _update_session(m: Models, row: Any, transcript: str | None, project: str | None, model: str | None,
+                        is_subagent: bool | None, first_seen: str, last_seen: str) -> None:
         changes: dict[str, Any] = {}
         for name, value in (("transcript", transcript), ("project", project), ("model", model),
                             ("is_subagent", is_subagent)):
@@ -78,8 +103,7 @@ class Sessions:
         if last_seen and (not row.last_seen or last_seen > row.last_seen):
             changes["last_seen"] = last_seen
         if changes:
-            m.Session.update(**changes).where(m.Session.session_id == session_id).execute()
-        return None
+            m.Session.update(**changes).where(m.Session.session_id == row.session_id).execute()
 
     def session(self, session_id: str) -> Row | None:
         def q(m: Models) -> Row | None:
@@ -129,11 +153,29 @@ class Sessions:
         self._writer.submit([QueuedWrite("profile", {"row": row}, (row["session_id"], row["segment"]))])
 
     def _w_profile(self, m: Models, row: Row) -> None:
-        row = dict(row, archived_at=utc_iso())
-        fields = [getattr(m.SegmentProfile, k) for k in row if k not in ("session_id", "segment")]
-        (m.SegmentProfile.insert(**row)
-         .on_conflict(conflict_target=[m.SegmentProfile.session_id, m.SegmentProfile.segment], preserve=fields)
-         .execute())
+        self._profile_insert(m, dict(row, archived_at=utc_iso())).execute()
+
+    def _w_profiles(self, m: Models, payloads: list[Payload]) -> None:
+        rows = {(p["row"]["session_id"], p["row"]["segment"]): p["row"] for p in payloads}  # the last one wins
+        insert_rows(lambda row: self._profile_insert(m, row), [dict(row, archived_at=utc_iso()) for row in rows.values()])
+
+    @staticmethod
+    def _profile_insert(m: Models, row: Row) -> pw.ModelInsert:
+        P = m.SegmentProfile
+        fields = [getattr(P, k) for k in row if k not in ("session_id", "segment")]
+        return P.insert(row).on_conflict(conflict_target=[P.session_id, P.segment], preserve=fields)
+
+    def segment_keys(self, session_ids: list[str]) -> set[tuple[str, int]]:
+        """(session id, segment) of every archived profile of these sessions (one query per thousand)."""
+        def q(m: Models) -> set[tuple[str, int]]:
+            P = m.SegmentProfile
+            ids = [str(sid) for sid in dict.fromkeys(session_ids)]
+            keys: set[tuple[str, int]] = set()
+            for at in range(0, len(ids), _IDS_PER_QUERY):
+                keys.update(P.select(P.session_id, P.segment).where(P.session_id.in_(ids[at:at + _IDS_PER_QUERY]))
+                            .tuples())
+            return keys
+        return self._writer.read(q, set())
 
     def segments(self, session_id: str | None = None, limit: int = 100) -> list[Row]:
         """Archived profiles, newest first."""

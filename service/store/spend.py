@@ -5,7 +5,8 @@ from typing import Any
 
 import peewee as pw
 
-from service.store.common import Models, Operation, Payload, Row, day_text, norm_project, QueuedWrite, log, newest, spread
+from service.store.common import (Models, Operation, Payload, Row, day_text, norm_project, QueuedWrite, insert_rows, log,
+                                  newest, spread)
 from service.store.writer import Writer
 
 _TOKEN_COLUMNS = {
@@ -34,7 +35,7 @@ class Spend:
         self._writer = writer
         writer.register({
             "spend": Operation(spread(self._w_spend), _merge_spend),
-            "scan": Operation(spread(self._w_scan), newest),
+            "scan": Operation(spread(self._w_scan), newest, self._w_scans),
         })
 
     # ------------------------------------------------------------------ spend
@@ -115,7 +116,13 @@ class Spend:
         self._writer.submit([QueuedWrite("scan", payload, (payload["path"],))])
 
     def _w_scan(self, m: Models, path: str, inode: int | None, size: int, mtime: float | None, offset: int) -> None:
+        self._scan_insert(m, {"path": path, "inode": inode, "size": size, "mtime": mtime, "offset": offset}).execute()
+
+    def _w_scans(self, m: Models, payloads: list[Payload]) -> None:
+        newest_states = {p["path"]: p for p in payloads}  # a path's last state wins, as one by one
+        insert_rows(lambda state: self._scan_insert(m, state), list(newest_states.values()))
+
+    @staticmethod
+    def _scan_insert(m: Models, state: Payload) -> pw.ModelInsert:
         S = m.ScanState
-        (S.insert(path=path, inode=inode, size=size, mtime=mtime, offset=offset)
-         .on_conflict(conflict_target=[S.path], preserve=[S.inode, S.size, S.mtime, S.offset])
-         .execute())
+        return S.insert(state).on_conflict(conflict_target=[S.path], preserve=[S.inode, S.size, S.mtime, S.offset])

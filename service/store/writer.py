@@ -338,7 +338,7 @@ class Writer:
             return None
         try:
             with self._txn():
-                results = [self._operations[op.kind].apply(m, op.payload) for op in ops]
+                results = self._run(m, ops)
         except Exception as exc:
             if fault_kind(exc) is None:
                 self._apply_each(ops, exc)
@@ -348,6 +348,24 @@ class Writer:
             return None
         if not quiet:
             self._recovered(saved_on_success)
+        return results
+
+    def _run(self, m: Models, ops: list[QueuedWrite]) -> list[object]:
+        """Each op's result, in order; a run of ops of one kind that lands at once (`apply_many`) as one call."""
+        results: list[object] = []
+        at = 0
+        while at < len(ops):
+            operation = self._operations[ops[at].kind]
+            end = at + 1
+            if operation.apply_many is not None:
+                while end < len(ops) and ops[end].kind == ops[at].kind:
+                    end += 1
+            if end - at > 1 and operation.apply_many is not None:
+                operation.apply_many(m, [op.payload for op in ops[at:end]])
+                results.extend([None] * (end - at))
+            else:
+                results.append(operation.apply(m, ops[at].payload))
+            at = end
         return results
 
     def _queue_after_fault(self, ops: list[QueuedWrite]) -> None:

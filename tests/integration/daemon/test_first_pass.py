@@ -19,6 +19,7 @@ from service.daemon import first_pass
 from service.daemon.runtime import Service
 from service.ingest.transcript_file import chunks
 from service.engine_setup.engines import new_engine
+from service.history.sink import MAX_UNSAVED
 from service.report import scan
 from service.report.build import load_prices
 
@@ -106,9 +107,116 @@ def test_the_report_workers_give_what_one_process_gives(ctx_home):
         reads: dict[str, first_pass.HistoryRead | None] = {}
         assert first_pass.run(first_pass.plan(files, cache, history), cache, max_line=scan.DEFAULT_MAX_LINE,
                               prices=prices, engine_cfg=None, store_prompts=True, method=method, workers=2,
-                              on_history=lambda path, read, why: reads.__setitem__(path, read))
+                              on_history=lambda batch: reads.update((path, read) for path, read, _ in batch))
         return cache.files, reads
 
     serial, spawned = one_way("serial"), one_way("spawn")
     assert set(serial[1]) == history
     assert spawned == serial
+
+
+def _written(store) -> dict[str, list[dict]]:
+    """Every row the history's first pass writes, row ids included (the archiving's wall-clock stamp left out)."""
+    out = {}
+    for table, order in (("turn_record", "id"), ("session", "session_id"), ("segment_profile", "id"),
+                         ("scan_state", "path")):
+        cursor = store.db.execute_sql(f"SELECT * FROM {table} ORDER BY {order}")
+        names = [d[0] for d in cursor.description]
+        out[table] = [{k: v for k, v in zip(names, row) if k != "archived_at"} for row in cursor]
+    return out
+
+
+def _one_by_one(store, reads: list[tuple[str, first_pass.HistoryRead]]) -> None:
+    """How the service wrote a history read before it wrote many at once: file after file, each write
+    landing on its own, the archived segments read again for each file."""
+    for path, read in reads:
+        for at in range(0, len(read.turns), MAX_UNSAVED):
+            store.history.add_turn_records(read.turns[at:at + MAX_UNSAVED])
+        sid = read.session["session_id"]
+        store.sessions.upsert_session(sid, transcript=path, project=read.session.get("project"),
+                                      model=read.session.get("model"), seen_at=read.session.get("updated_at"))
+        known = {p["segment"] for p in store.sessions.segments(sid, 10_000)}
+        for profile in read.profiles:
+            if profile["segment"] not in known:
+                store.sessions.archive_profile(profile)
+        inode, size, mtime = read.stat
+        store.spend.set_scan_state(path, inode=inode, size=size, mtime=mtime, offset=size)
+
+
+def test_the_history_written_in_batches_is_what_one_file_at_a_time_wrote(ctx_home, tmp_path):
+    """The first pass writes many files' rows at once (one statement per table): the database ends as it did
+    when each file was written on its own, also with a file skipped inside a batch, two files of one session,
+    and a stop between two files (every file read by then is written, none twice)."""
+    from service.daemon.persist import Persistence
+    from service.store import Store
+
+    projects, copied = _history(ctx_home)
+    mains = sorted((p for p in copied if "subagents" not in p.parts), key=lambda p: p.stat().st_size)
+    twin = projects / "another-project" / mains[-1].name  # the same session under a second project, shorter
+    twin.parent.mkdir()
+    lines = mains[-1].read_bytes().splitlines(keepends=True)
+    twin.write_bytes(b"".join(lines[:len(lines) // 2]))
+    os.utime(twin, (mains[-1].stat().st_mtime,) * 2)
+    history = {str(p) for p in (*mains, twin)}
+    prices = load_prices()
+
+    def first_pass_into(store, *, fifo: Path | None = None, stop_after: int | None = None, batch_files: int = 3):
+        files = scan.discover(projects)
+        planned = first_pass.plan(files, scan.ScanCache(None), history)
+        if fifo is not None:  # planned as a transcript, a FIFO by the time a worker reaches it
+            fifo.unlink()
+            os.mkfifo(fifo)
+        handed: list[first_pass.Recorded] = []
+        seen = [0]
+
+        def stop() -> bool:
+            seen[0] += 1
+            return stop_after is not None and seen[0] >= stop_after
+
+        persist = Persistence(store)
+
+        def on_history(batch):
+            handed.extend(batch)
+            persist.record_history([(path, read) for path, read, _ in batch if read is not None])
+
+        done = first_pass.run(planned, scan.ScanCache(None), max_line=scan.DEFAULT_MAX_LINE, prices=prices,
+                              engine_cfg=None, store_prompts=True, on_history=on_history, should_stop=stop,
+                              method="serial", workers=1, batch_files=batch_files)
+        return done, handed, [tf.path for tf, _ in planned.jobs][:seen[0]]
+
+    def reference(reads, name):
+        store = Store(tmp_path / f"{name}.db")
+        _one_by_one(store, reads)
+        return store
+
+    stores = []
+    try:
+        batched = Store(tmp_path / "batched.db")
+        stores.append(batched)
+        done, handed, read_paths = first_pass_into(batched)
+        reads = [(path, read) for path, read, _ in handed if read is not None]
+        assert done and {path for path, _ in reads} == history
+        stores.append(reference(reads, "one-by-one"))
+        assert _written(batched) == _written(stores[-1])
+        assert len(_written(batched)["scan_state"]) == len(history)
+
+        skipped_fifo = mains[len(mains) // 2]
+        for stop_after in (None, 4):
+            store = Store(tmp_path / f"stopped-{stop_after}.db")
+            stores.append(store)
+            if skipped_fifo.is_fifo():
+                skipped_fifo.unlink()
+                shutil.copyfile(twin, skipped_fifo)
+            done, handed, read_paths = first_pass_into(store, fifo=skipped_fifo, stop_after=stop_after)
+            assert done is (stop_after is None)
+            assert [path for path, _, _ in handed] == [p for p in read_paths if p in history], \
+                "every file read before the stop is handed on, once"
+            why = {path: why for path, read, why in handed if read is None}
+            assert why == {str(skipped_fifo): "not a regular file (a FIFO)"}
+            kept = [(path, read) for path, read in reads if path in {p for p, r, _ in handed if r is not None}]
+            stores.append(reference(kept, f"reference-{stop_after}"))
+            assert _written(store) == _written(stores[-1])
+            assert {row["path"] for row in _written(store)["scan_state"]} == {path for path, _ in kept}
+    finally:
+        for store in stores:
+            store.close()
