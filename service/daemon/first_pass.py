@@ -9,10 +9,12 @@ turn records the history keeps (what `Persistence.scan_file` did on its own). Th
 thread only writes what the workers send back: the report's per-file cache, the segment
 profiles, the turn records and each file's scan state.
 
-Workers are fresh interpreters (spawned), never forked: the service runs threads (the API, the
-live loop, the scheduler) and a child forked while one of them holds a lock waits for it forever.
-Below `forked.SPAWN_MIN_BYTES` of unread history one process is as fast, and the service's own
-thread reads it (the same functions).
+Workers are never forked from the service's process: it runs threads (the API, the live loop, the
+scheduler) and a child forked while one of them holds a lock waits for it forever. Where the system
+can fork, one fresh interpreter (a fork server, service/report/spawned.py) imports the readers,
+builds tiktoken's encoder once and forks the workers, which share both; elsewhere each worker is a
+fresh interpreter. Below `forked.SPAWN_MIN_BYTES` of unread history one process is as fast, and
+the service's own thread reads it (the same functions).
 """
 from __future__ import annotations
 
@@ -29,10 +31,17 @@ from service.report import scan
 _replay_with: tuple[Any, Any, bool] | None = None   # (prices, engine config, store prompts)
 
 
-def init_worker(remembered: dict[str, int], max_line: int, prices: Any, engine_cfg: Any, store_prompts: bool) -> None:
+def init_worker(remembered: dict[str, int], max_line: int, prices: Any, engine_cfg: Any, store_prompts: bool,
+                build_encoder: bool = False) -> None:
+    """What each worker needs; with `build_encoder`, tiktoken's encoder too (a fork server builds it once for
+    the workers it forks: built in each, it cost its CPU again per worker, and its memory)."""
     global _replay_with
     scan._init_worker(remembered, max_line)
     _replay_with = (prices, engine_cfg, store_prompts)
+    if build_encoder:
+        from service.engine_setup.tokenizer import load_o200k
+
+        load_o200k()
 
 
 @dataclass
@@ -143,12 +152,15 @@ def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engin
     from service.channels.edit import settle_tokens
     from service.report import forked
 
-    init = functools.partial(init_worker, cache.sizes, max_line, prices, engine_cfg, store_prompts)
     workers = workers if workers is not None else (os.cpu_count() or 1)
     if method is None:  # `method` given: a test of one way
-        method = "serial" if forked.start_method() == "serial" else "spawn"
+        # never forked from the service's own process, which runs threads: a fresh interpreter forks them
+        # where the system can fork, else each worker is a fresh interpreter
+        method = {"serial": "serial", "fork": "fork-server"}.get(forked.start_method(), "spawn")
         if workers < 2 or len(plan_.jobs) < 2 or plan_.bytes < forked.min_bytes(forked.POOL_MIN_BYTES, method):
             method = "serial"
+    shared_encoder = method == "fork-server" and plan_.bytes >= scan.SHARED_ENCODER_MIN_BYTES
+    init = functools.partial(init_worker, cache.sizes, max_line, prices, engine_cfg, store_prompts, shared_encoder)
 
     history_paths = {tf.path for tf, wanted in plan_.jobs if wanted}
     batch: list[Recorded] = []

@@ -28,7 +28,7 @@ from queue import Empty, SimpleQueue
 from typing import IO, Any, Self
 
 _NUMBER = 4    # bytes of a job number in the job pipe
-_LENGTH = 8    # bytes of a result's length prefix
+_LENGTH = 8    # bytes of a frame's header: 7 of length, 1 error flag
 
 
 class WorkerFailed(RuntimeError):
@@ -71,7 +71,7 @@ def min_bytes(fork_min: int, method: str | None = None) -> int:
     method = method or start_method()
     if method == "fork":
         return fork_min
-    if method == "spawn":
+    if method in ("spawn", "fork-server"):
         return max(fork_min, SPAWN_MIN_BYTES)
     return sys.maxsize  # serial: the caller's own loop does the same work without a pool
 
@@ -80,13 +80,17 @@ def pool(func: Callable[[Any], Any], jobs: Sequence[Any], workers: int,
          init: Callable[[], None] | None = None, *, method: str | None = None) -> WorkerMap:
     """func(job) for every job in `workers` processes, started the way this system allows.
 
-    For 'spawn', `func` and `init` must pickle (module-level functions, functools.partial).
+    For 'spawn' and 'fork-server' (a fresh interpreter that forks the workers: for a caller that runs
+    threads, on a system with fork), `func` and `init` must pickle (module-level functions,
+    functools.partial).
     """
     method = method or start_method()
     if method == "fork":
         return ForkedMap(func, jobs, workers, init)
     if method == "spawn":
         return SpawnedMap(func, jobs, workers, init)
+    if method == "fork-server":
+        return SpawnedMap(func, jobs, workers, init, fork_server=True)
     if method == "serial":
         return SerialMap(func, jobs, init)
     raise ValueError(f"unknown start method {method!r}")
@@ -103,12 +107,17 @@ class _ProcessMap:
     received: int
 
     def __iter__(self) -> Iterator[Any]:
+        for body in self.frames():
+            yield pickle.loads(body)
+
+    def frames(self) -> Iterator[bytes]:
+        """The results as their workers pickled them, in the order they finish."""
         ended = 0
         while self.received < self.expected:
             kind, payload = self._results.get()
             if kind == "result":
                 self.received += 1
-                yield pickle.loads(payload)
+                yield payload
             elif kind == "error":
                 raise WorkerFailed(payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload)
             else:  # a child ended
@@ -166,8 +175,15 @@ class ForkedMap(_ProcessMap):
         finally:
             os.close(job_r)
         threading.Thread(target=_hand_out, args=(job_w, len(jobs)), daemon=True).start()
-        for pid, r in self._children:
-            threading.Thread(target=_receive, args=(pid, r, self._results), daemon=True).start()
+        self._readers = [threading.Thread(target=_receive, args=(pid, r, self._results), daemon=True)
+                         for pid, r in self._children]
+        for reader in self._readers:
+            reader.start()
+
+    def join(self) -> None:
+        """Wait until every child has ended and was reaped (a process that exits next leaves none behind)."""
+        for reader in self._readers:
+            reader.join()
 
     def _kill(self) -> None:
         for pid, _ in self._children:
@@ -207,12 +223,16 @@ class SpawnedMap(_ProcessMap):
     Each child gets the pickled (func, init), then jobs one at a time from a shared queue,
     two in flight so it never waits for the parent (biggest first, as with ForkedMap).
     A thread per child feeds it and reads its results. Leaving the `with` block early kills them.
+
+    `fork_server`: one fresh interpreter takes every job, runs `init` once and forks the `workers`
+    (service/report/spawned.py): for a caller that runs threads, where forking itself is unsafe but
+    fork exists. The workers then share the interpreter's start, its imports and what `init` built.
     """
 
     IN_FLIGHT = 2
 
     def __init__(self, func: Callable[[Any], Any], jobs: Sequence[Any], workers: int,
-                 init: Callable[[], None] | None = None) -> None:
+                 init: Callable[[], None] | None = None, *, fork_server: bool = False) -> None:
         import subprocess
 
         from service.client.own_python import module_argv
@@ -225,11 +245,15 @@ class SpawnedMap(_ProcessMap):
             self._todo.put(job)
         header = pickle.dumps((func, init), protocol=5)  # fails here, in the caller, if func cannot pickle
         flags = getattr(subprocess, "CREATE_NO_WINDOW", 0)  # Windows: no console window flashes up
+        workers = max(1, min(workers, len(jobs)))
+        argv = module_argv("service.report.spawned", *(("--fork", str(workers)) if fork_server else ()))
+        self._group = fork_server  # the server and the workers it forks: one process group, stopped together
+        self._in_flight = sys.maxsize if fork_server else self.IN_FLIGHT  # the server forks once it has every job
         self._children: list[Any] = []
         try:
-            for _ in range(max(1, min(workers, len(jobs)))):
-                child = subprocess.Popen(module_argv("service.report.spawned"),
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, creationflags=flags)
+            for _ in range(1 if fork_server else workers):
+                child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, creationflags=flags,
+                                         start_new_session=fork_server)
                 self._children.append(child)
         except BaseException:
             self._kill()
@@ -238,15 +262,13 @@ class SpawnedMap(_ProcessMap):
             threading.Thread(target=self._serve, args=(child, header), daemon=True).start()
 
     def _serve(self, child: Any, header: bytes) -> None:
-        from service.report.spawned import read_frame, write_frame
-
         stdin: IO[bytes] = child.stdin
         sent = done = 0
         more = True
         try:
             write_frame(stdin, header)
             while True:
-                while more and sent - done < self.IN_FLIGHT:
+                while more and sent - done < self._in_flight:
                     try:
                         job = self._todo.get_nowait()
                     except Empty:
@@ -279,7 +301,10 @@ class SpawnedMap(_ProcessMap):
     def _kill(self) -> None:
         for child in self._children:
             try:
-                child.kill()
+                if self._group:
+                    os.killpg(child.pid, signal.SIGKILL)  # the server's forked workers with it
+                else:
+                    child.kill()
             except OSError:
                 pass
 
@@ -310,17 +335,29 @@ def _hand_out(job_w: int, count: int) -> None:
         os.close(job_w)
 
 
+def read_frame(pipe: IO[bytes]) -> tuple[bytes, int] | None:
+    """(body, error flag) of the next result (or, to a spawned worker, job), or None at the end of the stream."""
+    head = pipe.read(_LENGTH)
+    if len(head) < _LENGTH:
+        return None
+    size = int.from_bytes(head[:-1], "little")
+    body = pipe.read(size)
+    if len(body) < size:
+        return None
+    return body, head[-1]
+
+
+def write_frame(pipe: IO[bytes], body: bytes, flag: int = 0) -> None:
+    pipe.write(len(body).to_bytes(_LENGTH - 1, "little") + bytes((flag,)))
+    pipe.write(body)
+    pipe.flush()
+
+
 def _receive(pid: int, fd: int, results: SimpleQueue) -> None:
     with os.fdopen(fd, "rb") as pipe:
-        while True:
-            head = pipe.read(_LENGTH)
-            if len(head) < _LENGTH:
-                break
-            size = int.from_bytes(head[:-1], "little")
-            body = pipe.read(size)
-            if len(body) < size:
-                break
-            results.put(("error" if head[-1] else "result", body))
+        while (frame := read_frame(pipe)) is not None:
+            body, flag = frame
+            results.put(("error" if flag else "result", body))
     _, status = os.waitpid(pid, 0)
     results.put(("ended", _describe(status)))
 
@@ -342,17 +379,11 @@ def _child(func, jobs, init, job_r: int, w: int) -> None:
                     number = os.read(job_r, _NUMBER)
                     if len(number) < _NUMBER:
                         break
-                    _send(out, pickle.dumps(func(jobs[int.from_bytes(number, "little")]), protocol=5), 0)
+                    write_frame(out, pickle.dumps(func(jobs[int.from_bytes(number, "little")]), protocol=5))
             except BaseException:  # the parent raises it, with the child's traceback
                 code = 1
-                _send(out, traceback.format_exc().encode("utf-8", "replace"), 1)
+                write_frame(out, traceback.format_exc().encode("utf-8", "replace"), 1)
     except BaseException:
         code = 1
     finally:
         os._exit(code)  # no atexit handlers or stdio flushes of the parent's state
-
-
-def _send(out, body: bytes, error: int) -> None:
-    out.write(len(body).to_bytes(_LENGTH - 1, "little") + bytes((error,)))
-    out.write(body)
-    out.flush()

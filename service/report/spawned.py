@@ -5,6 +5,12 @@ It imports only what its job needs: the function arrives pickled by reference (i
 imported, nothing else of ctxlamp), then the init, then jobs, one frame each on stdin. Each
 result goes back as a frame on stdout: 7 bytes of length, 1 byte error flag, the pickle. stdout
 is taken for frames at once; anything the job prints goes to stderr.
+
+With `--fork N` it is a fork server: it takes every job first, runs the init once, then forks N
+workers (service/report/forked.py's ForkedMap; this interpreter runs no other thread when it
+forks, so that is safe where the caller's process is not) and sends their results on. The
+workers share what the init and the imports built (tiktoken's encoder, say) instead of each
+starting an interpreter and building it again.
 """
 from __future__ import annotations
 
@@ -14,28 +20,11 @@ import sys
 import traceback
 from typing import IO, Any
 
-LENGTH = 8  # bytes of a frame's header: 7 of length, 1 error flag
+from service.report.forked import ForkedMap, read_frame, write_frame
 
-
-def read_frame(pipe: IO[bytes]) -> tuple[bytes, int] | None:
-    """(body, flag), or None at the end of the stream."""
-    head = pipe.read(LENGTH)
-    if len(head) < LENGTH:
-        return None
-    size = int.from_bytes(head[:-1], "little")
-    body = pipe.read(size)
-    if len(body) < size:
-        return None
-    return body, head[-1]
-
-
-def write_frame(pipe: IO[bytes], body: bytes, flag: int = 0) -> None:
-    pipe.write(len(body).to_bytes(LENGTH - 1, "little") + bytes((flag,)))
-    pipe.write(body)
-    pipe.flush()
-
-
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    forks = int(args[1]) if args[:1] == ["--fork"] else 0
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not break a frame
     jobs_in = sys.stdin.buffer
@@ -44,6 +33,8 @@ def main() -> int:
         if first is None:
             return 0
         func, init = pickle.loads(first[0])
+        if forks:
+            return _fork_server(func, init, forks, jobs_in, out)
         if init is not None:
             init()
         while (frame := read_frame(jobs_in)) is not None:
@@ -57,6 +48,19 @@ def main() -> int:
         except OSError:
             pass
         return 1
+    return 0
+
+
+def _fork_server(func: Any, init: Any, forks: int, jobs_in: IO[bytes], out: IO[bytes]) -> int:
+    jobs = []
+    while (frame := read_frame(jobs_in)) is not None:
+        jobs.append(pickle.loads(frame[0]))
+    if init is not None:
+        init()
+    with ForkedMap(func, jobs, forks) as results:
+        for body in results.frames():
+            write_frame(out, body)
+    results.join()
     return 0
 
 

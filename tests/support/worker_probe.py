@@ -32,6 +32,13 @@ def slow(n: int) -> int:
     return n
 
 
+def first_quick_then_slow(n: int) -> tuple[int, int, int]:
+    """Job 0 at once, every other one after a minute: a worker still runs when the caller stops."""
+    if n:
+        time.sleep(60)
+    return n, os.getpid(), os.getppid()
+
+
 def noisy(n: int) -> int:
     print("a job that prints", n)  # must not break the result stream
     return n
@@ -46,6 +53,15 @@ def mark_ready() -> None:
 
 def marks(_: int) -> list[str]:
     return list(_marks)
+
+
+def mark_ready_in_pid() -> None:
+    _marks.append(f"ready in {os.getpid()}")
+
+
+def marks_and_pid(_: int) -> tuple[list[str], int, int]:
+    """The marks init left (and in which process), this worker's pid and its parent's."""
+    return list(_marks), os.getpid(), os.getppid()
 
 
 def scan_and_list_modules(tf: Any) -> tuple[Any, list[str]]:

@@ -113,6 +113,8 @@ def test_the_report_workers_give_what_one_process_gives(ctx_home):
     serial, spawned = one_way("serial"), one_way("spawn")
     assert set(serial[1]) == history
     assert spawned == serial
+    if hasattr(os, "fork"):
+        assert one_way("fork-server") == serial
 
 
 def _written(store) -> dict[str, list[dict]]:

@@ -39,9 +39,9 @@ def test_without_fork_a_pool_is_still_available(monkeypatch):
     assert forked.available() and not forked.can_fork() and forked.start_method() == "spawn"
 
 
-@pytest.mark.parametrize("method", ["spawn", "serial", "fork"])
+@pytest.mark.parametrize("method", ["spawn", "serial", "fork", "fork-server"])
 def test_every_job_is_done_once(method):
-    if method == "fork" and not forked.can_fork():
+    if method in ("fork", "fork-server") and not forked.can_fork():
         pytest.skip("no fork here")
     before = children_of(os.getpid())
     jobs = list(range(60))
@@ -62,6 +62,65 @@ def test_spawned_init_runs_in_each_child_and_prints_do_not_break_results():
     assert probe._marks == []
     with forked.pool(probe.noisy, range(20), 2, method="spawn") as results:
         assert sorted(results) == list(range(20))
+
+
+def _gone(pids: set[int], timeout: float = 5.0) -> bool:
+    """Whether these processes (a fork server's workers: not this process's children) have all ended."""
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not any(os.path.exists(f"/proc/{pid}") and "(Z)" not in _state(pid) for pid in pids):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return "(" + fh.read().rsplit(")", 1)[1].split()[0] + ")"
+    except OSError:
+        return "(Z)"
+
+
+fork_only = pytest.mark.skipif(not forked.can_fork(), reason="the fork server forks its workers: no fork here")
+
+
+@fork_only
+def test_a_fork_server_runs_init_once_before_it_forks_its_workers():
+    """The workers are forked from one fresh interpreter after its init: they share what it built (the
+    encoder, for the service's first pass) and none of them is this process."""
+    with forked.pool(probe.marks_and_pid, range(40), 2, init=probe.mark_ready_in_pid, method="fork-server") as results:
+        got = list(results)
+    assert all(seen == [f"ready in {parent}"] for seen, _, parent in got), "init ran once, in the server"
+    pids = {pid for _, pid, _ in got}
+    parents = {parent for _, _, parent in got}
+    assert len(parents) == 1 and os.getpid() not in pids | parents and 1 <= len(pids) <= 2
+    assert probe._marks == []
+    assert _gone(pids | parents)
+
+
+@fork_only
+@pytest.mark.parametrize("func, message", [
+    (probe.fail_on_seven, "ValueError: job seven is bad"),
+    (probe.die_on_three, "ended early"),
+])
+def test_a_failed_fork_server_worker_is_an_error_and_leaves_no_process(func, message):
+    before = children_of(os.getpid())
+    with pytest.raises(forked.WorkerFailed, match=message), \
+            forked.pool(func, list(range(50)), 2, method="fork-server") as results:
+        list(results)
+    assert no_children_left(before)
+
+
+@fork_only
+def test_leaving_early_stops_the_fork_server_and_its_workers():
+    before = children_of(os.getpid())
+    with forked.pool(probe.first_quick_then_slow, list(range(40)), 2, method="fork-server") as results:
+        _, pid, parent = next(iter(results))
+    assert no_children_left(before)
+    assert _gone({pid, parent}), "the workers the server forked end with it"
 
 
 def test_spawned_big_results_come_back_whole():
