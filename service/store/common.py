@@ -91,6 +91,26 @@ def session_lineage(m: Models, session_id: str | None) -> str | None:
     return None
 
 
+def session_lineages(m: Models, session_ids: Iterable[str]) -> dict[str, str | None]:
+    """`session_lineage` of many sessions, with two queries per thousand of them instead of two each (a
+    first start writes the turns of hundreds of sessions at once)."""
+    S, H = m.Session, m.Handoff
+    ids = list(dict.fromkeys(session_ids))
+    found: dict[str, str | None] = {}
+    for at in range(0, len(ids), IDS_PER_QUERY):
+        part = ids[at:at + IDS_PER_QUERY]
+        own = {sid: lineage for sid, lineage in S.select(S.session_id, S.lineage_id).where(S.session_id.in_(part))
+               .tuples()}
+        newest: dict[str, str | None] = {}
+        for sid, lineage in (H.select(H.from_session, H.lineage_id).where(H.from_session.in_(part))
+                             .order_by(H.created_at.desc(), H.id.desc()).tuples()):
+            newest.setdefault(sid, lineage)  # the newest handoff of each, as session_lineage's LIMIT 1
+        for sid in part:
+            found[sid] = str(own[sid]) if own.get(sid) else (str(newest[sid]) if newest.get(sid) else None)
+    return found
+
+
+IDS_PER_QUERY = 500  # under SQLite's oldest limit of 999 bound values a statement
 _SESSION = "\x00session id\x00"  # marks where the session id goes in the compiled queries' parameters
 _LINEAGE_SQL: dict[str, list[tuple[str, list[Any]]]] = {}
 

@@ -12,7 +12,7 @@ import peewee as pw
 import models
 
 from service.store.common import (Models, Operation, Payload, Row, cut_text, QueuedWrite, insert_rows, path_list, log,
-                                  session_lineage, spread, utc_iso)
+                                  session_lineages, spread, utc_iso)
 from service.store.writer import Writer, fault_kind
 
 PROMPT_PREVIEW_MAX = 500   # characters of a prompt kept for history search
@@ -130,15 +130,13 @@ class History:
             return None
 
     def _w_turns(self, m: Models, rows: list[dict[str, Any]]) -> None:
-        """Upsert the rows (the last of equal keys wins), each session's lineage looked up once."""
+        """Upsert the rows (the last of equal keys wins), the sessions' lineages looked up together."""
         T = m.TurnRecord
-        lineages: dict[str, str | None] = {}
+        lineages = session_lineages(m, (row["session_id"] for row in rows if not row["lineage_id"]))
         newest_rows: dict[tuple[str, int, int], dict[str, Any]] = {}
         for row in rows:
             sid = row["session_id"]
             if not row["lineage_id"]:
-                if sid not in lineages:
-                    lineages[sid] = session_lineage(m, sid)
                 row = {**row, "lineage_id": lineages[sid]}
             newest_rows[(sid, row["segment"], row["turn_index"])] = row
         insert_rows(lambda row: T.insert(row).on_conflict(

@@ -7,8 +7,8 @@ import peewee as pw
 
 from service.engine.model_mix import profile_models
 from service.engine.restart_savings import RestartFigures
-from service.store.common import (Models, Operation, Payload, Row, QueuedWrite, insert_rows, norm_project, log, newest,
-                                  spread, utc_iso)
+from service.store.common import (IDS_PER_QUERY, Models, Operation, Payload, Row, QueuedWrite, insert_rows, norm_project,
+                                  log, newest, spread, utc_iso)
 from service.store.writer import Writer
 
 
@@ -24,9 +24,6 @@ def _merge_session(old: Payload, new: Payload) -> Payload:
         else:
             out[k] = v
     return out
-
-
-_IDS_PER_QUERY = 500  # under SQLite's oldest limit of 999 bound values a statement
 
 
 def _newest_first(P: Any) -> tuple[Any, ...]:
@@ -76,8 +73,8 @@ class Sessions:
         S = m.Session
         ids = list(merged)
         stored: dict[str, Any] = {}
-        for at in range(0, len(ids), _IDS_PER_QUERY):
-            stored.update({row.session_id: row for row in S.select().where(S.session_id.in_(ids[at:at + _IDS_PER_QUERY]))})
+        for at in range(0, len(ids), IDS_PER_QUERY):
+            stored.update({row.session_id: row for row in S.select().where(S.session_id.in_(ids[at:at + IDS_PER_QUERY]))})
         insert_rows(lambda row: S.insert(row), [self._new_session(p) for sid, p in merged.items() if sid not in stored])
         for sid, p in merged.items():
             if sid in stored:
@@ -171,8 +168,8 @@ class Sessions:
             P = m.SegmentProfile
             ids = [str(sid) for sid in dict.fromkeys(session_ids)]
             keys: set[tuple[str, int]] = set()
-            for at in range(0, len(ids), _IDS_PER_QUERY):
-                keys.update(P.select(P.session_id, P.segment).where(P.session_id.in_(ids[at:at + _IDS_PER_QUERY]))
+            for at in range(0, len(ids), IDS_PER_QUERY):
+                keys.update(P.select(P.session_id, P.segment).where(P.session_id.in_(ids[at:at + IDS_PER_QUERY]))
                             .tuples())
             return keys
         return self._writer.read(q, set())

@@ -674,3 +674,40 @@ def test_turns_join_the_lineage_of_their_sessions_handoff_or_the_one_it_loaded(s
     page = store.history.history_page(h["lineage_id"], 1)
     assert sorted(t["session_id"] for t in page["turns"]) == ["A", "B"]
     assert store.history.history_page(store.handoffs.lineage_of("C") or "none", 1)["total"] == 0
+
+
+def test_turns_of_many_sessions_written_at_once_take_each_sessions_lineage(tmp_path):
+    """The first pass writes hundreds of sessions' turns in one go, their lineages looked up together: each
+    turn gets what writing it alone gives (the lineage its session loaded, else its own newest handoff's)."""
+    from service.store.common import session_lineage, session_lineages
+
+    def history(store):
+        h = store.handoffs.save_handoff("carry on", "notes", [], "/proj", from_session="A")
+        store.handoffs.load_handoff(h["token"], "B")   # B loaded A's handoff: its lineage
+        store.handoffs.save_handoff("more", "notes", [], "/proj", from_session="C")  # C: its own handoff's
+        store.sessions.upsert_session("D", transcript="/d.jsonl")                   # D: none
+        return h["lineage_id"]
+
+    sids = ["A", "B", "C", "D", "E"]
+    alone, together = Store(tmp_path / "alone.db"), Store(tmp_path / "together.db")
+    try:
+        assert history(alone) and history(together)
+        for i, sid in enumerate(sids):
+            _turn(alone, sid, 1, f"2026-03-01T10:00:0{i}Z", "a prompt")
+        together.history.add_turn_records([
+            {"session_id": sid, "segment": 0, "turn": 1, "at": f"2026-03-01T10:00:0{i}Z", "prompt_preview": "a prompt",
+             "paths_read": [], "paths_changed": [], "tokens": 100, "cost_usd": 0.01} for i, sid in enumerate(sids)])
+        def written(store):  # lineage ids are random: named by their first turn
+            names: dict = {}
+            return [(sid, names.setdefault(lineage, f"lineage {len(names)}") if lineage else None) for sid, lineage in
+                    _rows(store.path, "SELECT session_id, lineage_id FROM turn_record ORDER BY session_id")]
+
+        assert written(together) == written(alone)
+        lineages = dict(written(together))
+        assert lineages["A"] and lineages["B"] == lineages["A"] and lineages["C"] not in (None, lineages["A"])
+        assert lineages["D"] is None and lineages["E"] is None
+        assert together.writer.read(lambda m: session_lineages(m, sids), None) == \
+            {sid: together.writer.read(lambda m, sid=sid: session_lineage(m, sid), None) for sid in sids}
+    finally:
+        alone.close()
+        together.close()
