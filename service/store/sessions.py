@@ -157,7 +157,7 @@ class Sessions:
         insert_rows(lambda row: self._profile_insert(m, row), [dict(row, archived_at=utc_iso()) for row in rows.values()])
 
     @staticmethod
-    def _profile_insert(m: Models, row: Row) -> pw.ModelInsert:
+    def _profile_insert(m: Models, row: Row) -> Any:  # a peewee ModelInsert
         P = m.SegmentProfile
         fields = [getattr(P, k) for k in row if k not in ("session_id", "segment")]
         return P.insert(row).on_conflict(conflict_target=[P.session_id, P.segment], preserve=fields)

@@ -123,6 +123,6 @@ class Spend:
         insert_rows(lambda state: self._scan_insert(m, state), list(newest_states.values()))
 
     @staticmethod
-    def _scan_insert(m: Models, state: Payload) -> pw.ModelInsert:
+    def _scan_insert(m: Models, state: Payload) -> Any:  # a peewee ModelInsert
         S = m.ScanState
         return S.insert(state).on_conflict(conflict_target=[S.path], preserve=[S.inode, S.size, S.mtime, S.offset])
