@@ -74,9 +74,8 @@ class _HistoryReplay:
     def close(self, st: os.stat_result) -> HistoryRead:
         engine = self.replay.engine
         engine.finish("end")
-        engine.drain_events()
+        snap = [e for e in engine.drain_events() if e["event"] == "end"][-1]["status"]  # the engine as it ends
         self.sink.finish(self.who)
-        snap = engine.snapshot()
         session = {"session_id": snap["session_id"], "project": snap.get("project"), "model": snap.get("model"),
                    "updated_at": snap.get("updated_at")}
         return HistoryRead((st.st_ino, st.st_size, st.st_mtime), session, list(engine.profiles), self.turns)
