@@ -711,3 +711,43 @@ def test_turns_of_many_sessions_written_at_once_take_each_sessions_lineage(tmp_p
     finally:
         alone.close()
         together.close()
+
+
+def test_a_run_of_one_kind_lands_at_once_and_a_refused_row_drops_only_itself(db_path):
+    """Writes of one kind queued one after another land in one call (one statement for many rows); when the
+    database refuses one of them for its data, the others still land, each on its own, as before."""
+    import peewee as pw
+
+    from service.store.common import Operation, QueuedWrite
+
+    store = Store(db_path)
+    calls = []
+
+    def insert(m, payload):
+        if payload.get("bad"):
+            raise pw.IntegrityError("refused")
+        m.ScanState.insert(path=payload["path"], size=1).execute()
+
+    def one(m, payload):
+        calls.append("one")
+        insert(m, payload)
+
+    def many(m, payloads):
+        calls.append(f"{len(payloads)} at once")
+        for payload in payloads:
+            insert(m, payload)
+
+    try:
+        store.writer.register({"probe": Operation(one, apply_many=many)})
+        with store.batch():
+            store.writer.submit([QueuedWrite("probe", {"path": p}) for p in ("a", "b", "c")])
+        assert calls == ["3 at once"]
+        calls.clear()
+        with store.batch():
+            store.writer.submit([QueuedWrite("probe", {"path": "d"}), QueuedWrite("probe", {"path": "e", "bad": True}),
+                                 QueuedWrite("probe", {"path": "f"})])
+        assert calls == ["3 at once", "one", "one", "one"], "refused at once: then each on its own"
+        assert sorted(r[0] for r in _rows(db_path, "SELECT path FROM scan_state")) == ["a", "b", "c", "d", "f"]
+        assert store.dropped_writes == 1 and store.pending_writes == 0
+    finally:
+        store.close()
