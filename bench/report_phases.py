@@ -55,8 +55,10 @@ if sys.argv[4] == "1":  # the restart replay (docs/measurement.md 14) from the s
     from service.engine_setup import tokenizer
     mains = frozenset(tf.path for tf in files if not tf.subagent)
     spent = [0.0]
+    counted = []
     encode_len = tokenizer.encode_len
     def timed_encode_len(text):
+        counted.append(text)
         t = time.perf_counter()
         try:
             return encode_len(text)
@@ -71,6 +73,24 @@ if sys.argv[4] == "1":  # the restart replay (docs/measurement.md 14) from the s
     out["replay_cpu_s"] = (c1.user + c1.system + c1.children_user + c1.children_system) - (c0.user + c0.system + c0.children_user + c0.children_system)
     out["replay_tokenizer_s"] = spent[0]
     out["replayed_files"] = len(replayed)
+    # Two costs no Python report can shed, each alone: decoding the lines the engine reads (parse_line, as
+    # every reader does), and tiktoken counting the distinct texts the replay counted, its encoder built.
+    from service.engine.parse import SKIP_AT, parse_line
+    lines = [line for path in sorted(mains) for line in Path(path).read_bytes().split(b"\n")
+             if line.strip() and not SKIP_AT.match(line)]
+    c0 = time.process_time()
+    for line in lines:
+        try:
+            parse_line(line)
+        except ValueError:
+            pass
+    out["decode_cpu_s"] = time.process_time() - c0
+    enc = tokenizer.load_o200k()
+    c0 = time.process_time()
+    for text in counted:
+        enc.encode_ordinary(text)
+    out["tokens_cpu_s"] = time.process_time() - c0
+    out["tokens_chars"] = sum(map(len, counted))
 with scan.collector_paused():
     tally = spend_tally(prices.lookup)
     t = time.perf_counter()
@@ -160,6 +180,9 @@ def format_phases(r: dict) -> str:
         rows.append(f"| scan with the restart replay of {r['replayed_files']} main transcripts from the same read, one "
                     f"process (the report's workers each do a share) | {r['replay_s']:.3f} (CPU {r['replay_cpu_s']:.3f}; "
                     f"counting tokens {r['replay_tokenizer_s']:.3f}) |")
+        rows.append(f"| of it, alone: decoding the lines the engine reads (the parser every reader uses) / tiktoken "
+                    f"counting the {r['tokens_chars'] / 1e6:.1f} M characters the replay counted, its encoder built "
+                    f"| CPU {r['decode_cpu_s']:.3f} / {r['tokens_cpu_s']:.3f} |")
     rows.append(f"| the floor: a bare interpreter reads every byte once in two processes and counts `\"usage\"`, "
                 f"nothing parsed (median of 5, interpreter start included) | {floor:.3f} |")
     return "\n".join(rows)
