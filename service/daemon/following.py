@@ -37,6 +37,7 @@ class Following(ServicePart):
     def __init__(self, service: Service) -> None:
         super().__init__(service)
         self.catch_up: dict[str, Path] = {}            # recent sessions still to read at startup, oldest first
+        self.held_back: dict[str, Path] = {}           # recent beyond sessions.live_max: live once they grow
         self.history_todo: list[Path] = []
         self.sliced = False                            # a read stopped at its slice: let API threads in first
         self._quiet_reminders = False                  # reading what happened while the service was away
@@ -61,10 +62,20 @@ class Following(ServicePart):
 
     # ---- sessions -----------------------------------------------------------------------
     def discover(self) -> tuple[list[Path], list[Path]]:
-        """Main transcripts modified within `sessions.live_hours` (oldest first), and the rest."""
-        horizon = time.time() - float(self._svc.cfg["sessions"]["live_hours"]) * 3600
-        live: list[tuple[float, Path]] = []
+        """The main transcripts to start as live sessions, and the rest, for the first pass (each oldest first).
+
+        Live: the newest `sessions.live_max` of those modified within `sessions.live_hours`. A person
+        has a handful of sessions going at once; a history copied or restored today (every file just
+        written) would otherwise start hundreds of engines before the first pass. The recent ones past
+        the cap are read by the first pass like any old transcript and kept in `held_back`: the first
+        change to one starts it as a live session, read from byte zero as at a start.
+        """
+        hours = float(self._svc.cfg["sessions"]["live_hours"])
+        cap = int(self._svc.cfg["sessions"]["live_max"])
+        horizon = time.time() - hours * 3600
+        recent: list[tuple[float, Path]] = []
         old: list[tuple[float, Path]] = []
+        self.held_back = {}
         if not self._svc.projects.is_dir():
             return [], []
         for path in self._svc.projects.glob("*/*.jsonl"):
@@ -75,8 +86,15 @@ class Following(ServicePart):
             except OSError:
                 self._readable(path)  # names it (a symlink loop, say) unless it is simply gone
                 continue
-            (live if mtime >= horizon else old).append((mtime, path))
-        return [p for _, p in sorted(live)], [p for _, p in sorted(old)]
+            (recent if mtime >= horizon else old).append((mtime, path))
+        recent.sort()
+        held = recent[:max(0, len(recent) - cap)]
+        self.held_back = {str(p): p for _, p in held}
+        return [p for _, p in recent[len(held):]], [p for _, p in sorted(old + held)]
+
+    def not_started(self) -> list[Path]:
+        """Recent transcripts found at start that are no live session yet (a checkpoint keeps their state)."""
+        return [*self.catch_up.values(), *self.held_back.values()]
 
     def catch_up_where(self, wanted: Callable[[Path], bool] | None, limit: int | None = None) -> None:
         """Read startup sessions (all `wanted` ones, else the next `limit`); caller holds registry.lock.
@@ -91,20 +109,25 @@ class Following(ServicePart):
             self._svc.scan["done"] += 1
             if str(path) in self._registry.sessions or str(path) in self._registry.retired:
                 continue
-            if not self._readable(path):
-                continue
-            try:
-                mtime = path.stat().st_mtime
-            except OSError:
-                continue
-            self._quiet_reminders = True
-            try:
-                sess = self._start_session(path, rotate=False, mtime=mtime)
-            finally:
-                self._quiet_reminders = False
-            self.publish_snapshot(sess)
+            self._start_quietly(path)
         if paths:
             self._caught_up_if_done()
+
+    def _start_quietly(self, path: Path) -> LiveSession | None:
+        """Start a session found at start: laps it crossed while the service was away are recorded, not announced."""
+        if not self._readable(path):
+            return None
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            return None
+        self._quiet_reminders = True
+        try:
+            sess = self._start_session(path, rotate=False, mtime=mtime)
+        finally:
+            self._quiet_reminders = False
+        self.publish_snapshot(sess)
+        return sess
 
     def _caught_up_if_done(self) -> None:
         """The startup reading is over once every recent session was started and read to its end
@@ -113,12 +136,14 @@ class Following(ServicePart):
             return
         log.info("caught up: %d live sessions", len(self._registry.sessions))
         self.learn_advice_basis()
-        self._svc.jobs.ckpt_states = {}
+        held = {p.stem for p in self.held_back.values()}  # what the last checkpoint knew of them is kept
+        self._svc.jobs.ckpt_states = {sid: st for sid, st in self._svc.jobs.ckpt_states.items() if sid in held}
         self._svc.scan = {"state": "scanning", "done": 0, "total": len(self.history_todo)}
         self._svc.hub.publish("service", self._svc.service_block())
         self._svc.jobs.start_scan(self.history_todo)
 
     def _start_session(self, path: Path, *, rotate: bool, mtime: float | None = None) -> LiveSession:
+        self.held_back.pop(str(path), None)
         sess, old = self._registry.add(path, rotate=rotate)
         excluded = self._svc.jobs.ckpt_excluded.get(str(path))
         if excluded:
@@ -155,6 +180,12 @@ class Following(ServicePart):
         key = str(path)
         if key in self.catch_up:
             self.catch_up_where(lambda p: str(p) == key)
+            return
+        if key in self.held_back:  # recent at start but past the cap: it grew, so it is live now, read from byte zero
+            started = self._start_quietly(path)
+            if started is not None:
+                self._registry.touch(started)
+                self._svc.jobs.arm_checkpoint()
             return
         sess = self._registry.sessions.get(key)
         if sess is None:
@@ -334,6 +365,8 @@ class Following(ServicePart):
             self._pending_follow[session_id] = (path.parent.name if path else project_folder(cwd)) or ""
             return {"ok": True, "following": session_id, "pending": True}
         key = str(path)
+        if key in self.held_back:  # read as if at start, then followed
+            self._start_quietly(path)
         if key in self._registry.sessions:
             sess, old = self._registry.rotate_to(path)
             if old is not None:
