@@ -19,6 +19,7 @@ from tests.support.harness import replay, wait_for
 from tests.support.service_proc import Svc, wait_for_snapshot
 
 COMPACT = scenario_session("subagent-and-compact")  # 9 calls, a subagent, one /compact
+REMINDERS = scenario_session("long-session")  # many files read: paths a user may untick
 
 
 @pytest.fixture
@@ -92,6 +93,33 @@ def test_a_held_back_transcript_that_grows_is_live_with_the_figures_of_a_replay_
     assert status["followed"] == sids[0]
     assert sorted(x["session_id"] for x in status["sessions"]) == sorted([sids[0], sids[-1]])
     assert sids[1] not in {x["session_id"] for x in status["sessions"]}  # the one that did not grow stays history
+
+
+def test_a_held_back_session_keeps_the_paths_its_user_unticked_across_restarts(svc, dirs):
+    """The checkpoint keeps what it knew of a session held back at a start, as of one not read yet."""
+    home, claude = dirs
+    for name, src in (("-a", REMINDERS), ("-b", COMPACT)):
+        (claude / "projects" / name).mkdir()
+        (claude / "projects" / name / src.name).write_bytes(src.read_bytes())
+    unticked = claude / "projects" / "-a" / REMINDERS.name
+
+    def start(live_max: int) -> Svc:
+        os.utime(unticked, (time.time() - 600,) * 2)  # the older of the two
+        _capped(home, live_max)
+        return svc().start()
+
+    s = start(16)
+    sid = REMINDERS.stem
+    rows = s.get(f"/api/v1/sessions/{sid}/series")["paths"]
+    biggest = max((r for r in rows if r["selected"]), key=lambda r: r["tokens"])
+    status, excluded = s.request("POST", f"/api/v1/sessions/{sid}/selection", {"exclude": [biggest["path"]]})
+    assert status == 200
+    assert s.stop() == 0
+    s = start(1)  # held back: not live, its checkpoint state kept by this run's checkpoints
+    assert sid not in {x["session_id"] for x in _idle(s)["sessions"]}
+    assert s.stop() == 0
+    s = start(16)
+    assert s.session(sid)["B_default"] == excluded["B_default"]
 
 
 def test_a_session_rotated_away_lets_its_engine_go(ctx_home):
