@@ -168,7 +168,25 @@ class Following(ServicePart):
         top = self._registry.followed
         if top is None or top.last_active <= sess.last_active:
             self._registry.followed_path = str(path)
+        self._rest_idle(sess)
         return sess
+
+    def _rest_idle(self, new: LiveSession) -> None:
+        """Over `sessions.live_max` live sessions, those idle for longer than `sessions.live_hours` leave the
+        live set, least recently active first (never `new`), as they would be history after a restart: the
+        open segment is archived as at a transcript's end and the engine freed. A service that runs for weeks
+        keeps the sessions a person has going, not every one it saw; one that grows again is live again,
+        read from byte zero (a resume)."""
+        sessions = self._registry.sessions
+        excess = len(sessions) - int(self._svc.cfg["sessions"]["live_max"])
+        if excess <= 0:
+            return
+        horizon = time.time() - float(self._svc.cfg["sessions"]["live_hours"]) * 3600
+        idle = sorted((s for s in sessions.values() if s is not new and s.last_active < horizon
+                       and str(s.path) not in self._reading_on), key=lambda s: s.last_active)
+        for sess in idle[:excess]:
+            self._registry.leave(sess)
+            self._retire(sess, "end")
 
     def on_change(self, path: Path, created: bool) -> None:
         kind = classify(path, self._svc.projects)
@@ -337,7 +355,7 @@ class Following(ServicePart):
         self.handle_events(old, events)
         if self._svc.turn_sink is not None:
             self._svc.turn_sink.finish(old)
-        log.info("rotation: %s -> %s", old.session_id, successor.session_id if successor else None)
+        log.info("%s: %s -> %s", reason, old.session_id, successor.session_id if successor else None)
         if self._svc.ready.is_set():
             self._svc.hub.publish("rotated", {"from": old.session_id, "to": successor.session_id if successor else None,
                                          "project": old.project_dir})

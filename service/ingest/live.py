@@ -223,6 +223,17 @@ class Registry:
             self.followed_by_project[sess.project_dir] = key
         return sess, old
 
+    def leave(self, sess: LiveSession) -> None:
+        """`sess` leaves the live set (idle); like a session rotated away, a resume brings it back."""
+        key = str(sess.path)
+        self.sessions.pop(key, None)
+        self.retired.add(key)
+        if self.followed_by_project.get(sess.project_dir) == key:
+            del self.followed_by_project[sess.project_dir]
+        if self.followed_path == key:
+            newest = max(self.sessions.values(), key=lambda s: s.last_active, default=None)
+            self.followed_path = str(newest.path) if newest is not None else None
+
     def touch(self, sess: LiveSession) -> None:
         """`sess` just grew: it becomes its project's and the tray's followed session."""
         self.changes += 1

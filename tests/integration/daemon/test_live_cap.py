@@ -153,3 +153,48 @@ def test_a_session_rotated_away_lets_its_engine_go(ctx_home):
         assert sorted((p["segment"], p["end_reason"]) for p in segs) == [(0, "compact"), (1, "rotation")]
     finally:
         svc.persist.close()
+
+
+def test_over_live_max_a_session_idle_past_live_hours_leaves_the_live_set_and_comes_back_when_it_grows(ctx_home):
+    """A service that runs for weeks keeps the sessions a person has going: when a new one starts and more
+    than `live_max` are live, one idle for longer than `live_hours` is archived as history and its engine
+    freed; when it grows again it is live again, with the figures of a replay from byte zero."""
+    import gc
+    import weakref
+
+    from service import config as config_mod
+    from service.client.paths import app_paths
+    from service.daemon.runtime import Service
+
+    projects = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects"
+    paths = app_paths()
+    cfg = config_mod.merge(config_mod.load(paths.config_file), {"sessions": {"live_max": 1, "live_hours": 0.0003}})
+    svc = Service(paths, cfg, projects=projects)
+    svc._build()
+    lines = COMPACT.read_bytes().splitlines(keepends=True)
+    try:
+        (projects / "-a").mkdir()
+        idle = projects / "-a" / COMPACT.name
+        idle.write_bytes(b"".join(lines[:len(lines) // 2]))
+        svc.following.on_change(idle, True)
+        engine = weakref.ref(svc.registry.sessions[str(idle)].engine)
+        time.sleep(1.2)  # idle past live_hours (about a second here)
+        (projects / "-b").mkdir()
+        busy = projects / "-b" / "11111111-aaaa-4bbb-8ccc-dddddddddddd.jsonl"
+        busy.write_bytes(COMPACT.read_bytes().replace(COMPACT.stem.encode(), busy.stem.encode()))
+        svc.following.on_change(busy, True)
+        assert list(svc.registry.sessions) == [str(busy)]
+        assert svc.registry.followed_path == str(busy)
+        gc.collect()
+        assert engine() is None
+        segs = svc.persist.store.sessions.segments(COMPACT.stem, 100)
+        assert [p["end_reason"] for p in segs] == ["end"]  # as the history would have it after a restart
+
+        with open(idle, "ab") as out:  # the user goes back to it
+            out.write(b"".join(lines[len(lines) // 2:]))
+        svc.following.on_change(idle, False)
+        end, _, _ = replay(idle, ctx_home.parent / "replay-home")
+        assert svc.registry.sessions[str(idle)].snapshot == end
+        assert svc.registry.followed_path == str(idle)
+    finally:
+        svc.persist.close()
