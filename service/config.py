@@ -46,7 +46,8 @@ COMMENTS = {
     "reminders": "min_gap: at most one reminder popup per session this often (e.g. 10m, 1h)",
     "history": "store_prompts: keep prompt previews in turn records (false stores no prompt text)",
     "sessions": "live_hours: transcripts modified this recently are live sessions at start; live_max: at most "
-                "this many of them, the newest (the rest are read into the history until they grow again)",
+                "this many of them, the newest (the rest are history until they grow again); over it, sessions "
+                "idle longer than live_hours leave the live list",
     "database": "url: empty for the local SQLite file; postgresql://... keeps it on a server (a team: [team])",
     "tokenizer": "ratio.<family>: Claude-to-o200k token ratio per model family (ctxlamp calibrate fits it)",
     "statusline": "format: parts of `ctxlamp statusline` (lamp position rent limits turn cache context); "

@@ -42,7 +42,8 @@ FIELDS = (
           "At start, transcripts changed this recently are measured as live sessions.", 24 * 366),
     Field("sessions.live_max", "Live sessions at start, at most", "sessions",
           "The newest of those recent transcripts; the others are read into the history and become live "
-          "sessions when they grow again.", 1000),
+          "sessions when they grow again. Over this many, sessions idle for longer than the hours above leave "
+          "the live list.", 1000),
     Field("history.store_prompts", "Keep the text of prompts in the history", "bool",
           "Off: the history keeps which files each turn read and changed, but no prompt text."),
     Field("selection.exclude", "Files a restart need not rebuild", "list",
