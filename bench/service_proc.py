@@ -39,13 +39,21 @@ def read_proc_stat(pid: int) -> dict:
 
 
 def tree_rss_mb(pid: int) -> float:
-    """RSS of the process and its live children (a worker pool, if any)."""
+    """RSS of the process and its live children (a worker pool, if any).
+
+    Children are listed per thread: the service starts its first pass's workers from a thread of
+    its own, so every thread's list is read, not only the main thread's."""
     total = read_proc_stat(pid)["rss_mb"]
+    kids: set[str] = set()
     try:
-        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                kids.update((task / "children").read_text().split())
+            except OSError:  # the thread ended meanwhile
+                pass
     except OSError:
-        kids = []
-    for kid in kids:
+        pass
+    for kid in sorted(kids):
         try:
             total += tree_rss_mb(int(kid))
         except (OSError, ValueError):
