@@ -8,11 +8,8 @@ and become live sessions when they grow, with the figures a replay from byte zer
 from __future__ import annotations
 
 import os
-import signal
 import time
 from pathlib import Path
-
-import pytest
 
 from tests.support.corpus import scenario_session
 from tests.support.harness import replay, wait_for
@@ -20,20 +17,6 @@ from tests.support.service_proc import Svc, wait_for_snapshot
 
 COMPACT = scenario_session("subagent-and-compact")  # 9 calls, a subagent, one /compact
 REMINDERS = scenario_session("long-session")  # many files read: paths a user may untick
-
-
-@pytest.fixture
-def svc(dirs):
-    services: list[Svc] = []
-
-    def make(**kw) -> Svc:
-        s = Svc(*dirs, **kw)
-        services.append(s)
-        return s
-
-    yield make
-    for s in services:
-        s.stop(signal.SIGKILL if s.proc and s.proc.poll() is None else signal.SIGTERM)
 
 
 def _recent(claude: Path, count: int, data: bytes) -> list[str]:
