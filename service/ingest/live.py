@@ -5,8 +5,10 @@ project folder one session is *followed* (the newest file); the tray follows
 the most recently active session of all. A new file in a project folder (what
 `/clear` writes) or a SessionStart hook with another session id *rotates* the
 project: the old session's open segment is archived (end_reason "rotation")
-and the new one is followed. The registry holds no I/O beyond reading the
-transcripts it tails; the runtime stores and publishes what it returns.
+and the new one is followed. A session may also leave the live set when it is
+idle and too many are live (service/daemon/following.py). The registry holds no
+I/O beyond reading the transcripts it tails; the runtime stores and publishes
+what it returns.
 
 Thread safety: the runtime's main loop mutates, API threads read; both hold
 `Registry.lock`. Snapshots are replaced (never mutated), so a reader may keep one.
