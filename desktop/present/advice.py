@@ -66,12 +66,12 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
 
 def move_sentence(snapshot: dict | None) -> str:
     """The cheapest move and its saving in one line, once it pays twice (service/client/words.py)."""
-    return words.move_sentence(snapshot, usd=fmt.usd, plural=fmt.plural)
+    return words.move_sentence(snapshot)
 
 
 def position_words(snapshot: dict) -> str:
     """Where the session stands against the sweet spot, in calls (the command line's words too)."""
-    return words.position(snapshot, plural=fmt.plural)
+    return words.position(snapshot)
 
 
 def rent_worth(snapshot: dict) -> str:
@@ -99,7 +99,7 @@ def notice_text(told: dict, snapshot: dict | None = None, several: bool = False)
 def saving_line(reminder: dict, snapshot: dict | None) -> str:
     """What the move saves, as briefly as the figures allow: the priced moves once one pays twice, else the
     restart's estimate, else its payback (the terminal's notices say the same, service/client/words.py)."""
-    return words.saving_line(reminder, snapshot, usd=fmt.usd, plural=fmt.plural)
+    return words.saving_line(reminder, snapshot)
 
 
 def notice_why(red: bool, reminder: dict, snapshot: dict | None, notice: bool = True) -> str:

@@ -8,27 +8,9 @@ from __future__ import annotations
 
 from datetime import date, datetime, timezone
 
-DASH = "–"
+from service.client.money import DASH, count, plural, usd  # as the terminal and the status line say them
 
-
-def usd(v) -> str:
-    """$1,234 / $12.34 / $0.42 / $0.004: enough digits to tell small sums apart."""
-    if v is None:
-        return DASH
-    v = float(v)
-    if v == 0:
-        return "$0"
-    sign = "-" if v < 0 else ""
-    a = abs(v)
-    if a >= 100:
-        return f"{sign}${a:,.0f}"
-    if a >= 0.995:
-        return f"{sign}${a:,.2f}"
-    if a >= 0.01:
-        return f"{sign}${a:.2f}"
-    if a >= 0.0005:
-        return f"{sign}${a:.3f}"
-    return f"{sign}${a:.4f}" if a >= 0.00005 else f"{sign}<$0.0001"
+__all__ = ["DASH", "count", "plural", "usd"]
 
 
 def tokens(n) -> str:
@@ -55,13 +37,6 @@ def size(n) -> str:
         if abs(n) >= scale:
             return f"{n / scale:.1f} {unit}"
     return f"{n:.0f} B"
-
-
-def count(n) -> str:
-    """A whole number with thousands separators."""
-    if n is None:
-        return DASH
-    return f"{int(round(float(n))):,}"
 
 
 def number(v, digits: int = 2) -> str:
@@ -137,8 +112,3 @@ def day(iso_day: str | None) -> str:
     except ValueError:
         return str(iso_day)
     return f"{d:%a} {d.day} {d:%b}"
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """'1 session', '3 sessions' (the count formatted with separators)."""
-    return f"{count(n)} {word if int(n) == 1 else (many or word + 's')}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from desktop.present import fmt
+from service.client import words
 
 # Lamp colours: fill colours chosen to read on light and dark panels (the icon adds an outline).
 LAMP_FILL = {
@@ -29,15 +30,8 @@ BAND_RGBA = {
     "amber": (255, 179, 0, 65),
     "red": (229, 50, 45, 60),
 }
-STATE_WORDS = {
-    "no_transcript": "no transcript",
-    "insufficient_data": "not enough data yet",
-    "warming": "warming up",
-    "good": "good",
-    "warning": "past the sweet spot",
-    "critical": "restart pays",
-    "service_down": "service down",
-}
+# The glossary's words for each state (the terminal's table), and the one only a window can be in.
+STATE_WORDS = {**words.STATE_WORDS, "service_down": "service down"}
 
 
 # ---------- lamp and tooltip ----------

@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from pathlib import PurePath
 
+from service.client.money import plural, usd
+
 # lamp.state -> what the lamp advises (the window's words)
 STATE_WORDS = {
     "no_transcript": "no transcript",
@@ -20,10 +22,6 @@ STATE_WORDS = {
 COLOURS = ("white", "green", "amber", "red")
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def colour_of(snapshot: dict) -> str:
     colour = str((snapshot.get("lamp") or {}).get("colour") or "white").lower()
     return colour if colour in COLOURS else "white"
@@ -34,9 +32,8 @@ def advice(snapshot: dict) -> str:
     return STATE_WORDS.get(state, state)
 
 
-def position(snapshot: dict, plural=plural) -> str:
-    """Whole calls to or past the sweet spot (the window's and the tooltip's count); `plural` formats the
-    count (the window passes its own, with thousands separators)."""
+def position(snapshot: dict) -> str:
+    """Whole calls to or past the sweet spot (the window's, the tooltip's and the terminal's count)."""
     dhat = snapshot.get("dhat")
     if dhat is None:
         return "no sweet spot yet"
@@ -51,18 +48,11 @@ def project_name(snapshot: dict) -> str:
     return PurePath(project).name or project or "(no project folder)"
 
 
-def usd(v) -> str:
-    if v is None:
-        return "-"
-    v = float(v)
-    return f"${v:,.2f}" if abs(v) >= 1 else f"${v:.3f}" if abs(v) >= 0.01 else f"${v:.4f}"
-
-
 MOVE_NOW = {"compact": "/compact now", "restart": "A restart now"}
 MOVE_ALSO = {"compact": "/compact", "restart": "a restart"}
 
 
-def move_sentence(snapshot: dict | None, usd=usd, plural=plural) -> str:
+def move_sentence(snapshot: dict | None) -> str:
     """The cheapest move and its saving in one line (docs/measurement.md 15), the other move's saving after it:
     "/compact now saves about $0.40 over the next 30 calls; a restart about $0.55 (estimate)." Empty while
     going on is cheapest, and until the move saves its own price again (`pays_twice`): a move that only
@@ -86,12 +76,11 @@ def move_sentence(snapshot: dict | None, usd=usd, plural=plural) -> str:
     return text + " (estimate)."
 
 
-def saving_line(reminder: dict, snapshot: dict | None = None, usd=usd, plural=plural) -> str:
+def saving_line(reminder: dict, snapshot: dict | None = None) -> str:
     """What changing course now saves, as briefly as the figures allow: the priced moves once one pays twice,
     else a restart's estimate over the calls this user's sessions usually run after a reminder, else its
-    payback, else the rent paid (a notice's second line, in the tray and the terminal alike; the window
-    passes its own money and count formats)."""
-    move = move_sentence(snapshot, usd=usd, plural=plural)
+    payback, else the rent paid (a notice's second line, in the tray and the terminal alike)."""
+    move = move_sentence(snapshot)
     if move:
         return move
     estimate = reminder.get("restart_now") or (snapshot or {}).get("restart_now")

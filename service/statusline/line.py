@@ -11,6 +11,8 @@ parts are all empty is left out, the rest are joined with " · ".
 
 import time
 
+from service.client.money import usd
+
 PARTS = ("lamp", "position", "advice", "rent", "limits", "turn", "cache", "context", "rewrite")
 DEFAULT_FORMAT = "{lamp} {position} | {advice} | rent {rent} | {limits} | {turn} | {cache}"
 MOVE_WORDS = {"compact": "/compact", "restart": "restart"}
@@ -49,14 +51,6 @@ def _without_controls(text: str) -> str:
 
 def paint(text: str, colour: str | None, color: bool) -> str:
     return f"\033[{_SGR[colour]}m{text}\033[0m" if color and colour in _SGR and text else text
-
-
-def _usd(v: float) -> str:
-    if v >= 100:
-        return f"${v:,.0f}"
-    if v >= 1:
-        return f"${v:.2f}"
-    return f"${v:.3f}" if v >= 0.01 else f"${v:.4f}"
 
 
 def _clock(epoch: float, now: float) -> str:
@@ -106,18 +100,18 @@ def advice_part(f: dict, color: bool) -> str:
     saves, ahead = advice.get("saves_usd"), advice.get("horizon_calls")
     if not isinstance(saves, (int, float)) or not saves > 0 or not isinstance(ahead, (int, float)):
         return ""
-    return f"{MOVE_WORDS[advice['move']]} saves ~{_usd(saves)}/{max(1, round(ahead))} calls"
+    return f"{MOVE_WORDS[advice['move']]} saves ~{usd(saves)}/{max(1, round(ahead))} calls"
 
 
 def rewrite_part(f: dict, color: bool) -> str:
     """What switching model (or fast mode) now costs: the whole prompt written to the cache again."""
     cold = ((f.get("session") or {}).get("cache") or {}).get("cold_rewrite_usd")
-    return f"switch re-writes {_usd(cold)}" if isinstance(cold, (int, float)) and cold > 0 else ""
+    return f"switch re-writes {usd(cold)}" if isinstance(cold, (int, float)) and cold > 0 else ""
 
 
 def rent_part(f: dict, color: bool) -> str:
     rent = (f.get("session") or {}).get("bill_cycle_usd")
-    return _usd(rent) if isinstance(rent, (int, float)) and rent > 0 else ""
+    return usd(rent) if isinstance(rent, (int, float)) and rent > 0 else ""
 
 
 def limits_part(f: dict, color: bool, now: float) -> str:

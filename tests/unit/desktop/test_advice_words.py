@@ -73,8 +73,9 @@ def test_a_move_that_only_breaks_even_is_not_said_yet():
 def test_the_status_line_says_the_move_and_a_switchs_price():
     session = {k: LATE.get(k) for k in SESSION_FIELDS}  # what the service's answer carries
     got = line.render({"session": session, "service": "up"}, color=False, now=0.0)
-    assert f"restart saves ~{line._usd(LATE['advice']['saves_usd'])}/30 calls" in got.split(line.SEP)
+    # the money as the window says it: one format in the tray, the window, the terminal and the status line
+    assert f"restart saves ~{fmt.usd(LATE['advice']['saves_usd'])}/30 calls" in got.split(line.SEP)
     got = line.render({"session": session, "service": "up"}, "{rewrite}", color=False, now=0.0)
-    assert got == f"switch re-writes {line._usd(LATE['cache']['cold_rewrite_usd'])}"
+    assert got == f"switch re-writes {fmt.usd(LATE['cache']['cold_rewrite_usd'])}"
     fresh = {k: FRESH.get(k) for k in SESSION_FIELDS}
     assert "saves" not in line.render({"session": fresh, "service": "up"}, color=False, now=0.0)

@@ -205,7 +205,7 @@ def test_tooltip_carries_state_position_rent_and_cache():
 def test_tooltip_of_a_gated_snapshot_has_no_sweet_spot():
     text = tooltip_text({"session_id": "x", "lamp": {"state": "insufficient_data", "colour": "white"},
                             "x": 1, "xSweet": None, "dhat": None}, 0)
-    assert "not enough data" in text and "sweet" not in text
+    assert "warming up" in text and "sweet" not in text  # the glossary's word, as the terminal says it
 
 
 def test_followed_session_prefers_user_choice_then_service_then_newest():
@@ -255,7 +255,7 @@ def test_curve_view_has_bands_at_the_landmarks_and_the_point_on_the_curve():
 
 def test_curve_view_without_skeleton_explains():
     v = curve_view({"lamp": {"state": "insufficient_data"}, "skeleton": None})
-    assert not v.us and "not enough data" in v.note
+    assert not v.us and "warming up" in v.note
 
 
 def test_series_view_marks_reminders_and_resets():

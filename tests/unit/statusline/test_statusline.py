@@ -66,7 +66,7 @@ def facts(**over):
 
 def test_line_reads_at_a_glance():
     text = line.render(facts(), color=False, now=NOW)
-    assert text.startswith("● green 5 calls to sweet spot · rent $0.310 · 5h 37% resets ")
+    assert text.startswith("● green 5 calls to sweet spot · rent $0.31 · 5h 37% resets ")
     assert "week 12% resets " in text and "spend 4% resets" in text and text.endswith("cache 3:12")
 
 
