@@ -27,11 +27,23 @@ from service.report import scan
 # What a worker needs besides the job: set once per worker by `init_worker`.
 _replay_with: tuple[Any, Any, bool] | None = None   # (prices, engine config, store prompts)
 
+# Characters a spawned worker counts with the Python counter before it builds tiktoken's encoder: all of them.
+# The encoder takes 76 MB in each process that builds it, and each spawned worker built its own once its
+# share of Read, Write and Edit texts passed the small-text budget, so two workers held 200 MB beside the
+# service; the Python counter gives the same numbers and, over a worker's share, costs no more CPU than
+# building the encoder. A text it cannot count still goes to tiktoken.
+SPAWNED_SMALL_TEXT_BUDGET = 1 << 40
 
-def init_worker(remembered: dict[str, int], max_line: int, prices: Any, engine_cfg: Any, store_prompts: bool) -> None:
+
+def init_worker(remembered: dict[str, int], max_line: int, prices: Any, engine_cfg: Any, store_prompts: bool,
+                spawned: bool = False) -> None:
     global _replay_with
     scan._init_worker(remembered, max_line)
     _replay_with = (prices, engine_cfg, store_prompts)
+    if spawned:  # a fresh interpreter that has counted nothing yet: the budget is read at its first count
+        from service.engine_setup import tokenizer
+
+        tokenizer.SMALL_TEXT_BUDGET = SPAWNED_SMALL_TEXT_BUDGET
 
 
 @dataclass
@@ -135,12 +147,12 @@ def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engin
     from service.channels.edit import settle_tokens
     from service.report import forked
 
-    init = functools.partial(init_worker, cache.sizes, max_line, prices, engine_cfg, store_prompts)
     workers = workers if workers is not None else (os.cpu_count() or 1)
     if method is None:  # `method` given: a test of one way
         method = "serial" if forked.start_method() == "serial" else "spawn"
         if workers < 2 or len(plan_.jobs) < 2 or plan_.bytes < forked.min_bytes(forked.POOL_MIN_BYTES, method):
             method = "serial"
+    init = functools.partial(init_worker, cache.sizes, max_line, prices, engine_cfg, store_prompts, method == "spawn")
 
     history_paths = {tf.path for tf, wanted in plan_.jobs if wanted}
 
