@@ -13,6 +13,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +44,22 @@ def tree_rss_mb(pid: int) -> float:
 
     Children are listed per thread: the service starts its first pass's workers from a thread of
     its own, so every thread's list is read, not only the main thread's."""
-    total = read_proc_stat(pid)["rss_mb"]
+    return _tree_sum(pid, lambda p: read_proc_stat(p)["rss_mb"])
+
+
+def tree_pss_mb(pid: int) -> float:
+    """PSS of the process and its live children: each shared page (the interpreter, its libraries) counted
+    once over the processes that map it, where the RSS sum counts it in each: the memory they take."""
+    def pss(p: int) -> float:
+        for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+    return _tree_sum(pid, pss)
+
+
+def _tree_sum(pid: int, measure: Callable[[int], float]) -> float:
+    total = measure(pid)
     kids: set[str] = set()
     try:
         for task in Path(f"/proc/{pid}/task").iterdir():
@@ -55,7 +71,7 @@ def tree_rss_mb(pid: int) -> float:
         pass
     for kid in sorted(kids):
         try:
-            total += tree_rss_mb(int(kid))
+            total += _tree_sum(int(kid), measure)
         except (OSError, ValueError):
             pass
     return total

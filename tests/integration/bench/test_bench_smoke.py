@@ -233,7 +233,7 @@ def test_the_tree_peak_counts_a_child_started_from_another_thread():
     import signal
     import time
 
-    from bench.service_proc import read_proc_stat, tree_rss_mb
+    from bench.service_proc import read_proc_stat, tree_pss_mb, tree_rss_mb
 
     parent = subprocess.Popen([PY, "-c", (
         "import subprocess, sys, threading\n"
@@ -249,6 +249,7 @@ def test_the_tree_peak_counts_a_child_started_from_another_thread():
         while read_proc_stat(child)["rss_mb"] < 64 and time.monotonic() < deadline:  # its 64 MB touched
             time.sleep(0.05)
         assert tree_rss_mb(parent.pid) >= read_proc_stat(parent.pid)["rss_mb"] + 64
+        assert tree_pss_mb(parent.pid) >= 64  # the child's bytes are its own: counted whole
     finally:
         if child is not None:
             os.kill(child, signal.SIGKILL)
