@@ -38,6 +38,7 @@ class Following(ServicePart):
         super().__init__(service)
         self.catch_up: dict[str, Path] = {}            # recent sessions still to read at startup, oldest first
         self.held_back: dict[str, Path] = {}           # recent beyond sessions.live_max: live once they grow
+        self.resting: dict[str, Path] = {}             # left the live set idle: live again once they grow
         self.history_todo: list[Path] = []
         self.sliced = False                            # a read stopped at its slice: let API threads in first
         self._quiet_reminders = False                  # reading what happened while the service was away
@@ -93,8 +94,9 @@ class Following(ServicePart):
         return [p for _, p in recent[len(held):]], [p for _, p in sorted(old + held)]
 
     def not_started(self) -> list[Path]:
-        """Recent transcripts found at start that are no live session yet (a checkpoint keeps their state)."""
-        return [*self.catch_up.values(), *self.held_back.values()]
+        """Recent transcripts that are no live session now: found at start and not read yet, or left the live
+        set idle (a checkpoint keeps their state)."""
+        return [*self.catch_up.values(), *self.held_back.values(), *self.resting.values()]
 
     def catch_up_where(self, wanted: Callable[[Path], bool] | None, limit: int | None = None) -> None:
         """Read startup sessions (all `wanted` ones, else the next `limit`); caller holds registry.lock.
@@ -136,7 +138,7 @@ class Following(ServicePart):
             return
         log.info("caught up: %d live sessions", len(self._registry.sessions))
         self.learn_advice_basis()
-        held = {p.stem for p in self.held_back.values()}  # what the last checkpoint knew of them is kept
+        held = {p.stem for p in self.not_started()}  # what the last checkpoint knew of them is kept
         self._svc.jobs.ckpt_states = {sid: st for sid, st in self._svc.jobs.ckpt_states.items() if sid in held}
         self._svc.scan = {"state": "scanning", "done": 0, "total": len(self.history_todo)}
         self._svc.hub.publish("service", self._svc.service_block())
@@ -144,6 +146,7 @@ class Following(ServicePart):
 
     def _start_session(self, path: Path, *, rotate: bool, mtime: float | None = None) -> LiveSession:
         self.held_back.pop(str(path), None)
+        self.resting.pop(str(path), None)
         sess, old = self._registry.add(path, rotate=rotate)
         excluded = self._svc.jobs.ckpt_excluded.get(str(path))
         if excluded:
@@ -184,9 +187,16 @@ class Following(ServicePart):
         horizon = time.time() - float(self._svc.cfg["sessions"]["live_hours"]) * 3600
         idle = sorted((s for s in sessions.values() if s is not new and s.last_active < horizon
                        and str(s.path) not in self._reading_on), key=lambda s: s.last_active)
+        jobs = self._svc.jobs
         for sess in idle[:excess]:
             self._registry.leave(sess)
             self._retire(sess, "end")
+            # the paths its user unticked come back with it, in this run and after a restart
+            state = sess.ledger_state()
+            state["excluded"] = sorted(sess.excluded)
+            jobs.ckpt_states[sess.session_id] = state
+            jobs.ckpt_excluded[str(sess.path)] = state["excluded"]
+            self.resting[str(sess.path)] = sess.path
 
     def on_change(self, path: Path, created: bool) -> None:
         kind = classify(path, self._svc.projects)

@@ -181,3 +181,38 @@ def test_over_live_max_a_session_idle_past_live_hours_leaves_the_live_set_and_co
         assert svc.registry.followed_path == str(idle)
     finally:
         svc.persist.close()
+
+
+def test_a_session_that_left_idle_comes_back_with_the_paths_its_user_unticked(ctx_home):
+    from service import config as config_mod
+    from service.client.paths import app_paths
+    from service.daemon import checkpoint
+    from service.daemon.runtime import Service
+
+    projects = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects"
+    paths = app_paths()
+    cfg = config_mod.merge(config_mod.load(paths.config_file), {"sessions": {"live_max": 1, "live_hours": 0.0003}})
+    svc = Service(paths, cfg, projects=projects)
+    svc._build()
+    try:
+        (projects / "-a").mkdir()
+        idle = projects / "-a" / REMINDERS.name
+        idle.write_bytes(REMINDERS.read_bytes())
+        svc.following.on_change(idle, True)
+        rows = svc.registry.sessions[str(idle)].series()["paths"]
+        unticked = max((r for r in rows if r["selected"]), key=lambda r: r["tokens"])["path"]
+        svc.following.set_selection(REMINDERS.stem, [unticked], [])
+        time.sleep(1.2)  # idle past live_hours (about a second here)
+        (projects / "-b").mkdir()
+        busy = projects / "-b" / COMPACT.name
+        busy.write_bytes(COMPACT.read_bytes())
+        svc.following.on_change(busy, True)
+        assert str(idle) not in svc.registry.sessions
+
+        svc.jobs.checkpoint_now(force=True)  # what a restart would read
+        doc, _ = checkpoint.load_latest(paths.checkpoints)
+        assert doc["sessions"][REMINDERS.stem]["excluded"] == [unticked]
+        svc.following.on_change(idle, False)  # it grows again
+        assert svc.registry.sessions[str(idle)].excluded == {unticked}
+    finally:
+        svc.persist.close()
