@@ -2,8 +2,9 @@
 
 First pass: `ctxlamp serve` on an empty data folder (the tokenizer set up, as after the first
 run) until `/api/v1/status` says the scan is `idle`: the moment a new user's Overview and report
-are complete. Its peak memory: the service's own VmHWM, and the largest sum of the RSS of the
-service and its worker processes seen while it read (sampled every 50 ms).
+are complete. Its peak memory: the service's own VmHWM, and the largest sums of the RSS and of
+the PSS (shared pages counted once) of the service and its worker processes seen while it read
+(sampled every 50 ms).
 Cold report: `ctxlamp report --json --no-service` on an empty data folder (tokenizer set up).
 
 `--dated` first sets each transcript's modification time to its last entry's time, as a real
@@ -34,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from bench.first_run import SET_UP
 from bench.peers import base_env, timed
 from bench.rounds import alternating
-from bench.service_proc import ServiceProcess, read_proc_stat, tree_rss_mb
+from bench.service_proc import ServiceProcess, read_proc_stat, tree_pss_mb, tree_rss_mb
 
 _TIME = re.compile(rb'"timestamp":"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)')
 
@@ -57,13 +58,14 @@ def date_files(projects: Path) -> int:
 
 def first_pass(exe: str, corpus: Path, home: Path, tokenizer: Path) -> dict:
     shutil.copytree(tokenizer, home / "tiktoken")
-    peak = [0.0]
+    peak = [0.0, 0.0]
     stop = threading.Event()
     with ServiceProcess(home, corpus / ".claude", exe=exe) as svc:
         def sample() -> None:
             while not stop.is_set():
                 try:
                     peak[0] = max(peak[0], tree_rss_mb(svc.pid))
+                    peak[1] = max(peak[1], tree_pss_mb(svc.pid))
                 except OSError:
                     pass
                 stop.wait(0.05)
@@ -75,7 +77,8 @@ def first_pass(exe: str, corpus: Path, home: Path, tokenizer: Path) -> dict:
         stop.set()
         sampler.join()
         st = read_proc_stat(svc.pid)
-    return {"idle_s": idle, "cpu_s": st["cpu_s"] + st["children_cpu_s"], "hwm_mb": st["hwm_mb"], "tree_peak_mb": peak[0]}
+    return {"idle_s": idle, "cpu_s": st["cpu_s"] + st["children_cpu_s"], "hwm_mb": st["hwm_mb"], "tree_peak_mb": peak[0],
+            "tree_pss_peak_mb": peak[1]}
 
 
 def cold_report(exe: str, corpus: Path, home: Path, tokenizer: Path) -> dict:

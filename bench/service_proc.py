@@ -13,6 +13,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,15 +40,38 @@ def read_proc_stat(pid: int) -> dict:
 
 
 def tree_rss_mb(pid: int) -> float:
-    """RSS of the process and its live children (a worker pool, if any)."""
-    total = read_proc_stat(pid)["rss_mb"]
+    """RSS of the process and its live children (a worker pool, if any).
+
+    Children are listed per thread: the service starts its first pass's workers from a thread of
+    its own, so every thread's list is read, not only the main thread's."""
+    return _tree_sum(pid, lambda p: read_proc_stat(p)["rss_mb"])
+
+
+def tree_pss_mb(pid: int) -> float:
+    """PSS of the process and its live children: each shared page (the interpreter, its libraries) counted
+    once over the processes that map it, where the RSS sum counts it in each: the memory they take."""
+    def pss(p: int) -> float:
+        for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+    return _tree_sum(pid, pss)
+
+
+def _tree_sum(pid: int, measure: Callable[[int], float]) -> float:
+    total = measure(pid)
+    kids: set[str] = set()
     try:
-        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                kids.update((task / "children").read_text().split())
+            except OSError:  # the thread ended meanwhile
+                pass
     except OSError:
-        kids = []
-    for kid in kids:
+        pass
+    for kid in sorted(kids):
         try:
-            total += tree_rss_mb(int(kid))
+            total += _tree_sum(int(kid), measure)
         except (OSError, ValueError):
             pass
     return total

@@ -27,7 +27,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "selection": {"exclude": []},
     "reminders": {"min_gap": "10m"},
     "history": {"store_prompts": True},
-    "sessions": {"live_hours": 24},
+    "sessions": {"live_hours": 24, "live_max": 16},
     "database": {"url": ""},
     "tokenizer": {"ratio": {}},
     "statusline": {"format": DEFAULT_FORMAT},
@@ -45,7 +45,9 @@ COMMENTS = {
     "selection": "exclude: globs of paths a restart need not rebuild (e.g. \"**/node_modules/**\")",
     "reminders": "min_gap: at most one reminder popup per session this often (e.g. 10m, 1h)",
     "history": "store_prompts: keep prompt previews in turn records (false stores no prompt text)",
-    "sessions": "live_hours: transcripts modified this recently are live sessions at start",
+    "sessions": "live_hours: transcripts modified this recently are live sessions at start; live_max: at most "
+                "this many of them, the newest (the rest are history until they grow again); over it, sessions "
+                "idle longer than live_hours leave the live list",
     "database": "url: empty for the local SQLite file; postgresql://... keeps it on a server (a team: [team])",
     "tokenizer": "ratio.<family>: Claude-to-o200k token ratio per model family (ctxlamp calibrate fits it)",
     "statusline": "format: parts of `ctxlamp statusline` (lamp position rent limits turn cache context); "
@@ -72,13 +74,15 @@ class Range:
     low: float
     high: float
     low_open: bool = False
+    whole: bool = False   # a count: a fraction is refused, never rounded
 
     def says(self) -> str:
         low = f"above {self.low:g}" if self.low_open else f"at least {self.low:g}"
-        return f"{low} and at most {self.high:g}"
+        return f"{'a whole number ' if self.whole else ''}{low} and at most {self.high:g}"
 
     def holds(self, value: float) -> bool:
-        return (value > self.low if self.low_open else value >= self.low) and value <= self.high
+        return (value > self.low if self.low_open else value >= self.low) and value <= self.high \
+            and (not self.whole or float(value).is_integer())
 
 
 DAY_S = 86400.0
@@ -89,6 +93,7 @@ RANGES: dict[tuple[str, str], Range] = {
     ("engine", "eps_crit"): Range(0, 10, low_open=True),
     ("reminders", "min_gap"): Range(0, 7 * DAY_S),
     ("sessions", "live_hours"): Range(0, 24 * 366),
+    ("sessions", "live_max"): Range(0, 1000, whole=True),
     ("limits", "notice_pct"): Range(0, 100),
     ("limits", "alert_pct"): Range(0, 100),
     ("limits", "idle_rewrite_usd"): Range(0, 10_000),

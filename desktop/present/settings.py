@@ -22,7 +22,7 @@ from desktop.present import fmt
 class Field:
     key: str            # "section.key" of the service's config
     label: str
-    kind: str           # int, percent, duration, hours, bool, text, list, ratios, zone, usd, share
+    kind: str           # int, sessions, percent, duration, hours, bool, text, list, ratios, zone, usd, share
     help: str
     maximum: float = 1e9
 
@@ -40,6 +40,10 @@ FIELDS = (
           "held back)."),
     Field("sessions.live_hours", "Sessions count as live for", "hours",
           "At start, transcripts changed this recently are measured as live sessions.", 24 * 366),
+    Field("sessions.live_max", "Live sessions at start, at most", "sessions",
+          "The newest of those recent transcripts; the others are read into the history and become live "
+          "sessions when they grow again. Over this many, sessions idle for longer than the hours above leave "
+          "the live list.", 1000),
     Field("history.store_prompts", "Keep the text of prompts in the history", "bool",
           "Off: the history keeps which files each turn read and changed, but no prompt text."),
     Field("selection.exclude", "Files a restart need not rebuild", "list",
@@ -99,6 +103,8 @@ def show_value(field: Field, value) -> str:
         return f"{number:g} {words[:-1] if number == 1 else words}"
     if field.kind == "hours":
         return fmt.plural(value, "hour")
+    if field.kind == "sessions":
+        return fmt.plural(value, "session")
     if field.kind == "int":
         return f"{fmt.count(value)} tokens"
     if field.kind == "list":

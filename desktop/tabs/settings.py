@@ -176,11 +176,11 @@ def make_control(field: sm.Field) -> Control:
         spin.setSuffix(" % above the best")
         return _Wrap(spin, lambda: round(spin.value() / 100, 6), lambda v: spin.setValue(float(v) * 100),
                      spin.valueChanged)
-    if field.kind in ("int", "hours"):
+    if field.kind in ("int", "hours", "sessions"):
         whole = QSpinBox()
         whole.setRange(0, int(field.maximum))
         whole.setGroupSeparatorShown(True)
-        whole.setSuffix(" tokens" if field.kind == "int" else " hours")
+        whole.setSuffix({"int": " tokens", "hours": " hours", "sessions": " sessions"}[field.kind])
         whole.setStepType(QAbstractSpinBox.StepType.AdaptiveDecimalStepType)
         return _Wrap(whole, whole.value, lambda v: whole.setValue(int(v)), whole.valueChanged)
     if field.kind == "bool":

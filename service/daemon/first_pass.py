@@ -11,9 +11,9 @@ profiles, the turn records and each file's scan state.
 
 Workers are never forked from the service's process: it runs threads (the API, the live loop, the
 scheduler) and a child forked while one of them holds a lock waits for it forever. Where the system
-can fork, one fresh interpreter (a fork server, service/report/spawned.py) imports the readers,
-builds tiktoken's encoder once and forks the workers, which share both; elsewhere each worker is a
-fresh interpreter. Below `forked.SPAWN_MIN_BYTES` of unread history one process is as fast, and
+can fork, one fresh interpreter (a fork server, service/report/spawned.py) imports the readers
+once and forks the workers; elsewhere each worker is a fresh interpreter. Either way a worker counts
+tokens with the Python counter and never builds tiktoken's encoder (76 MB a process). Below `forked.SPAWN_MIN_BYTES` of unread history one process is as fast, and
 the service's own thread reads it (the same functions).
 """
 from __future__ import annotations
@@ -30,18 +30,24 @@ from service.report import scan
 # What a worker needs besides the job: set once per worker by `init_worker`.
 _replay_with: tuple[Any, Any, bool] | None = None   # (prices, engine config, store prompts)
 
+# Characters a worker in a fresh interpreter counts with the Python counter before it builds tiktoken's
+# encoder: all of them. The encoder takes 76 MB in each process that builds it, and each worker built its
+# own once its share of Read, Write and Edit texts passed the small-text budget, so two workers held 200 MB
+# beside the service; the Python counter gives the same numbers and, over a worker's share, costs no more
+# CPU than building the encoder. A text it cannot count still goes to tiktoken.
+SPAWNED_SMALL_TEXT_BUDGET = 1 << 40
+
 
 def init_worker(remembered: dict[str, int], max_line: int, prices: Any, engine_cfg: Any, store_prompts: bool,
-                build_encoder: bool = False) -> None:
-    """What each worker needs; with `build_encoder`, tiktoken's encoder too (a fork server builds it once for
-    the workers it forks: built in each, it cost its CPU again per worker, and its memory)."""
+                spawned: bool = False) -> None:
+    """What each worker needs; `spawned`: it runs in a fresh interpreter (spawned, or forked by the fork server)."""
     global _replay_with
     scan._init_worker(remembered, max_line)
     _replay_with = (prices, engine_cfg, store_prompts)
-    if build_encoder:
-        from service.engine_setup.tokenizer import load_o200k
+    if spawned:  # a fresh interpreter that has counted nothing yet: the budget is read at its first count
+        from service.engine_setup import tokenizer
 
-        load_o200k()
+        tokenizer.SMALL_TEXT_BUDGET = SPAWNED_SMALL_TEXT_BUDGET
 
 
 @dataclass
@@ -158,8 +164,8 @@ def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engin
         method = {"serial": "serial", "fork": "fork-server"}.get(forked.start_method(), "spawn")
         if workers < 2 or len(plan_.jobs) < 2 or plan_.bytes < forked.min_bytes(forked.POOL_MIN_BYTES, method):
             method = "serial"
-    shared_encoder = method == "fork-server" and plan_.bytes >= scan.SHARED_ENCODER_MIN_BYTES
-    init = functools.partial(init_worker, cache.sizes, max_line, prices, engine_cfg, store_prompts, shared_encoder)
+    # a worker in a fresh interpreter (forked by one, or spawned) counts with the Python counter
+    init = functools.partial(init_worker, cache.sizes, max_line, prices, engine_cfg, store_prompts, method != "serial")
 
     history_paths = {tf.path for tf, wanted in plan_.jobs if wanted}
     batch: list[Recorded] = []

@@ -37,6 +37,8 @@ class Following(ServicePart):
     def __init__(self, service: Service) -> None:
         super().__init__(service)
         self.catch_up: dict[str, Path] = {}            # recent sessions still to read at startup, oldest first
+        self.held_back: dict[str, Path] = {}           # recent beyond sessions.live_max: live once they grow
+        self.resting: dict[str, Path] = {}             # left the live set idle: live again once they grow
         self.history_todo: list[Path] = []
         self.sliced = False                            # a read stopped at its slice: let API threads in first
         self._quiet_reminders = False                  # reading what happened while the service was away
@@ -61,10 +63,20 @@ class Following(ServicePart):
 
     # ---- sessions -----------------------------------------------------------------------
     def discover(self) -> tuple[list[Path], list[Path]]:
-        """Main transcripts modified within `sessions.live_hours` (oldest first), and the rest."""
-        horizon = time.time() - float(self._svc.cfg["sessions"]["live_hours"]) * 3600
-        live: list[tuple[float, Path]] = []
+        """The main transcripts to start as live sessions, and the rest, for the first pass (each oldest first).
+
+        Live: the newest `sessions.live_max` of those modified within `sessions.live_hours`. A person
+        has a handful of sessions going at once; a history copied or restored today (every file just
+        written) would otherwise start hundreds of engines before the first pass. The recent ones past
+        the cap are read by the first pass like any old transcript and kept in `held_back`: the first
+        change to one starts it as a live session, read from byte zero as at a start.
+        """
+        hours = float(self._svc.cfg["sessions"]["live_hours"])
+        cap = int(self._svc.cfg["sessions"]["live_max"])
+        horizon = time.time() - hours * 3600
+        recent: list[tuple[float, Path]] = []
         old: list[tuple[float, Path]] = []
+        self.held_back = {}
         if not self._svc.projects.is_dir():
             return [], []
         for path in self._svc.projects.glob("*/*.jsonl"):
@@ -75,8 +87,16 @@ class Following(ServicePart):
             except OSError:
                 self._readable(path)  # names it (a symlink loop, say) unless it is simply gone
                 continue
-            (live if mtime >= horizon else old).append((mtime, path))
-        return [p for _, p in sorted(live)], [p for _, p in sorted(old)]
+            (recent if mtime >= horizon else old).append((mtime, path))
+        recent.sort()
+        held = recent[:max(0, len(recent) - cap)]
+        self.held_back = {str(p): p for _, p in held}
+        return [p for _, p in recent[len(held):]], [p for _, p in sorted(old + held)]
+
+    def not_started(self) -> list[Path]:
+        """Recent transcripts that are no live session now: found at start and not read yet, or left the live
+        set idle (a checkpoint keeps their state)."""
+        return [*self.catch_up.values(), *self.held_back.values(), *self.resting.values()]
 
     def catch_up_where(self, wanted: Callable[[Path], bool] | None, limit: int | None = None) -> None:
         """Read startup sessions (all `wanted` ones, else the next `limit`); caller holds registry.lock.
@@ -91,20 +111,25 @@ class Following(ServicePart):
             self._svc.scan["done"] += 1
             if str(path) in self._registry.sessions or str(path) in self._registry.retired:
                 continue
-            if not self._readable(path):
-                continue
-            try:
-                mtime = path.stat().st_mtime
-            except OSError:
-                continue
-            self._quiet_reminders = True
-            try:
-                sess = self._start_session(path, rotate=False, mtime=mtime)
-            finally:
-                self._quiet_reminders = False
-            self.publish_snapshot(sess)
+            self._start_quietly(path)
         if paths:
             self._caught_up_if_done()
+
+    def _start_quietly(self, path: Path) -> LiveSession | None:
+        """Start a session found at start: laps it crossed while the service was away are recorded, not announced."""
+        if not self._readable(path):
+            return None
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            return None
+        self._quiet_reminders = True
+        try:
+            sess = self._start_session(path, rotate=False, mtime=mtime)
+        finally:
+            self._quiet_reminders = False
+        self.publish_snapshot(sess)
+        return sess
 
     def _caught_up_if_done(self) -> None:
         """The startup reading is over once every recent session was started and read to its end
@@ -113,12 +138,15 @@ class Following(ServicePart):
             return
         log.info("caught up: %d live sessions", len(self._registry.sessions))
         self.learn_advice_basis()
-        self._svc.jobs.ckpt_states = {}
+        held = {p.stem for p in self.not_started()}  # what the last checkpoint knew of them is kept
+        self._svc.jobs.ckpt_states = {sid: st for sid, st in self._svc.jobs.ckpt_states.items() if sid in held}
         self._svc.scan = {"state": "scanning", "done": 0, "total": len(self.history_todo)}
         self._svc.hub.publish("service", self._svc.service_block())
         self._svc.jobs.start_scan(self.history_todo)
 
     def _start_session(self, path: Path, *, rotate: bool, mtime: float | None = None) -> LiveSession:
+        self.held_back.pop(str(path), None)
+        self.resting.pop(str(path), None)
         sess, old = self._registry.add(path, rotate=rotate)
         excluded = self._svc.jobs.ckpt_excluded.get(str(path))
         if excluded:
@@ -143,7 +171,32 @@ class Following(ServicePart):
         top = self._registry.followed
         if top is None or top.last_active <= sess.last_active:
             self._registry.followed_path = str(path)
+        self._rest_idle(sess)
         return sess
+
+    def _rest_idle(self, new: LiveSession) -> None:
+        """Over `sessions.live_max` live sessions, those idle for longer than `sessions.live_hours` leave the
+        live set, least recently active first (never `new`), as they would be history after a restart: the
+        open segment is archived as at a transcript's end and the engine freed. A service that runs for weeks
+        keeps the sessions a person has going, not every one it saw; one that grows again is live again,
+        read from byte zero (a resume)."""
+        sessions = self._registry.sessions
+        excess = len(sessions) - int(self._svc.cfg["sessions"]["live_max"])
+        if excess <= 0:
+            return
+        horizon = time.time() - float(self._svc.cfg["sessions"]["live_hours"]) * 3600
+        idle = sorted((s for s in sessions.values() if s is not new and s.last_active < horizon
+                       and str(s.path) not in self._reading_on), key=lambda s: s.last_active)
+        jobs = self._svc.jobs
+        for sess in idle[:excess]:
+            self._registry.leave(sess)
+            self._retire(sess, "end")
+            # the paths its user unticked come back with it, in this run and after a restart
+            state = sess.ledger_state()
+            state["excluded"] = sorted(sess.excluded)
+            jobs.ckpt_states[sess.session_id] = state
+            jobs.ckpt_excluded[str(sess.path)] = state["excluded"]
+            self.resting[str(sess.path)] = sess.path
 
     def on_change(self, path: Path, created: bool) -> None:
         kind = classify(path, self._svc.projects)
@@ -155,6 +208,12 @@ class Following(ServicePart):
         key = str(path)
         if key in self.catch_up:
             self.catch_up_where(lambda p: str(p) == key)
+            return
+        if key in self.held_back:  # recent at start but past the cap: it grew, so it is live now, read from byte zero
+            started = self._start_quietly(path)
+            if started is not None:
+                self._registry.touch(started)
+                self._svc.jobs.arm_checkpoint()
             return
         sess = self._registry.sessions.get(key)
         if sess is None:
@@ -306,7 +365,7 @@ class Following(ServicePart):
         self.handle_events(old, events)
         if self._svc.turn_sink is not None:
             self._svc.turn_sink.finish(old)
-        log.info("rotation: %s -> %s", old.session_id, successor.session_id if successor else None)
+        log.info("%s: %s -> %s", reason, old.session_id, successor.session_id if successor else None)
         if self._svc.ready.is_set():
             self._svc.hub.publish("rotated", {"from": old.session_id, "to": successor.session_id if successor else None,
                                          "project": old.project_dir})
@@ -334,6 +393,8 @@ class Following(ServicePart):
             self._pending_follow[session_id] = (path.parent.name if path else project_folder(cwd)) or ""
             return {"ok": True, "following": session_id, "pending": True}
         key = str(path)
+        if key in self.held_back:  # read as if at start, then followed
+            self._start_quietly(path)
         if key in self._registry.sessions:
             sess, old = self._registry.rotate_to(path)
             if old is not None:

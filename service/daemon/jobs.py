@@ -95,7 +95,7 @@ class Jobs(ServicePart):
                     self._disarm()
                     return None
                 states = {}
-                for path in self._svc.following.catch_up.values():  # not read yet: keep what the last checkpoint knew
+                for path in self._svc.following.not_started():  # not read yet: keep what the last checkpoint knew
                     if path.stem in self.ckpt_states:
                         states[path.stem] = self.ckpt_states[path.stem]
                 for sess in self._registry.sessions.values():

@@ -5,8 +5,10 @@ project folder one session is *followed* (the newest file); the tray follows
 the most recently active session of all. A new file in a project folder (what
 `/clear` writes) or a SessionStart hook with another session id *rotates* the
 project: the old session's open segment is archived (end_reason "rotation")
-and the new one is followed. The registry holds no I/O beyond reading the
-transcripts it tails; the runtime stores and publishes what it returns.
+and the new one is followed. A session may also leave the live set when it is
+idle and too many are live (service/daemon/following.py). The registry holds no
+I/O beyond reading the transcripts it tails; the runtime stores and publishes
+what it returns.
 
 Thread safety: the runtime's main loop mutates, API threads read; both hold
 `Registry.lock`. Snapshots are replaced (never mutated), so a reader may keep one.
@@ -222,6 +224,17 @@ class Registry:
         if rotate or prev is None or prev not in self.sessions:
             self.followed_by_project[sess.project_dir] = key
         return sess, old
+
+    def leave(self, sess: LiveSession) -> None:
+        """`sess` leaves the live set (idle); like a session rotated away, a resume brings it back."""
+        key = str(sess.path)
+        self.sessions.pop(key, None)
+        self.retired.add(key)
+        if self.followed_by_project.get(sess.project_dir) == key:
+            del self.followed_by_project[sess.project_dir]
+        if self.followed_path == key:
+            newest = max(self.sessions.values(), key=lambda s: s.last_active, default=None)
+            self.followed_path = str(newest.path) if newest is not None else None
 
     def touch(self, sess: LiveSession) -> None:
         """`sess` just grew: it becomes its project's and the tray's followed session."""

@@ -225,3 +225,33 @@ def test_advice_bench_judges_the_fixtures_and_prices_their_compactions():
     assert by["long-session"]["real_usd"] == pytest.approx((1711 * 3 + 31725 * 3.75 + 27 * 15) * 1e-6)
     assert by["long-session"]["predicted_usd"] == pytest.approx((32968 * 3.75 + 357 * 15) * 1e-6)
     assert set(by) == {"long-session", "subagent-and-compact"}
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads Linux's /proc")
+def test_the_tree_peak_counts_a_child_started_from_another_thread():
+    """The service starts its first pass's workers from its scan thread: their memory is the first pass's too."""
+    import signal
+    import time
+
+    from bench.service_proc import read_proc_stat, tree_pss_mb, tree_rss_mb
+
+    parent = subprocess.Popen([PY, "-c", (
+        "import subprocess, sys, threading\n"
+        "def start():\n"
+        "    child = subprocess.Popen([sys.executable, '-c', 'b = bytearray(64 << 20); import time; time.sleep(60)'])\n"
+        "    print(child.pid, flush=True)\n"
+        "    child.wait()\n"
+        "threading.Thread(target=start).start()\n")], stdout=subprocess.PIPE, text=True)
+    child = None
+    try:
+        child = int(parent.stdout.readline())
+        deadline = time.monotonic() + 10
+        while read_proc_stat(child)["rss_mb"] < 64 and time.monotonic() < deadline:  # its 64 MB touched
+            time.sleep(0.05)
+        assert tree_rss_mb(parent.pid) >= read_proc_stat(parent.pid)["rss_mb"] + 64
+        assert tree_pss_mb(parent.pid) >= 64  # the child's bytes are its own: counted whole
+    finally:
+        if child is not None:
+            os.kill(child, signal.SIGKILL)
+        parent.kill()
+        parent.wait()

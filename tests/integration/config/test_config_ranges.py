@@ -28,6 +28,11 @@ BAD = [
     ({"engine": {"eps_amber": 0.2, "eps_crit": 0.2}}, "engine.eps_amber"),
     ({"sessions": {"live_hours": 24 * 367}}, "sessions.live_hours"),
     ({"sessions": {"live_hours": HUGE}}, "sessions.live_hours"),
+    ({"sessions": {"live_max": -1}}, "sessions.live_max"),
+    ({"sessions": {"live_max": 1001}}, "sessions.live_max"),
+    ({"sessions": {"live_max": 2.5}}, "sessions.live_max"),      # a count of sessions: no fraction
+    ({"sessions": {"live_max": HUGE}}, "sessions.live_max"),
+    ({"sessions": {"live_max": True}}, "sessions.live_max"),
     ({"limits": {"notice_pct": 101}}, "limits.notice_pct"),
     ({"limits": {"alert_pct": -1}}, "limits.alert_pct"),
     ({"limits": {"idle_notice_s": 3601}}, "limits.idle_notice_s"),
@@ -60,6 +65,7 @@ def test_a_value_out_of_range_is_refused_naming_its_key(change, key):
     {"engine": {"g_floor": 1}}, {"engine": {"g_floor": 10_000_000}},
     {"engine": {"eps_amber": 0.001, "eps_crit": 10}}, {"engine": {"eps_amber": 9.99, "eps_crit": 10.0}},
     {"sessions": {"live_hours": 0}}, {"sessions": {"live_hours": 24 * 366}},
+    {"sessions": {"live_max": 0}}, {"sessions": {"live_max": 1000}}, {"sessions": {"live_max": 8.0}},
     {"limits": {"notice_pct": 0, "alert_pct": 100, "idle_notice_s": 3600, "idle_rewrite_usd": 0}},
     {"transcripts": {"max_line_mb": 0.001}}, {"reminders": {"min_gap": "0s"}}, {"reminders": {"min_gap": "7d"}},
     {"team": {"push_every": "1s"}}, {"team": {"push_every": "1d"}},
@@ -90,6 +96,7 @@ g_floor = 0
 eps_crit = 1e308
 [sessions]
 live_hours = {HUGE}
+live_max = 4.5
 [limits]
 notice_pct = nan
 alert_pct = inf
@@ -111,8 +118,8 @@ def test_load_names_each_bad_value_and_keeps_the_good_ones(tmp_path):
     problems: list[str] = []
     cfg = config.load(path, problems)
     text = "\n".join(problems)
-    for key in ("engine.g_floor", "engine.eps_crit", "sessions.live_hours", "limits.notice_pct", "limits.alert_pct",
-                "statusline.format", "tokenizer.ratio.opus", "[nosuch]"):
+    for key in ("engine.g_floor", "engine.eps_crit", "sessions.live_hours", "sessions.live_max", "limits.notice_pct",
+                "limits.alert_pct", "statusline.format", "tokenizer.ratio.opus", "[nosuch]"):
         assert key in text, key
     assert "\x1b" not in text and "\x07" not in text and len(text) < 3000  # the 400 digits are cut short
     d = config.DEFAULTS

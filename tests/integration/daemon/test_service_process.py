@@ -31,20 +31,6 @@ REMINDERS = scenario_session("long-session")  # its shell output brings restart 
 SWITCH = scenario_session("model-switch")  # sonnet-4-5 -> opus-4-5 -> sonnet-4-5 in one segment (issue 19)
 
 
-@pytest.fixture
-def svc(dirs):
-    services: list[Svc] = []
-
-    def make(**kw) -> Svc:
-        s = Svc(*dirs, **kw)
-        services.append(s)
-        return s
-
-    yield make
-    for s in services:
-        s.stop(signal.SIGKILL if s.proc and s.proc.poll() is None else signal.SIGTERM)
-
-
 def replay_end_status(path: Path) -> tuple[dict, list[dict]]:
     """`ctxlamp replay FILE --jsonl`: the end status and the reminders it raised."""
     status, reminders, _ = replay(path, path.parent.parent.parent / "replay-home")

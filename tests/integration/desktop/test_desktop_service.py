@@ -178,6 +178,25 @@ def test_settings_round_trip_through_post_config(live, qtbot):
     assert ApiSource().config()["engine"]["eps_crit"] == 0.2
 
 
+def test_the_settings_tab_sets_how_many_sessions_are_live_at_a_start(live, qtbot):
+    from desktop.connection.datasource import ApiSource
+    from desktop.present import settings as sm
+    from desktop.tabs.settings import SettingsTab
+
+    tab = SettingsTab(ApiSource())
+    qtbot.addWidget(tab)
+    tab.reload()
+    field = next(f for f in sm.FIELDS if f.key == "sessions.live_max")
+    assert sm.show_value(field, 16) == "16 sessions" and tab.rows[field.key].value() == 16
+    tab.rows[field.key].set_value(5000)  # the control stops at the service's bound
+    assert tab.rows[field.key].value() == 1000
+    tab.rows[field.key].set_value(4)
+    assert tab.save(), tab.status.text()
+    assert ApiSource().config()["sessions"]["live_max"] == 4
+    tab.rows[field.key].set_value(16)  # the service is the module's: as it was for the tests after this one
+    assert tab.save(), tab.status.text()
+
+
 def test_screenshot_of_the_live_service(live, tmp_path):
     env = {**os.environ, **live["env"], "QT_QPA_PLATFORM": "offscreen"}
     out = tmp_path / "shots"
