@@ -147,6 +147,27 @@ class ServiceProcess:
             time.sleep(step)
         raise TimeoutError("the service's scan did not finish")
 
+    def wait_idle_told(self, timeout: float = 600.0) -> float:
+        """Seconds from start until the service says its startup scan is done, learnt as the window learns it:
+        from the event stream. Asking /api/v1/status 50 times a second to see it sooner took 2.5 ms of the
+        service's CPU each time: an eighth of a core the service's own reading then lacked."""
+        from service.client.api import ApiClient
+
+        if self.api is None:
+            raise RuntimeError("wait_status first")
+        at: list[float] = []
+
+        def already_idle(_sock) -> None:  # subscribed first, then asked once: no event is missed
+            if ((self.get("/api/v1/status", timeout=timeout)["service"].get("scan") or {}).get("state")) == "idle":
+                at.append(time.perf_counter() - self.started)
+
+        for event, data in ApiClient(info=self.api, timeout=timeout).events(on_open=already_idle):
+            if at:
+                return at[0]
+            if event == "service" and isinstance(data, dict) and (data.get("scan") or {}).get("state") == "idle":
+                return time.perf_counter() - self.started
+        raise RuntimeError("the service's event stream ended before its scan was done")
+
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
             return
