@@ -18,11 +18,13 @@ from desktop.present import fmt
 from desktop.widgets import theme
 from desktop.present.channel import ChannelView
 from desktop.present.curve import CurveView, SeriesView
-from desktop.present.lamp import BAND_RGBA, LAMP_FILL
+from desktop.present.lamp import BAND_RGBA, LAMP_FILL, STATE_WORDS
 
 pg.setConfigOptions(antialias=True)
 
-BAND_WORDS = {"white": "fresh", "green": "good", "amber": "past the sweet spot", "red": "restart pays"}
+# each band says the lamp's word for its colour (docs/glossary.md), as the tray and the terminal do
+BAND_WORDS = {colour: STATE_WORDS[state] for colour, state in
+              (("white", "warming"), ("green", "good"), ("amber", "warning"), ("red", "critical"))}
 
 
 class UnitAxis(pg.AxisItem):

@@ -371,3 +371,20 @@ def test_a_file_name_from_a_transcript_is_shown_as_written_in_every_label(qtbot,
     win.files_tab.show_error(f"no such file /p/{MARKUP}.py")
     for label in win.findChildren(QLabel):
         assert not (MARKUP in label.text() and _renders_markup(label)), label.text()
+
+
+def test_the_cost_curves_bands_say_the_lamps_words(qtbot):
+    """Each band of the curve is named as the tray, the window's header and the terminal name that lamp state
+    (docs/glossary.md): the white one says "warming up", as `ctxlamp status` does."""
+    import pyqtgraph as pg
+
+    from service.client.words import STATE_WORDS
+
+    src = DemoSource()
+    win = MainWindow(src)
+    qtbot.addWidget(win)
+    win.load(src.status()["followed"])
+    labels = [item.toPlainText() for item in win.session_tab.curve_plot.getPlotItem().items
+              if isinstance(item, pg.TextItem)]
+    assert labels[:4] == [STATE_WORDS[s] for s in ("warming", "good", "warning", "critical")]
+    assert labels[0] == "warming up"
