@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from datetime import date, datetime, timezone
 
-from service.client.money import DASH, count, plural, usd  # as the terminal and the status line say them
+from service.client.figures import DASH, count, plural, size, usd  # as the terminal and the status line say them
 
-__all__ = ["DASH", "count", "plural", "usd"]
+__all__ = ["DASH", "count", "plural", "size", "usd"]
 
 
 def tokens(n) -> str:
@@ -26,17 +26,6 @@ def tokens(n) -> str:
     if a >= 1e3:
         return f"{n / 1e3:.1f}k"
     return f"{n:.0f}"
-
-
-def size(n) -> str:
-    """Bytes in decimal units: 512 B, 12.3 kB, 4.5 MB, 1.2 GB."""
-    if n is None:
-        return DASH
-    n = float(n)
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n:.0f} B"
 
 
 def number(v, digits: int = 2) -> str:

@@ -302,7 +302,9 @@ def budget_lines(block: dict | None) -> list[str]:
 
 
 def channel_lines(e: dict, p: dict, r: dict) -> list[str]:
-    """The three savings channels, by the window's names (docs/glossary.md)."""
+    """The three savings channels, by the window's names and in its figures (docs/glossary.md)."""
+    from service.client.figures import count, plural, size
+
     lines = ["Savings channels",
              f"  Edits (measured): {e['str_replace_calls']} edits that quote the text they replace; quoting it cost "
              f"{e['str_replace_old_string_tokens']} tokens (${e['str_replace_old_string_usd']:.4f}); "
@@ -313,11 +315,11 @@ def channel_lines(e: dict, p: dict, r: dict) -> list[str]:
              f"  Trimming (measured): {p['events']} tool results trimmed over {p['requests']} requests "
              f"({p['share_pinched'] * 100:.1f}%), {p['tokens_saved_total']} tokens saved "
              f"(median {p['tokens_saved_median']}), ${p['saved_usd']:.4f}",
-             f"  Search (estimated): {r['calls']} searches served {r['bytes_served']} bytes instead of reading "
-             f"~{r['bytes_saved']} bytes of whole files"]
+             f"  Search (estimated): {plural(r['calls'], 'search call')} served {size(r['bytes_served'])} and "
+             f"spared an estimated {size(r['bytes_saved'])} of whole-file reads"]
     for tool, t in r["tools"].items():
-        lines.append(f"    {tool:<14} {t['calls']:>6} searches {t['bytes_served']:>10} B served "
-                     f"~{t['bytes_saved']:>10} B saved")
+        lines.append(f"    {tool:<14} {count(t['calls']):>6} calls {size(t['bytes_served']):>10} served "
+                     f"~{size(t['bytes_saved']):>10} spared")
     return lines
 
 

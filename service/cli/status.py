@@ -30,7 +30,7 @@ def _x(v) -> str:
 
 def ending_words(snapshot: dict) -> str:
     """What restarting at the session's first reminder would have saved by now (docs/measurement.md 14)."""
-    from service.client.money import usd
+    from service.client.figures import usd
 
     rs = snapshot.get("restart_savings") or {}
     call = rs.get("first_reminder_call")
@@ -49,7 +49,7 @@ def ending_words(snapshot: dict) -> str:
 def render(status: dict, tty: bool, notices: list[str] | None = None) -> str:
     """The table as text (pure: tests call it); every text from outside passes `printable`."""
     from service.client.textsafe import printable as p
-    from service.client.money import plural, usd
+    from service.client.figures import plural, usd
     from service.client.words import advice, colour_of, position, project_name
 
     svc = status.get("service") or {}

@@ -10,6 +10,6 @@ the status line use it too, so each rule is written once:
 - `payloads`: the types of the API's answers (the OpenAPI document is made from them);
 - `textsafe`: text from outside made safe for a terminal or a rich-text label;
 - `own_python`: the command line of a Python of ctxlamp's own, never with the user's folder on its path;
-- `money`: how money and counts read, in the tray, the window, the terminal and the status line alike;
+- `figures`: how money, counts and sizes read, in the tray, the window, the terminal and the status line alike;
 - `words`: the glossary's words for the lamp and its advice, as the terminal prints them.
 """

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from pathlib import PurePath
 
-from service.client.money import plural, usd
+from service.client.figures import plural, usd
 
 # lamp.state -> what the lamp advises (the window's words)
 STATE_WORDS = {

@@ -11,7 +11,7 @@ parts are all empty is left out, the rest are joined with " · ".
 
 import time
 
-from service.client.money import usd
+from service.client.figures import usd
 
 PARTS = ("lamp", "position", "advice", "rent", "limits", "turn", "cache", "context", "rewrite")
 DEFAULT_FORMAT = "{lamp} {position} | {advice} | rent {rent} | {limits} | {turn} | {cache}"

@@ -86,3 +86,22 @@ def test_the_team_figures_keep_fast_calls_apart(tmp_path):
     middle = M.usd(STANDARD, M.MIDDLE_CALLS)
     assert by_model == {OPUS55: pytest.approx(M.usd(STANDARD) - middle, abs=1e-9),
                         OPUS55 + "-fast": pytest.approx(2.2 * middle, abs=1e-9)}
+
+
+def test_the_reports_search_line_says_what_the_windows_overview_says():
+    """One voice: the command line's search channel reads as the window's Overview sentence, figures and all."""
+    from desktop.present.overview import channel_headlines
+    from service.cli.report import channel_lines
+
+    retrieval = {"calls": 1234, "bytes_served": 4290, "bytes_saved": 346682,
+                 "tools": {"Grep": {"calls": 1234, "bytes_served": 4290, "bytes_saved": 346682}}}
+    edit = {"str_replace_calls": 0, "str_replace_old_string_tokens": 0, "str_replace_old_string_usd": 0.0,
+            "str_replace_misses": {"not_found": 0, "ambiguous": 0}, "anchored_calls": 0, "anchored_ops": 0,
+            "anchored_avoided_output_tokens": 0, "anchored_conflicts": 0}
+    pinch = {"events": 0, "requests": 0, "share_pinched": 0.0, "tokens_saved_total": 0, "tokens_saved_median": 0,
+             "saved_usd": 0.0}
+    lines = channel_lines(edit, pinch, retrieval)
+    window = dict(channel_headlines({"channels": {"retrieval": retrieval}}))["Search"]
+    assert "1,234 search calls served 4.3 kB and spared an estimated 346.7 kB of whole-file reads" in window
+    assert window.rstrip(".") in lines[-2]
+    assert lines[-1].split() == ["Grep", "1,234", "calls", "4.3", "kB", "served", "~", "346.7", "kB", "spared"]

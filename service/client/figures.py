@@ -1,4 +1,5 @@
-"""How money and counts read everywhere a user sees them: the tray, the window, the terminal, the status line.
+"""How money, counts and sizes read everywhere a user sees them: the tray, the window, the terminal, the status
+line.
 
 No imports: the status line, which counts its start-up in milliseconds, reads money through it too.
 """
@@ -37,3 +38,14 @@ def count(n) -> str:
 def plural(n: int, word: str, many: str | None = None) -> str:
     """'1 session', '3 sessions' (the count with separators)."""
     return f"{count(n)} {word if int(n) == 1 else (many or word + 's')}"
+
+
+def size(n) -> str:
+    """Bytes in decimal units: 512 B, 12.3 kB, 4.5 MB, 1.2 GB."""
+    if n is None:
+        return DASH
+    n = float(n)
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n:.0f} B"
