@@ -88,12 +88,10 @@ def notice_text(told: dict, snapshot: dict | None = None, several: bool = False)
     """The notice for a decision of desktop/present/coalesce.py: title, two lines, and the why."""
     reminder = told.get("reminder") or {}
     red = told.get("kind") == RED
-    head = "restart pays now" if red else "restart at your next break"
     who = f" · {session_name(snapshot)}" if several and snapshot else ""
-    title = f"ctxlamp{who}: {head}"
-    do = ("The lamp is red: prepare a handoff, then start a fresh session." if red else
-          "Dead-weight rent has reached a restart's price: prepare a handoff.")
-    return Notice(title, f"{do}\n{saving_line(reminder, snapshot)}", notice_why(red, reminder, snapshot))
+    title = f"ctxlamp{who}: {words.NOTICE_HEAD[red]}"
+    body = f"{words.NOTICE_DO[red]}\n{saving_line(reminder, snapshot)}"
+    return Notice(title, body, notice_why(red, reminder, snapshot))
 
 
 def saving_line(reminder: dict, snapshot: dict | None) -> str:

@@ -94,7 +94,7 @@ def notice_for(event: str, data: dict, told: set, colours: dict) -> str | None:
     """The terminal's notice, by the tray's rule and in its words: the first reminder of a stretch of work
     speaks, later reminders only move the figures; turning red speaks once. None: nothing to say."""
     from service.client.textsafe import printable as p
-    from service.client.words import colour_of, project_name, saving_line
+    from service.client.words import NOTICE_DO, NOTICE_HEAD, colour_of, project_name, saving_line
 
     sid = data.get("session_id")
     who = f"Notice · {p(project_name(data), 60)}"
@@ -103,15 +103,13 @@ def notice_for(event: str, data: dict, told: set, colours: dict) -> str | None:
         if key in told:
             return None
         told.add(key)
-        return (f"{who}: restart at your next break. Rent on dead weight has reached a restart's cost: "
-                f"prepare a handoff. {saving_line(data)}")
+        return f"{who}: {NOTICE_HEAD[False]}. {NOTICE_DO[False]} {saving_line(data)}"
     colour, before = colour_of(data), colours.get(sid)
     colours[sid] = colour
     key = (sid, data.get("segment"), "red")
     if colour == "red" and before not in (None, "red") and key not in told:
         told.add(key)
-        return (f"{who}: restart pays now. The lamp is red: prepare a handoff, then start a fresh session. "
-                f"{saving_line({}, data)}")
+        return f"{who}: {NOTICE_HEAD[True]}. {NOTICE_DO[True]} {saving_line({}, data)}"
     return None
 
 

@@ -48,6 +48,12 @@ def project_name(snapshot: dict) -> str:
     return PurePath(project).name or project or "(no project folder)"
 
 
+# A notice's head and what to do: the tray's and the terminal's alike (red: the lamp turned red)
+NOTICE_HEAD = {False: "restart at your next break", True: "restart pays now"}
+NOTICE_DO = {False: "Rent on dead weight has reached a restart's cost: prepare a handoff.",
+             True: "The lamp is red: prepare a handoff, then start a fresh session."}
+
+
 MOVE_NOW = {"compact": "/compact now", "restart": "A restart now"}
 MOVE_ALSO = {"compact": "/compact", "restart": "a restart"}
 

@@ -53,6 +53,22 @@ def test_the_notice_says_the_move_and_its_saving_on_its_second_line():
     assert quiet.body.splitlines()[1] == "A restart costs $0.20 and pays for itself after 4 calls."
 
 
+def test_the_terminal_gives_the_trays_notice_in_its_words():
+    """`ctxlamp status` prints the notice the tray shows: the same head, what to do and what it saves."""
+    from service.cli.status import notice_for
+
+    reminder = {"lap": 1, "restart_usd": 0.2, "rent_usd": 0.3, "payback_calls": 4.0, "session_id": "s", "segment": 0}
+    for kind, event, data, colours in (("rent", "reminder", {**FRESH, **reminder}, {}),
+                                       ("red", "snapshot", {**LATE, "session_id": "s", "segment": 0,
+                                                            "lamp": {"colour": "red", "state": "critical"}},
+                                        {"s": "amber"})):
+        tray = vm.notice_text({"kind": kind, "reminder": reminder if kind == "rent" else {}}, data)
+        said = notice_for(event, data, set(), colours)
+        head = tray.title.split(": ", 1)[1]
+        do, saves = tray.body.splitlines()
+        assert said is not None and f": {head}. {do} {saves}" in said, (said, tray)
+
+
 def test_an_advice_from_the_wire_that_does_not_add_up_says_nothing():
     broken = {"advice": {"move": "compact", "horizon_calls": "many", "continue_usd": 1.0, "compact_usd": 0.5,
                          "restart_usd": 0.9}}
