@@ -5,7 +5,7 @@ scan used to replay each old transcript on one thread, and the report's scan cac
 afterwards by reading every transcript again. Here both readers run in the report's workers
 (service/report/forked.py), from one read of each file: the report's meters and spend
 (`service/report/scan.py`'s `scan_chunks`) and, for an old main transcript, the engine and the
-turn records the history keeps (what `Persistence.scan_file` did on its own). The service's
+turn records the history keeps. The service's
 thread only writes what the workers send back: the report's per-file cache, the segment
 profiles, the turn records and each file's scan state.
 
@@ -13,8 +13,9 @@ Workers are never forked from the service's process: it runs threads (the API, t
 scheduler) and a child forked while one of them holds a lock waits for it forever. Where the system
 can fork, one fresh interpreter (a fork server, service/report/spawned.py) imports the readers
 once and forks the workers; elsewhere each worker is a fresh interpreter. Either way a worker counts
-tokens with the Python counter and never builds tiktoken's encoder (76 MB a process). Below `forked.SPAWN_MIN_BYTES` of unread history one process is as fast, and
-the service's own thread reads it (the same functions).
+tokens with the Python counter and never builds tiktoken's encoder (76 MB a process). Below
+`forked.SPAWN_MIN_BYTES` of unread history one process is as fast, and the service's own thread
+reads it (the same functions).
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def init_worker(remembered: dict[str, int], max_line: int, prices: Any, engine_c
 
 @dataclass
 class HistoryRead:
-    """What the history keeps of one old main transcript: as `Persistence.scan_file` records it."""
+    """What the history keeps of one old main transcript (`Persistence.record_history` writes it)."""
     stat: tuple[int, int, float]                    # (inode, size, mtime) before the read
     session: dict[str, Any]                         # session id, project, model, updated_at
     profiles: list[dict] = field(default_factory=list)

@@ -9,8 +9,8 @@ is taken for frames at once; anything the job prints goes to stderr.
 With `--fork N` it is a fork server: it takes every job first, runs the init once, then forks N
 workers (service/report/forked.py's ForkedMap; this interpreter runs no other thread when it
 forks, so that is safe where the caller's process is not) and sends their results on. The
-workers share what the init and the imports built (tiktoken's encoder, say) instead of each
-starting an interpreter and building it again.
+workers share what the init and the imports built instead of each starting an interpreter and
+importing the readers again.
 """
 from __future__ import annotations
 

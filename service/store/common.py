@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from types import SimpleNamespace
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 log = logging.getLogger("ctxlamp.store")
 
@@ -95,10 +95,8 @@ def session_lineages(m: Models, session_ids: Iterable[str]) -> dict[str, str | N
     """`session_lineage` of many sessions, with two queries per thousand of them instead of two each (a
     first start writes the turns of hundreds of sessions at once)."""
     S, H = m.Session, m.Handoff
-    ids = list(dict.fromkeys(session_ids))
     found: dict[str, str | None] = {}
-    for at in range(0, len(ids), IDS_PER_QUERY):
-        part = ids[at:at + IDS_PER_QUERY]
+    for part in id_runs(session_ids):
         own = {sid: lineage for sid, lineage in S.select(S.session_id, S.lineage_id).where(S.session_id.in_(part))
                .tuples()}
         newest: dict[str, str | None] = {}
@@ -111,6 +109,13 @@ def session_lineages(m: Models, session_ids: Iterable[str]) -> dict[str, str | N
 
 
 IDS_PER_QUERY = 500  # under SQLite's oldest limit of 999 bound values a statement
+
+
+def id_runs(ids: Iterable[str]) -> Iterator[list[str]]:
+    """The distinct ids, in order, in runs of at most IDS_PER_QUERY: what one `IN (...)` query can bind."""
+    distinct = list(dict.fromkeys(ids))
+    for at in range(0, len(distinct), IDS_PER_QUERY):
+        yield distinct[at:at + IDS_PER_QUERY]
 _SESSION = "\x00session id\x00"  # marks where the session id goes in the compiled queries' parameters
 _LINEAGE_SQL: dict[str, list[tuple[str, list[Any]]]] = {}
 

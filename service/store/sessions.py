@@ -7,7 +7,7 @@ import peewee as pw
 
 from service.engine.model_mix import profile_models
 from service.engine.restart_savings import RestartFigures
-from service.store.common import (IDS_PER_QUERY, Models, Operation, Payload, Row, QueuedWrite, insert_rows, norm_project,
+from service.store.common import (Models, Operation, Payload, Row, QueuedWrite, id_runs, insert_rows, norm_project,
                                   log, newest, spread, utc_iso)
 from service.store.writer import Writer
 
@@ -71,10 +71,9 @@ class Sessions:
             sid = payload["session_id"]
             merged[sid] = _merge_session(merged[sid], payload) if sid in merged else payload
         S = m.Session
-        ids = list(merged)
         stored: dict[str, Any] = {}
-        for at in range(0, len(ids), IDS_PER_QUERY):
-            stored.update({row.session_id: row for row in S.select().where(S.session_id.in_(ids[at:at + IDS_PER_QUERY]))})
+        for part in id_runs(merged):
+            stored.update({row.session_id: row for row in S.select().where(S.session_id.in_(part))})
         insert_rows(lambda row: S.insert(row), [self._new_session(p) for sid, p in merged.items() if sid not in stored])
         for sid, p in merged.items():
             if sid in stored:
@@ -166,11 +165,9 @@ class Sessions:
         """(session id, segment) of every archived profile of these sessions (one query per thousand)."""
         def q(m: Models) -> set[tuple[str, int]]:
             P = m.SegmentProfile
-            ids = [str(sid) for sid in dict.fromkeys(session_ids)]
             keys: set[tuple[str, int]] = set()
-            for at in range(0, len(ids), IDS_PER_QUERY):
-                keys.update(P.select(P.session_id, P.segment).where(P.session_id.in_(ids[at:at + IDS_PER_QUERY]))
-                            .tuples())
+            for part in id_runs(str(sid) for sid in session_ids):
+                keys.update(P.select(P.session_id, P.segment).where(P.session_id.in_(part)).tuples())
             return keys
         return self._writer.read(q, set())
 
