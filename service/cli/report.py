@@ -17,6 +17,7 @@ from datetime import date
 from service.days import Zone
 from service.engine.prices import label_text
 from service.report.build import ReportRequest, build_report
+from service.client.figures import plural
 from service.client.textsafe import printable_lines
 from service.client.textsafe import printable
 
@@ -255,13 +256,13 @@ def _spend_lines(sp: dict) -> list[str]:
     if unwritten and unwritten["estimated"].get("compactions"):
         est = unwritten["estimated"]
         n = est["compactions"]
-        lines.append(f"  not in the billed figure: {n} compaction{'' if n == 1 else 's'} Claude Code gave no cost for "
+        lines.append(f"  not in the billed figure: {plural(n, 'compaction')} Claude Code gave no cost for "
                      f"(estimated): ${est['low_usd']:.2f} .. ${est['high_usd']:.2f}")
     return lines
 
 
 def _stretches(n: int) -> str:
-    return f"{n} stretch of work" if n == 1 else f"{n} stretches of work"
+    return plural(n, "stretch of work", "stretches of work")
 
 
 def rent_lines(rs: dict | None) -> list[str]:
@@ -271,7 +272,7 @@ def rent_lines(rs: dict | None) -> list[str]:
         return []
     n = int(rs.get("reminders") or 0)
     return [f"Rent on dead weight: ${rs['rent_usd']:.2f} over {_stretches(rs['segments'])}, "
-            f"{n} reminder{'' if n == 1 else 's'} (each when the rent reached a restart's cost)"]
+            f"{plural(n, 'reminder')} (each when the rent reached a restart's cost)"]
 
 
 def restart_lines(rs: dict | None) -> list[str]:
@@ -303,7 +304,7 @@ def budget_lines(block: dict | None) -> list[str]:
 
 def channel_lines(e: dict, p: dict, r: dict) -> list[str]:
     """The three savings channels, by the window's names and in its figures (docs/glossary.md)."""
-    from service.client.figures import count, plural, size
+    from service.client.figures import count, size
 
     lines = ["Savings channels",
              f"  Edits (measured): {e['str_replace_calls']} edits that quote the text they replace; quoting it cost "
