@@ -43,7 +43,7 @@ def init_worker(remembered: dict[str, int], max_line: int, prices: Any, engine_c
                 spawned: bool = False) -> None:
     """What each worker needs; `spawned`: it runs in a fresh interpreter (spawned, or forked by the fork server)."""
     global _replay_with
-    scan._init_worker(remembered, max_line)
+    scan.init_worker(remembered, max_line)
     _replay_with = (prices, engine_cfg, store_prompts)
     if spawned:  # a fresh interpreter that has counted nothing yet: the budget is read at its first count
         from service.engine_setup import tokenizer
@@ -101,11 +101,11 @@ def read_one(job: tuple[scan.TranscriptFile, bool]) -> Item:
 
     tf, wanted = job
     if not wanted:
-        path, result, new_sizes, _ = scan._scan_one(tf)
+        path, result, new_sizes, _ = scan.scan_one(tf)
         return path, result, new_sizes, None
     assert _replay_with is not None, "init_worker first"
     prices, engine_cfg, store_prompts = _replay_with
-    sizes = scan.SizeMemo(scan._remembered)
+    sizes = scan.worker_sizes()
     try:
         st = check(tf.path)
         history = _HistoryReplay(tf.path, prices, engine_cfg, store_prompts)
@@ -181,7 +181,7 @@ def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engin
         nonlocal since
         path, result, new_sizes, read = item
         if isinstance(result, dict):
-            settle_tokens(result["events"], scan._lazy_counter)
+            settle_tokens(result["events"], scan.lazy_counter)
             cache.put(path, plan_.fps[path], result)
         if new_sizes:
             cache.sizes.update(new_sizes)

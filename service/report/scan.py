@@ -281,7 +281,7 @@ def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
     `replay` (service/report/restart.py's Replay) is fed the same lines, split once; the lines it
     decodes are not decoded again here.
     """
-    meters = ChannelMeters(tf.session_hint, sidechain_file=tf.subagent, count_tokens=count_tokens or _lazy_counter,
+    meters = ChannelMeters(tf.session_hint, sidechain_file=tf.subagent, count_tokens=count_tokens or lazy_counter,
                            defer_tokens=defer_tokens)
     spend = SpendCollector(sidechain_file=tf.subagent)
     events: list[dict] = []
@@ -334,7 +334,7 @@ def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
 _counted: dict[str, int] = {}
 
 
-def _lazy_counter(text: str) -> int:
+def lazy_counter(text: str) -> int:
     """o200k count, loading the tokenizer only when a file really has an edit to count.
 
     Remembered per text: a resumed session repeats its edits in the new file,
@@ -354,7 +354,7 @@ _max_line = DEFAULT_MAX_LINE
 _replay: tuple[Any, frozenset[str]] | None = None  # (prices, main transcripts to replay as they are read)
 
 
-def _init_worker(remembered: dict[str, int], max_line: int = DEFAULT_MAX_LINE,
+def init_worker(remembered: dict[str, int], max_line: int = DEFAULT_MAX_LINE,
                  replay: tuple[Any, frozenset[str]] | None = None) -> None:
     global _remembered, _max_line, _replay
     _remembered = remembered
@@ -365,11 +365,16 @@ def _init_worker(remembered: dict[str, int], max_line: int = DEFAULT_MAX_LINE,
 ScanItem = tuple[str, "dict | str | None", dict[str, int], "list[dict] | None"]
 
 
-def _scan_one(tf: TranscriptFile) -> ScanItem:
+def worker_sizes() -> SizeMemo:
+    """The file sizes this worker was given to remember, and what it learns (`SizeMemo.new`)."""
+    return SizeMemo(_remembered)
+
+
+def scan_one(tf: TranscriptFile) -> ScanItem:
     """(path, result, new sizes, replayed segments); the result is the reason instead when the file was
     skipped. A main transcript the report replays for its restart figures is replayed from the same
     read (service/report/restart.py's Replay): segments, else None."""
-    sizes = SizeMemo(_remembered)
+    sizes = worker_sizes()
     replay = None
     if _replay is not None and tf.path in _replay[1]:
         from service.report.restart import Replay
@@ -509,7 +514,7 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
                 skipped[path] = result
             result = None
         if result is not None:
-            settle_tokens(result["events"], _lazy_counter)
+            settle_tokens(result["events"], lazy_counter)
             results[path] = result
             cache.put(path, fps[path], result)
             if on_result:
@@ -533,9 +538,9 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
             from service.engine_setup.tokenizer import load_o200k
 
             load_o200k()
-        with collector_paused(), forked.pool(_scan_one, jobs, workers,
-                                             init=functools.partial(_init_worker, cache.sizes, max_line, replay)) as scanned:
-            _lazy_counter("")
+        with collector_paused(), forked.pool(scan_one, jobs, workers,
+                                             init=functools.partial(init_worker, cache.sizes, max_line, replay)) as scanned:
+            lazy_counter("")
             if meanwhile:
                 meanwhile()
             for item in scanned:
@@ -543,10 +548,10 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
     else:
         if meanwhile:
             meanwhile()
-        _init_worker(cache.sizes, max_line, replay)
+        init_worker(cache.sizes, max_line, replay)
         with collector_paused():
             for job in jobs:
-                collect(_scan_one(job))
+                collect(scan_one(job))
     return results
 
 

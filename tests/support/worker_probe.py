@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any
 
-from service.report.scan import _scan_one as _real_scan_one  # before any test replaces it
+from service.report.scan import scan_one as _real_scan_one  # before any test replaces it
 
 
 def square_with_pid(n: int) -> tuple[int, int, int]:
@@ -68,13 +68,13 @@ def scan_and_list_modules(tf: Any) -> tuple[Any, list[str]]:
     """A report worker's job, and every module its interpreter holds afterwards."""
     from service.report import scan
 
-    scan._init_worker({})
-    return scan._scan_one(tf), sorted(sys.modules)
+    scan.init_worker({})
+    return scan.scan_one(tf), sorted(sys.modules)
 
 
 def killed_on_the_biggest(tf: Any) -> Any:
     """A report worker the OOM killer takes while it scans a big main transcript (the test puts
-    this in scan._scan_one's place: the real one is kept here, for a forked child too)."""
+    this in scan.scan_one's place: the real one is kept here, for a forked child too)."""
     if tf.session_hint.startswith("agent-") or os.path.getsize(tf.path) < 100_000:
         return _real_scan_one(tf)
     os.kill(os.getpid(), signal.SIGKILL)

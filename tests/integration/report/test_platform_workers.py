@@ -244,7 +244,7 @@ def test_the_reports_reader_feeds_the_engine_what_replay_feeds_it(tmp_path):
     want = _replayed_alone(str(path), prices, max_line=4096, chunk_size=1000)
     data = path.read_bytes()
     tf = scan.TranscriptFile(str(path), "p", False, "s")
-    scan._init_worker({}, 4096)
+    scan.init_worker({}, 4096)
     try:
         alone = scan.scan_chunks([data], tf, scan.SizeMemo())
         for size in (1, 777, 1 << 20):
@@ -254,5 +254,5 @@ def test_the_reports_reader_feeds_the_engine_what_replay_feeds_it(tmp_path):
             assert (replay.segments(), replay.engine.skipped_lines) == want
             assert scanned == alone, "the lines the replay decoded give the scan what its own decoding gives"
     finally:
-        scan._init_worker({})
+        scan.init_worker({})
     assert want[1] >= 3 and len(want[0]) >= 2 and alone["malformed"] >= 1

@@ -295,7 +295,7 @@ def test_a_scan_worker_that_dies_is_a_clear_error_and_leaves_no_process(env, mon
     from tests.support import worker_probe  # module-level, so spawned workers (no fork) can run it too
 
     worker_probe.importable_in_workers(monkeypatch)
-    monkeypatch.setattr(scan, "_scan_one", worker_probe.killed_on_the_biggest)
+    monkeypatch.setattr(scan, "scan_one", worker_probe.killed_on_the_biggest)
     before = children_of(os.getpid())
     assert main(["report", "--json", "--no-service"]) == 1
     err = capsys.readouterr().err
