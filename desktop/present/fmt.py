@@ -8,39 +8,15 @@ from __future__ import annotations
 
 from datetime import date, datetime, timezone
 
-# money, counts and sizes as the terminal and the status line say them (re-exported: the tabs call fmt.usd)
-from service.client.figures import DASH, count, plural, size, usd  # noqa: F401
-
-
-def tokens(n) -> str:
-    """850 / 12.3k / 1.24M (the word "tokens" is the caller's: labels say it once)."""
-    if n is None:
-        return DASH
-    n = float(n)
-    a = abs(n)
-    if a >= 1e6:
-        return f"{n / 1e6:.2f}M"
-    if a >= 1e4:
-        return f"{n / 1e3:.0f}k"
-    if a >= 1e3:
-        return f"{n / 1e3:.1f}k"
-    return f"{n:.0f}"
+# money, counts, sizes, tokens and shares as the terminal and the status line say them (re-exported: the
+# tabs call fmt.usd)
+from service.client.figures import DASH, count, percent, plural, size, tokens, usd  # noqa: F401
 
 
 def number(v, digits: int = 2) -> str:
     if v is None:
         return DASH
     return f"{float(v):.{digits}f}"
-
-
-def percent(share, digits: int | None = None) -> str:
-    """0.37 -> "37 %", 0.004 -> "0.4 %" (a small share keeps one decimal)."""
-    if share is None:
-        return DASH
-    pct = float(share) * 100
-    if digits is None:
-        digits = 1 if 0 < abs(pct) < 10 else 0
-    return f"{pct:.{digits}f} %"
 
 
 def duration(seconds) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from desktop.present import fmt
+from service.client.words import channel_sentences
 
 PERIODS = ((1, "Today"), (7, "Last 7 days"), (30, "Last 30 days"))
 MAX_STACKS = 6  # bars stack the dearest few; the rest is one "other" layer
@@ -244,33 +245,8 @@ def rent_sentence(doc: dict | None) -> str:
 
 
 def channel_headlines(doc: dict | None) -> list[tuple[str, str]]:
-    """(channel title, one sentence) for edits, trimming and search, from the report's blocks."""
-    ch = (doc or {}).get("channels") or {}
-    out = []
-    e = ch.get("edit") or {}
-    if e:
-        text = (f"{fmt.plural(e.get('str_replace_calls') or 0, 'replace edit')} paid "
-                f"{fmt.tokens(e.get('str_replace_old_string_tokens') or 0)} output tokens "
-                f"({fmt.usd(e.get('str_replace_old_string_usd') or 0)}) re-quoting the old text")
-        misses = (e.get("str_replace_misses") or {}).get("total") or 0
-        if misses:
-            text += f"; {fmt.plural(misses, 'edit')} missed its text"
-        if e.get("anchored_calls"):
-            text += (f"; {fmt.plural(e['anchored_calls'], 'anchored edit')} avoided "
-                     f"{fmt.tokens(e.get('anchored_avoided_output_tokens') or 0)} output tokens")
-        out.append(("Edits", text + "."))
-    p = ch.get("pinch") or {}
-    if p:
-        text = (f"Context trimming saved {fmt.tokens(p.get('tokens_saved_total') or 0)} tokens "
-                f"({fmt.usd(p.get('saved_usd') or 0)}) on {fmt.count(p.get('pinched_requests') or 0)} of "
-                f"{fmt.plural(p.get('requests') or 0, 'request')} ({fmt.percent(p.get('share_pinched') or 0)}).")
-        out.append(("Trimming", text))
-    r = ch.get("retrieval") or {}
-    if r:
-        text = (f"{fmt.plural(r.get('calls') or 0, 'search call')} served {fmt.size(r.get('bytes_served') or 0)} "
-                f"and spared an estimated {fmt.size(r.get('bytes_saved') or 0)} of whole-file reads.")
-        out.append(("Search", text))
-    return out
+    """(channel title, one sentence) for edits, trimming and search: the command line's report says them too."""
+    return channel_sentences((doc or {}).get("channels") or {})
 
 
 @dataclass

@@ -303,21 +303,21 @@ def budget_lines(block: dict | None) -> list[str]:
 
 
 def channel_lines(e: dict, p: dict, r: dict) -> list[str]:
-    """The three savings channels, by the window's names and in its figures (docs/glossary.md)."""
+    """The three savings channels: the window's Overview sentence for each (service/client/words.py), then what
+    only the report details."""
     from service.client.figures import count, size
+    from service.client.words import channel_sentences
 
+    said = dict(channel_sentences({"edit": e, "pinch": p, "retrieval": r}))
+    misses = e["str_replace_misses"]
     lines = ["Savings channels",
-             f"  Edits (measured): {e['str_replace_calls']} edits that quote the text they replace; quoting it cost "
-             f"{e['str_replace_old_string_tokens']} tokens (${e['str_replace_old_string_usd']:.4f}); "
-             f"{e['str_replace_misses']['not_found']} missed (text not found), "
-             f"{e['str_replace_misses']['ambiguous']} ambiguous",
+             f"  Edits (measured): {said['Edits']}",
+             f"    missed: {count(misses['not_found'])} text not found, {count(misses['ambiguous'])} ambiguous",
              f"    edits by line anchor (lean-ctx's ctx_patch): {e['anchored_calls']}, {e['anchored_ops']} changes, "
              f"{e['anchored_avoided_output_tokens']} output tokens avoided, {e['anchored_conflicts']} conflicts",
-             f"  Trimming (measured): {p['events']} tool results trimmed over {p['requests']} requests "
-             f"({p['share_pinched'] * 100:.1f}%), {p['tokens_saved_total']} tokens saved "
-             f"(median {p['tokens_saved_median']}), ${p['saved_usd']:.4f}",
-             f"  Search (estimated): {plural(r['calls'], 'search call')} served {size(r['bytes_served'])} and "
-             f"spared an estimated {size(r['bytes_saved'])} of whole-file reads"]
+             f"  Trimming (measured): {said['Trimming']}",
+             f"    {plural(p['events'], 'tool result')} trimmed, median {count(p['tokens_saved_median'])} tokens saved",
+             f"  Search (estimated): {said['Search']}"]
     for tool, t in r["tools"].items():
         lines.append(f"    {tool:<14} {count(t['calls']):>6} calls {size(t['bytes_served']):>10} served "
                      f"~{size(t['bytes_saved']):>10} spared")

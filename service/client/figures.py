@@ -1,5 +1,5 @@
-"""How money, counts and sizes read everywhere a user sees them: the tray, the window, the terminal, the status
-line.
+"""How money, counts, sizes, tokens and shares read everywhere a user sees them: the tray, the window, the
+terminal, the status line.
 
 No imports: the status line, which counts its start-up in milliseconds, reads money through it too.
 """
@@ -49,3 +49,28 @@ def size(n) -> str:
         if abs(n) >= scale:
             return f"{n / scale:.1f} {unit}"
     return f"{n:.0f} B"
+
+
+def tokens(n) -> str:
+    """850 / 12.3k / 1.24M (the word "tokens" is the caller's: labels say it once)."""
+    if n is None:
+        return DASH
+    n = float(n)
+    a = abs(n)
+    if a >= 1e6:
+        return f"{n / 1e6:.2f}M"
+    if a >= 1e4:
+        return f"{n / 1e3:.0f}k"
+    if a >= 1e3:
+        return f"{n / 1e3:.1f}k"
+    return f"{n:.0f}"
+
+
+def percent(share, digits: int | None = None) -> str:
+    """0.37 -> "37 %", 0.004 -> "0.4 %" (a small share keeps one decimal)."""
+    if share is None:
+        return DASH
+    pct = float(share) * 100
+    if digits is None:
+        digits = 1 if 0 < abs(pct) < 10 else 0
+    return f"{pct:.{digits}f} %"

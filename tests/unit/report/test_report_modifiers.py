@@ -88,20 +88,24 @@ def test_the_team_figures_keep_fast_calls_apart(tmp_path):
                         OPUS55 + "-fast": pytest.approx(2.2 * middle, abs=1e-9)}
 
 
-def test_the_reports_search_line_says_what_the_windows_overview_says():
-    """One voice: the command line's search channel reads as the window's Overview sentence, figures and all."""
+def test_the_reports_channel_lines_say_what_the_windows_overview_says():
+    """One voice: the command line's savings channels read as the window's Overview sentences, figures and all."""
     from desktop.present.overview import channel_headlines
     from service.cli.report import channel_lines
 
     retrieval = {"calls": 1234, "bytes_served": 4290, "bytes_saved": 346682,
                  "tools": {"Grep": {"calls": 1234, "bytes_served": 4290, "bytes_saved": 346682}}}
-    edit = {"str_replace_calls": 0, "str_replace_old_string_tokens": 0, "str_replace_old_string_usd": 0.0,
-            "str_replace_misses": {"not_found": 0, "ambiguous": 0}, "anchored_calls": 0, "anchored_ops": 0,
+    edit = {"str_replace_calls": 26, "str_replace_old_string_tokens": 212, "str_replace_old_string_usd": 0.0032,
+            "str_replace_misses": {"not_found": 3, "ambiguous": 1, "total": 4}, "anchored_calls": 0, "anchored_ops": 0,
             "anchored_avoided_output_tokens": 0, "anchored_conflicts": 0}
-    pinch = {"events": 0, "requests": 0, "share_pinched": 0.0, "tokens_saved_total": 0, "tokens_saved_median": 0,
-             "saved_usd": 0.0}
+    pinch = {"events": 2, "requests": 100, "pinched_requests": 2, "share_pinched": 0.02, "tokens_saved_total": 61801,
+             "tokens_saved_median": 30900, "saved_usd": 0.0406}
     lines = channel_lines(edit, pinch, retrieval)
-    window = dict(channel_headlines({"channels": {"retrieval": retrieval}}))["Search"]
-    assert "1,234 search calls served 4.3 kB and spared an estimated 346.7 kB of whole-file reads" in window
-    assert window.rstrip(".") in lines[-2]
+    window = dict(channel_headlines({"channels": {"edit": edit, "pinch": pinch, "retrieval": retrieval}}))
+    assert window["Search"] == "1,234 search calls served 4.3 kB and spared an estimated 346.7 kB of whole-file reads."
+    assert window["Edits"].startswith("26 replace edits paid 212 output tokens ($0.003) re-quoting the old text")
+    for title, label in (("Edits", "  Edits (measured): "), ("Trimming", "  Trimming (measured): "),
+                         ("Search", "  Search (estimated): ")):
+        assert label + window[title] in lines, (title, lines)
+    assert "    missed: 3 text not found, 1 ambiguous" in lines  # what only the report details
     assert lines[-1].split() == ["Grep", "1,234", "calls", "4.3", "kB", "served", "~", "346.7", "kB", "spared"]
