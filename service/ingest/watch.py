@@ -16,11 +16,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (DirCreatedEvent, DirDeletedEvent, DirMovedEvent, FileCreatedEvent, FileDeletedEvent,
+                             FileModifiedEvent, FileMovedEvent, FileSystemEvent, FileSystemEventHandler)
 
 from service.client.privdir import make_private_dirs
 
 POLL_INTERVAL_S = 2.0
+# The events the handler acts on. Asked for by name, inotify reports nothing else: left open, it also
+# reported every open and close of a transcript (two events for each reader of each file, the
+# service's own first pass and every `ctxlamp report` among them), each one dispatched in Python.
+WANTED = [FileCreatedEvent, DirCreatedEvent, FileModifiedEvent, FileMovedEvent, DirMovedEvent,
+          FileDeletedEvent, DirDeletedEvent]
 log = logging.getLogger("ctxlamp.service")
 
 # watchdog's native observer classes, by the name the status reports
@@ -101,7 +107,7 @@ class Watcher:
                 kind = KINDS.get(cls.__name__, cls.__name__)
                 obs = cls()
                 try:
-                    obs.schedule(handler, str(self.root), recursive=True)
+                    obs.schedule(handler, str(self.root), recursive=True, event_filter=WANTED)
                     obs.start()
                 except OSError as exc:
                     self.reason = why_failed(exc, kind)
@@ -113,7 +119,7 @@ class Watcher:
         from watchdog.observers.polling import PollingObserver
 
         obs = PollingObserver(timeout=POLL_INTERVAL_S)
-        obs.schedule(handler, str(self.root), recursive=True)
+        obs.schedule(handler, str(self.root), recursive=True, event_filter=WANTED)
         obs.start()
         self._observer, self.kind = obs, "polling"
         log.warning("watching with the polling observer: %s", self.reason)

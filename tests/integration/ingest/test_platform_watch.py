@@ -105,3 +105,32 @@ def test_forced_polling_says_so(tmp_path):
         assert (w.kind, w.reason) == ("polling", "polling forced (CTXLAMP_POLLING)")
     finally:
         w.stop()
+
+
+def test_readers_of_a_transcript_cost_the_watcher_nothing_and_writers_still_reach_it(tmp_path, monkeypatch):
+    """Every reader of a transcript (the first pass's workers, `ctxlamp report`, Claude Code itself) opens and
+    closes it: those events must not be asked of the system at all, while a write, a new file, a move and a
+    removal still are."""
+    dispatched: list[str] = []
+    real_dispatch = watch._Handler.dispatch
+    monkeypatch.setattr(watch._Handler, "dispatch", lambda self, ev: (dispatched.append(ev.event_type),
+                                                                       real_dispatch(self, ev)))
+    (tmp_path / "p").mkdir()
+    transcript = tmp_path / "p" / "a.jsonl"
+    transcript.write_text("{}\n")
+    seen: list[tuple[str, bool]] = []
+    w = Watcher(tmp_path, lambda p, created: seen.append((p.name, created)))
+    w.start()
+    try:
+        for _ in range(50):
+            transcript.read_bytes()
+        with transcript.open("a") as fh:
+            fh.write("{}\n")
+        wait_for(lambda: ("a.jsonl", False) in seen, timeout=10, what="the write to reach the watcher")
+        transcript.rename(tmp_path / "p" / "b.jsonl")
+        wait_for(lambda: ("b.jsonl", True) in seen, timeout=10, what="the move to reach the watcher")
+        (tmp_path / "p" / "b.jsonl").unlink()
+        wait_for(lambda: ("b.jsonl", False) in seen, timeout=10, what="the removal to reach the watcher")
+    finally:
+        w.stop()
+    assert not {"opened", "closed_no_write", "closed"} & set(dispatched), dispatched
