@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from service.client.payloads import RestartSavings
 
@@ -29,9 +30,8 @@ MAX_DEPTH = 48  # the walk's bound; lines that still tie for a leaf this narrow 
 FIRST_DOMAIN = 2.0 ** -16  # USD per token summed: about 30 calls at $0.50/MTok before the first doubling
 
 
-@dataclass(frozen=True)
-class Line:
-    """A restart after `call`: `saving(P) = slope * P + icept`."""
+class Line(NamedTuple):
+    """A restart after `call`: `saving(P) = slope * P + icept` (a tuple: one is made per call)."""
 
     call: int
     slope: float
@@ -64,23 +64,33 @@ class Envelope:
 
     Only insertions change the tree (a query never does), so its answers depend on the lines
     alone, not on how often or when it was asked: a replay and a live service agree to the bit.
+    Lines are placed in the tree when it is next read: the tree is then the one inserting each
+    line as it came would have built (every line in order, at the domain's width then), without
+    the re-insertions of domain doublings no query saw, and a replay that reads it once per
+    segment builds it once.
     """
 
     def __init__(self) -> None:
         self.width = FIRST_DOMAIN
-        self.root: _Node | None = None
+        self._root: _Node | None = None
+        self._placed = 0  # lines[:_placed] are in the tree
         self.lines: list[Line] = []
 
     def add(self, line: Line) -> None:
         self.lines.append(line)
-        if not math.isfinite(line.p_at) or line.p_at * 2 < self.width:
-            self._insert(line)
-            return
-        while self.width <= line.p_at * 2:  # room for queries up to twice the sum so far
-            self.width *= 2
-        self.root = None
-        for known in self.lines:  # amortised: the sum doubled since the last time
-            self._insert(known)
+        if math.isfinite(line.p_at) and line.p_at * 2 >= self.width:
+            while self.width <= line.p_at * 2:  # room for queries up to twice the sum so far
+                self.width *= 2
+            self._root, self._placed = None, 0  # built again from every line at the new width
+
+    @property
+    def root(self) -> _Node | None:
+        """The tree of every line added so far."""
+        lines = self.lines
+        for k in range(self._placed, len(lines)):
+            self._insert(lines[k])
+        self._placed = len(lines)
+        return self._root
 
     def best(self, p: float) -> Line | None:
         """The line highest at p; past the domain (a price above every earlier one summed), by trying each."""
@@ -106,10 +116,10 @@ class Envelope:
         return found
 
     def _insert(self, line: Line) -> None:
-        if self.root is None:
-            self.root = _Node(line)
+        if self._root is None:
+            self._root = _Node(line)
             return
-        node, lo, hi = self.root, 0.0, self.width
+        node, lo, hi = self._root, 0.0, self.width
         # _better(line, node.line, x) written out (the same arithmetic): this walk runs once or twice per call
         slope, icept, call = line.slope, line.icept, line.call
         for _ in range(MAX_DEPTH):

@@ -546,3 +546,29 @@ def test_the_services_report_sums_its_own_profiles_to_the_replays_figures(tmp_pa
     for key in ("first_reminder_usd", "best_single_usd", "missed_usd"):
         assert got[key] == pytest.approx(want[key], abs=1e-9), key
     assert not (home / "cache" / "report-restart.json").exists()  # nothing was replayed for it
+
+
+def _shape(node) -> object:
+    """A tree as nested tuples: each node's line, the lines kept at it, and its two subtrees."""
+    return None if node is None else (node.line, tuple(node.kept), _shape(node.left), _shape(node.right))
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.floats(0, 1e-5), st.floats(-2e6, 2e6), st.floats(0, 1e3)), min_size=1, max_size=80),
+       st.floats(0, 1))
+def test_an_envelope_read_once_is_the_one_read_after_every_call(rows, at):
+    """The report's replay reads a segment's envelope once, at its end; the live service after every call.
+    Placing the lines when the tree is read gives both the same tree, node for node, so the same answers."""
+    from service.engine.restart_savings import Envelope, Line
+
+    live, replay, p_sum = Envelope(), Envelope(), 0.0
+    for call, (read_price, slope, rebuild) in enumerate(rows, 1):
+        p_sum += read_price
+        line = Line(call, slope, -slope * p_sum - rebuild, p_sum, rebuild)
+        live.add(line)
+        replay.add(line)
+        assert live.root is not None  # read now: its lines placed as they come
+    assert replay.width == live.width
+    assert _shape(replay.root) == _shape(live.root)
+    for p in (p_sum * at, p_sum, p_sum * 2 * at, replay.width * 2):
+        assert replay.best(p) is live.best(p)
