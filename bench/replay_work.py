@@ -11,7 +11,8 @@ whole process with both passes less the whole process with the first only.
 
     python bench/replay_work.py --corpus DIR/.claude/projects [--mb 60] [--cpu-runs 5]
 
-`--cpu-runs` also gives the warm pass's CPU time over the whole corpus (min and median), for scale.
+`--scan` adds the report's scan of each file, the replay fed from its split (what a report's worker
+does with a main transcript). `--cpu-runs` also gives the warm pass's CPU time over the whole corpus (min and median), for scale.
 """
 from __future__ import annotations
 
@@ -36,24 +37,29 @@ from service.report import scan
 from service.report.build import load_prices
 from service.report.restart import Replay
 root, limit, passes, cpu_runs = Path(sys.argv[1]), int(sys.argv[2]) << 20, int(sys.argv[3]), int(sys.argv[4])
-mains = sorted((tf.path for tf in scan.discover(root) if not tf.subagent))
+with_scan = sys.argv[5] == "scan"
+mains = sorted((tf for tf in scan.discover(root) if not tf.subagent), key=lambda tf: tf.path)
 prices = load_prices()
 bufs, total = [], 0
-for i, path in enumerate(mains):
+for i, tf in enumerate(mains):
     if limit and (i % 7 or total > limit):
         continue
-    with open(path, "rb") as fh:
-        data, stop = LineSplitter().feed_buffer(fh.read())
-    bufs.append((path, data, stop))
+    with open(tf.path, "rb") as fh:
+        raw = fh.read()
+    data, stop = LineSplitter().feed_buffer(raw)
+    bufs.append((tf, raw if with_scan else data, stop))
     total += stop
 encode_len("x")
 shared_counter().count("warm")
 
 def replay_all():
-    for path, data, stop in bufs:
-        replay = Replay(path, prices)
-        replay.feed_buffer(data, stop, 0)
-        replay.at_end(0, 0)
+    for tf, data, stop in bufs:
+        replay = Replay(tf.path, prices)
+        if with_scan:  # as a report's worker reads a main transcript: the scan and the replay from one split
+            scan.scan_chunks([data], tf, scan.SizeMemo(), defer_tokens=True, replay=replay)
+        else:
+            replay.feed_buffer(data, stop, 0)
+            replay.at_end(0, 0)
         replay.segments()
 
 for _ in range(passes):
@@ -68,10 +74,10 @@ print(len(bufs), total, *times)
 '''
 
 
-def _instructions(corpus: str, mb: int, passes: int) -> int:
+def _instructions(corpus: str, mb: int, passes: int, what: str) -> int:
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-                          "-c", _WORK, corpus, str(mb), str(passes), "0"],
+                          "-c", _WORK, corpus, str(mb), str(passes), "0", what],
                          cwd=ROOT, env=env, capture_output=True, text=True, check=True).stderr
     found = re.search(r"I\s+refs:\s+([\d,]+)", out)
     if found is None:
@@ -84,17 +90,19 @@ def main() -> None:
     ap.add_argument("--corpus", required=True, help="a projects folder (bench/corpus.py's .claude/projects)")
     ap.add_argument("--mb", type=int, default=60, help="megabytes of main transcripts replayed under callgrind")
     ap.add_argument("--cpu-runs", type=int, default=0, help="also time this many warm passes over the whole corpus")
+    ap.add_argument("--scan", action="store_true", help="the report's scan of each file too, the replay fed from its split")
     args = ap.parse_args()
+    what = "scan" if args.scan else "replay"
     if shutil.which("valgrind"):
-        run, setup = _instructions(args.corpus, args.mb, 2), _instructions(args.corpus, args.mb, 1)
-        print(f"warm replay of ~{args.mb} MB: {run - setup:,} instructions (callgrind)")
+        run, setup = _instructions(args.corpus, args.mb, 2, what), _instructions(args.corpus, args.mb, 1, what)
+        print(f"warm {what} of ~{args.mb} MB: {run - setup:,} instructions (callgrind)")
     else:
         print("valgrind not found: no instruction count")
     if args.cpu_runs:
-        out = subprocess.run([sys.executable, "-c", _WORK, args.corpus, "0", "1", str(args.cpu_runs)], cwd=ROOT,
+        out = subprocess.run([sys.executable, "-c", _WORK, args.corpus, "0", "1", str(args.cpu_runs), what], cwd=ROOT,
                              capture_output=True, text=True, check=True).stdout.split()
         times = [float(t) for t in out[2:]]
-        print(f"warm replay of all {out[0]} main transcripts ({int(out[1]) >> 20} MB): CPU min {min(times):.3f} s, "
+        print(f"warm {what} of all {out[0]} main transcripts ({int(out[1]) >> 20} MB): CPU min {min(times):.3f} s, "
               f"median {statistics.median(times):.3f} s over {len(times)} runs")
 
 
