@@ -86,6 +86,11 @@ def parse_line(line: bytes) -> Entry | None:
     """The entry of one line; None for a line of a type no reader needs."""
     if _SKIP_PREFIX.match(line):
         return None
+    return decode_line(line)
+
+
+def decode_line(line: bytes) -> Entry:
+    """The entry of a line whose opening bytes SKIP_AT did not match (parse_line's work after that test)."""
     entry = _link_entry(line)
     if entry is not None:
         return entry

@@ -119,6 +119,8 @@ MALFORMED = object()  # Replay.feed_buffer's mark of a line that is not a JSON o
 # The entry types the report's scan may parse (service/report/scan.py's wanted_lines): a line of one of
 # these the engine decoded is handed to the scan, which then does not decode it again.
 SCANNED_TYPES = frozenset(("assistant", "user", "system"))
+# A line that opens with these bytes has its top-level type right after them for the scan's byte rule
+_TYPED, _COST_STATE = b'{"type":"', b'cost-state"'
 
 
 class Replay:
@@ -137,38 +139,44 @@ class Replay:
         self.on_entry = on_entry
         self._long_lines = 0
 
-    def feed_buffer(self, data: bytes, stop: int, long_lines: int) -> dict[int, Any]:
+    def feed_buffer(self, data: bytes, stop: int, long_lines: int) -> tuple[dict[int, Any], list[tuple[int, int]]]:
         """Feed the whole lines of data[:stop] to the engine, as replay_file feeds them; `long_lines` is the
         splitter's count of over-long lines so far (replay_file feeds each as an empty line: skipped).
 
         A line the engine's parser skips by its opening bytes (service/engine/parse.py) is never copied
-        out: a third of a transcript's bytes. Returns start -> entry for the lines of SCANNED_TYPES it
-        decoded, and start -> MALFORMED for those that are not JSON objects, so the scan reads them from here.
+        out: a third of a transcript's bytes. Returns (decoded, lines): start -> entry for the lines of
+        SCANNED_TYPES it decoded, and start -> MALFORMED for those that are not JSON objects, so the scan
+        reads them from here; and the (start, end) of every line the scan's byte rule (its wanted_lines)
+        must still judge, in order, so the scan neither splits the buffer again nor looks at the lines
+        this walk already knows it leaves: blank lines, and those that open with `{"type":"` and a type
+        the parser skips other than cost-state (the rule's top-level type, none it keeps).
         """
-        from service.engine.parse import SKIP_AT, Malformed, parse_line
+        from service.engine.parse import SKIP_AT, Malformed, decode_line
 
         engine = self.engine
         engine.skipped_lines += long_lines - self._long_lines
         self._long_lines = long_lines
         ingest, skipped_at, on_entry = engine.ingest, SKIP_AT.match, self.on_entry
         decoded: dict[int, Any] = {}
-        find = data.find
+        lines: list[tuple[int, int]] = []
+        find, startswith, keep = data.find, data.startswith, lines.append
         pos = 0
         while pos < stop:
             end = find(b"\n", pos, stop)
             start, pos = pos, end + 1
             if skipped_at(data, start, end) is not None:
+                if not startswith(_TYPED, start) or startswith(_COST_STATE, start + len(_TYPED)):
+                    keep((start, end))
                 continue
             line = data[start:end]
             if not line.strip():
                 continue
+            keep((start, end))
             try:  # SessionEngine.feed_line, with the parse apart: the scan counts what does not parse
-                entry = parse_line(line)
+                entry = decode_line(line)
             except Malformed:
                 engine.skipped_lines += 1
                 decoded[start] = MALFORMED
-                continue
-            if entry is None:
                 continue
             try:
                 ingest(entry)
@@ -180,7 +188,7 @@ class Replay:
             if entry.get("type") in SCANNED_TYPES:
                 decoded[start] = entry
         engine.drain_events()  # a reminder event now and then: nothing here reads them
-        return decoded
+        return decoded, lines
 
     def at_end(self, held_back: int, long_lines: int) -> None:
         """The reader's splitter at the end of the file: an unfinished last line of `held_back` bytes (held

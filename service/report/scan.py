@@ -231,20 +231,30 @@ def _spaced_wanted(line: bytes, pending: tuple[dict, ...]) -> bool:
     return b"compact_boundary" in line or b'"cost-state"' in line
 
 
-def wanted_lines(data: bytes, stop: int, complete: bool, pending: tuple[dict, ...]) -> Iterator[tuple[int, int]]:
+def _split(data: bytes, stop: int, complete: bool) -> Iterator[tuple[int, int]]:
+    """(start, end) of each line of data[:stop]: one unfinished line when not `complete`."""
+    find = data.find
+    pos = 0
+    while pos < stop:
+        end = find(b"\n", pos, stop) if complete else stop
+        yield pos, end
+        pos = end + 1
+
+
+def wanted_lines(data: bytes, stop: int, complete: bool, pending: tuple[dict, ...],
+                 lines: Iterable[tuple[int, int]] | None = None) -> Iterator[tuple[int, int]]:
     """(start, end) of each line of data[:stop] worth parsing, in order.
 
     `pending` holds the calls the meters wait for; it is read as the caller
     feeds each yielded line, so a result is kept when its call came just before.
     A line whose top-level type is undecided is kept when any of its type
     values would be kept at the top level (the top-level one is among them).
+    `lines`: the lines of data[:stop] to judge when another reader split the buffer already (the
+    restart replay's walk: every line but those it knows this rule leaves).
     """
     # type_value_at and _wanted_type, inlined: this loop runs once per line of the history
     find, rfind, startswith = data.find, data.rfind, data.startswith
-    pos = 0
-    while pos < stop:
-        end = find(b"\n", pos, stop) if complete else stop
-        start, pos = pos, end + 1
+    for start, end in _split(data, stop, complete) if lines is None else lines:
         if end - start < 2:
             continue
         i = find(_TYPE_KEY, start, end)
@@ -294,11 +304,12 @@ def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
     decoded: dict[int, Any] = {}
     for data, stop, complete in complete_buffers(chunks, splitter):
         size += stop
+        lines = None
         if replay is not None and complete:  # the unfinished last piece: the replay holds it back
-            decoded = replay.feed_buffer(data, stop, splitter.long_lines)
+            decoded, lines = replay.feed_buffer(data, stop, splitter.long_lines)
         elif decoded:
             decoded = {}
-        for start, end in wanted_lines(data, stop, complete, pending):
+        for start, end in wanted_lines(data, stop, complete, pending, lines):
             entry = decoded.get(start) if decoded else None
             if entry is None:
                 try:

@@ -55,3 +55,33 @@ def test_every_line_a_meter_needs_is_kept(entries, waiting):
         raw = json.dumps(e, separators=(",", ":")).encode()
         if needed(e, pending):
             assert raw in kept
+
+
+RAW = st.sampled_from([
+    b'{"type":"cost-state","totalCostUSD":1.5,"modelUsage":{}}',
+    b'{"type":"progress","data":{"type":"assistant"}}',
+    b'{ "type": "progress", "x": {"type":"assistant","message":{"id":"m9","usage":{"input_tokens":1}}}}',
+    b'{"type":"summary","summary":"s"}',
+    b'  {"type":"cost-state","totalCostUSD":2.0}',
+    b'{"type": "assistant", "message": {"id": "m8", "usage": {"output_tokens": 3}}}',
+    b'{"type":"assistant","message":{"id":"m1","model":"claude-sonnet-4-5","usage":{"input_tokens":5}}}',
+    b'{"parentUuid":null,"attachment":{"type":"user"},"type":"attachment","uuid":"a1"}',
+    b'{"type":"system","subtype":"compact_boundary","compactMetadata":{"preTokens":9}}',
+    b"not json", b"   ", b"", b"[1,2]", b'{"type":"user"',
+])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(line().map(lambda e: json.dumps(e, separators=(",", ":")).encode()), RAW), max_size=12))
+def test_the_scan_reads_the_same_lines_with_the_replay_splitting_them(lines):
+    """A report's worker replays a main transcript from the scan's split and hands the scan the lines
+    left to judge: the scan's result is the one it gets reading the file alone."""
+    from service.engine_setup.engines import load_prices
+    from service.report.restart import Replay
+    from service.report.scan import SizeMemo, TranscriptFile, scan_chunks
+
+    data = b"".join(raw + b"\n" for raw in lines)
+    tf = TranscriptFile("/nowhere/p/s.jsonl", "p", False, "s")
+    alone = scan_chunks([data], tf, SizeMemo(), defer_tokens=True)
+    with_replay = scan_chunks([data], tf, SizeMemo(), defer_tokens=True, replay=Replay(tf.path, load_prices()))
+    assert with_replay == alone
