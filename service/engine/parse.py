@@ -119,10 +119,14 @@ def human_prompt(entry: Entry) -> str | None:
     if isinstance(content, str):
         text = content
     elif isinstance(content, list):
-        if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
-            return None
-        blocks = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-        texts = [t for t in blocks if isinstance(t, str)]
+        texts = []
+        for block in content:  # most user entries are tool results: one pass, left at the first
+            if isinstance(block, dict):
+                kind = block.get("type")
+                if kind == "tool_result":
+                    return None
+                if kind == "text" and isinstance(block.get("text"), str):
+                    texts.append(block["text"])
         if not texts:
             return None
         text = "\n".join(texts)

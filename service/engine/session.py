@@ -240,8 +240,9 @@ class SessionEngine:
         if e.get("isSidechain") is True:
             return  # sub-agent context: no evidence of any kind
         kind = e.get("type")
+        prompt = human_prompt(e) if kind == "user" else None  # the tree and the turns both ask
         if "uuid" in e:  # attachments and the like are links of the chain too
-            self._follow(e, kind)
+            self._follow(e, kind, prompt is not None)
         if kind not in ("assistant", "user", "system"):
             return
         self._note_identity(e)
@@ -251,7 +252,7 @@ class SessionEngine:
         if kind == "assistant":
             self._assistant(e, t)
         elif kind == "user":
-            self._user(e)
+            self._user(e, prompt)
         elif e.get("subtype") == "compact_boundary":
             self._reset(e, t)
 
@@ -263,8 +264,9 @@ class SessionEngine:
 
     # ---- the live branch (rewinds) --------------------------------------------------------
 
-    def _follow(self, e: Entry, kind: object) -> None:
-        """Place the entry on the conversation's tree; a continuation from an ancestor is a rewind."""
+    def _follow(self, e: Entry, kind: object, prompt: bool) -> None:
+        """Place the entry on the conversation's tree; a continuation from an ancestor is a rewind.
+        `prompt`: the entry is a human prompt (parse.human_prompt)."""
         if kind == "system" and e.get("subtype") == "compact_boundary":
             return  # the reset makes it the new root
         if kind == "progress":  # written for running tools while the conversation goes on: never a rewind
@@ -272,7 +274,7 @@ class SessionEngine:
             return
         mark = 0
         if kind == "user":
-            mark = PROMPT if human_prompt(e) is not None else 0
+            mark = PROMPT if prompt else 0
         elif kind == "assistant":
             msg = e.get("message")
             if isinstance(msg, dict) and isinstance(msg.get("usage"), dict) and msg.get("model") != "<synthetic>":
@@ -345,7 +347,7 @@ class SessionEngine:
         elif call.total >= known.total:
             self._revise(known, call)
 
-    def _user(self, e: Entry) -> None:
+    def _user(self, e: Entry, prompt: str | None) -> None:
         msg = e.get("message")
         if not isinstance(msg, dict):
             raise Malformed("user message is not an object")
@@ -358,7 +360,7 @@ class SessionEngine:
                 for block in results:
                     self._tool_result(block)
                 return
-        if human_prompt(e) is None:
+        if prompt is None:
             return
         self._turn_pending = True  # announced; opens at the next call
 
