@@ -180,7 +180,9 @@ class SessionEngine:
                  call_rows: bool = True, restart_only: bool = False) -> None:
         self.transcript = transcript
         # True: a segment's profile keeps only what the report's replay keeps (its restart figures, rent and
-        # laps), so closing a segment or the replay takes no snapshot: the same figures
+        # laps), so closing a segment or the replay takes no snapshot: the same figures. Nor does such an
+        # engine keep what only snapshots and events read: the burn rate's window and the reminders
+        # (their laps are counted, and the first marked for the restart figures)
         self.restart_only = restart_only
         self.full_events = full_events  # False: call events carry the series row only (the service's replay)
         # False: no snapshot, series row or call event per call, only the segment profiles and the end
@@ -450,7 +452,8 @@ class SessionEngine:
         seg.calls.append(call)
         if call.t is not None:
             seg.last_t = call.t
-            self._time_call(call)
+            if not self.restart_only:  # the burn rate's window, which only a snapshot reads
+                self._time_call(call)
         self._observe(call)
         call.bill_in, call.bill_out = self._bill(call)
         seg.bill_in += call.bill_in
@@ -590,11 +593,13 @@ class SessionEngine:
             crossed = math.floor(seg.phase)
             seg.laps += crossed
             seg.phase -= crossed
-            reminder: LastReminder = {"lap": seg.laps, "call": call.index, "at": _iso(call.t)}
             seg.restart.mark_reminder(call.index)
             last = seg.restart.last_call
             if last is not None and call.index <= last:  # a late revision of a call whose line is written
                 self._count_compact(call)
+            if self.restart_only:
+                return  # the laps are counted; the reminder itself is for snapshots and events
+            reminder: LastReminder = {"lap": seg.laps, "call": call.index, "at": _iso(call.t)}
             self.last_reminder = reminder
             self.reminders.append({"segment": seg.index, **reminder})
             if self.full_events:  # the replay contract: after the call's own line

@@ -14,14 +14,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from resources import resource_path
 from service.engine.restart_savings import RestartLedger, restart_now
 from tests.support import transcripts as T
 from tests.support.corpus import ROOT, scenario_session
-from tests.support.engine_runs import calls_of, run
+from tests.support.engine_runs import PRICES, calls_of, run
 from tests.support.harness import service_env
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -572,3 +572,24 @@ def test_an_envelope_read_once_is_the_one_read_after_every_call(rows, at):
     assert _shape(replay.root) == _shape(live.root)
     for p in (p_sum * at, p_sum, p_sum * 2 * at, replay.width * 2):
         assert replay.best(p) is live.best(p)
+
+
+# long runs on one model, now and then a switch or a /compact: segments that raise reminders
+long_step = st.one_of(st.tuples(st.sampled_from(["grow", "read", "read"]), st.integers(1, 400),
+                                st.just("claude-sonnet-4-5")), step)
+
+
+@SETTINGS
+@given(st.lists(long_step, min_size=30, max_size=80), st.integers(0, 1000))
+def test_the_reports_lean_replay_keeps_the_full_replays_figures(steps, seed):
+    """The report's replay (an engine that keeps no reminder records, no burn-rate window, no snapshot)
+    gives each segment exactly what the full replay's profile says of it, reminders and laps included."""
+    from service.engine_setup.engines import new_engine
+    from service.report.restart import KEPT
+
+    entries = realistic(steps, seed)
+    full, _ = run(entries)
+    lean, _ = run(entries, engine=new_engine("/tmp/session.jsonl", PRICES, full_events=False, call_rows=False,
+                                              restart_only=True))
+    assert lean.profiles == [{k: p.get(k) for k in KEPT} for p in full.profiles]
+    assume(any(p["laps"] for p in full.profiles))  # the examples that count: a reminder was raised
