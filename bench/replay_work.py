@@ -12,7 +12,8 @@ whole process with both passes less the whole process with the first only.
     python bench/replay_work.py --corpus DIR/.claude/projects [--mb 60] [--cpu-runs 5]
 
 `--scan` adds the report's scan of each file, the replay fed from its split (what a report's worker
-does with a main transcript). `--cpu-runs` also gives the warm pass's CPU time over the whole corpus (min and median), for scale.
+does with a main transcript); `--history` is what the service's first pass does with an old main
+transcript (the scan, the engine keeping whole profiles, the turn records). `--cpu-runs` also gives the warm pass's CPU time over the whole corpus (min and median), for scale.
 """
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ from service.report import scan
 from service.report.build import load_prices
 from service.report.restart import Replay
 root, limit, passes, cpu_runs = Path(sys.argv[1]), int(sys.argv[2]) << 20, int(sys.argv[3]), int(sys.argv[4])
-with_scan = sys.argv[5] == "scan"
+with_scan = sys.argv[5] in ("scan", "history")
+with_history = sys.argv[5] == "history"
 mains = sorted((tf for tf in scan.discover(root) if not tf.subagent), key=lambda tf: tf.path)
 prices = load_prices()
 bufs, total = [], 0
@@ -54,6 +56,14 @@ shared_counter().count("warm")
 
 def replay_all():
     for tf, data, stop in bufs:
+        if with_history:  # as the service's first pass reads an old main transcript: whole profiles, turn records
+            from service.daemon.first_pass import _HistoryReplay
+            from service.engine import EngineConfig
+
+            history = _HistoryReplay(tf.path, prices, EngineConfig(), True)
+            scan.scan_chunks([data], tf, scan.SizeMemo(), defer_tokens=True, replay=history.replay)
+            history.close(os.stat(tf.path))
+            continue
         replay = Replay(tf.path, prices)
         if with_scan:  # as a report's worker reads a main transcript: the scan and the replay from one split
             scan.scan_chunks([data], tf, scan.SizeMemo(), defer_tokens=True, replay=replay)
@@ -91,8 +101,10 @@ def main() -> None:
     ap.add_argument("--mb", type=int, default=60, help="megabytes of main transcripts replayed under callgrind")
     ap.add_argument("--cpu-runs", type=int, default=0, help="also time this many warm passes over the whole corpus")
     ap.add_argument("--scan", action="store_true", help="the report's scan of each file too, the replay fed from its split")
+    ap.add_argument("--history", action="store_true",
+                    help="the service's first pass instead: the scan, whole profiles and the turn records")
     args = ap.parse_args()
-    what = "scan" if args.scan else "replay"
+    what = "history" if args.history else "scan" if args.scan else "replay"
     if shutil.which("valgrind"):
         run, setup = _instructions(args.corpus, args.mb, 2, what), _instructions(args.corpus, args.mb, 1, what)
         print(f"warm {what} of ~{args.mb} MB: {run - setup:,} instructions (callgrind)")
