@@ -17,7 +17,7 @@ SEGMENT_TIPS = {
     "L_peak": "The most context any call of this part re-read from the cache (tokens).",
     "g": "How much the context grew per call on average (tokens).",
     "rent_usd": "What calls paid to re-read context a fresh session would not need (dead weight).",
-    "laps": "How many times the rent paid added up to a restart's price; the tray gave its notice at the first.",
+    "laps": "How many times the rent paid added up to a restart's cost; the tray gave its notice at the first.",
     "restart_first": "An estimate: what a restart with a handoff at this part's notice would have saved "
                      "(the later calls re-read less, one rebuild of the useful context paid). Negative: it would "
                      "have cost.",

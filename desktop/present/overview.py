@@ -70,8 +70,8 @@ def spend_figures(doc: dict | None) -> list[Figure]:
                "from its own cost record. Measured + Estimated + Not written = Spent."),
         Figure("Subagents", fmt.usd(spend.get("subagents_usd")), "The part spent by subagents (Task tool)."),
         Figure("Calls", fmt.count(spend.get("calls")), "API calls (one per assistant response)."),
-        Figure("Dead-weight rent", fmt.usd(rent.get("rent_usd")),
-               "Rent is what calls paid to re-read context a fresh session would not need."),
+        Figure("Rent", fmt.usd(rent.get("rent_usd")),  # the glossary's short form: the long one wraps here
+               "Rent on dead weight: what calls paid to re-read context a fresh session would not need."),
         restart_figure(doc),
     ]
     return figures
@@ -237,7 +237,7 @@ def rent_sentence(doc: dict | None) -> str:
         # the notices the tray gives (one a stretch), not the rent's laps that count restarts' worth of rent
         each = ", once each," if advised != 1 else ","
         text += (f" The restart notice was given in {fmt.plural(advised, 'stretch', 'stretches')}{each} when "
-                 f"the rent first reached a restart's price (in all the rent paid for "
+                 f"the rent first reached a restart's cost (in all the rent paid for "
                  f"{fmt.plural(n, 'restart')}).")
     else:
         text += " No restart notice: no stretch paid a restart's worth of rent on dead weight."

@@ -34,7 +34,7 @@ class SessionTab(Tab):
         self.snapshot: dict | None = None
         self.curve_plot = charts.new_plot("Cost curve: average cost per call if you restarted now, against the best",
                                           "times the best", "position (1 = the sweet spot)")
-        self.curve_plot.setToolTip("Diamonds mark each time the rent on dead weight reached a restart's price (the "
+        self.curve_plot.setToolTip("Diamonds mark each time the rent on dead weight reached a restart's cost (the "
                                    "first gave the notice); the dot is where the session is now.")
         self.stock_plot = charts.new_plot("", "tokens", "call", left_unit="tokens", bottom_unit="count")
         charts.title_legend(self.stock_plot, "Context over calls", charts.STOCK_KEYS)
@@ -104,7 +104,7 @@ class SessionTab(Tab):
                       "Over its archived parts (History tab)."),
                      ("Restart notices", f"{advised} of {fmt.plural(len(segments), 'stretch', 'stretches')}"
                       if segments else fmt.DASH,
-                      "Stretches of work in which the rent on dead weight reached a restart's price: the tray "
+                      "Stretches of work in which the rent on dead weight reached a restart's cost: the tray "
                       "gave its notice once in each (archived parts, History tab).")])
         charts.draw_curve(self.curve_plot, curve_view(None))
         self.show_series(None)

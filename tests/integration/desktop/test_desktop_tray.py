@@ -75,7 +75,7 @@ def test_while_the_service_reads_recent_sessions_the_tooltip_says_so(tray):
 
 
 def test_a_stretch_of_17_rent_laps_and_a_red_lamp_is_said_in_two_notices(tray, qtbot):
-    """The demo's moment: the rent reaches a restart's price while the lamp is green, laps follow, the lamp
+    """The demo's moment: the rent reaches a restart's cost while the lamp is green, laps follow, the lamp
     turns red. The user is told twice (the first lap, then red), each notice two lines as the lamp stands."""
     shown = []
     tray.notice_shown.connect(lambda t, via: shown.append((t["kind"], t["lap"], via)))

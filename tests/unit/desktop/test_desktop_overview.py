@@ -153,3 +153,12 @@ def test_saving_the_price_table_keeps_what_it_does_not_edit():
     assert price_table(rows, previous) == {"models": {"claude-fable-5-2": {"input": 8.0, "modifiers": fast},
                                                       "claude-opus-5-5": {"output": 21.0}}}
     assert price_table(rows) == {"models": {"claude-fable-5-2": {"input": 8.0}, "claude-opus-5-5": {"output": 21.0}}}
+
+
+def test_the_rent_figure_says_the_glossarys_words():
+    """docs/glossary.md: "rent on dead weight", short "rent" (the report's line, the Session tab's figure), never
+    "dead-weight rent"; the tile is too narrow for the long form, so its tooltip says it."""
+    doc = DemoSource().overview(7)
+    rent = [f for f in om.spend_figures(doc) if f.value == fmt.usd(doc["rent"]["rent_usd"])]
+    assert [f.caption for f in rent] == ["Rent"]
+    assert rent[0].tip.startswith("Rent on dead weight: ")
