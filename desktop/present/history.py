@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from desktop.present import fmt
-from desktop.present.overview import model_name
+from desktop.present.overview import model_name, project_name
 
 # headers of two short lines and cells without repeated units, so every column fits a 1100-pixel window
 SEGMENT_COLUMNS = [
-    ("started_at", "Started"), ("session_id", "Session\n· stretch"), ("end_reason", "Ended by"),
+    ("started_at", "Started"), ("session_id", "Project\n· stretch"), ("end_reason", "Ended by"),
     ("model", "Model"), ("calls", "Calls"), ("turns", "Prompts"), ("B", "Useful\ntokens"),
     ("L_peak", "Largest\ncontext"), ("g", "Growth\nper call"), ("rent_usd", "Rent"), ("laps", "Restarts'\nworth"),
     ("restart_first", "Restart at\nnotice (est.)"), ("restart_best", "Best restart\n(est.)"),
@@ -24,8 +24,8 @@ SEGMENT_TIPS = {
     "restart_best": "An estimate: the one restart that would have saved most, in hindsight, and after which call.",
     "started_at": "When the stretch's first call was made.",
     "bill_usd": "What the API billed for the stretch's calls: input and output.",
-    "session_id": "The session (the first characters of its id) and which stretch of work in it (a session is cut "
-                  "into stretches at each compaction; the first is 1).",
+    "session_id": "The session's project folder and which stretch of work in it (a session is cut into stretches "
+                  "at each compaction; the first is 1).",
 }
 
 
@@ -74,7 +74,7 @@ def segment_rows(segments: dict | list | None) -> list[list[str]]:
             elif key == "models":
                 row.append(fmt_models(v))
             elif key == "session_id":
-                row.append(f"{str(v)[:8]} · {int(s.get('segment') or 0) + 1}")
+                row.append(f"{project_name(s.get('project'))} · {int(s.get('segment') or 0) + 1}")
             elif key == "model":
                 row.append(model_name(v))
             elif key == "segment":

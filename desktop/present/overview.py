@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from desktop.present import fmt
+from desktop.present.lamp import session_label
 from service.client.words import channel_sentences
 
 PERIODS = ((1, "Today"), (7, "Last 7 days"), (30, "Last 30 days"))
@@ -182,13 +183,13 @@ def session_rows(doc: dict | None, now: float | None = None) -> list[SessionRow]
     for s in (doc or {}).get("sessions") or []:
         sid = str(s.get("session_id") or "")
         sub = s.get("subagents_usd") or 0.0
-        tip = f"Session {sid} in {s.get('project') or 'an unknown folder'}"
+        tip = f"In {s.get('project') or 'an unknown folder'} (Claude Code's session id: {sid})"
         if sub:
             tip += f"; subagents spent {fmt.usd(sub)} of it"
         if s.get("unwritten_usd"):
             tip += (f"; {fmt.usd(s['unwritten_usd'])} of it were requests Claude Code made without writing them "
                     "(measured from its cost record)")
-        rows.append(SessionRow(session_id=sid, name=f"{project_name(s.get('project'))} · {sid[:8]}",
+        rows.append(SessionRow(session_id=sid, name=session_label(s.get("project"), s.get("started_at"), now),
                                spent=fmt.usd(s.get("billed_usd", s.get("usd"))), calls=fmt.count(s.get("calls")),
                                last=fmt.when(s.get("last_at"), now), live=bool(s.get("live")),
                                tip=tip + (". Live now: click to open it." if s.get("live")

@@ -10,7 +10,7 @@ from desktop.present import fmt
 from desktop.present.advice import session_advice
 from desktop.widgets import charts
 from desktop.present.curve import curve_view, series_view
-from desktop.present.overview import project_name
+from desktop.present.lamp import session_label
 from desktop.present.session import header_facts, header_title
 from desktop.tabs.base import Tab
 from service.client.textsafe import html_text
@@ -88,8 +88,7 @@ class SessionTab(Tab):
         """A session that is not live any more: what the overview and its archived parts say."""
         self.snapshot = self.series = None
         self.advice.hide()
-        sid = str(row.get("session_id") or "")
-        self.title.setText(f"<b>{html_text(project_name(row.get('project')))} · {html_text(sid[:8])}</b>"
+        self.title.setText(f"<b>{html_text(session_label(row.get('project'), row.get('started_at')))}</b>"
                            " — not live any more")
         rent = sum(float(p.get("rent_usd") or 0) for p in segments)
         advised = sum(1 for p in segments if int(p.get("laps") or 0) > 0)
