@@ -85,7 +85,7 @@ class SessionTab(Tab):
             self.facts.addWidget(val, 1, i)
 
     def show_ended(self, row: dict, segments: list[dict]) -> None:
-        """A session that is not live any more: what the overview and its archived parts say."""
+        """A session that is not live any more: what the overview and its archived stretches of work say."""
         self.snapshot = self.series = None
         self.advice.hide()
         self.title.setText(f"<b>{html_text(session_label(row.get('project'), row.get('started_at')))}</b>"
@@ -100,11 +100,11 @@ class SessionTab(Tab):
                      ("Calls", fmt.count(row.get("calls")), "API calls in the overview's period."),
                      ("Last call", fmt.when(row.get("last_at")), "When it last called the API."),
                      ("Rent on dead weight", fmt.usd(rent) if segments else fmt.DASH,
-                      "Over its archived parts (History tab)."),
+                      "Over its finished stretches of work (History tab)."),
                      ("Restart notices", f"{advised} of {fmt.plural(len(segments), 'stretch', 'stretches')}"
                       if segments else fmt.DASH,
                       "Stretches of work in which the rent on dead weight reached a restart's cost: the tray "
-                      "gave its notice once in each (archived parts, History tab).")])
+                      "gave its notice once in each (finished stretches, History tab).")])
         charts.draw_curve(self.curve_plot, curve_view(None))
         self.show_series(None)
 
