@@ -147,7 +147,7 @@ def session_advice(snapshot: dict | None) -> tuple[str, str]:
     if colour == "amber":
         return ("Past the sweet spot: a restart soon pays for itself.",
                 "The lamp is amber: the average cost per call, counting one restart, is past its lowest. A notice "
-                "comes when the rent on dead weight reaches a restart's price, and when the lamp turns red.")
+                "comes when the rent on dead weight reaches a restart's cost, and when the lamp turns red.")
     if colour == "green":
         return (f"No restart needed: {position_words(snapshot)}.",
                 "The lamp is green: the context carries little dead weight yet.")
@@ -159,7 +159,7 @@ def notices_line(snapshot: dict | None) -> tuple[str, str]:
     """The Session header's figure for the advice: when it was given, apart from the rent's laps."""
     laps = int((snapshot or {}).get("laps") or 0)
     tip = ("The tray gives one notice per stretch of work, at the first time the rent on dead weight reaches a "
-           "restart's price, and one more if the lamp turns red; each further restart's worth of rent updates "
+           "restart's cost, and one more if the lamp turns red; each further restart's worth of rent updates "
            "the figures only.")
     if not laps:
         return "none yet", tip

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 DEFAULT_MIN_GAP_S = 600.0
 DEFAULT_SNOOZE_S = 1800.0
-RENT = "rent"  # the rent paid on dead weight reached a restart's price: restart at the next break
+RENT = "rent"  # the rent paid on dead weight reached a restart's cost: restart at the next break
 RED = "red"    # the lamp is red: a restart pays now
 
 

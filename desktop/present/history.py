@@ -1,12 +1,12 @@
-"""The History tab: the archived parts of sessions as table rows, with column tips (pure Python, no Qt)."""
+"""The History tab: the archived stretches of work as table rows, with column tips (pure Python, no Qt)."""
 from __future__ import annotations
 
 from desktop.present import fmt
-from desktop.present.overview import model_name
+from desktop.present.overview import model_name, project_name
 
 # headers of two short lines and cells without repeated units, so every column fits a 1100-pixel window
 SEGMENT_COLUMNS = [
-    ("started_at", "Started"), ("session_id", "Session\n· part"), ("end_reason", "Ended by"),
+    ("started_at", "Started"), ("session_id", "Project\n· stretch"), ("end_reason", "Ended by"),
     ("model", "Model"), ("calls", "Calls"), ("turns", "Prompts"), ("B", "Useful\ntokens"),
     ("L_peak", "Largest\ncontext"), ("g", "Growth\nper call"), ("rent_usd", "Rent"), ("laps", "Restarts'\nworth"),
     ("restart_first", "Restart at\nnotice (est.)"), ("restart_best", "Best restart\n(est.)"),
@@ -14,23 +14,23 @@ SEGMENT_COLUMNS = [
 ]
 SEGMENT_TIPS = {
     "B": "Tokens of context a fresh session would need to rebuild (the useful part).",
-    "L_peak": "The most context any call of this part re-read from the cache (tokens).",
+    "L_peak": "The most context any call of this stretch re-read from the cache (tokens).",
     "g": "How much the context grew per call on average (tokens).",
     "rent_usd": "What calls paid to re-read context a fresh session would not need (dead weight).",
-    "laps": "How many times the rent paid added up to a restart's price; the tray gave its notice at the first.",
-    "restart_first": "An estimate: what a restart with a handoff at this part's notice would have saved "
+    "laps": "How many times the rent paid added up to a restart's cost; the tray gave its notice at the first.",
+    "restart_first": "An estimate: what a restart with a handoff at this stretch's notice would have saved "
                      "(the later calls re-read less, one rebuild of the useful context paid). Negative: it would "
                      "have cost.",
     "restart_best": "An estimate: the one restart that would have saved most, in hindsight, and after which call.",
-    "started_at": "When the part's first call was made.",
-    "bill_usd": "What the API billed for the part's calls: input and output.",
-    "session_id": "The session (the first characters of its id) and which part of it (a session is cut into parts "
+    "started_at": "When the stretch's first call was made.",
+    "bill_usd": "What the API billed for the stretch's calls: input and output.",
+    "session_id": "The session's project folder and which stretch of work in it (a session is cut into stretches "
                   "at each compaction; the first is 1).",
 }
 
 
 def fmt_restart(figures, key: str) -> str:
-    """A part's restart estimate: `$0.78, call 57` (a restart after call 57), or why there is none."""
+    """A stretch's restart estimate: `$0.78, call 57` (a restart after call 57), or why there is none."""
     if not isinstance(figures, dict):
         return "–"
     if key == "restart_first":
@@ -74,7 +74,7 @@ def segment_rows(segments: dict | list | None) -> list[list[str]]:
             elif key == "models":
                 row.append(fmt_models(v))
             elif key == "session_id":
-                row.append(f"{str(v)[:8]} · {int(s.get('segment') or 0) + 1}")
+                row.append(f"{project_name(s.get('project'))} · {int(s.get('segment') or 0) + 1}")
             elif key == "model":
                 row.append(model_name(v))
             elif key == "segment":

@@ -50,12 +50,16 @@ def lamp_state(snapshot: dict | None) -> str:
     return (snapshot.get("lamp") or {}).get("state") or "no_transcript"
 
 
-def session_name(snapshot: dict) -> str:
-    """A short human name: the project folder and the first characters of the session id."""
-    sid = str(snapshot.get("session_id") or "?")
-    project = snapshot.get("project") or ""
-    folder = PurePath(project).name if project else ""
-    return f"{folder} · {sid[:8]}" if folder else sid[:8]
+def session_label(project: str | None, started_at: str | None, now: float | None = None) -> str:
+    """A session as docs/glossary.md names it: its project folder and when it started ("webshop · started
+    today 09:12"); the session id stays in --json and the API."""
+    folder = (PurePath(str(project)).name or str(project)) if project else "unknown project"
+    return f"{folder} · started {fmt.when(started_at, now)}" if started_at else folder
+
+
+def session_name(snapshot: dict, now: float | None = None) -> str:
+    """A live session's name (session_label), from its snapshot."""
+    return session_label(snapshot.get("project"), snapshot.get("started_at"), now)
 
 
 def pick_followed(sessions: dict[str, dict], service_followed: str | None, chosen: str | None) -> str | None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from desktop.present import fmt
+from desktop.present.lamp import session_label
 from service.client.words import channel_sentences
 
 PERIODS = ((1, "Today"), (7, "Last 7 days"), (30, "Last 30 days"))
@@ -70,8 +71,8 @@ def spend_figures(doc: dict | None) -> list[Figure]:
                "from its own cost record. Measured + Estimated + Not written = Spent."),
         Figure("Subagents", fmt.usd(spend.get("subagents_usd")), "The part spent by subagents (Task tool)."),
         Figure("Calls", fmt.count(spend.get("calls")), "API calls (one per assistant response)."),
-        Figure("Dead-weight rent", fmt.usd(rent.get("rent_usd")),
-               "Rent is what calls paid to re-read context a fresh session would not need."),
+        Figure("Rent", fmt.usd(rent.get("rent_usd")),  # the glossary's short form: the long one wraps here
+               "Rent on dead weight: what calls paid to re-read context a fresh session would not need."),
         restart_figure(doc),
     ]
     return figures
@@ -182,13 +183,13 @@ def session_rows(doc: dict | None, now: float | None = None) -> list[SessionRow]
     for s in (doc or {}).get("sessions") or []:
         sid = str(s.get("session_id") or "")
         sub = s.get("subagents_usd") or 0.0
-        tip = f"Session {sid} in {s.get('project') or 'an unknown folder'}"
+        tip = f"In {s.get('project') or 'an unknown folder'} (Claude Code's session id: {sid})"
         if sub:
             tip += f"; subagents spent {fmt.usd(sub)} of it"
         if s.get("unwritten_usd"):
             tip += (f"; {fmt.usd(s['unwritten_usd'])} of it were requests Claude Code made without writing them "
                     "(measured from its cost record)")
-        rows.append(SessionRow(session_id=sid, name=f"{project_name(s.get('project'))} · {sid[:8]}",
+        rows.append(SessionRow(session_id=sid, name=session_label(s.get("project"), s.get("started_at"), now),
                                spent=fmt.usd(s.get("billed_usd", s.get("usd"))), calls=fmt.count(s.get("calls")),
                                last=fmt.when(s.get("last_at"), now), live=bool(s.get("live")),
                                tip=tip + (". Live now: click to open it." if s.get("live")
@@ -237,7 +238,7 @@ def rent_sentence(doc: dict | None) -> str:
         # the notices the tray gives (one a stretch), not the rent's laps that count restarts' worth of rent
         each = ", once each," if advised != 1 else ","
         text += (f" The restart notice was given in {fmt.plural(advised, 'stretch', 'stretches')}{each} when "
-                 f"the rent first reached a restart's price (in all the rent paid for "
+                 f"the rent first reached a restart's cost (in all the rent paid for "
                  f"{fmt.plural(n, 'restart')}).")
     else:
         text += " No restart notice: no stretch paid a restart's worth of rent on dead weight."

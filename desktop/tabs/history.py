@@ -1,4 +1,4 @@
-"""The History tab: the finished parts of sessions as a table."""
+"""The History tab: the finished stretches of work as a table."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
@@ -9,9 +9,9 @@ from desktop.present.history import SEGMENT_COLUMNS, SEGMENT_TIPS, segment_rows
 from desktop.tabs.base import Tab
 
 
-HEADING = ("Finished parts of sessions, newest first (a part ends at a compaction, a new session or when the "
+HEADING = ("Finished stretches of work, newest first (a stretch ends at a compaction, a new session or when the "
            "service stops).")
-EMPTY = ("No finished part of a session yet: a part is listed here when a session is compacted, when Claude Code "
+EMPTY = ("No finished stretch of work yet: one is listed here when a session is compacted, when Claude Code "
          "starts a new session, or when the service stops.")
 
 
@@ -20,7 +20,7 @@ NUMBERS = {"calls", "turns", "B", "L_peak", "g", "rent_usd", "laps", "restart_fi
 
 
 class HistoryTab(Tab):
-    """The archived parts of sessions, newest first."""
+    """The archived stretches of work, newest first."""
 
     def __init__(self, source, parent=None):
         super().__init__(parent)

@@ -10,7 +10,7 @@ from desktop.present import fmt
 from desktop.present.advice import session_advice
 from desktop.widgets import charts
 from desktop.present.curve import curve_view, series_view
-from desktop.present.overview import project_name
+from desktop.present.lamp import session_label
 from desktop.present.session import header_facts, header_title
 from desktop.tabs.base import Tab
 from service.client.textsafe import html_text
@@ -34,7 +34,7 @@ class SessionTab(Tab):
         self.snapshot: dict | None = None
         self.curve_plot = charts.new_plot("Cost curve: average cost per call if you restarted now, against the best",
                                           "times the best", "position (1 = the sweet spot)")
-        self.curve_plot.setToolTip("Diamonds mark each time the rent on dead weight reached a restart's price (the "
+        self.curve_plot.setToolTip("Diamonds mark each time the rent on dead weight reached a restart's cost (the "
                                    "first gave the notice); the dot is where the session is now.")
         self.stock_plot = charts.new_plot("", "tokens", "call", left_unit="tokens", bottom_unit="count")
         charts.title_legend(self.stock_plot, "Context over calls", charts.STOCK_KEYS)
@@ -85,11 +85,10 @@ class SessionTab(Tab):
             self.facts.addWidget(val, 1, i)
 
     def show_ended(self, row: dict, segments: list[dict]) -> None:
-        """A session that is not live any more: what the overview and its archived parts say."""
+        """A session that is not live any more: what the overview and its archived stretches of work say."""
         self.snapshot = self.series = None
         self.advice.hide()
-        sid = str(row.get("session_id") or "")
-        self.title.setText(f"<b>{html_text(project_name(row.get('project')))} · {html_text(sid[:8])}</b>"
+        self.title.setText(f"<b>{html_text(session_label(row.get('project'), row.get('started_at')))}</b>"
                            " — not live any more")
         rent = sum(float(p.get("rent_usd") or 0) for p in segments)
         advised = sum(1 for p in segments if int(p.get("laps") or 0) > 0)
@@ -101,11 +100,11 @@ class SessionTab(Tab):
                      ("Calls", fmt.count(row.get("calls")), "API calls in the overview's period."),
                      ("Last call", fmt.when(row.get("last_at")), "When it last called the API."),
                      ("Rent on dead weight", fmt.usd(rent) if segments else fmt.DASH,
-                      "Over its archived parts (History tab)."),
+                      "Over its finished stretches of work (History tab)."),
                      ("Restart notices", f"{advised} of {fmt.plural(len(segments), 'stretch', 'stretches')}"
                       if segments else fmt.DASH,
-                      "Stretches of work in which the rent on dead weight reached a restart's price: the tray "
-                      "gave its notice once in each (archived parts, History tab).")])
+                      "Stretches of work in which the rent on dead weight reached a restart's cost: the tray "
+                      "gave its notice once in each (finished stretches, History tab).")])
         charts.draw_curve(self.curve_plot, curve_view(None))
         self.show_series(None)
 

@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
             if i < 3:
                 snaps.append(status)
                 series[status["session_id"]] = ser
-            profiles += prof
+            profiles += [{**p, "project": status.get("project")} for p in prof]  # as the history's API adds it
             # what the service's database holds: a live session's open segment is not archived yet
             archived += [p for p in prof if i >= 3 or p["end_reason"] != "end"]
         from service.api import channels

@@ -43,8 +43,11 @@ def daily_splits(tally, since: str, until: str) -> dict:
     by_model: dict[str, dict[str, list[float]]] = {}
     by_project: dict[str, dict[str, list[float]]] = {}
     last_at: dict[str, str] = {}
+    first_at: dict[str, str] = {}  # the session's earliest call read: when it started, as the window names it
     for _total, _path, rec, fr, usd, _family in tally.best.values():
         ts = rec[TS]
+        if isinstance(ts, str) and not (rec[SIDE] or fr["subagent"]) and ts < first_at.get(fr["session_id"], "~"):
+            first_at[fr["session_id"]] = ts
         if usd is None or ts not in period:
             continue
         day = day_of(ts) or "unknown"
@@ -58,7 +61,8 @@ def daily_splits(tally, since: str, until: str) -> dict:
     def summed(groups: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, float]]:
         return {d: {k: round(fsum(v), 9) for k, v in sorted(row.items())} for d, row in sorted(groups.items())}
 
-    return {"by_day_model": summed(by_model), "by_day_project": summed(by_project), "last_at": last_at}
+    return {"by_day_model": summed(by_model), "by_day_project": summed(by_project), "last_at": last_at,
+            "first_at": first_at}
 
 
 def _scan_tally(since: str, until: str, zone: Zone):
@@ -122,7 +126,7 @@ def build(days: int, report: dict, splits: dict, rent: dict, live_ids: set[str |
     top = [{"session_id": sid, "project": s.get("project"), "usd": s.get("usd"),
             "billed_usd": session_billed(sid, s), "unwritten_usd": round(session_billed(sid, s) - s["usd"], 9),
             "subagents_usd": s.get("subagents_usd"), "calls": s.get("calls"),
-            "last_at": splits["last_at"].get(sid), "live": sid in live_ids}
+            "started_at": splits["first_at"].get(sid), "last_at": splits["last_at"].get(sid), "live": sid in live_ids}
            for sid, s in sessions[:TOP_SESSIONS]]
     d0 = date.fromisoformat(since)
     day_list = [(d0 + timedelta(days=i)).isoformat() for i in range(days)]

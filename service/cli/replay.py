@@ -79,7 +79,7 @@ def _table(events, colour: bool) -> None:
             w(f"      <<< rewind after call {ev['call']}: B_default {ev['B_default_before']} -> {ev['B_default']} "
               f"(the conversation went back to an earlier message)\n")
         elif kind == "reminder":
-            w(f"      >>> reminder: lap {ev['lap']} at call {ev['call']}: the rent paid has reached a restart's price\n")
+            w(f"      >>> reminder: lap {ev['lap']} at call {ev['call']}: the rent paid has reached a restart's cost\n")
         elif kind == "end":
             held = f", held back: {ev['held_back_bytes']} bytes of an unfinished last line" if ev["held_back_bytes"] else ""
             w(f"\nsegments ({len(ev['segments'])}), skipped lines: {ev['skipped_lines']}{held}\n")

@@ -131,4 +131,5 @@ class Snapshot(TypedDict):
     window: Window
     cache: Cache
     skipped_lines: int
+    started_at: str | None  # the session's first call: a session is named by its folder and when it started
     updated_at: str | None

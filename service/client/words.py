@@ -118,7 +118,7 @@ def channel_sentences(ch: dict) -> list[tuple[str, str]]:
                 f"({figures.usd(e.get('str_replace_old_string_usd') or 0)}) re-quoting the old text")
         misses = (e.get("str_replace_misses") or {}).get("total") or 0
         if misses:
-            text += f"; {figures.plural(misses, 'edit')} missed its text"
+            text += f"; {figures.plural(misses, 'edit')} missed {'its' if misses == 1 else 'their'} text"
         if e.get("anchored_calls"):
             text += (f"; {figures.plural(e['anchored_calls'], 'anchored edit')} avoided "
                      f"{figures.tokens(e.get('anchored_avoided_output_tokens') or 0)} output tokens")

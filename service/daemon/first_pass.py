@@ -12,7 +12,8 @@ profiles, the turn records and each file's scan state.
 Workers are never forked from the service's process: it runs threads (the API, the live loop, the
 scheduler) and a child forked while one of them holds a lock waits for it forever. Where the system
 can fork, one fresh interpreter (a fork server, service/report/spawned.py) imports the readers
-once and forks the workers; elsewhere each worker is a fresh interpreter. Either way a worker counts
+once and forks the workers (on a first start it is started ahead, while the service builds itself:
+`prestart`); elsewhere each worker is a fresh interpreter. Either way a worker counts
 tokens with the Python counter and never builds tiktoken's encoder (76 MB a process). Below
 `forked.SPAWN_MIN_BYTES` of unread history one process is as fast, and the service's own thread
 reads it (the same functions).
@@ -26,7 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from service.engine_setup.engines import new_engine
+from service.history.sink import TurnSink
+from service.ingest.transcript_file import Skipped, check
 from service.report import scan
+from service.report.restart import Replay
 
 # What a worker needs besides the job: set once per worker by `init_worker`.
 _replay_with: tuple[Any, Any, bool] | None = None   # (prices, engine config, store prompts)
@@ -66,10 +71,6 @@ class _HistoryReplay:
     def __init__(self, path: str, prices: Any, engine_cfg: Any, store_prompts: bool) -> None:
         from types import SimpleNamespace
 
-        from service.history.sink import TurnSink
-        from service.engine_setup.engines import new_engine
-        from service.report.restart import Replay
-
         engine = new_engine(path, prices, engine_cfg, full_events=False, call_rows=False)
         self.turns: list[dict] = []
         # one write per closed turn (no time-based rewrites), collected here and written by the service
@@ -97,8 +98,6 @@ def read_one(job: tuple[scan.TranscriptFile, bool]) -> Item:
     `job` is (file, wanted by the history): an old main transcript the history has not read as it is now,
     whose lines also feed the engine and the turn records as the report's scan splits them.
     """
-    from service.ingest.transcript_file import Skipped, check
-
     tf, wanted = job
     if not wanted:
         path, result, new_sizes, _ = scan.scan_one(tf)
@@ -115,6 +114,18 @@ def read_one(job: tuple[scan.TranscriptFile, bool]) -> Item:
         return tf.path, None if exc.gone else exc.reason, {}, None
     except OSError:
         return tf.path, None, {}, None
+
+
+def prestart(workers: int | None = None) -> Any:
+    """Where the first pass will fork its workers from a fresh interpreter, start that interpreter now,
+    importing the readers while the service starts and reads its live sessions (about 0.1 s of a start
+    a new user waits through). None where it would not be used: another start method, one core."""
+    from service.report import forked
+
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    if forked.start_method() != "fork" or workers < 2:
+        return None
+    return forked.start_fork_server(workers, __name__)
 
 
 @dataclass
@@ -150,11 +161,13 @@ BATCH_S = 0.25     # ...or fewer, once the first of them waited this long
 def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engine_cfg: Any, store_prompts: bool,
         on_history: Callable[[list[Recorded]], None],
         should_stop: Callable[[], bool] = lambda: False, workers: int | None = None,
-        method: str | None = None, batch_files: int = BATCH_FILES, batch_s: float = BATCH_S) -> bool:
+        method: str | None = None, batch_files: int = BATCH_FILES, batch_s: float = BATCH_S,
+        server: Any = None) -> bool:
     """Read the planned files; each result goes into `cache` (the report's) and, for the history's files,
     to `on_history([(path, read, why skipped), ...])`, in batches of up to `batch_files` files or `batch_s`
     seconds (writing each file on its own cost the service's thread more than the workers' reading).
-    Every file read is handed on before returning, also when `should_stop` stopped it first (then False)."""
+    Every file read is handed on before returning, also when `should_stop` stopped it first (then False).
+    `server`: a fork server started ahead (`prestart`); used when the plan needs one, else dismissed."""
     from service.channels.edit import settle_tokens
     from service.report import forked
 
@@ -165,6 +178,9 @@ def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engin
         method = {"serial": "serial", "fork": "fork-server"}.get(forked.start_method(), "spawn")
         if workers < 2 or len(plan_.jobs) < 2 or plan_.bytes < forked.min_bytes(forked.POOL_MIN_BYTES, method):
             method = "serial"
+    if server is not None and method != "fork-server":
+        forked.dismiss(server)
+        server = None
     # a worker in a fresh interpreter (forked by one, or spawned) counts with the Python counter
     init = functools.partial(init_worker, cache.sizes, max_line, prices, engine_cfg, store_prompts, method != "serial")
 
@@ -194,7 +210,8 @@ def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engin
                 hand_on()
 
     try:
-        with scan.collector_paused(), forked.pool(read_one, plan_.jobs, workers, init, method=method) as results:
+        with scan.collector_paused(), forked.pool(read_one, plan_.jobs, workers, init, method=method,
+                                                  server=server) as results:
             for item in results:
                 collect(item)
                 if should_stop():

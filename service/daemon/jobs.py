@@ -38,6 +38,8 @@ class Jobs(ServicePart):
         self.ckpt_lock = threading.Lock()
         self._ckpt_changes = 0
         self._ckpt_armed = False
+        self._fork_server: Any = None  # the first pass's, started ahead on a first start (prestart_first_pass)
+        self._fork_server_lock = threading.Lock()
 
     def load_checkpoint(self) -> None:
         doc, rejected = checkpoint.load_latest(self._svc.paths.checkpoints)
@@ -122,6 +124,29 @@ class Jobs(ServicePart):
                 pass
 
     # ---- history scan ------------------------------------------------------------------------
+    def prestart_first_pass(self) -> None:
+        """On a first start (no report cache yet: every transcript is to be read), start the first pass's
+        fork server before the service builds itself, so its imports are done when the pass begins."""
+        from service.daemon import first_pass
+
+        if not (self._svc.paths.data / "cache" / "report-scan.json").exists():
+            try:
+                self._fork_server = first_pass.prestart()
+            except OSError as exc:  # the pass starts its own, or reads serially, as without it
+                log.warning("the first pass's workers could not be started ahead: %s", exc)
+
+    def _take_fork_server(self) -> Any:
+        with self._fork_server_lock:
+            server, self._fork_server = self._fork_server, None
+        return server
+
+    def dismiss_fork_server(self) -> None:
+        server = self._take_fork_server()
+        if server is not None:
+            from service.report import forked
+
+            forked.dismiss(server)
+
     def plan_scan(self, old: list[Path]) -> list[Path]:
         """What the background scan will read; SERVICE.scan says so from the first status on."""
         todo = old if old and self._persist.wants_scan() else []
@@ -174,9 +199,10 @@ class Jobs(ServicePart):
         try:
             cache = scan.ScanCache(svc.paths.data / "cache" / "report-scan.json", max_line)
             planned = first_pass.plan(scan.discover(svc.projects), cache, history)
+            server = self._take_fork_server()
             done = first_pass.run(planned, cache, max_line=max_line, prices=svc.prices, engine_cfg=svc.engine_cfg,
                                   store_prompts=bool(svc.cfg["history"]["store_prompts"]), on_history=recorded,
-                                  should_stop=svc.stopping.is_set)
+                                  should_stop=svc.stopping.is_set, server=server)
             if done:
                 cache.save()
         except Exception:

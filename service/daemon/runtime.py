@@ -243,6 +243,7 @@ class Service:
         setup_logging(self.paths)
         log.info("service starting, pid %s, watching %s", os.getpid(), self.projects)
         self._stop_on_signals()
+        self.jobs.prestart_first_pass()
         try:
             self._build()
         except (OSError, ValueError) as exc:  # e.g. an unreadable prices override: say which, do not start
@@ -412,6 +413,7 @@ class Service:
         """Graceful: archive open segments ("shutdown"), final checkpoint, api.json gone."""
         log.info("shutting down")
         self.stopping.set()  # the history scan stops at its next slice
+        self.jobs.dismiss_fork_server()  # started ahead for a pass that never began
         self.readings.save()
         if self.api:
             self.api.remove_discovery()

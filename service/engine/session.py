@@ -861,6 +861,7 @@ class SessionEngine:
             "cache": {"ttl_s": ttl, "expires_at": _iso(seg.last_t + ttl) if seg.last_t is not None else None,
                       "cold_rewrite_usd": p_w * stock},
             "skipped_lines": self.skipped_lines,
+            "started_at": _iso(next(iter(self._calls.values())).t) if self._calls else None,
             "updated_at": _iso(self._last_t),
         }
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import subprocess
 import sys
 import threading
 import traceback
@@ -77,12 +78,13 @@ def min_bytes(fork_min: int, method: str | None = None) -> int:
 
 
 def pool(func: Callable[[Any], Any], jobs: Sequence[Any], workers: int,
-         init: Callable[[], None] | None = None, *, method: str | None = None) -> WorkerMap:
+         init: Callable[[], None] | None = None, *, method: str | None = None,
+         server: subprocess.Popen | None = None) -> WorkerMap:
     """func(job) for every job in `workers` processes, started the way this system allows.
 
     For 'spawn' and 'fork-server' (a fresh interpreter that forks the workers: for a caller that runs
     threads, on a system with fork), `func` and `init` must pickle (module-level functions,
-    functools.partial).
+    functools.partial). `server`: a fork server `start_fork_server` started ahead of the jobs.
     """
     method = method or start_method()
     if method == "fork":
@@ -90,10 +92,31 @@ def pool(func: Callable[[Any], Any], jobs: Sequence[Any], workers: int,
     if method == "spawn":
         return SpawnedMap(func, jobs, workers, init)
     if method == "fork-server":
-        return SpawnedMap(func, jobs, workers, init, fork_server=True)
+        return SpawnedMap(func, jobs, workers, init, fork_server=True, server=server)
     if method == "serial":
         return SerialMap(func, jobs, init)
     raise ValueError(f"unknown start method {method!r}")
+
+
+def start_fork_server(workers: int, preload: str) -> subprocess.Popen:
+    """A fork server started ahead of its jobs, `preload` imported meanwhile: hand it to `pool`
+    (method 'fork-server'), or `dismiss` it. It forks at most `workers`, fewer for fewer jobs."""
+    from service.client.own_python import module_argv
+
+    argv = module_argv("service.report.spawned", "--fork", str(workers), "--preload", preload)
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
+
+
+def dismiss(server: subprocess.Popen) -> None:
+    """A started fork server that got no jobs: its input closed before the first frame, it ends at once."""
+    try:
+        server.stdin.close()  # type: ignore[union-attr]
+        server.wait(5)
+    except (OSError, subprocess.TimeoutExpired):
+        server.kill()
+        server.wait()
+    finally:
+        server.stdout.close()  # type: ignore[union-attr]
 
 
 class _ProcessMap:
@@ -232,9 +255,8 @@ class SpawnedMap(_ProcessMap):
     IN_FLIGHT = 2
 
     def __init__(self, func: Callable[[Any], Any], jobs: Sequence[Any], workers: int,
-                 init: Callable[[], None] | None = None, *, fork_server: bool = False) -> None:
-        import subprocess
-
+                 init: Callable[[], None] | None = None, *, fork_server: bool = False,
+                 server: subprocess.Popen | None = None) -> None:
         from service.client.own_python import module_argv
 
         self.expected = len(jobs)
@@ -251,7 +273,9 @@ class SpawnedMap(_ProcessMap):
         self._in_flight = sys.maxsize if fork_server else self.IN_FLIGHT  # the server forks once it has every job
         self._children: list[Any] = []
         try:
-            for _ in range(1 if fork_server else workers):
+            if server is not None:  # started ahead (start_fork_server): it forks no more workers than jobs
+                self._children.append(server)
+            for _ in range(0 if server is not None else 1 if fork_server else workers):
                 child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, creationflags=flags,
                                          start_new_session=fork_server)
                 self._children.append(child)

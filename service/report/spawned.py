@@ -6,14 +6,18 @@ imported, nothing else of ctxlamp), then the init, then jobs, one frame each on 
 result goes back as a frame on stdout: 7 bytes of length, 1 byte error flag, the pickle. stdout
 is taken for frames at once; anything the job prints goes to stderr.
 
-With `--fork N` it is a fork server: it takes every job first, runs the init once, then forks N
-workers (service/report/forked.py's ForkedMap; this interpreter runs no other thread when it
+With `--fork N` it is a fork server: it takes every job first, runs the init once, then forks up to
+N workers (service/report/forked.py's ForkedMap; this interpreter runs no other thread when it
 forks, so that is safe where the caller's process is not) and sends their results on. The
 workers share what the init and the imports built instead of each starting an interpreter and
 importing the readers again.
+
+`--preload MODULE` imports the module before the first frame arrives: a caller that starts the
+interpreter ahead of its jobs (`forked.start_fork_server`) has it ready, imports done, when they come.
 """
 from __future__ import annotations
 
+import importlib
 import os
 import pickle
 import sys
@@ -24,7 +28,10 @@ from service.report.forked import ForkedMap, read_frame, write_frame
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    forks = int(args[1]) if args[:1] == ["--fork"] else 0
+    options = dict(zip(args[::2], args[1::2]))
+    forks = int(options.get("--fork", 0))
+    if "--preload" in options:
+        importlib.import_module(options["--preload"])
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not break a frame
     jobs_in = sys.stdin.buffer

@@ -138,10 +138,10 @@ def test_a_project_with_markup_shows_literally_in_the_session_title(qtbot):
     tab = SessionTab()
     qtbot.addWidget(tab)
     snap = {"session_id": T.SID, "project": MARKUP + TITLE, "lamp": {"colour": "green", "state": "good"},
-            "x": 1.2, "xSweet": 2.0, "dhat": 3}
+            "x": 1.2, "xSweet": 2.0, "dhat": 3, "started_at": "2026-11-29T09:00:00Z"}
     tab.show_snapshot(snap)
     shown = rendered(tab.title)
-    assert f"{NAME}]0;owned · 11111111" in shown and "\x1b" not in shown
+    assert f"{NAME}]0;owned · started " in shown and "\x1b" not in shown
     tab.show_ended({"session_id": T.SID, "project": MARKUP, "usd": 1.0, "calls": 3}, [])
     assert NAME in rendered(tab.title)
 
@@ -178,5 +178,5 @@ def test_a_project_with_markup_shows_literally_in_the_overviews_tooltip(qtbot):
     tab.show_overview(doc, src.status())
     tip = QTextDocument()
     tip.setHtml(tab.sessions.item(0, 0).toolTip())
-    assert f"in {MARKUP}[2J" in tip.toPlainText()
+    assert f"In {MARKUP}[2J" in tip.toPlainText()
     assert tab.sessions.item(0, 0).text().startswith(NAME)  # the table cell: plain text as written

@@ -20,7 +20,7 @@ from service.daemon.runtime import Service
 from service.ingest.transcript_file import chunks
 from service.engine_setup.engines import new_engine
 from service.history.sink import MAX_UNSAVED
-from service.report import scan
+from service.report import forked, scan
 from service.report.build import load_prices
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "claude-code-2.1.328"
@@ -102,12 +102,13 @@ def test_the_report_workers_give_what_one_process_gives(ctx_home):
     files = scan.discover(projects)
     history = {str(p) for p in copied if "subagents" not in p.parts}
 
-    def one_way(method: str):
+    def one_way(method: str, server=None):
         cache = scan.ScanCache(None)
         reads: dict[str, first_pass.HistoryRead | None] = {}
         assert first_pass.run(first_pass.plan(files, cache, history), cache, max_line=scan.DEFAULT_MAX_LINE,
                               prices=prices, engine_cfg=None, store_prompts=True, method=method, workers=2,
-                              on_history=lambda batch: reads.update((path, read) for path, read, _ in batch))
+                              on_history=lambda batch: reads.update((path, read) for path, read, _ in batch),
+                              server=server)
         return cache.files, reads
 
     serial, spawned = one_way("serial"), one_way("spawn")
@@ -115,6 +116,43 @@ def test_the_report_workers_give_what_one_process_gives(ctx_home):
     assert spawned == serial
     if hasattr(os, "fork"):
         assert one_way("fork-server") == serial
+        started = first_pass.prestart(2)  # as a first start does, before the service builds itself
+        assert started is not None
+        assert one_way("fork-server", started) == serial
+        assert started.wait(10) == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="a fork server is started only where the system can fork")
+def test_a_fork_server_started_ahead_for_a_small_history_ends_unused(ctx_home):
+    """Below the size where workers pay, the pass reads in the service's thread: the server started ahead
+    must not linger (a process per start that waits forever)."""
+    projects, copied = _history(ctx_home)
+    started = first_pass.prestart(2)
+    cache = scan.ScanCache(None)
+    plan = first_pass.plan(scan.discover(projects), cache, {str(p) for p in copied})
+    assert plan.bytes < forked.min_bytes(forked.POOL_MIN_BYTES, "fork-server")
+    assert first_pass.run(plan, cache, max_line=scan.DEFAULT_MAX_LINE, prices=load_prices(), engine_cfg=None,
+                          store_prompts=True, workers=2, on_history=lambda batch: None, server=started)
+    assert started.wait(10) == 0 and len(cache.files) == len(plan.jobs)
+
+
+@pytest.mark.skipif(forked.start_method() != "fork", reason="the service forks its workers from a fork server "
+                                                             "only where the system can fork safely")
+def test_a_first_start_starts_the_fork_server_ahead_and_a_later_one_does_not(ctx_home):
+    """Only a start with no report cache yet (every transcript to read) pays an interpreter ahead of the pass;
+    a service that stops before its pass ends it."""
+    projects, _ = _history(ctx_home)
+    paths = app_paths()
+    svc = Service(paths, config_mod.load(paths.config_file), projects=projects)
+    svc.jobs.prestart_first_pass()
+    server = svc.jobs._fork_server
+    assert server is not None and server.poll() is None
+    svc.jobs.dismiss_fork_server()
+    assert server.wait(10) == 0 and svc.jobs._fork_server is None
+    (paths.data / "cache").mkdir(parents=True, exist_ok=True)
+    (paths.data / "cache" / "report-scan.json").write_text("{}")
+    svc.jobs.prestart_first_pass()
+    assert svc.jobs._fork_server is None
 
 
 def _written(store) -> dict[str, list[dict]]:

@@ -248,6 +248,15 @@ def test_overview_sums_equal_the_report_on_the_same_transcripts(tmp_path):
     stacks = om.daily_stacks(ov, "project")
     assert sum(stacks.totals) == pytest.approx(rep["billed_usd"], abs=1e-8)
     assert om.spend_figures(ov)[0].value == fmt.usd(rep["billed_usd"])
+    # each session is named by when it started: its transcript's earliest call
+    firsts: dict[str, str] = {}
+    for path in (claude / "projects").rglob("*.jsonl"):
+        for raw in path.read_bytes().splitlines():
+            entry = json.loads(raw)
+            if "subagents" not in path.parts and entry.get("type") == "assistant":
+                firsts[path.stem] = min(firsts.get(path.stem, "~"), entry["timestamp"])
+    assert {s["session_id"]: fmt.parse_time(s["started_at"]) for s in ov["sessions"]} == \
+        {s["session_id"]: fmt.parse_time(firsts[s["session_id"]]) for s in ov["sessions"]}
     # the week leaves out the session five days ago only when it is older than the week: here it is inside
     assert week["period"]["days"] == 7 and len(week["spend"]["days"]) == 7
     assert week["spend"]["total_usd"] == pytest.approx(rep["total_usd"], abs=1e-8)

@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication
 
 from desktop.connection.datasource import ApiSource
+from desktop.present import fmt
 from desktop.connection.events import EventStream
 from desktop.connection.restart_policy import RestartPolicy
 from desktop.connection.supervisor import ServiceSupervisor
@@ -75,7 +76,7 @@ def test_while_the_service_reads_recent_sessions_the_tooltip_says_so(tray):
 
 
 def test_a_stretch_of_17_rent_laps_and_a_red_lamp_is_said_in_two_notices(tray, qtbot):
-    """The demo's moment: the rent reaches a restart's price while the lamp is green, laps follow, the lamp
+    """The demo's moment: the rent reaches a restart's cost while the lamp is green, laps follow, the lamp
     turns red. The user is told twice (the first lap, then red), each notice two lines as the lamp stands."""
     shown = []
     tray.notice_shown.connect(lambda t, via: shown.append((t["kind"], t["lap"], via)))
@@ -197,14 +198,16 @@ def test_supervisor_restarts_a_dying_service_three_times_then_gives_up(qtbot, ct
 
 
 def test_menu_snooze_and_popup_buttons_act_on_the_right_session(tray):
-    tray.set_status({"sessions": [snap("a", "amber", "warning"), snap("b", "green")], "followed": "a",
+    # two sessions in one folder: the notice names which by when it started
+    tray.set_status({"sessions": [snap("a", "amber", "warning", started_at="2026-11-29T08:00:00Z"),
+                                  snap("b", "green", started_at="2026-11-29T09:30:00Z")], "followed": "a",
                      "service": {}})
     tray.update_menu()
     tray.snooze_action.trigger()
     assert tray.coalescer.snoozed("a", __import__("time").time())
     assert not tray.coalescer.snoozed("b", __import__("time").time())
     tray.on_reminder(rem(1, "b"))
-    assert tray.popup.isVisible() and "proj · b" in tray.popup.title.text()
+    assert tray.popup.isVisible() and f"proj · started {fmt.when('2026-11-29T09:30:00Z')}" in tray.popup.title.text()
     tray.popup.snooze.click()
     assert tray.coalescer.snoozed("b", __import__("time").time())
     assert not tray.popup.isVisible()

@@ -74,7 +74,7 @@ def test_every_empty_view_says_why_it_is_empty_and_what_fills_it(qtbot, tmp_path
     win.resize(1100, 760)
     win.show()
     win.load_all()
-    assert "No finished part of a session yet" in win.history_tab.note.text()
+    assert "No finished stretch of work yet" in win.history_tab.note.text()  # the glossary's word
     assert "compacted" in win.history_tab.note.text() and not win.history_tab.table.isVisibleTo(win)
     for name, tab in win.channel_tabs.items():
         notes = [i.textItem.toPlainText() for i in tab.plot.getPlotItem().getViewBox().allChildren()

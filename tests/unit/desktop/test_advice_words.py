@@ -2,6 +2,8 @@
 engine's own snapshots of the project's long session (docs/measurement.md section 15)."""
 from __future__ import annotations
 
+import pytest
+
 from desktop.present import fmt
 from desktop.present import advice as vm
 from service.engine_setup.engines import new_engine
@@ -95,3 +97,14 @@ def test_the_status_line_says_the_move_and_a_switchs_price():
     assert got == f"switch re-writes {fmt.usd(LATE['cache']['cold_rewrite_usd'])}"
     fresh = {k: FRESH.get(k) for k in SESSION_FIELDS}
     assert "saves" not in line.render({"session": fresh, "service": "up"}, color=False, now=0.0)
+
+
+@pytest.mark.parametrize("misses, said", [(1, "1 edit missed its text."), (4, "4 edits missed their text.")])
+def test_the_edits_sentence_agrees_in_number(misses, said):
+    """The Overview's and the report's Edits sentence: "4 edits missed its text" read wrong."""
+    from service.client.words import channel_sentences
+
+    edits = {"str_replace_calls": 26, "str_replace_old_string_tokens": 212, "str_replace_old_string_usd": 0.003,
+             "str_replace_misses": {"total": misses}}
+    (label, text), = [s for s in channel_sentences({"edit": edits}) if s[0] == "Edits"]
+    assert text.endswith(said), text

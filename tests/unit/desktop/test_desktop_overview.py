@@ -153,3 +153,30 @@ def test_saving_the_price_table_keeps_what_it_does_not_edit():
     assert price_table(rows, previous) == {"models": {"claude-fable-5-2": {"input": 8.0, "modifiers": fast},
                                                       "claude-opus-5-5": {"output": 21.0}}}
     assert price_table(rows) == {"models": {"claude-fable-5-2": {"input": 8.0}, "claude-opus-5-5": {"output": 21.0}}}
+
+
+def test_the_rent_figure_says_the_glossarys_words():
+    """docs/glossary.md: "rent on dead weight", short "rent" (the report's line, the Session tab's figure), never
+    "dead-weight rent"; the tile is too narrow for the long form, so its tooltip says it."""
+    doc = DemoSource().overview(7)
+    rent = [f for f in om.spend_figures(doc) if f.value == fmt.usd(doc["rent"]["rent_usd"])]
+    assert [f.caption for f in rent] == ["Rent"]
+    assert rent[0].tip.startswith("Rent on dead weight: ")
+
+
+def test_sessions_are_named_by_their_folder_and_when_they_started_never_by_their_id():
+    """docs/glossary.md: a session is named by its project folder and when it started; its id (the demo's
+    d3m0d3m0-…) stays in --json and the API. Every place the window names a session, on the demo's data."""
+    from desktop.present.history import segment_rows
+    from desktop.present.lamp import session_name
+
+    src = DemoSource()
+    status, overview, segments = src.status(), src.overview(7), src.segments()
+    ids = {s["session_id"] for s in status["sessions"]} | {s["session_id"] for s in overview["sessions"]} | \
+        {p["session_id"] for p in segments["segments"]}
+    names = [session_name(s) for s in status["sessions"]] + [r.name for r in om.session_rows(overview)] + \
+        [row[1] for row in segment_rows(segments)]
+    assert names and all(sid[:8] not in name for sid in ids for name in names), names
+    first = status["sessions"][0]
+    assert session_name(first) == f"ctxlamp · started {fmt.when(first['started_at'])}"
+    assert [row[1] for row in segment_rows(segments)][0] == "ctxlamp · 2"  # the folder and which stretch

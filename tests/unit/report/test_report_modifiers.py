@@ -54,7 +54,7 @@ def test_fast_calls_are_apart_in_json_text_and_the_overview(tmp_path):
     text = render_text(summary)
     assert "claude-opus-5-5 (fast)" in text and "claude-opus-5-5-fast" not in text
     day = next(iter(spend["by_day"]))
-    splits = {"by_day_model": {day: dict(spend["by_model"])}, "by_day_project": {}, "last_at": {}}
+    splits = {"by_day_model": {day: dict(spend["by_model"])}, "by_day_project": {}, "first_at": {}, "last_at": {}}
     overview = overview_of(1, summary, splits, {}, set(), day, day)
     assert set(overview["spend"]["by_day_model"][day]) == {OPUS55, OPUS55 + "-fast"}
 

@@ -91,6 +91,17 @@ def test_profiles_are_replaced_per_segment_and_listed_newest_first(store):
     assert store.sessions.segments("other") == [] and len(store.sessions.segments(limit=1)) == 1
 
 
+def test_a_stretch_of_work_carries_its_sessions_folder(store):
+    """The History tab names a stretch by its session's project folder, not by the session's id."""
+    base = {"started_at": "2026-03-01T10:00:00Z", "ended_at": "2026-03-01T10:01:00Z", "end_reason": "reset",
+            "calls": 3, "segment": 0}
+    store.sessions.upsert_session("s1", transcript="/t/s1.jsonl", project="/home/dev/webshop")
+    store.sessions.archive_profile(dict(base, session_id="s1"))
+    store.sessions.archive_profile(dict(base, session_id="unknown"))  # archived before its session was noted
+    assert {p["session_id"]: p["project"] for p in store.sessions.segments()} == {"s1": "/home/dev/webshop",
+                                                                                  "unknown": None}
+
+
 def test_spend_adds_up_per_day_session_model_and_kind(store):
     store.spend.add_spend("2026-03-01", "s1", "m", "/p", False, {"in": 10, "cw5": 1, "cr": 100, "out": 5}, 0.5)
     store.spend.add_spend("2026-03-01", "s1", "m", "/p", False, {"input_tokens": 10, "cache_write_1h": 2}, 0.25)
