@@ -925,7 +925,7 @@ class SessionEngine:
                     "rent_usd": seg.bill_cycle, "laps": seg.laps}
             self.profiles.append(lean)
             return lean
-        snap = self.snapshot()
+        snap = self.snapshot(with_curve=False)  # the profile takes five figures, no curve
         b_all = self.b_all()
         floor = seg.floor or 0
         scale = 1.0
