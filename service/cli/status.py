@@ -70,7 +70,7 @@ def render(status: dict, tty: bool, notices: list[str] | None = None) -> str:
         lines.append("No live session: a Claude Code session that is being written shows here.")
         return "\n".join(lines + list(notices or []))
     lines.append(f"    {'lamp':6} {'advice':20} {'project':20} {'context':>8} {'sweet spot':>10}  "
-                 f"{'position':28} {'rent':>8} {'per hour':>8}  reminders")
+                 f"{'position':28} {'rent so far':>11} {'per hour':>8}  reminders")  # the tray's words
     for s in sessions:
         mark = "→" if s.get("session_id") == status.get("followed") else " "
         colour = colour_of(s)
@@ -81,9 +81,9 @@ def render(status: dict, tty: bool, notices: list[str] | None = None) -> str:
         lines.append(
             f"{mark} {_dot(colour, tty)} {colour:6} {p(advice(s), 20):20} {p(project_name(s), 60):20} "
             f"{_x(s.get('x')):>8} {_x(s.get('xSweet')):>10}  {position(s):28} "
-            f"{usd(s.get('bill_cycle_usd')):>8} {usd(s.get('br')):>8}  {reminders}")
+            f"{usd(s.get('bill_cycle_usd')):>11} {usd(s.get('br')):>8}  {reminders}")
     followed = next((s for s in sessions if s.get("session_id") == status.get("followed")), sessions[0])
-    lines.append("context: how many times bigger than its useful part · rent: paid on dead weight in this "
+    lines.append("context: how many times bigger than its useful part · rent so far: paid on dead weight in this "
                  "stretch of work")
     if (followed.get("restart_savings") or {}).get("first_reminder_call") is not None:
         lines.append(f"{p(project_name(followed), 60)}: {ending_words(followed)}")
