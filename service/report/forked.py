@@ -98,12 +98,13 @@ def pool(func: Callable[[Any], Any], jobs: Sequence[Any], workers: int,
     raise ValueError(f"unknown start method {method!r}")
 
 
-def start_fork_server(workers: int, preload: str) -> subprocess.Popen:
-    """A fork server started ahead of its jobs, `preload` imported meanwhile: hand it to `pool`
-    (method 'fork-server'), or `dismiss` it. It forks at most `workers`, fewer for fewer jobs."""
+def start_fork_server(workers: int, preload: str | None = None) -> subprocess.Popen:
+    """A fork server (service/report/spawned.py) in a process group of its own. Started ahead of its jobs,
+    `preload` imported meanwhile: hand it to `pool` (method 'fork-server'), or `dismiss` it. It forks at
+    most `workers`, fewer for fewer jobs."""
     from service.client.own_python import module_argv
 
-    argv = module_argv("service.report.spawned", "--fork", str(workers), "--preload", preload)
+    argv = module_argv("service.report.spawned", "--fork", str(workers), *(("--preload", preload) if preload else ()))
     return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
 
 
@@ -257,8 +258,6 @@ class SpawnedMap(_ProcessMap):
     def __init__(self, func: Callable[[Any], Any], jobs: Sequence[Any], workers: int,
                  init: Callable[[], None] | None = None, *, fork_server: bool = False,
                  server: subprocess.Popen | None = None) -> None:
-        from service.client.own_python import module_argv
-
         self.expected = len(jobs)
         self.received = 0
         self._results: SimpleQueue[tuple[str, Any]] = SimpleQueue()
@@ -266,19 +265,21 @@ class SpawnedMap(_ProcessMap):
         for job in jobs:
             self._todo.put(job)
         header = pickle.dumps((func, init), protocol=5)  # fails here, in the caller, if func cannot pickle
-        flags = getattr(subprocess, "CREATE_NO_WINDOW", 0)  # Windows: no console window flashes up
         workers = max(1, min(workers, len(jobs)))
-        argv = module_argv("service.report.spawned", *(("--fork", str(workers)) if fork_server else ()))
         self._group = fork_server  # the server and the workers it forks: one process group, stopped together
         self._in_flight = sys.maxsize if fork_server else self.IN_FLIGHT  # the server forks once it has every job
         self._children: list[Any] = []
         try:
-            if server is not None:  # started ahead (start_fork_server): it forks no more workers than jobs
-                self._children.append(server)
-            for _ in range(0 if server is not None else 1 if fork_server else workers):
-                child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, creationflags=flags,
-                                         start_new_session=fork_server)
-                self._children.append(child)
+            if fork_server:  # one, maybe started ahead: it forks no more workers than jobs
+                self._children.append(server if server is not None else start_fork_server(workers))
+            else:
+                from service.client.own_python import module_argv
+
+                argv = module_argv("service.report.spawned")
+                flags = getattr(subprocess, "CREATE_NO_WINDOW", 0)  # Windows: no console window flashes up
+                for _ in range(workers):
+                    self._children.append(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                           creationflags=flags))
         except BaseException:
             self._kill()
             raise
