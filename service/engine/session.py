@@ -562,10 +562,7 @@ class SessionEngine:
         if first:
             call.B0 = self.b_default()
         stock = call.stock
-        price = seg.price
-        # _c_ratio() > 0 written out, p_w kept for the interval
-        p_w = self._p_w() if call.B0 > 0 else 0.0
-        gate_open = call.B0 > 0 and price is not None and p_w > 0 and price.p_r / p_w > 0 and stock > 0
+        gate_open = call.B0 > 0 and self._c_ratio() > 0 and stock > 0
         rho = call.bill_in * max(0.0, stock - call.B0) / stock if gate_open else 0.0
         pos = call.pos
         prev_rho = seg.calls[pos - 1].rho if pos > 0 else 0.0
@@ -573,8 +570,9 @@ class SessionEngine:
         if first:
             call.rho, call.drent = rho, drent
             if gate_open:
+                price = seg.price
                 assert price is not None  # the gate opens only with a price (cRatio > 0)
-                g = self._g()
+                p_w, g = self._p_w(), self._g()
                 mf = (price.p_r * stock + p_w * g) / Curve(p_w, price.p_r, call.B0, g).a_star
                 call.interval = (p_w * call.B0) / min(4.0, max(0.5, mf))
             added = drent
