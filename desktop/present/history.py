@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from desktop.present import fmt
-from desktop.present.overview import model_name, project_name
+from desktop.present.lamp import project_name
+from desktop.present.overview import model_name
 
 # headers of two short lines and cells without repeated units, so every column fits a 1100-pixel window
 SEGMENT_COLUMNS = [

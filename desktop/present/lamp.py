@@ -50,10 +50,17 @@ def lamp_state(snapshot: dict | None) -> str:
     return (snapshot.get("lamp") or {}).get("state") or "no_transcript"
 
 
+def project_name(project: str | None) -> str:
+    """The project folder's name ("webshop" for /home/dev/webshop)."""
+    if not project:
+        return "unknown project"
+    return PurePath(str(project)).name or str(project)
+
+
 def session_label(project: str | None, started_at: str | None, now: float | None = None) -> str:
     """A session as docs/glossary.md names it: its project folder and when it started ("webshop · started
     today 09:12"); the session id stays in --json and the API."""
-    folder = (PurePath(str(project)).name or str(project)) if project else "unknown project"
+    folder = project_name(project)
     return f"{folder} · started {fmt.when(started_at, now)}" if started_at else folder
 
 

@@ -8,10 +8,9 @@ and one sentence per savings channel. Every text is a phrase with its unit.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import PurePath
 
 from desktop.present import fmt
-from desktop.present.lamp import session_label
+from desktop.present.lamp import project_name, session_label
 from service.client.words import channel_sentences
 
 PERIODS = ((1, "Today"), (7, "Last 7 days"), (30, "Last 30 days"))
@@ -21,14 +20,6 @@ NOT_WRITTEN = "not written down (measured)"  # requests Claude Code billed witho
 
 FAST_SUFFIX = "-fast"  # the report books a model's fast-mode calls as "<model>-fast" (docs/api.md)
 LIMIT_NAMES = {"five_hour": "5-hour limit", "seven_day": "Weekly limit", "spend_limit": "Spend limit"}
-
-
-def project_name(project: str | None) -> str:
-    """The project folder's name ("webshop" for /home/dev/webshop)."""
-    if not project:
-        return "unknown project"
-    name = PurePath(str(project)).name
-    return name or str(project)
 
 
 def model_name(model: str | None) -> str:
