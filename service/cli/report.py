@@ -17,7 +17,7 @@ from datetime import date
 from service.days import Zone
 from service.engine.prices import label_text
 from service.report.build import ReportRequest, build_report
-from service.client.figures import plural
+from service.client.figures import count, plural, size
 from service.client.textsafe import printable_lines
 from service.client.textsafe import printable
 
@@ -305,7 +305,6 @@ def budget_lines(block: dict | None) -> list[str]:
 def channel_lines(e: dict, p: dict, r: dict) -> list[str]:
     """The three savings channels: the window's Overview sentence for each (service/client/words.py), then what
     only the report details."""
-    from service.client.figures import count, size
     from service.client.words import channel_sentences
 
     said = dict(channel_sentences({"edit": e, "pinch": p, "retrieval": r}))

@@ -8,8 +8,7 @@ from __future__ import annotations
 import math
 from pathlib import PurePath
 
-from service.client import figures
-from service.client.figures import plural, usd
+from service.client.figures import count, percent, plural, size, tokens, usd
 
 # lamp.state -> what the lamp advises (the window's words)
 STATE_WORDS = {
@@ -113,25 +112,25 @@ def channel_sentences(ch: dict) -> list[tuple[str, str]]:
     out = []
     e = ch.get("edit") or {}
     if e:
-        text = (f"{figures.plural(e.get('str_replace_calls') or 0, 'replace edit')} paid "
-                f"{figures.tokens(e.get('str_replace_old_string_tokens') or 0)} output tokens "
-                f"({figures.usd(e.get('str_replace_old_string_usd') or 0)}) re-quoting the old text")
+        text = (f"{plural(e.get('str_replace_calls') or 0, 'replace edit')} paid "
+                f"{tokens(e.get('str_replace_old_string_tokens') or 0)} output tokens "
+                f"({usd(e.get('str_replace_old_string_usd') or 0)}) re-quoting the old text")
         misses = (e.get("str_replace_misses") or {}).get("total") or 0
         if misses:
-            text += f"; {figures.plural(misses, 'edit')} missed {'its' if misses == 1 else 'their'} text"
+            text += f"; {plural(misses, 'edit')} missed {'its' if misses == 1 else 'their'} text"
         if e.get("anchored_calls"):
-            text += (f"; {figures.plural(e['anchored_calls'], 'anchored edit')} avoided "
-                     f"{figures.tokens(e.get('anchored_avoided_output_tokens') or 0)} output tokens")
+            text += (f"; {plural(e['anchored_calls'], 'anchored edit')} avoided "
+                     f"{tokens(e.get('anchored_avoided_output_tokens') or 0)} output tokens")
         out.append(("Edits", text + "."))
     p = ch.get("pinch") or {}
     if p:
-        text = (f"Context trimming saved {figures.tokens(p.get('tokens_saved_total') or 0)} tokens "
-                f"({figures.usd(p.get('saved_usd') or 0)}) on {figures.count(p.get('pinched_requests') or 0)} of "
-                f"{figures.plural(p.get('requests') or 0, 'request')} ({figures.percent(p.get('share_pinched') or 0)}).")
+        text = (f"Context trimming saved {tokens(p.get('tokens_saved_total') or 0)} tokens "
+                f"({usd(p.get('saved_usd') or 0)}) on {count(p.get('pinched_requests') or 0)} of "
+                f"{plural(p.get('requests') or 0, 'request')} ({percent(p.get('share_pinched') or 0)}).")
         out.append(("Trimming", text))
     r = ch.get("retrieval") or {}
     if r:
-        text = (f"{figures.plural(r.get('calls') or 0, 'search call')} served {figures.size(r.get('bytes_served') or 0)} "
-                f"and spared an estimated {figures.size(r.get('bytes_saved') or 0)} of whole-file reads.")
+        text = (f"{plural(r.get('calls') or 0, 'search call')} served {size(r.get('bytes_served') or 0)} "
+                f"and spared an estimated {size(r.get('bytes_saved') or 0)} of whole-file reads.")
         out.append(("Search", text))
     return out

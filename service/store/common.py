@@ -116,6 +116,8 @@ def id_runs(ids: Iterable[str]) -> Iterator[list[str]]:
     distinct = list(dict.fromkeys(ids))
     for at in range(0, len(distinct), IDS_PER_QUERY):
         yield distinct[at:at + IDS_PER_QUERY]
+
+
 _SESSION = "\x00session id\x00"  # marks where the session id goes in the compiled queries' parameters
 _LINEAGE_SQL: dict[str, list[tuple[str, list[Any]]]] = {}
 

@@ -187,8 +187,8 @@ class Sessions:
                 d["archived_at"] = r.archived_at
                 out.append(d)
             projects: dict[str, str | None] = {}  # a stretch is shown by its session's folder, not its id
+            S = m.Session
             for run in id_runs(d["session_id"] for d in out):
-                S = m.Session
                 projects.update((row.session_id, row.project)
                                 for row in S.select(S.session_id, S.project).where(S.session_id.in_(run)))
             for d in out:
