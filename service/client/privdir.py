@@ -8,6 +8,7 @@ Standard library `os` only: the status line imports this under `python -S`.
 from __future__ import annotations
 
 import os
+from _thread import get_ident  # builtin: threading's import would cost the status line
 
 TYPE_CHECKING = False  # typing's own flag costs an import on the status line's clock
 if TYPE_CHECKING:
@@ -47,9 +48,11 @@ def write_private(path: Path, data: bytes, *, durable: bool = True) -> None:
     a power cut may then lose the newest version, never leave a torn one.
     """
     make_private_dirs(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # one temp name per process and thread: two threads of the service (the first pass and a report
+    # asked for meanwhile) may replace the same cache at the same moment, and the last rename wins whole
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{get_ident()}.tmp")
     try:
-        os.unlink(tmp)  # a leftover of a crashed writer with our pid, or a link somebody planted there
+        os.unlink(tmp)  # a leftover of a crashed writer with our name, or a link somebody planted there
     except FileNotFoundError:
         pass
     # created afresh, never through a link: the name is ours alone until the rename

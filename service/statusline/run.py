@@ -128,7 +128,11 @@ def _read_text(path: str) -> str | None:
 def _write_text(path: str, text: str) -> None:
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.unlink(tmp)  # a leftover of a killed run with our pid, or a link planted there
+        except FileNotFoundError:
+            pass
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(text.encode("utf-8"))
         os.replace(tmp, path)

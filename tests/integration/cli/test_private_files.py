@@ -135,9 +135,10 @@ def test_the_service_started_first_makes_private_folders_and_log(tmp_path):
 
 
 def test_a_link_planted_at_the_temporary_name_is_not_written_through(tmp_path):
-    """write_private's temporary name is predictable (`.name.<pid>.tmp`): a link waiting there is removed
-    and the file is created afresh, so the link's target keeps its bytes and mode."""
+    """write_private's temporary name is predictable (`.name.<pid>-<thread>.tmp`): a link waiting there is
+    removed and the file is created afresh, so the link's target keeps its bytes and mode."""
     import os
+    import threading
 
     from service.client.privdir import write_private
 
@@ -146,7 +147,37 @@ def test_a_link_planted_at_the_temporary_name_is_not_written_through(tmp_path):
     target.chmod(0o644)
     path = tmp_path / "data" / "api.json"
     path.parent.mkdir(mode=0o700)
-    (path.parent / f".{path.name}.{os.getpid()}.tmp").symlink_to(target)
+    (path.parent / f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp").symlink_to(target)
     write_private(path, b"ours")
     assert path.read_bytes() == b"ours" and not path.is_symlink()
     assert target.read_text() == "theirs" and (target.stat().st_mode & 0o777) == 0o644
+
+
+def test_two_threads_replacing_the_same_file_both_succeed_and_leave_one_whole(tmp_path):
+    """The service's first pass saves the report's cache while a report asked for meanwhile saves it too:
+    with one temporary name per process, one thread's write failed (the API answered 500)."""
+    import threading
+
+    from service.client.privdir import write_private
+
+    path = tmp_path / "cache" / "report-scan.json"
+    bodies = [bytes([65 + i]) * 200_000 for i in range(2)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def writer(body: bytes) -> None:
+        start.wait()
+        try:
+            for _ in range(150):
+                write_private(path, body, durable=False)
+        except BaseException as exc:  # noqa: BLE001 - the test reports what a thread met
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(b,)) for b in bodies]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert path.read_bytes() in bodies
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left behind
