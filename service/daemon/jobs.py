@@ -154,15 +154,18 @@ class Jobs(ServicePart):
         return todo
 
     def start_scan(self, todo: list[Path]) -> None:
-        """The history scan of `todo`, then the report's caches brought up to date, on a thread of its own."""
+        """The history scan of `todo`, then the report's summary prepared, on a thread of its own."""
         threading.Thread(target=self._scan, args=(todo,), name="history-scan", daemon=True).start()
 
     def _scan(self, todo: list[Path]) -> None:
-        if self._first_pass(todo):
-            self._prepare_report()
+        # idle once the history and the report's scan cache are complete (the Overview and any report
+        # are then whole); the summary is prepared after that, and a report asked meanwhile waits for it
+        prepare = self._first_pass(todo)
         self._svc.scan["state"] = "idle"
         if self._svc.ready.is_set():
             self._svc.hub.publish("service", self._svc.service_block())
+        if prepare:
+            self._prepare_report()
 
     def _first_pass(self, todo: list[Path]) -> bool:
         """The old transcripts into the history, and every transcript into the report's scan cache, from one
@@ -213,11 +216,8 @@ class Jobs(ServicePart):
         return done
 
     def _prepare_report(self) -> None:
-        """Read every transcript into the report's scan cache now, as the report a user asks for would.
-
-        The first report after a start then reads only what changed since; later
-        starts find the cache on disk and read only the transcripts that changed while stopped.
-        """
+        """Sum the report over the cache the first pass filled (and read any transcript it could not), as
+        the first report a user asks for would: that report then reuses the summary (decisions 202, 315)."""
         if self._svc.stopping.is_set():
             return
         from service.config import report_timezone
