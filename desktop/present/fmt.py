@@ -6,11 +6,13 @@ not send) and answers "–". Plain Python, no Qt.
 """
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import date
 
 # money, counts, sizes, tokens and shares as the terminal and the status line say them (re-exported: the
 # tabs call fmt.usd)
 from service.client.figures import DASH, count, percent, plural, size, tokens, usd  # noqa: F401
+# moments in local time, as the terminal says them too
+from service.client.words import parse_time, when  # noqa: F401
 
 
 def number(v, digits: int = 2) -> str:
@@ -34,37 +36,6 @@ def duration(seconds) -> str:
         return f"{h} h {r // 60:02d} min"
     d, r = divmod(s, 86400)
     return f"{d} d {r // 3600} h"
-
-
-def parse_time(value) -> float | None:
-    """ISO-8601 (with Z or offset) or epoch seconds -> epoch seconds; None if unreadable."""
-    if value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    try:
-        text = str(value).strip().replace("Z", "+00:00")
-        dt = datetime.fromisoformat(text)
-        if dt.tzinfo is None:
-            dt = dt.replace(tzinfo=timezone.utc)
-        return dt.timestamp()
-    except ValueError:
-        return None
-
-
-def when(value, now: float | None = None, short: bool = False) -> str:
-    """A moment in local time: "14:05" today, "Mon 30 Nov 14:05" this year (`short`: "30 Nov 14:05", for
-    a table's column), else with the year."""
-    t = parse_time(value)
-    if t is None:
-        return DASH
-    local = datetime.fromtimestamp(t)
-    today = datetime.fromtimestamp(now) if now is not None else datetime.now()
-    if local.date() == today.date():
-        return f"today {local:%H:%M}"
-    if local.year == today.year:
-        return f"{local.day} {local:%b %H:%M}" if short else f"{local:%a} {local.day} {local:%b %H:%M}"
-    return f"{local.day} {local:%b %Y %H:%M}"
 
 
 def day(iso_day: str | None) -> str:

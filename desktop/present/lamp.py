@@ -9,10 +9,11 @@ something sensible.
 """
 from __future__ import annotations
 
-from pathlib import PurePath
 
 from desktop.present import fmt
 from service.client import words
+# how a session is named, in the window as in the terminal (re-exported: the tabs name sessions through here)
+from service.client.words import project_name, session_label, session_name  # noqa: F401
 
 # Lamp colours: fill colours chosen to read on light and dark panels (the icon adds an outline).
 LAMP_FILL = {
@@ -48,25 +49,6 @@ def lamp_state(snapshot: dict | None) -> str:
     if not snapshot:
         return "service_down"
     return (snapshot.get("lamp") or {}).get("state") or "no_transcript"
-
-
-def project_name(project: str | None) -> str:
-    """The project folder's name ("webshop" for /home/dev/webshop)."""
-    if not project:
-        return "unknown project"
-    return PurePath(str(project)).name or str(project)
-
-
-def session_label(project: str | None, started_at: str | None, now: float | None = None) -> str:
-    """A session as docs/glossary.md names it: its project folder and when it started ("webshop · started
-    today 09:12"); the session id stays in --json and the API."""
-    folder = project_name(project)
-    return f"{folder} · started {fmt.when(started_at, now)}" if started_at else folder
-
-
-def session_name(snapshot: dict, now: float | None = None) -> str:
-    """A live session's name (session_label), from its snapshot."""
-    return session_label(snapshot.get("project"), snapshot.get("started_at"), now)
 
 
 def pick_followed(sessions: dict[str, dict], service_followed: str | None, chosen: str | None) -> str | None:

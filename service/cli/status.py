@@ -50,7 +50,7 @@ def render(status: dict, tty: bool, notices: list[str] | None = None) -> str:
     """The table as text (pure: tests call it); every text from outside passes `printable`."""
     from service.client.textsafe import printable as p
     from service.client.figures import plural, usd
-    from service.client.words import advice, colour_of, position, project_name
+    from service.client.words import advice, colour_of, position, session_name
 
     svc = status.get("service") or {}
     scan = svc.get("scan") or {}
@@ -69,7 +69,7 @@ def render(status: dict, tty: bool, notices: list[str] | None = None) -> str:
     if not sessions:
         lines.append("No live session: a Claude Code session that is being written shows here.")
         return "\n".join(lines + list(notices or []))
-    lines.append(f"    {'lamp':6} {'advice':20} {'project':20} {'context':>8} {'sweet spot':>10}  "
+    lines.append(f"    {'lamp':6} {'advice':20} {'session':34} {'context':>8} {'sweet spot':>10}  "
                  f"{'position':28} {'rent so far':>11} {'per hour':>8}  reminders")  # the tray's words
     for s in sessions:
         mark = "→" if s.get("session_id") == status.get("followed") else " "
@@ -79,14 +79,14 @@ def render(status: dict, tty: bool, notices: list[str] | None = None) -> str:
         if rem.get("call") is not None:
             reminders += f", the last after call {p(rem.get('call'), 12)}"
         lines.append(
-            f"{mark} {_dot(colour, tty)} {colour:6} {p(advice(s), 20):20} {p(project_name(s), 60):20} "
+            f"{mark} {_dot(colour, tty)} {colour:6} {p(advice(s), 20):20} {p(session_name(s), 80):34} "
             f"{_x(s.get('x')):>8} {_x(s.get('xSweet')):>10}  {position(s):28} "
             f"{usd(s.get('bill_cycle_usd')):>11} {usd(s.get('br')):>8}  {reminders}")
     followed = next((s for s in sessions if s.get("session_id") == status.get("followed")), sessions[0])
     lines.append("context: how many times bigger than its useful part · rent so far: paid on dead weight in this "
                  "stretch of work")
     if (followed.get("restart_savings") or {}).get("first_reminder_call") is not None:
-        lines.append(f"{p(project_name(followed), 60)}: {ending_words(followed)}")
+        lines.append(f"{p(session_name(followed), 80)}: {ending_words(followed)}")
     return "\n".join(lines + list(notices or []))
 
 
@@ -94,10 +94,10 @@ def notice_for(event: str, data: dict, told: set, colours: dict) -> str | None:
     """The terminal's notice, by the tray's rule and in its words: the first reminder of a stretch of work
     speaks, later reminders only move the figures; turning red speaks once. None: nothing to say."""
     from service.client.textsafe import printable as p
-    from service.client.words import NOTICE_DO, NOTICE_HEAD, colour_of, project_name, saving_line
+    from service.client.words import NOTICE_DO, NOTICE_HEAD, colour_of, saving_line, session_name
 
     sid = data.get("session_id")
-    who = f"Notice · {p(project_name(data), 60)}"
+    who = f"Notice · {p(session_name(data), 80)}"
     if event == "reminder":
         key = (sid, data.get("segment"), "reminder")
         if key in told:

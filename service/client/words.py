@@ -6,9 +6,10 @@ The engine's identifiers (`critical`, `xSweet`, `laps`, segment numbers, session
 from __future__ import annotations
 
 import math
+from datetime import datetime, timezone
 from pathlib import PurePath
 
-from service.client.figures import count, percent, plural, size, tokens, usd
+from service.client.figures import DASH, count, percent, plural, size, tokens, usd
 
 # lamp.state -> what the lamp advises (the window's words)
 STATE_WORDS = {
@@ -42,10 +43,51 @@ def position(snapshot: dict) -> str:
             else f"{plural(math.ceil(-d), 'call')} past the sweet spot")
 
 
-def project_name(snapshot: dict) -> str:
-    """A session as a user knows it: its project folder (the session id stays in --json)."""
-    project = str(snapshot.get("project") or "")
-    return PurePath(project).name or project or "(no project folder)"
+def parse_time(value) -> float | None:
+    """ISO-8601 (with Z or offset) or epoch seconds -> epoch seconds; None if unreadable."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        dt = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def when(value, now: float | None = None, short: bool = False) -> str:
+    """A moment in local time: "today 14:05", "Mon 30 Nov 14:05" this year (`short`: "30 Nov 14:05", for
+    a table's column), else with the year."""
+    t = parse_time(value)
+    if t is None:
+        return DASH
+    local = datetime.fromtimestamp(t)
+    today = datetime.fromtimestamp(now) if now is not None else datetime.now()
+    if local.date() == today.date():
+        return f"today {local:%H:%M}"
+    if local.year == today.year:
+        return f"{local.day} {local:%b %H:%M}" if short else f"{local:%a} {local.day} {local:%b %H:%M}"
+    return f"{local.day} {local:%b %Y %H:%M}"
+
+
+def project_name(project: str | None) -> str:
+    """The project folder's name ("webshop" for /home/dev/webshop)."""
+    if not project:
+        return "unknown project"
+    return PurePath(str(project)).name or str(project)
+
+
+def session_label(project: str | None, started_at: str | None, now: float | None = None) -> str:
+    """A session as docs/glossary.md names it, in the window and the terminal alike: its project folder and
+    when it started ("webshop · started today 09:12"); the session id stays in --json and the API."""
+    folder = project_name(project)
+    return f"{folder} · started {when(started_at, now)}" if started_at else folder
+
+
+def session_name(snapshot: dict, now: float | None = None) -> str:
+    """A live session's name (session_label), from its snapshot."""
+    return session_label(snapshot.get("project"), snapshot.get("started_at"), now)
 
 
 # A notice's head and what to do: the tray's and the terminal's alike (red: the lamp turned red)

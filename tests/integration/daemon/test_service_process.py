@@ -644,7 +644,7 @@ def test_status_command_redraws_from_the_event_stream(svc, dirs):
         shutil.copyfile(REMINDERS, dst)
         end, _ = replay_end_status(dst)
         wait_for_snapshot(s, end["session_id"], end)
-        from service.client.words import advice, colour_of, project_name
+        from service.client.words import advice, colour_of, session_name
 
         last = f"{end['laps']}, the last after call {end['reminder']['call']}"
         deadline = time.monotonic() + 15
@@ -652,7 +652,7 @@ def test_status_command_redraws_from_the_event_stream(svc, dirs):
         while time.monotonic() < deadline and last not in seen:  # earlier redraws may show earlier laps
             seen += view.stdout.readline().decode()
         row = next(line for line in seen.splitlines() if last in line)  # the last reminder is shown
-        assert project_name(end) in row and advice(end) in row and f"● {colour_of(end)}" in row
+        assert session_name(end) in row and advice(end) in row and f"● {colour_of(end)}" in row
     finally:
         view.terminate()
         view.wait(timeout=10)
