@@ -2,9 +2,10 @@
 
 First pass: `ctxlamp serve` on an empty data folder (the tokenizer set up, as after the first
 run) until it says its scan is `idle` (on its event stream, as the window hears it): the moment a new user's Overview and report
-are complete. Its peak memory: the service's own VmHWM, and the largest sums of the RSS and of
-the PSS (shared pages counted once) of the service and its worker processes seen while it read
-(sampled every 50 ms).
+are complete. Its CPU to that moment; its peak memory: the service's own VmHWM, and the largest
+sums of the RSS and of the PSS (shared pages counted once) of the service and its worker processes
+seen while it read (sampled every 50 ms), until the report's summary it prepares after `idle` is
+written.
 Cold report: `ctxlamp report --json --no-service` on an empty data folder (tokenizer set up).
 
 `--dated` first sets each transcript's modification time to its last entry's time, as a real
@@ -82,11 +83,17 @@ def first_pass(exe: str, corpus: Path, home: Path, tokenizer: Path) -> dict:
         sampler.start()
         svc.wait_status()
         idle = svc.wait_idle_told()
+        at_idle = read_proc_stat(svc.pid)
+        # the report's summary is prepared after idle (decision 315): the peaks include it
+        summary = home / "cache" / "report-last.json"
+        deadline = time.monotonic() + 30
+        while not summary.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
         stop.set()
         sampler.join()
         st = read_proc_stat(svc.pid)
-    return {"idle_s": idle, "cpu_s": st["cpu_s"] + st["children_cpu_s"], "hwm_mb": st["hwm_mb"], "tree_peak_mb": peak[0],
-            "tree_pss_peak_mb": peak[1]}
+    return {"idle_s": idle, "cpu_s": at_idle["cpu_s"] + at_idle["children_cpu_s"], "hwm_mb": st["hwm_mb"],
+            "tree_peak_mb": peak[0], "tree_pss_peak_mb": peak[1]}
 
 
 def cold_report(exe: str, corpus: Path, home: Path, tokenizer: Path) -> dict:
