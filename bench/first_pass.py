@@ -57,8 +57,25 @@ def date_files(projects: Path) -> int:
     return len(last)
 
 
+# the service's log lines that mark the first pass's steps
+_STEPS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO ctxlamp\.service: "
+                    r"(service starting|serving on|caught up|history read in|report prepared in)")
+
+
+def timeline(log: Path, launched: float) -> str:
+    """Seconds from the service's launch to each step its log names (its clock, in UTC, to the millisecond)."""
+    steps = []
+    for line in log.read_text(errors="replace").splitlines():
+        m = _STEPS.match(line)
+        if m:
+            at = timegm(time.strptime(m[1][:19], "%Y-%m-%d %H:%M:%S")) + int(m[1][20:]) / 1000  # the service runs in UTC
+            steps.append(f"{m[2].split(' in')[0]} {at - launched:.2f}")
+    return ", ".join(steps)
+
+
 def first_pass(exe: str, corpus: Path, home: Path, tokenizer: Path) -> dict:
     shutil.copytree(tokenizer, home / "tiktoken")
+    launched = time.time()
     peak = [0.0, 0.0]
     stop = threading.Event()
     with ServiceProcess(home, corpus / ".claude", exe=exe) as svc:
@@ -93,7 +110,7 @@ def first_pass(exe: str, corpus: Path, home: Path, tokenizer: Path) -> dict:
         sampler.join()
         st = read_proc_stat(svc.pid)
     return {"idle_s": idle, "cpu_s": at_idle["cpu_s"] + at_idle["children_cpu_s"], "hwm_mb": st["hwm_mb"],
-            "tree_peak_mb": peak[0], "tree_pss_peak_mb": peak[1]}
+            "tree_peak_mb": peak[0], "tree_pss_peak_mb": peak[1], "steps": timeline(home / "service.log", launched)}
 
 
 def cold_report(exe: str, corpus: Path, home: Path, tokenizer: Path) -> dict:
@@ -135,13 +152,16 @@ def main(argv: list[str] | None = None) -> int:
 
         results = alternating(args.runs, {k: noting_load(f) for k, f in jobs.items()})
     for name, runs in results.items():
-        keys = runs[0].keys()
+        keys = [k for k in runs[0] if k != "steps"]
         print(f"{name:>24}: " + ", ".join(f"{k} {statistics.median(r[k] for r in runs):.3f}" for k in keys)
               + f"  (runs: {', '.join(str(round(r.get('idle_s', r.get('wall_s')), 2)) for r in runs)})")
     for name in codes:
         fp, cr = results[f"{name}: first pass"], results[f"{name}: cold report"]
         ratios = sorted(a["idle_s"] / b["wall_s"] for a, b in zip(fp, cr))
         print(f"{name}: first pass to idle / cold report, per round: {', '.join(f'{x:.2f}' for x in ratios)}")
+        print(f"{name}: the service's steps, seconds from its launch (its log), per round:")
+        for run in fp:
+            print(f"    {run['steps']}")
     print(f"1-minute load average during the rounds: {min(loads):.2f} .. {max(loads):.2f}")
     return 0
 
