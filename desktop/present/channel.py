@@ -5,6 +5,7 @@ shows phrases with units. The CSV export keeps the field names (for scripts).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from desktop.present import fmt
@@ -120,6 +121,7 @@ class ChannelView:
     totals: list[tuple[str, str]] = field(default_factory=list)
     sources: str = ""
     empty: str = "No data for this channel yet."  # shown when nothing is drawn
+    span: tuple[float, float] = (0.0, 0.0)  # the time axis's range (epoch seconds): the period, drawn or not
 
 
 def channel_counters(channel: dict | None) -> list[str]:
@@ -131,9 +133,21 @@ def channel_counters(channel: dict | None) -> list[str]:
     return names
 
 
+def _span(channel: dict, xs: list[float], width: float, now: float | None = None) -> tuple[float, float]:
+    """The days (or hours) the chart stands for: its buckets', else the period asked, else the last 30 days."""
+    if xs:
+        return min(xs) - width, max(xs) + width
+    since, until = fmt.parse_time(channel.get("since")), fmt.parse_time(channel.get("until"))
+    if since is not None and until is not None and until > since:
+        return since, until
+    end = now if now is not None else time.time()
+    return end - 30 * 86400.0, end
+
+
 def channel_view(channel: dict | None, counter: str | None = None) -> ChannelView:
     if not channel:
-        return ChannelView(label="no data", empty="No data: the service has not answered for this channel.")
+        return ChannelView(label="no data", empty="No data: the service has not answered for this channel.",
+                           span=_span({}, [], 86400.0))
     counters = channel_counters(channel)
     counter = counter if counter in counters else (counters[0] if counters else None)
     width = 3600.0 if channel.get("bucket") == "hour" else 86400.0
@@ -148,7 +162,8 @@ def channel_view(channel: dict | None, counter: str | None = None) -> ChannelVie
     totals = totals_rows(name, channel.get("totals"))
     src = METHOD.get(name, "")
     return ChannelView(label=str(channel.get("label") or "estimated"), counters=counters, xs=xs, heights=hs,
-                       width_s=width, totals=totals, sources=src, empty=EMPTY.get(name, ChannelView.empty))
+                       width_s=width, totals=totals, sources=src, empty=EMPTY.get(name, ChannelView.empty),
+                       span=_span(channel, xs, width))
 
 
 def channel_csv(channel: dict | None) -> str:

@@ -214,13 +214,13 @@ def draw_rent(plot: pg.PlotWidget, view: SeriesView) -> None:
 def draw_bars(plot: pg.PlotWidget, view: ChannelView) -> None:
     plot.clear()
     if not view.xs or not any(view.heights):
-        note(plot, view.empty)
+        note(plot, view.empty, view.span)  # the date axis still names the period's days
         return
     brush = theme.SERIES[0] if view.label == "measured" else theme.SERIES[6]
     bars = pg.BarGraphItem(x=view.xs, height=view.heights, width=view.width_s * 0.8, brush=brush,
                            pen=pg.mkPen(theme.colours()["muted"]))
     plot.addItem(bars)
-    plot.setXRange(min(view.xs) - view.width_s, max(view.xs) + view.width_s, padding=0)
+    plot.setXRange(*view.span, padding=0)
     top = max(view.heights) if view.heights else 0
     plot.setYRange(0, top * 1.1 if top > 0 else 1, padding=0)
 

@@ -185,6 +185,26 @@ def test_a_period_with_nothing_spent_still_names_its_days(qtbot):
     assert plot.getPlotItem().getViewBox().viewRange()[0] == [-0.6, 6.6]
 
 
+
+def test_a_channel_with_nothing_in_it_keeps_its_days_on_the_time_axis(qtbot):
+    """The Trimming tab of a demo with no trims drew its note over 1970's first second ("00.100")."""
+    from desktop.present.channel import channel_view
+    from desktop.widgets.charts import draw_bars, new_plot
+
+    plot = new_plot("Trimming", "events", "", date_axis=True)
+    qtbot.addWidget(plot)
+    days = [f"2026-11-{d:02d}T00:00:00Z" for d in range(20, 31)]
+    channel = {"channel": "pinch", "label": "measured", "bucket": "day", "totals": {"requests": 12},
+               "buckets": [{"start": d, "events": 0, "requests": 1} for d in days]}
+    draw_bars(plot, channel_view(channel, "events"))
+    (lo, hi), _ = plot.getPlotItem().getViewBox().viewRange()
+    assert lo == fmt.parse_time(days[0]) - 43200 and hi == fmt.parse_time(days[-1]) + 3 * 43200
+    plot.resize(700, 300)
+    plot.grab()  # painted once: the date axis picks its zoom level from its font
+    ticks = [v for _, vs in plot.getAxis("bottom").tickValues(lo, hi, 700) for v in vs]
+    labels = plot.getAxis("bottom").tickStrings(ticks, 1, 86400)
+    assert labels and all(label.isdigit() or label.isalpha() for label in labels), labels  # days, not seconds
+
 # ---------------- the overview's sums are the report's ----------------
 
 def _shifted(entries: list[dict], days_ago: int, sid: str, cwd: str) -> list[dict]:

@@ -290,6 +290,18 @@ def test_channel_view_and_csv():
     assert csv_text.splitlines()[0] == "start,calls,bytes,label"
     assert csv_text.splitlines()[2] == "2026-01-02T00:00:00Z,2,20,measured"
     assert channel_view(None).xs == []
+    assert v.span == (v.xs[0] - 86400, v.xs[1] + 86400)
+
+
+def test_an_empty_channel_chart_spans_its_period_not_the_epoch():
+    """A channel with nothing in it (no buckets, or all zero) still has a time axis of its days: the
+    note is drawn over the period asked for, never over pyqtgraph's 0..1 (1970, in tenths of seconds)."""
+    ch = {"channel": "pinch", "label": "measured", "bucket": "day", "since": "2026-11-03T00:00:00Z",
+          "until": "2026-12-03T00:00:00Z", "buckets": [], "totals": {}}
+    v = channel_view(ch)
+    assert v.xs == [] and v.span == (fmt.parse_time("2026-11-03T00:00:00Z"), fmt.parse_time("2026-12-03T00:00:00Z"))
+    lo, hi = channel_view(None).span
+    assert hi - lo == 30 * 86400 and hi > fmt.parse_time("2026-01-01T00:00:00Z")
 
 
 def test_settings_flatten_round_trip():
