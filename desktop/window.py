@@ -139,7 +139,7 @@ class MainWindow(QMainWindow):
                 self.series = None
         self.session_tab.show_series(self.series)
         self.session_tab.limits_panel.load(self.source, self.session_id)
-        self.files_tab.show_series(self.series)
+        self.files_tab.show_series(self.series, (self.snapshot or {}).get("project"))
 
     def load_all(self) -> None:
         """Load every tab now (screenshots, tests)."""

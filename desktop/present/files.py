@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePath
 
 from desktop.present import fmt
 
@@ -14,19 +15,32 @@ class FileRow:
     tokens: int
     selected: bool
     why: str
+    shown: str = ""  # the path as the list shows it (within the project: from its folder)
 
     @property
     def label(self) -> str:
         extra = f" — {self.why}" if self.why else ""
-        return f"{self.path}  ({fmt.tokens(self.tokens)} tokens){extra}"
+        return f"{self.shown or self.path}  ({fmt.tokens(self.tokens)} tokens){extra}"
 
 
-def file_rows(series: dict | None) -> list[FileRow]:
+def shown_path(path: str, project: str | None) -> str:
+    """A file in the session's project folder as the project names it (`src/app.py`); any other whole."""
+    if project:
+        try:
+            inside = PurePath(path).relative_to(project)
+        except ValueError:
+            return path
+        if inside.parts:
+            return str(inside)
+    return path
+
+
+def file_rows(series: dict | None, project: str | None = None) -> list[FileRow]:
     rows = []
     for p in (series or {}).get("paths") or []:
-        why = p.get("why")
-        rows.append(FileRow(path=str(p.get("path")), tokens=int(p.get("tokens") or 0),
-                            selected=bool(p.get("selected")), why=WHY_WORDS.get(why, str(why or ""))))
+        why, path = p.get("why"), str(p.get("path"))
+        rows.append(FileRow(path=path, tokens=int(p.get("tokens") or 0), selected=bool(p.get("selected")),
+                            why=WHY_WORDS.get(why, str(why or "")), shown=shown_path(path, project)))
     rows.sort(key=lambda r: (-r.tokens, r.path))
     return rows
 

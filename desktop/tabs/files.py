@@ -28,12 +28,14 @@ class FilesTab(Tab):
         lay.addWidget(self.status)
         self.list.itemChanged.connect(self._changed)
 
-    def show_series(self, series: dict | None) -> None:
+    def show_series(self, series: dict | None, project: str | None = None) -> None:
+        """The series' files; those in `project` (the session's folder) named from it, the whole path in the tip."""
         self.list.blockSignals(True)
         self.list.clear()
-        rows = file_rows(series)
+        rows = file_rows(series, project)
         for row in rows:
             item = QListWidgetItem(row.label)
+            item.setToolTip(row.path)
             item.setData(Qt.ItemDataRole.UserRole, row.path)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(Qt.CheckState.Checked if row.selected else Qt.CheckState.Unchecked)

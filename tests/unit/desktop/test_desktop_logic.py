@@ -279,6 +279,17 @@ def test_file_rows_and_selection_bodies():
     assert selection_change("/p/a", True) == {"exclude": [], "include": ["/p/a"]}
 
 
+def test_files_in_the_project_are_named_from_its_folder_the_others_whole():
+    series = {"paths": [{"path": "/home/u/shop/src/app.py", "tokens": 30, "selected": True, "why": None},
+                        {"path": "/home/u/shop", "tokens": 20, "selected": True, "why": None},
+                        {"path": "/home/u/shopfront/x.py", "tokens": 10, "selected": False, "why": "outside_cwd"}]}
+    rows = file_rows(series, "/home/u/shop")
+    assert [r.label for r in rows] == ["src/app.py  (30 tokens)", "/home/u/shop  (20 tokens)",
+                                       "/home/u/shopfront/x.py  (10 tokens) — outside the project"]
+    assert [r.path for r in rows] == ["/home/u/shop/src/app.py", "/home/u/shop", "/home/u/shopfront/x.py"]  # sent whole
+    assert file_rows(series)[0].label.startswith("/home/u/shop/src/app.py")  # no project known: whole paths
+
+
 def test_channel_view_and_csv():
     ch = {"label": "measured", "bucket": "day", "totals": {"calls": 3, "usd_saved": 0.5},
           "buckets": [{"start": "2026-01-01T00:00:00Z", "calls": 1, "bytes": 10},
