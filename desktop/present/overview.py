@@ -11,32 +11,14 @@ from dataclasses import dataclass, field
 
 from desktop.present import fmt
 from desktop.present.lamp import project_name, session_label
-from service.client.words import channel_sentences
+from service.client.words import channel_sentences, model_name  # noqa: F401 (the tabs' model names)
 
 PERIODS = ((1, "Today"), (7, "Last 7 days"), (30, "Last 30 days"))
 MAX_STACKS = 6  # bars stack the dearest few; the rest is one "other" layer
 OTHER = "other"
 NOT_WRITTEN = "not written down (measured)"  # requests Claude Code billed without writing them
 
-FAST_SUFFIX = "-fast"  # the report books a model's fast-mode calls as "<model>-fast" (docs/api.md)
 LIMIT_NAMES = {"five_hour": "5-hour limit", "seven_day": "Weekly limit", "spend_limit": "Spend limit"}
-
-
-def model_name(model: str | None) -> str:
-    """"claude-sonnet-4-5" -> "Sonnet 4.5", a fast call's "claude-opus-5-5-fast" -> "Opus 5.5 (fast)";
-    an unknown shape stays as it is."""
-    if not model or model == "(none)":
-        return "unknown model"
-    model = str(model)
-    fast = ""
-    if model.endswith(FAST_SUFFIX) and len(model) > len(FAST_SUFFIX):  # the API's label of fast calls
-        model, fast = model[:-len(FAST_SUFFIX)], " (fast)"
-    parts = model.split("-")
-    if parts[0] == "claude" and len(parts) >= 2:
-        family = parts[1].capitalize()
-        version = [p for p in parts[2:] if p.isdigit() and len(p) <= 2]
-        return f"{family} {'.'.join(version)}".strip() + fast
-    return model + fast
 
 
 @dataclass

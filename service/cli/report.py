@@ -20,6 +20,7 @@ from service.report.build import ReportRequest, build_report
 from service.client.figures import count, plural, size
 from service.client.textsafe import printable_lines
 from service.client.textsafe import printable
+from service.client.words import model_name
 
 DATE_RE = re.compile(r"^(\d{4})-?(\d{2})-?(\d{2})$")
 
@@ -207,14 +208,8 @@ def _write_csv(summary: dict, out) -> None:
                         label])
 
 
-def _model(name: str) -> str:
-    """A model as ccusage's daily table shows it: without the `claude-` every name starts with."""
-    name = label_text(name)
-    return name[7:] if name.startswith("claude-") else name
-
-
 def day_table(sp: dict) -> list[str]:
-    """Per day, as `ccusage daily` prints it: models, input, output, cache write, cache read, total tokens and
+    """Per day, in `ccusage daily`'s columns (the models named as the window names them): models, input, output, cache write, cache read, total tokens and
     what was billed; a Total row. An older service's report has no token columns: cost alone then."""
     days = sp.get("days") or {}
     billed = (sp.get("billed") or {}).get("by_day") or sp.get("by_day") or {}
@@ -225,7 +220,7 @@ def day_table(sp: dict) -> list[str]:
     sums = dict.fromkeys(cols, 0)
     for day in sorted(set(days) | set(billed)):
         row = days.get(day) or {}
-        models = [_model(m) for m in row.get("models") or []] or ["-"]
+        models = [model_name(m) for m in row.get("models") or []] or ["-"]
         figures = " ".join(f"{row.get(c, 0):>{w},}" for c, w in zip(cols, (11, 11, 13, 14, 14)))
         lines.append(f"{day:<10}  {models[0][:22]:<22} {figures} {'$' + format(billed.get(day, 0.0), ',.2f'):>10}")
         lines += [f"{'':<10}  {m[:22]}" for m in models[1:]]
@@ -251,7 +246,7 @@ def _spend_lines(sp: dict) -> list[str]:
     lines.append(f"  written calls (measured): ${sp['total_usd']:.2f} over {sp['calls']} calls, "
                  f"of which subagents ${sp['subagents_usd']:.2f}")
     for model, usd in sorted(sp["by_model"].items(), key=lambda kv: -kv[1]):
-        lines.append(f"  {label_text(model):<40} ${usd:.2f}")
+        lines.append(f"  {model_name(model):<40} ${usd:.2f}")
     unwritten = sp.get("unwritten") or {}
     if unwritten and unwritten["estimated"].get("compactions"):
         est = unwritten["estimated"]

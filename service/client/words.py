@@ -71,6 +71,26 @@ def when(value, now: float | None = None, short: bool = False) -> str:
     return f"{local.day} {local:%b %Y %H:%M}"
 
 
+FAST_SUFFIX = "-fast"  # the report books a model's fast-mode calls as "<model>-fast" (docs/api.md)
+
+
+def model_name(model: str | None) -> str:
+    """"claude-sonnet-4-5" -> "Sonnet 4.5", a fast call's "claude-opus-5-5-fast" -> "Opus 5.5 (fast)";
+    an unknown shape stays as it is (the id itself stays in --json and the API)."""
+    if not model or model == "(none)":
+        return "unknown model"
+    model = str(model)
+    fast = ""
+    if model.endswith(FAST_SUFFIX) and len(model) > len(FAST_SUFFIX):  # the API's label of fast calls
+        model, fast = model[:-len(FAST_SUFFIX)], " (fast)"
+    parts = model.split("-")
+    if parts[0] == "claude" and len(parts) >= 2:
+        family = parts[1].capitalize()
+        version = [p for p in parts[2:] if p.isdigit() and len(p) <= 2]
+        return f"{family} {'.'.join(version)}".strip() + fast
+    return model + fast
+
+
 def project_name(project: str | None) -> str:
     """The project folder's name ("webshop" for /home/dev/webshop)."""
     if not project:

@@ -113,7 +113,7 @@ def test_status_and_report_in_a_second_shell_show_the_demo_make_run_plays(played
     assert report.returncode == 0, report.stderr
     text = report.stdout
     assert re.search(r"Date +Models +Input +Output +Cache write +Cache read +Total tokens +Cost", text), text
-    day = re.search(r"^\d{4}-\d{2}-\d{2}  sonnet-4-5 .* \$(\d+\.\d\d)$", text, re.MULTILINE)
+    day = re.search(r"^\d{4}-\d{2}-\d{2}  Sonnet 4\.5 .* \$(\d+\.\d\d)$", text, re.MULTILINE)  # as the window names it
     assert day and float(day.group(1)) > 1, text  # the demo's spend, on the day it played
     assert re.search(r"^Rent on dead weight: \$[1-9]", text, re.MULTILINE), text
     assert "Restarts would have saved" in text and "Budgets:" in text

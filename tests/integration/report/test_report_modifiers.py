@@ -38,4 +38,4 @@ def test_report_json_shows_the_fast_calls_apart_at_their_own_rates(tmp_path):
 
 def test_the_text_report_says_fast(tmp_path):
     out = run_report(tmp_path)
-    assert "claude-opus-5-5 (fast)" in out and "$0.39" in out  # 2.2 x $0.1768128
+    assert "Opus 5.5 (fast)" in out and "$0.39" in out  # 2.2 x $0.1768128, named as the window names it

@@ -52,7 +52,7 @@ def test_fast_calls_are_apart_in_json_text_and_the_overview(tmp_path):
     assert spend["total_usd"] == pytest.approx(0.5453054, abs=1e-9)
     assert "unknown_price_modifiers" not in summary["data_quality"]  # every value had a figure
     text = render_text(summary)
-    assert "claude-opus-5-5 (fast)" in text and "claude-opus-5-5-fast" not in text
+    assert "Opus 5.5 (fast)" in text and "claude-opus-5-5-fast" not in text  # the window's name
     day = next(iter(spend["by_day"]))
     splits = {"by_day_model": {day: dict(spend["by_model"])}, "by_day_project": {}, "first_at": {}, "last_at": {}}
     overview = overview_of(1, summary, splits, {}, set(), day, day)
