@@ -220,7 +220,7 @@ def day_table(sp: dict) -> list[str]:
     sums = dict.fromkeys(cols, 0)
     for day in sorted(set(days) | set(billed)):
         row = days.get(day) or {}
-        models = [model_name(m) for m in row.get("models") or []] or ["-"]
+        models = list(dict.fromkeys(model_name(m) for m in row.get("models") or [])) or ["-"]  # dated ids: one name
         figures = " ".join(f"{row.get(c, 0):>{w},}" for c, w in zip(cols, (11, 11, 13, 14, 14)))
         lines.append(f"{day:<10}  {models[0][:22]:<22} {figures} {'$' + format(billed.get(day, 0.0), ',.2f'):>10}")
         lines += [f"{'':<10}  {m[:22]}" for m in models[1:]]
@@ -245,8 +245,11 @@ def _spend_lines(sp: dict) -> list[str]:
                         if billed.get("unwritten_statusline_usd") else ""))
     lines.append(f"  written calls (measured): ${sp['total_usd']:.2f} over {sp['calls']} calls, "
                  f"of which subagents ${sp['subagents_usd']:.2f}")
-    for model, usd in sorted(sp["by_model"].items(), key=lambda kv: -kv[1]):
-        lines.append(f"  {model_name(model):<40} ${usd:.2f}")
+    by_name: dict[str, float] = {}
+    for model, usd in sp["by_model"].items():  # a dated id and its plain one are the same model to the reader
+        by_name[model_name(model)] = by_name.get(model_name(model), 0.0) + usd
+    for name, usd in sorted(by_name.items(), key=lambda kv: -kv[1]):
+        lines.append(f"  {name:<40} ${usd:.2f}")
     unwritten = sp.get("unwritten") or {}
     if unwritten and unwritten["estimated"].get("compactions"):
         est = unwritten["estimated"]

@@ -17,3 +17,19 @@ def test_restart_lines_count_segments_in_the_singular_and_the_plural():
     assert "over 3 stretches of work\n" in many and many.endswith("in 1 stretch of work")
     assert "following the lamp got 42% of the best" in many
     assert restart_lines(None) == []
+
+
+def test_models_are_named_as_the_window_names_them_a_dated_id_and_its_plain_one_as_one():
+    """Decision 317: "Sonnet 4.5" in the day table and the billed lines; the ids stay in --json."""
+    from service.cli.report import _spend_lines, day_table
+
+    sp = {"days": {"2026-12-01": {"models": ["claude-sonnet-4-5-20250929", "claude-sonnet-4-5", "claude-opus-5-5-fast"],
+                                  "input_tokens": 1, "output_tokens": 2, "cache_write_tokens": 3,
+                                  "cache_read_tokens": 4, "total_tokens": 10}},
+          "by_day": {"2026-12-01": 1.75}, "total_usd": 1.75, "calls": 3, "subagents_usd": 0.0,
+          "by_model": {"claude-sonnet-4-5-20250929": 0.25, "claude-sonnet-4-5": 0.5, "claude-opus-5-5-fast": 1.0}}
+    table = day_table(sp)
+    assert table[2].startswith("2026-12-01  Sonnet 4.5 ") and table[3].strip() == "Opus 5.5 (fast)"
+    assert table[4].startswith("---")  # two ids of one model, one row
+    billed = [line.split() for line in _spend_lines(sp)[1:]]
+    assert billed == [["Opus", "5.5", "(fast)", "$1.00"], ["Sonnet", "4.5", "$0.75"]]
