@@ -143,6 +143,7 @@ class Following(ServicePart):
         self._svc.scan = {"state": "scanning", "done": 0, "total": len(self.history_todo)}
         self._svc.hub.publish("service", self._svc.service_block())
         self._svc.jobs.start_scan(self.history_todo)
+        self._svc.jobs.start_scheduler()
 
     def _start_session(self, path: Path, *, rotate: bool, mtime: float | None = None) -> LiveSession:
         self.held_back.pop(str(path), None)

@@ -59,6 +59,10 @@ class Jobs(ServicePart):
 
     # ---- checkpoints -------------------------------------------------------------------------
     def start_scheduler(self) -> None:
+        """The checkpoint, team push and budget jobs; once, after the startup reading (until then no job
+        is armed: a change arms the checkpoint when the scheduler starts)."""
+        if self.scheduler is not None:
+            return
         from apscheduler.schedulers.background import BackgroundScheduler
 
         self.scheduler = BackgroundScheduler(daemon=True)

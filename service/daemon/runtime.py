@@ -265,9 +265,11 @@ class Service:
             self.api.start()
             self.ready.set()
             log.info("serving on 127.0.0.1:%s, %d recent sessions to read", self.api.port, len(live))
-            self.jobs.start_scheduler()
             if not live:
                 self.jobs.start_scan(self.following.history_todo)
+                self.jobs.start_scheduler()
+            # else both start once the recent sessions are read (Following._caught_up_if_done): the scheduler's
+            # start (apscheduler's import, 0.04-0.06 s) would come before the lamp and the history's first pass
             self._loop()
         except Defect as exc:
             return self._die(exc)
