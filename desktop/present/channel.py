@@ -133,14 +133,14 @@ def channel_counters(channel: dict | None) -> list[str]:
     return names
 
 
-def _span(channel: dict, xs: list[float], width: float, now: float | None = None) -> tuple[float, float]:
+def _span(channel: dict, xs: list[float], width: float) -> tuple[float, float]:
     """The days (or hours) the chart stands for: its buckets', else the period asked, else the last 30 days."""
     if xs:
         return min(xs) - width, max(xs) + width
     since, until = fmt.parse_time(channel.get("since")), fmt.parse_time(channel.get("until"))
     if since is not None and until is not None and until > since:
         return since, until
-    end = now if now is not None else time.time()
+    end = time.time()
     return end - 30 * 86400.0, end
 
 

@@ -209,8 +209,9 @@ def _write_csv(summary: dict, out) -> None:
 
 
 def day_table(sp: dict) -> list[str]:
-    """Per day, in `ccusage daily`'s columns (the models named as the window names them): models, input, output, cache write, cache read, total tokens and
-    what was billed; a Total row. An older service's report has no token columns: cost alone then."""
+    """Per day, in `ccusage daily`'s columns: models (named as the window names them), input, output, cache
+    write, cache read, total tokens and what was billed; a Total row. An older service's report has no
+    token columns: cost alone then."""
     days = sp.get("days") or {}
     billed = (sp.get("billed") or {}).get("by_day") or sp.get("by_day") or {}
     cols = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "total_tokens")
