@@ -248,7 +248,8 @@ def _spend_lines(sp: dict) -> list[str]:
                  f"of which subagents ${sp['subagents_usd']:.2f}")
     by_name: dict[str, float] = {}
     for model, usd in sp["by_model"].items():  # a dated id and its plain one are the same model to the reader
-        by_name[model_name(model)] = by_name.get(model_name(model), 0.0) + usd
+        name = model_name(model)
+        by_name[name] = by_name.get(name, 0.0) + usd
     for name, usd in sorted(by_name.items(), key=lambda kv: -kv[1]):
         lines.append(f"  {name:<40} ${usd:.2f}")
     unwritten = sp.get("unwritten") or {}

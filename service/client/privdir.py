@@ -10,10 +10,6 @@ from __future__ import annotations
 import os
 from _thread import get_ident  # builtin: threading's import would cost the status line
 
-TYPE_CHECKING = False  # typing's own flag costs an import on the status line's clock
-if TYPE_CHECKING:
-    from pathlib import Path
-
 
 def make_private_dirs(path: str | os.PathLike[str]) -> str:
     """Create `path` and each missing parent with mode 0700 (not the umask's); folders that exist
@@ -41,16 +37,17 @@ def make_private_dirs(path: str | os.PathLike[str]) -> str:
     return target
 
 
-def write_private(path: Path, data: bytes, *, durable: bool = True) -> None:
+def write_private(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> None:
     """Atomic write (temp file + rename), mode 0600, so a crash never leaves half a file.
 
-    `durable=False` skips the fsync, for files that can be rebuilt (the report's caches):
-    a power cut may then lose the newest version, never leave a torn one.
+    `durable=False` skips the fsync, for files that can be rebuilt (the report's caches, the status
+    line's last line): a power cut may then lose the newest version, never leave a torn one.
     """
-    make_private_dirs(path.parent)
+    folder, name = os.path.split(os.fspath(path))
+    make_private_dirs(folder)
     # one temp name per process and thread: two threads of the service (the first pass and a report
     # asked for meanwhile) may replace the same cache at the same moment, and the last rename wins whole
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{get_ident()}.tmp")
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}-{get_ident()}.tmp")
     try:
         os.unlink(tmp)  # a leftover of a crashed writer with our name, or a link somebody planted there
     except FileNotFoundError:

@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from service.client.privdir import make_private_dirs
+from service.client.privdir import make_private_dirs, write_private
 from service.statusline import fastjson, line as line_mod
 from service.statusline.reading import parse, safe_session_id
 from service.client.where import runtime_dir
@@ -126,21 +126,10 @@ def _read_text(path: str) -> str | None:
 
 
 def _write_text(path: str, text: str) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        try:
-            os.unlink(tmp)  # a leftover of a killed run with our pid, or a link planted there
-        except FileNotFoundError:
-            pass
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8"))
-        os.replace(tmp, path)
+        write_private(path, text.encode("utf-8"), durable=False)  # never through a planted link
     except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        pass
 
 
 def _prune(folder: str, now: float) -> None:
