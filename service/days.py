@@ -18,14 +18,16 @@ import os
 import time
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
+from functools import lru_cache
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 UTC_NAME = "UTC"
 LOCAL_NAME = "local"  # the machine's zone when it has no IANA name
-# zones that are UTC all year under another name (a machine's /etc/localtime often says Etc/UTC)
-UTC_ALIASES = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/GMT", "GMT", "Etc/Universal", "Universal",
-                         "Etc/Zulu", "Zulu", "Etc/GMT0", "GMT0", "Etc/Greenwich", "Greenwich"})
+# Where a zone is asked whether it is UTC: its local mean time before standard time (every place
+# had one, never exactly zero), then mid-winter and mid-summer of each year its rules cover.
+_UTC_PROBES = (datetime(1800, 1, 1, tzinfo=UTC),
+               *(datetime(year, month, 1, tzinfo=UTC) for year in range(1850, 2101) for month in (1, 7)))
 
 
 class UnknownZone(ValueError):
@@ -89,12 +91,27 @@ class Zone:
             found, tz = machine_zone()
         else:
             found, tz = name.strip(), _iana(name)
-        if found in UTC_ALIASES:  # one word for UTC, whatever /etc/localtime calls it
+        if tz is not None and is_utc_always(found):  # one word for UTC, whatever /etc/localtime calls it
             return ZONE_UTC
         return cls(found, tz)
 
 
 ZONE_UTC = Zone(UTC_NAME, ZoneInfo(UTC_NAME))  # the team server's days, and the engine's replays
+
+
+@lru_cache(maxsize=64)
+def is_utc_always(name: str) -> bool:
+    """Whether the IANA zone `name` is UTC at every instant its rules cover: offset zero and no
+    daylight saving (Etc/UTC, GMT, Zulu, Etc/GMT-0...). Decided from the zone's own rules, not a
+    list of names, so every spelling of UTC is one zone; a place that keeps UTC today (Iceland,
+    Abidjan) had other offsets once and keeps its own name."""
+    try:
+        zone = ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return False
+    zero = timedelta(0)
+    return all(zone.utcoffset(at) == zero and zone.dst(at) == zero
+               for at in (probe.astimezone(zone) for probe in _UTC_PROBES))
 
 
 class DayOf:
@@ -106,7 +123,7 @@ class DayOf:
 
     def __init__(self, zone: Zone = ZONE_UTC):
         self.name, self.tz = zone.name, zone.tz
-        self._utc = self.name in UTC_ALIASES  # a UTC time's date is its first ten characters
+        self._utc = self.name == UTC_NAME  # a UTC time's date is its first ten characters
         self._memo: dict[str, str | None] = {}
 
     def __call__(self, ts: object) -> str | None:

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 pytest_plugins = ["tests.support.o200k", "tests.support.tray"]  # shared fixtures: o200k counters, the tray
 
@@ -15,6 +16,14 @@ pytest_plugins = ["tests.support.o200k", "tests.support.tray"]  # shared fixture
 os.environ["TZ"] = "UTC"
 if hasattr(time, "tzset"):
     time.tzset()
+
+
+# Hypothesis: `make test` explores new examples on every run (a failure it finds becomes an @example);
+# CI (`.ci/run` sets HYPOTHESIS_PROFILE=ci) draws the same examples for the same commit, with no example
+# database, so one commit gives one result.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev", print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
 @pytest.fixture

@@ -41,6 +41,8 @@ DESCRIPTOR_RESERVE = 64     # descriptors the rest of the service keeps (databas
 MAX_CONNECTIONS = 512       # even with a large descriptor limit
 BACKOFF_FIRST_S = 0.05
 BACKOFF_MAX_S = 1.0
+LINGER_S = 2.0              # after refusing a body: how long its rest is read and dropped, so the peer reads the answer
+LINGER_BYTES = 4 << 20      # and at most this much of it
 YOUNG_S = 0.25              # a connection this new is not idle yet (its request is on its way): never dropped
 FULL_PAUSE_S = 0.01         # at the cap with only young connections: new ones wait in the accept queue this long
 WANTED_DESCRIPTORS = 8192   # the soft limit asked for at start (never above the hard one)
@@ -100,6 +102,47 @@ def request_size(buffer: bytes | bytearray, max_body: int) -> int | None:
         body = 0
     need = end.end() + body
     return need if len(buffer) >= need else None
+
+
+def refused_body(request: bytes, max_body: int) -> int:
+    """Bytes of body the peer may still be sending for a request whose body was not waited for
+    (over `max_body`, or chunked: then as much as LINGER_BYTES); 0 when the request came whole."""
+    end = _HEAD_END.search(request)
+    if end is None:
+        return 0
+    head = request[: end.end()]
+    if _CHUNKED.search(head):
+        return LINGER_BYTES
+    length = _LENGTH.search(head)
+    body = int(length.group(1)) if length else 0
+    return min(body, LINGER_BYTES) if body > max_body else 0
+
+
+def drain_and_close(sock: socket.socket, unread: int, linger: float = LINGER_S) -> None:
+    """Close after an answer the peer has not finished sending to: say we are done writing, then read
+    and drop up to `unread` bytes (or until the peer closes, or `linger` seconds) before closing.
+
+    Closing with unread bytes queued makes the kernel reset the connection, and a reset can reach the
+    peer while it is still sending, before it reads the answer (a client saw a broken pipe in place of
+    413). Bounded in bytes and time, so a peer that never stops sending holds a worker no longer."""
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        end = time.monotonic() + linger
+        while unread > 0:
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            sock.settimeout(left)
+            data = sock.recv(min(65536, unread))
+            if not data:
+                break
+            unread -= len(data)
+    except OSError:
+        pass
+    try:
+        sock.close()
+    except OSError:
+        pass
 
 
 @dataclass(eq=False)
@@ -377,13 +420,16 @@ class GuardedServer:
                 self._returned.append(conn)
             self._wake()
         else:
-            self._close(conn)
+            self._close(conn, refused_body(request, self.max_body))
 
-    def _close(self, conn: Connection) -> None:
-        try:
-            conn.sock.close()
-        except OSError:
-            pass
+    def _close(self, conn: Connection, unread: int = 0) -> None:
+        if unread:
+            drain_and_close(conn.sock, unread)
+        else:
+            try:
+                conn.sock.close()
+            except OSError:
+                pass
         with self._lock:
             self._open -= 1
 

@@ -214,15 +214,13 @@ def test_an_announced_oversized_body_is_refused_without_reading_it(world):
     t0 = time.monotonic()
     raw = _raw(svc.api.port, head + b"{", timeout=5)
     assert _status_of(raw) == 413 and time.monotonic() - t0 < 2
-    # a real body one byte over the cap: 413, or the connection is cut while we still send (never a 2xx)
+    # a real body one byte over the cap: the client sends it whole and reads 413 (the service drops the
+    # body's bytes, bounded, before it closes, so the client is never cut off while it still sends)
     over = b"{" + b" " * ((1 << 20) - 1) + b"}"
     with socket.create_connection(("127.0.0.1", svc.api.port), timeout=5) as s:
-        try:
-            s.sendall(head.replace(str(1 << 30).encode(), str(len(over)).encode()) + over)
-            answer = s.recv(65536)
-        except (BrokenPipeError, ConnectionResetError):
-            answer = b""
-    assert answer == b"" or _status_of(answer) == 413, answer[:100]
+        s.sendall(head.replace(str(1 << 30).encode(), str(len(over)).encode()) + over)
+        answer = s.recv(65536)
+    assert _status_of(answer) == 413, answer[:100]
     # chunked: 411; a negative or junk length: 400
     chunked = (f"POST /api/v1/rotate HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {svc.info['token']}\r\n"
                "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n").encode()

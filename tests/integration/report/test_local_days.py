@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
+import zoneinfo
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo, available_timezones
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from service.config import DEFAULTS, ConfigError, merge
@@ -44,14 +46,72 @@ def summary_of(entries: list[dict], zone: str, since: str | None = None, until: 
     return build_summary({tf.path: result}, load_prices().lookup, since=since, until=until, zone=Zone.named(zone))
 
 
+def tzif_is_utc(name: str) -> bool | None:
+    """Whether the zone's compiled rules (its TZif file) hold one offset, zero, with no daylight saving,
+    in every local-time type and in the rule for the years past its table. None: no file to read."""
+    for root in zoneinfo.TZPATH:
+        path = Path(root) / name
+        if path.is_file():
+            data = path.read_bytes()
+            break
+    else:
+        return None
+    assert data[:4] == b"TZif"
+    counts = struct.unpack(">6l", data[20:44])  # isut, isstd, leap, time, type, char
+    if data[4] >= ord("2"):  # skip the 32-bit table to the 64-bit one, then read its header
+        isut, isstd, leap, times, types, chars = counts
+        data = data[44 + times * 5 + types * 6 + chars + leap * 8 + isstd + isut:]
+        counts = struct.unpack(">6l", data[20:44])
+        isut, isstd, leap, times, types, chars = counts
+        at = 44 + times * 9
+        footer = data[at + types * 6 + chars + leap * 12 + isstd + isut:].strip(b"\n")
+    else:
+        _, _, _, times, types, _ = counts
+        at, footer = 44 + times * 5, b""
+    kinds = [struct.unpack(">lBB", data[at + 6 * i: at + 6 * i + 6]) for i in range(types)]
+    footer_utc = footer == b"" or (footer.lstrip(b"<").split(b">")[-1].lstrip(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+                                   in (b"0", b"+0", b"-0", b"0:00") and b"," not in footer)
+    return all(offset == 0 and not dst for offset, dst, _ in kinds) and footer_utc
+
+
+def test_a_zone_is_called_utc_exactly_when_its_rules_are_utc_at_every_instant():
+    """Every zone this machine knows: "UTC" when its compiled rules hold nothing but UTC (Etc/GMT0,
+    Etc/GMT-0, Zulu...), its own name otherwise (Iceland keeps UTC today but had other offsets);
+    and each zone's days are the dates its clock shows, across its changes of 2026."""
+    probes = [datetime(2026, 1, 1, tzinfo=UTC) + timedelta(hours=h, minutes=7) for h in range(0, 366 * 24, 53)]
+    checked = 0
+    for name in sorted(available_timezones()):
+        expected = tzif_is_utc(name)
+        if expected is None:
+            continue
+        zone = Zone.named(name)
+        assert zone.name == ("UTC" if expected else name), name
+        days = DayOf(zone)
+        tz = ZoneInfo(name)
+        for at in probes:
+            stamp = at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            assert days(stamp) == at.astimezone(tz).date().isoformat(), (name, stamp)
+        checked += 1
+    assert checked > 300, "this machine's zone files were not found (zoneinfo.TZPATH)"
+    for name in ("Etc/GMT0", "Etc/GMT+0", "Etc/GMT-0", "Etc/UTC", "GMT", "Zulu"):  # the spellings that failed
+        assert Zone.named(name).name == "UTC", name
+    for name in ("Atlantic/Reykjavik", "Africa/Abidjan", "Europe/London", "Etc/GMT+1"):
+        assert Zone.named(name).name == name
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(zone=st.sampled_from(ZONES),
        minutes=st.lists(st.integers(min_value=0, max_value=366 * 24 * 60), min_size=1, max_size=12))
+@example(zone="Etc/GMT0", minutes=[0])  # a name of UTC: the report says "UTC", the days are UTC's
+@example(zone="Etc/GMT-0", minutes=[0])
+@example(zone="Europe/Berlin", minutes=[0])
 def test_every_call_lands_on_its_local_date_and_the_days_sum_to_the_total(zone, minutes):
     instants = [EPOCH + timedelta(minutes=m, seconds=7) for m in minutes]
     doc = summary_of(entries_at(instants), zone)
     spend = doc["spend"]
-    assert doc["period"]["timezone"] == zone
+    # the zone is named as it was given, or "UTC" where it is one of UTC's names
+    assert doc["period"]["timezone"] == Zone.named(zone).name
+    assert doc["period"]["timezone"] in (zone, "UTC")
     expected_days = {at.astimezone(ZoneInfo(zone)).date().isoformat() for at in instants}
     assert set(spend["by_day"]) == expected_days  # each call on the date its zone's clock showed
     assert sum(spend["by_day"].values()) == pytest.approx(spend["total_usd"], abs=1e-8)
