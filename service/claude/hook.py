@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 
 from service.client.api import ApiClient, ApiError, read_api_info
 from service.client.privdir import write_private
-from service.client.textsafe import printable
+from service.client.textsafe import as_notes, printable
 
 DEADLINE_S = 1.5          # the whole hook; Claude Code's own timeout for it is 5 s
 REQUEST_TIMEOUT_S = 0.6   # one HTTP request at most
@@ -210,15 +210,15 @@ def handoff_reminder(handoffs: list[dict], now: datetime | None = None) -> str |
             if len(usable) == 1 else
             f"ctxlamp: earlier sessions of this project left {len(usable)} handoffs"
             + (f" (the {len(shown)} newest shown)" if len(usable) > len(shown) else "") + ", newest first")
-    lines = [head + ". To pick one up, call the MCP tool handoff_load "
-             "(mcp__ctxlamp__handoff_load) with its token; it brings the notes and links this "
-             "session to the earlier ones so the history tools work."]
+    head += (". To pick one up, call the MCP tool handoff_load (mcp__ctxlamp__handoff_load) with its token; it "
+             "brings the notes and links this session to the earlier ones so the history tools work.")
+    lines = []
     for h in shown:
         task = " ".join(printable(h.get("task") or "", 10 * PREVIEW_CHARS).split())
         if len(task) > PREVIEW_CHARS:
             task = task[: PREVIEW_CHARS - 1] + "…"
         lines.append(f"- load token: {h['token']} ({age_text(h.get('created_at'), now)}) task: {task or '(none given)'}")
-    return "\n".join(lines)
+    return head + "\n" + as_notes("\n".join(lines))  # the tasks are an earlier session's words: data
 
 
 def rotation_fallback(session_id: str, why: str) -> str:

@@ -97,7 +97,9 @@ def fresh_demo_home() -> Path | None:
         elif home.exists():
             shutil.rmtree(home)
     except OSError as exc:  # a file held open elsewhere (Windows): play on what is there
-        print(f"ctxlamp: could not empty the demo's folder ({exc}); its reminders may not show again.",
+        from service.client.textsafe import printable
+
+        print(f"ctxlamp: could not empty the demo's folder ({printable(exc, 500)}); its reminders may not show again.",
               file=sys.stderr)
     return home
 
