@@ -7,12 +7,13 @@ is the HTTP status when the service answered, None when nothing answered (`down`
 
 Before the token or any data goes out, the listener proves on the same connection that it is this
 user's own service (`service/client/proof.py`); one that cannot is treated as no service, and the
-api.json that named it is removed when no service holds the lock (`running.forget_stale`).
+api.json that named it is removed (`forget_stale`).
 """
 from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 import urllib.parse
 from dataclasses import dataclass
@@ -55,6 +56,29 @@ def read_api_info(path: Path | str | None = None) -> ApiInfo | None:
         return ApiInfo.of(json.loads(Path(path).read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def forget_stale(api_file: Path, token: str) -> bool:
+    """Remove `api_file` when a service that is gone left it (killed, crashed, a power cut), and its port
+    refused the connection or answered without this user's proof. Only while it still names `token`: a
+    new service writes a new token, and its file is put back if it arrived meanwhile. Whether it was removed."""
+    held = api_file.with_name(f".{api_file.name}.{os.getpid()}.stale")
+    try:
+        os.replace(api_file, held)  # taken whole: a service starting now writes its own afresh
+    except OSError:
+        return False
+    try:
+        same = json.loads(held.read_text(encoding="utf-8")).get("token") == token
+    except (OSError, ValueError, AttributeError):
+        same = False
+    try:
+        if same:
+            held.unlink()
+        else:
+            os.replace(held, api_file)  # a new service's file: back where its clients look
+    except OSError:
+        return False
+    return same
 
 
 class ApiError(RuntimeError):
@@ -144,7 +168,6 @@ class ApiClient:
         """The announced service is gone: forget it, and remove its api.json when no service holds the lock."""
         self.forget()
         if not self._fixed:
-            from service.client.running import forget_stale
             from service.client.where import api_file
 
             forget_stale(Path(self._api_file or api_file()), info.token)

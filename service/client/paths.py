@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from service.client.privdir import make_private_dirs
-from service.client.where import trusted_runtime_base
+from service.client.privdir import make_private_dirs, trusted_runtime_base
 
 APP = "ctxlamp"
 

@@ -8,7 +8,6 @@ pass on).
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from service.client.paths import Paths, app_paths
@@ -55,19 +54,3 @@ def where_to_look() -> str:
             f"{demo_paths().api_file}); `make run` or `ctxlamp start` starts the tray, `ctxlamp serve` "
             "the service alone")
 
-
-def forget_stale(api_file: Path, token: str) -> bool:
-    """Remove `api_file` when a service that is gone left it (killed, crashed, a power cut): only while
-    it still names `token` and no service holds the lock beside it, so a new service's file stays.
-    Whether it was removed."""
-    from service.daemon.lock import LockUnavailable, is_held
-
-    try:
-        if is_held(api_file.with_name("service.lock")):
-            return False
-        if json.loads(api_file.read_text(encoding="utf-8")).get("token") != token:
-            return False
-        api_file.unlink()
-    except (OSError, ValueError, AttributeError, LockUnavailable):
-        return False
-    return True

@@ -5,8 +5,9 @@
 by the rules `paths.py` takes from platformdirs (tests check they agree for Linux, macOS and
 Windows): `$CTXLAMP_HOME`; Linux and other POSIX `$XDG_RUNTIME_DIR/ctxlamp` or `<data>/run`;
 macOS `$XDG_RUNTIME_DIR/ctxlamp` or `~/Library/Caches/TemporaryItems/ctxlamp`; Windows `%LOCALAPPDATA%\\Temp\\ctxlamp`.
-`$XDG_RUNTIME_DIR` counts only when it is this user's private folder (`runtime_base_problem`, platformdirs'
-rule; `paths.py` asks the same function), so nobody can plant an api.json for the status line to follow.
+`$XDG_RUNTIME_DIR` counts only when it is this user's private folder (`privdir.runtime_base_problem`,
+platformdirs' rule; `paths.py` asks the same function), so nobody can plant an api.json for the status line
+to follow.
 When no api.json is there, `paths.app_paths` decides (platformdirs' full rules, e.g. a
 `$XDG_RUNTIME_DIR` it refuses), when it can be imported.
 """
@@ -14,59 +15,13 @@ When no api.json is there, `paths.app_paths` decides (platformdirs' full rules, 
 import os
 import sys
 
+from service.client.privdir import trusted_runtime_base
+
 TYPE_CHECKING = False  # typing's own flag costs an import on the status line's clock
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
 APP = "ctxlamp"
-
-
-def runtime_base_problem(path: str) -> "str | None":
-    """Why `path` ($XDG_RUNTIME_DIR) is not this user's private runtime folder, None when it is. The rule
-    platformdirs applies: the folder, when it exists, is a directory (not a link) of this user with mode
-    0700; every folder above it (and each link on the way) belongs to root or this user, and no other
-    user may write in it unless it is sticky. A few lstat calls: cheap enough for the status line."""
-    geteuid = getattr(os, "geteuid", None)
-    if geteuid is None:  # no POSIX owners (Windows takes no XDG folder)
-        return None
-    import stat
-
-    uid = geteuid()
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        info = None  # ctxlamp creates it, private
-    except OSError as exc:
-        return f"{path} cannot be checked ({exc.strerror})"
-    if info is not None:
-        if not stat.S_ISDIR(info.st_mode):
-            return f"{path} is not a folder (or is a link)"
-        if info.st_uid != uid:
-            return f"{path} belongs to uid {info.st_uid}, not {uid}"
-        if info.st_mode & 0o777 != 0o700:
-            return f"{path} has mode {info.st_mode & 0o777:04o}, not 0700"
-    parent = os.path.dirname(os.path.abspath(path))
-    for above in (parent, os.path.realpath(parent)):
-        folder = os.sep
-        for part in [p for p in above.split(os.sep) if p]:
-            folder = os.path.join(folder, part)
-            try:
-                info = os.lstat(folder)
-            except FileNotFoundError:
-                break  # the rest is missing too: ctxlamp creates it, private
-            except OSError as exc:
-                return f"{folder} cannot be checked ({exc.strerror})"
-            if info.st_uid not in (0, uid):
-                return f"{path} is below {folder}, owned by uid {info.st_uid}"
-            if stat.S_ISDIR(info.st_mode) and info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
-                return f"{path} is below {folder}, writable by another user"
-    return None
-
-
-def trusted_runtime_base(env: "Mapping[str, str] | None" = None) -> "str | None":
-    """$XDG_RUNTIME_DIR when it is absolute and this user's private folder, else None."""
-    xdg = (os.environ if env is None else env).get("XDG_RUNTIME_DIR", "")
-    return xdg if xdg.startswith("/") and runtime_base_problem(xdg) is None else None
 
 
 def folders(system: str = sys.platform, env: "Mapping[str, str] | None" = None) -> tuple[str, str]:

@@ -51,6 +51,8 @@ def _routes(api: Api) -> list[tuple[str, str]]:
     doc = api.get("/api/v1/openapi.json")
     out = []
     for path, ops in doc["paths"].items():
+        if ops.get("get", {}).get("security") == []:
+            continue  # the proof route, asked before the token is sent: test_the_proof_route_tells_nothing
         concrete = re.sub(r"\{[^}]+\}", "x", path).replace("/channels/x", "/channels/edit")
         out += [(m.upper(), concrete) for m in ops]
     return out
@@ -109,6 +111,24 @@ def test_every_route_refuses_no_token_a_wrong_one_and_another_users(world):
     assert api.request("GET", f"/api/v1/status?token={tok}", token=None)[0] == 401
     # and the other user's service refuses ours
     assert other.api.request("GET", "/api/v1/status", token=svc.info["token"])[0] == 401
+
+
+def test_the_proof_route_tells_nothing_but_its_proof(world):
+    """The one route without a token answers a fresh nonce with the service's proof and nothing else."""
+    from service.client import proof
+
+    svc = world["svc"]
+    doc = svc.api.get("/api/v1/openapi.json")
+    assert [p for p, ops in doc["paths"].items() if ops.get("get", {}).get("security") == []] == [proof.PATH]
+    nonce = proof.new_nonce()
+    status, obj = svc.api.request("GET", f"{proof.PATH}?nonce={nonce}", token=None)
+    assert status == 200 and set(obj) == {"proof"}
+    assert proof.holds(svc.info["proof_key"], nonce, svc.info["port"], obj["proof"])
+    assert not proof.holds(world["other"].info["proof_key"], nonce, svc.info["port"], obj["proof"])
+    for bad in ("", "short", "x" * 32, "A" * 32, "a" * 129):
+        status, obj = svc.api.request("GET", f"{proof.PATH}?nonce={bad}", token=None)
+        assert status == 400 and set(obj) == {"error"}
+    assert svc.api.request("POST", f"{proof.PATH}?nonce={nonce}", body={}, token=None)[0] == 401
 
 
 # ---- Host ---------------------------------------------------------------------------------------------

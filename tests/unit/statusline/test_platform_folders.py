@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from service.client import paths
-from service.client import where
+from service.client import privdir, where
 
 WIN_LOCAL = "C:\\Users\\Ada Lovelace\\AppData\\Local"
 
@@ -141,7 +141,7 @@ def test_a_planted_runtime_folder_is_refused_by_where_and_paths_alike(how, monke
         with open(os.path.join(planted, "api.json"), "w") as fh:
             fh.write('{"port": 1, "token": "planted"}')
     trusted = how == "private"
-    assert (where.runtime_base_problem(xdg) is None) == trusted
+    assert (privdir.runtime_base_problem(xdg) is None) == trusted
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns once when it refuses the folder
         assert platformdirs.PlatformDirs("ctxlamp", appauthor=False).user_runtime_dir.startswith(xdg) == trusted
