@@ -104,7 +104,7 @@ class ApiServer:
         if after > before:
             log.info("descriptor limit raised from %d to %d", before, after)
         handler = type("Handler", (_Handler,), {"api": self})
-        self.httpd = GuardedServer(("127.0.0.1", 0), handler, MAX_BODY)
+        self.httpd = GuardedServer(("127.0.0.1", 0), handler, MAX_BODY, quick=self.quick_proof)
         self.port = self.httpd.server_address[1]
         self._thread = threading.Thread(target=self._serve, name="api", daemon=True)
         self._thread.start()
@@ -153,6 +153,32 @@ class ApiServer:
                 self.service.hub.end(client)
                 ended += 1
         return ended
+
+    def quick_proof(self, request: bytes) -> bytes | None:
+        """The whole answer to a plain proof request, for the door to send without a worker (the status
+        line asks one before each request: docs/decisions.md 402); None for anything else or anything
+        unusual, which the handler answers as every request (`_Handler._prove`, the same proof)."""
+        head, _, body = request.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        parts = lines[0].split(b" ")
+        if body or len(parts) != 3 or parts[0] != b"GET" or parts[2] != b"HTTP/1.1":
+            return None
+        target = urlsplit(parts[1].decode("latin-1"))
+        nonce = (parse_qs(target.query).get("nonce") or [""])[-1]
+        if target.path != proof.PATH or not proof.valid_nonce(nonce):
+            return None
+        fields = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(b":")
+            if not sep or name.strip().lower() in fields:
+                return None
+            fields[name.strip().lower()] = value.strip().decode("latin-1")
+        if not _LOOPBACK.match(fields.get(b"host", "")) or fields.keys() & {b"origin", b"sec-fetch-site",
+                                                                             b"content-length", b"transfer-encoding"}:
+            return None
+        data = dumps({"proof": proof.answer(self.proof_key, nonce, self.port)})
+        return (b"HTTP/1.1 200 OK\r\nServer: ctxlamp/%s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                b"Cache-Control: no-store\r\n\r\n%s" % (__version__.encode(), len(data), data))
 
     def authorized(self, header: str | None) -> bool:
         if not header or not header.startswith("Bearer "):

@@ -92,7 +92,7 @@ def _try_lock(path: str) -> int | None:
         import fcntl
     except ImportError:
         return _try_range_lock(path)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)  # never through a link
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -109,7 +109,7 @@ def _try_range_lock(path: str) -> int | None:
     except ImportError:
         return -1
     ranges: Any = msvcrt  # typeshed declares its functions for Windows only; this runs wherever it imports
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)  # never through a link
     try:
         ranges.locking(fd, ranges.LK_NBLCK, 1)
     except OSError:
