@@ -165,7 +165,7 @@ class ApiClient:
                                 "(it could not prove it); nothing was sent to it")
 
     def _stale(self, info: ApiInfo) -> None:
-        """The announced service is gone: forget it, and remove its api.json when no service holds the lock."""
+        """The announced service is gone: forget it, and remove its api.json while it names the token we read."""
         self.forget()
         if not self._fixed:
             from service.client.where import api_file
