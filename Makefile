@@ -18,15 +18,19 @@ $(BIN)/python:
 # PYTHONDONTWRITEBYTECODE is set every command would compile its modules again.
 COMPILE := $(BIN)/python -m compileall -q service desktop models resources > /dev/null
 
-$(RUN_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+# Installs are pinned: the locked dependencies with their hashes, then the project alone (requirements/README.md
+# says how to refresh the locks after a change to pyproject.toml's dependencies).
+$(RUN_STAMP): pyproject.toml requirements/run.lock | $(BIN)/python
+	$(BIN)/pip install --quiet --require-hashes -r requirements/run.lock
+	$(BIN)/pip install --quiet --no-deps -e .
 	@$(BIN)/python -m service.engine_setup.tokenizer > /dev/null  # the parsed o200k table a wheel ships
 	@$(COMPILE)
 	@touch $(RUN_STAMP)
 
 # The developer's venv is a superset of the user's: it stamps both, so `make run` after it installs nothing.
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,lint]'
+$(STAMP): pyproject.toml requirements/dev.lock | $(BIN)/python
+	$(BIN)/pip install --quiet --require-hashes -r requirements/dev.lock
+	$(BIN)/pip install --quiet --no-deps -e .
 	@$(BIN)/python -m service.engine_setup.tokenizer > /dev/null
 	@$(COMPILE)
 	@touch $(STAMP) $(RUN_STAMP)
@@ -57,7 +61,7 @@ bench: $(STAMP)
 # The packaged build for this machine (packaging/targets.py): Linux dist/ctxlamp/, Windows
 # dist/ctxlamp/ctxlamp.exe, macOS dist/ctxlamp.app (menu bar only).
 dist: $(RUN_STAMP)
-	@$(BIN)/python -c "import PyInstaller" 2>/dev/null || $(BIN)/pip install --quiet pyinstaller
+	@$(BIN)/python -c "import PyInstaller" 2>/dev/null || $(BIN)/pip install --quiet --require-hashes -r requirements/dist.lock
 	$(BIN)/python -m PyInstaller packaging/ctxlamp.spec --noconfirm --distpath dist --workpath build/pyinstaller --log-level WARN
 	@$(BIN)/python -c "import sys; sys.path.insert(0, 'packaging'); from targets import built_executable; print('built', built_executable(sys.platform, 'dist'))"
 

@@ -8,6 +8,7 @@ the child, from wait4) per run. Forms: `script` is what `ctxlamp install` writes
 
     .venv/bin/python bench/statusline.py [--runs 100] [--form script|module]
     .venv/bin/python bench/statusline.py --compare [--runs 100]   # p95 against `python -S -c pass`, quiet and at load 4
+    .venv/bin/python bench/statusline.py --against OTHER [--runs 100]  # this checkout's line, OTHER's and the floor, in turns
 """
 from __future__ import annotations
 
@@ -34,13 +35,15 @@ SID = T.SID
 
 
 class SourceService(ServiceProcess):
-    """The service of this checkout (not whatever `ctxlamp` is on PATH)."""
+    """The service of this checkout (not whatever `ctxlamp` is on PATH); `root` another checkout's."""
+
+    root = ROOT
 
     def start(self) -> "SourceService":
         self.home.mkdir(parents=True, exist_ok=True)
         self.started = time.perf_counter()
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "service.cli", "serve"], env=self.env, cwd=ROOT,
+        with open(self.log, "wb") as log:  # `-m` from the checkout: its own `service` package comes first
+            self.proc = subprocess.Popen([sys.executable, "-m", "service.cli", "serve"], env=self.env, cwd=self.root,
                                          stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         return self
 
@@ -99,17 +102,19 @@ def _compile_the_line() -> None:
     PYTHONDONTWRITEBYTECODE, which would time the compiler instead: compile what the command imports."""
     import compileall
 
-    compileall.compile_dir(str(ROOT / "service" / "statusline"), quiet=1)
+    for package in ("statusline", "client"):  # the line imports service.client's where, privdir and proof
+        compileall.compile_dir(str(ROOT / "service" / package), quiet=1)
     compileall.compile_file(str(ROOT / "service" / "__init__.py"), quiet=1)
 
 
 @contextlib.contextmanager
-def _serving_a_session() -> Iterator[SourceService]:
-    """A service from this checkout over one session, done with its startup reading."""
+def _serving_a_session(root: Path = ROOT) -> Iterator[SourceService]:
+    """A service from this checkout (or `root`) over one session, done with its startup reading."""
     with tempfile.TemporaryDirectory(prefix="ctxlamp-bench-sl-") as tmp:
         home, claude = Path(tmp) / "home", Path(tmp) / "claude"
         write_session(claude)
-        with SourceService(home, claude, {"CTXLAMP_LIVE_HOURS": "1000000"}) as svc:
+        service = type("CheckoutService", (SourceService,), {"root": root})
+        with service(home, claude, {"CTXLAMP_LIVE_HOURS": "1000000"}) as svc:
             svc.wait_status()
             svc.wait_idle()
             yield svc
@@ -208,6 +213,36 @@ def compare(runs: int = 100, loads: tuple[int, ...] = (0, 4)) -> dict:
             "floor": "<python> -S -c pass", "phases": phases, "line": check.stdout.decode().strip()}
 
 
+def against(other: Path, runs: int = 100) -> dict:
+    """This checkout's status line and `other`'s (another checkout of ctxlamp, e.g. the commit before a
+    change), each against its own checkout's service, and the bare interpreter, in turns."""
+    import compileall
+
+    _compile_the_line()
+    for package in ("statusline", "client"):
+        compileall.compile_dir(str(other / "service" / package), quiet=1)
+    compileall.compile_file(str(other / "service" / "__init__.py"), quiet=1)
+    floor = [sys.executable, "-S", "-c", "pass"]
+    with _serving_a_session() as mine, _serving_a_session(other) as theirs:
+        envs = {"this": dict(mine.env), "other": dict(theirs.env), "floor": dict(mine.env)}
+        cmds = {"this": [sys.executable, "-S", str(ROOT / "service" / "statusline" / "fast.py")],
+                "other": [sys.executable, "-S", str(other / "service" / "statusline" / "fast.py")], "floor": floor}
+        with _children_print_nowhere():
+            for i in range(3):
+                for name, c in cmds.items():
+                    run_once(c, envs[name], status_json(i))
+            got = alternating(runs, {name: (lambda i, name=name, c=c: run_once(c, envs[name], status_json(i)))
+                                     for name, c in cmds.items()})
+        lines = {name: subprocess.run(cmds[name], env=envs[name], input=status_json(0), capture_output=True,
+                                      timeout=5).stdout.decode().strip() for name in ("this", "other")}
+    out: dict = {"runs": runs, "loadavg_after": os.getloadavg(), "lines": lines}
+    for name, rows in got.items():
+        walls, cpus = [w for w, _, _ in rows], [c for _, c, _ in rows]
+        out[name] = {"p50_ms": 1000 * statistics.median(walls), "p95_ms": 1000 * pct(walls, 0.95),
+                     "cpu_p50_ms": 1000 * statistics.median(cpus), "cpu_mean_ms": 1000 * statistics.fmean(cpus)}
+    return out
+
+
 def format_compare(r: dict) -> str:
     out = [f"`sh -c '{r['command']}'` against `sh -c '{r['floor']}'`, {r['runs']} interleaved runs each:"]
     for ph in r["phases"]:
@@ -225,7 +260,19 @@ def main() -> int:
     ap.add_argument("--form", choices=("script", "module"), default="script")
     ap.add_argument("--compare", action="store_true",
                     help="the installed command against `python -S -c pass` through sh -c, quiet and with 4 busy processes")
+    ap.add_argument("--against", type=Path, help="another checkout: its status line and this one's, in turns")
     args = ap.parse_args()
+    if args.against:
+        r = against(args.against.resolve(), args.runs)
+        print(f"{r['runs']} runs each, in turns (python -S fast.py, each against its checkout's service):")
+        for name in ("this", "other", "floor"):
+            f = r[name]
+            print(f"  {name:5}: p50 {f['p50_ms']:.1f} ms p95 {f['p95_ms']:.1f} ms, CPU p50 {f['cpu_p50_ms']:.1f} ms "
+                  f"mean {f['cpu_mean_ms']:.1f} ms; p95 ratio to the floor {f['p95_ms'] / r['floor']['p95_ms']:.2f}")
+        print(f"  load average after: {' '.join(f'{x:.2f}' for x in r['loadavg_after'])}")
+        for name, line in r["lines"].items():
+            print(f"  {name} line: {line}")
+        return 0
     if args.compare:
         r = compare(args.runs)
         print(format_compare(r))

@@ -3,21 +3,26 @@
 It asks the agent to call the ctxlamp MCP tool `handoff_save` with a task line,
 a body a successor can work from, and the paths that matter (the current
 selection, largest first), so the next session starts with the useful part.
+The paths and the project come from transcripts: each passes the one text filter and stays on its
+own line, so a file name cannot add lines to the prompt.
 """
 from __future__ import annotations
 
+from service.client.textsafe import printable
+
 MAX_PATHS = 40
+PATH_CHARS = 300
 
 
 def selected_paths(series: dict | None) -> list[str]:
     rows = [p for p in (series or {}).get("paths") or [] if p.get("selected")]
     rows.sort(key=lambda p: -(p.get("tokens") or 0))
-    return [str(p["path"]) for p in rows[:MAX_PATHS] if p.get("path")]
+    return [printable(p["path"], PATH_CHARS) for p in rows[:MAX_PATHS] if p.get("path")]
 
 
 def handoff_prompt(snapshot: dict | None, series: dict | None = None) -> str:
     paths = selected_paths(series)
-    project = (snapshot or {}).get("project") or ""
+    project = printable((snapshot or {}).get("project") or "", PATH_CHARS)
     lines = [
         "Please hand this work over to a fresh session: call the MCP tool "
         "mcp__ctxlamp__handoff_save now, with these arguments:",

@@ -13,7 +13,10 @@ for a growing pause, and never spins. Workers are started on demand (no idle
 thread) up to a cap; SSE streams get their own thread (the hub caps them).
 
 The handler is an ordinary `BaseHTTPRequestHandler` that reads its request
-from memory (`BufferedHandler`) and writes to the socket.
+from memory (`BufferedHandler`) and writes to the socket. A request the server's
+`quick` answers (the proof a client asks before its token, a few hundred bytes of
+work) is answered by the door itself: no thread is started for it, and the
+connection waits at the door for the request that follows.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, Callable
 
 log = logging.getLogger("ctxlamp.api")
 
@@ -204,8 +207,10 @@ class BufferedHandler(BaseHTTPRequestHandler):
 class GuardedServer:
     """A TCP listener guarded as the module docstring says; `serve_forever` runs the door's thread."""
 
-    def __init__(self, address: tuple[str, int], handler: type[BufferedHandler], max_body: int) -> None:
+    def __init__(self, address: tuple[str, int], handler: type[BufferedHandler], max_body: int,
+                 quick: Callable[[bytes], bytes | None] | None = None) -> None:
         self.handler = handler
+        self.quick = quick  # a whole request -> the whole answer the door sends itself, or None
         self.max_body = max_body
         self.listener = socket.create_server(address, backlog=ACCEPT_QUEUE)
         self.listener.setblocking(False)
@@ -385,6 +390,19 @@ class GuardedServer:
         size = request_size(conn.buffer, self.max_body) or 0
         request = bytes(conn.buffer[:size])
         del conn.buffer[:size]
+        answer = self.quick(request) if self.quick is not None else None
+        if answer is not None:
+            try:
+                sent = conn.sock.send(answer)  # a few hundred bytes: a fresh socket's buffer takes them whole
+            except OSError:
+                sent = -1
+            if sent != len(answer):
+                self._close(conn)
+                return
+            conn.since = time.monotonic()
+            conn.deadline = conn.since + REQUEST_DEADLINE_S
+            self._wait(conn)  # kept alive: the client's next request follows on this connection
+            return
         if _EVENTS.match(request):  # a stream lives long: its own thread (the hub caps subscribers)
             threading.Thread(target=self._serve_one, args=(conn, request), name="api-sse", daemon=True).start()
             return

@@ -156,6 +156,12 @@ E503 = {"503": {"description": "database unavailable", "content": {"application/
 E404 = {"404": {"description": "not found", "content": {"application/json": {"schema": _ref("Error")}}}}
 
 PATHS = {
+    "/api/v1/proof": {"get": {"summary": "this service's proof for a client's nonce (asked before the token is "
+                                         "sent; service/client/proof.py)", "security": [],
+                              "parameters": [_q("nonce", {"type": "string", "pattern": "^[0-9a-f]{32,128}$"}, True)],
+                              "responses": {**_ok(_obj({"proof": STR})), "400": {
+                                  "description": "not a nonce", "content": {"application/json": {
+                                      "schema": _ref("Error")}}}}}},
     "/api/v1/health": {"get": _op("liveness", _ok(_obj({"ok": {"type": "boolean"}, "version": STR, "pid": INT,
                                                         "started_at": STR})))},
     "/api/v1/status": {"get": _op("every live session's snapshot, the followed session, the service",

@@ -27,6 +27,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from service import __version__
 from service.api.guard import BufferedHandler, GuardedServer, raise_descriptor_limit
 from service.config import ConfigError
+from service.client import proof
 from service.client.privdir import write_private
 from service.redact import redact, redact_settings, restore_masked
 from service.api.reads import ServiceView, Unavailable
@@ -89,6 +90,7 @@ class ApiServer:
     def __init__(self, service: ServiceView) -> None:
         self.service = service
         self.token = secrets.token_urlsafe(32)
+        self.proof_key = proof.new_key()  # the key a client checks this service's proof with (api.json only)
         self.port = 0
         self.httpd: GuardedServer | None = None
         self._thread: threading.Thread | None = None
@@ -102,12 +104,12 @@ class ApiServer:
         if after > before:
             log.info("descriptor limit raised from %d to %d", before, after)
         handler = type("Handler", (_Handler,), {"api": self})
-        self.httpd = GuardedServer(("127.0.0.1", 0), handler, MAX_BODY)
+        self.httpd = GuardedServer(("127.0.0.1", 0), handler, MAX_BODY, quick=self.quick_proof)
         self.port = self.httpd.server_address[1]
         self._thread = threading.Thread(target=self._serve, name="api", daemon=True)
         self._thread.start()
-        info = {"port": self.port, "token": self.token, "pid": os.getpid(), "version": __version__,
-                "started_at": self.service.started_at}
+        info = {"port": self.port, "token": self.token, "proof_key": self.proof_key, "pid": os.getpid(),
+                "version": __version__, "started_at": self.service.started_at}
         write_private(self.service.paths.api_file, json.dumps(info).encode("utf-8"))
 
     def _serve(self) -> None:
@@ -151,6 +153,32 @@ class ApiServer:
                 self.service.hub.end(client)
                 ended += 1
         return ended
+
+    def quick_proof(self, request: bytes) -> bytes | None:
+        """The whole answer to a plain proof request, for the door to send without a worker (the status
+        line asks one before each request: docs/decisions.md 402); None for anything else or anything
+        unusual, which the handler answers as every request (`_Handler._prove`, the same proof)."""
+        head, _, body = request.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        parts = lines[0].split(b" ")
+        if body or len(parts) != 3 or parts[0] != b"GET" or parts[2] != b"HTTP/1.1":
+            return None
+        target = urlsplit(parts[1].decode("latin-1"))
+        nonce = (parse_qs(target.query).get("nonce") or [""])[-1]
+        if target.path != proof.PATH or not proof.valid_nonce(nonce):
+            return None
+        fields = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(b":")
+            if not sep or name.strip().lower() in fields:
+                return None
+            fields[name.strip().lower()] = value.strip().decode("latin-1")
+        if not _LOOPBACK.match(fields.get(b"host", "")) or fields.keys() & {b"origin", b"sec-fetch-site",
+                                                                             b"content-length", b"transfer-encoding"}:
+            return None
+        data = dumps({"proof": proof.answer(self.proof_key, nonce, self.port)})
+        return (b"HTTP/1.1 200 OK\r\nServer: ctxlamp/%s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                b"Cache-Control: no-store\r\n\r\n%s" % (__version__.encode(), len(data), data))
 
     def authorized(self, header: str | None) -> bool:
         if not header or not header.startswith("Bearer "):
@@ -453,6 +481,15 @@ class _Handler(BufferedHandler):
         short = self.responses.get(code, ("error",))[0]
         self._error(code, (message or short)[:200])
 
+    def _prove(self, raw_query: str) -> None:
+        """This service's proof for the client's nonce (service/client/proof.py); the connection stays
+        open for the request the client sends once it has checked the proof."""
+        nonce = (parse_qs(raw_query).get("nonce") or [""])[-1]
+        if not proof.valid_nonce(nonce):
+            self.close_connection = True
+            return self._error(400, "nonce must be 32 to 128 lower-case hex characters")
+        self._send(200, {"proof": proof.answer(self.api.proof_key, nonce, self.api.port)})
+
     def _handle(self) -> None:
         api = self.api
         host = self.headers.get("Host", "")
@@ -462,10 +499,12 @@ class _Handler(BufferedHandler):
         if self.headers.get("Origin") is not None or self.headers.get("Sec-Fetch-Site") is not None:
             self.close_connection = True  # a web page's request: no page may read or steer the service
             return self._error(403, "requests from a browser page are refused")
+        parts = urlsplit(self.path)
+        if parts.path == proof.PATH and self.command == "GET":
+            return self._prove(parts.query)  # before the token: the client has not sent it yet
         if not api.authorized(self.headers.get("Authorization")):
             self.close_connection = True
             return self._error(401, "missing or wrong bearer token (see api.json)", {"WWW-Authenticate": "Bearer"})
-        parts = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         body: dict = {}
         if self.command in ("POST", "PUT", "PATCH", "DELETE"):

@@ -29,8 +29,8 @@ import urllib.parse
 from datetime import datetime, timezone
 
 from service.client.api import ApiClient, ApiError, read_api_info
-from service.client.privdir import make_private_dirs
-from service.client.textsafe import printable
+from service.client.privdir import write_private
+from service.client.textsafe import as_notes, printable
 
 DEADLINE_S = 1.5          # the whole hook; Claude Code's own timeout for it is 5 s
 REQUEST_TIMEOUT_S = 0.6   # one HTTP request at most
@@ -69,28 +69,33 @@ def _paths():
 
 
 class ServiceDown(Exception):
-    pass
+    """Why the service cannot help, in one of the hook's own fixed sentences (never the service's text,
+    which would reach the new session's context)."""
+
+
+NOT_RUNNING = "the ctxlamp service is not running"
+NO_ANSWER = "the ctxlamp service did not answer in time"
+REFUSED = "the ctxlamp service refused to switch"
 
 
 class Api:
     """The service, every call bounded by what is left of the hook's deadline."""
 
     def __init__(self, api_file) -> None:
-        info = read_api_info(api_file)
-        if info is None:
-            raise ServiceDown("the ctxlamp service is not running")
-        self.client = ApiClient(info)
+        if read_api_info(api_file) is None:
+            raise ServiceDown(NOT_RUNNING)
+        self.client = ApiClient(api_file=api_file)  # a stale file whose listener is not ours is removed
 
     def call(self, method: str, path: str, body: dict | None = None) -> dict:
         timeout = min(REQUEST_TIMEOUT_S, _left() - 0.1)
         if timeout <= 0.05:
-            raise ServiceDown("no time left")
+            raise ServiceDown(NO_ANSWER)
         try:
             answer = self.client.request(method, path, body, timeout=timeout)
         except ApiError as exc:
             if exc.down:
-                raise ServiceDown(str(exc)) from exc
-            raise ServiceDown(f"the service answered {exc.status}" + (f": {exc.detail}" if exc.detail else "")) from exc
+                raise ServiceDown(NO_ANSWER if "did not answer" in str(exc) else NOT_RUNNING) from exc
+            raise ServiceDown(REFUSED) from exc
         return answer if isinstance(answer, dict) else {}
 
 
@@ -102,13 +107,9 @@ def remember_session(paths, claude_pid: str | None, session_id: str, cwd: str | 
     if not claude_pid or not claude_pid.isdigit():
         return
     folder = paths.runtime / "sessions"
-    make_private_dirs(folder)
     target = folder / f"{claude_pid}.json"
-    tmp = folder / f".{claude_pid}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump({"session_id": session_id, "cwd": cwd, "at": time.time()}, fh)
-    os.replace(tmp, target)
+    note = json.dumps({"session_id": session_id, "cwd": cwd, "at": time.time()}).encode("utf-8")
+    write_private(target, note, durable=False)  # never through a planted link; rebuilt at the next start
     for stale in folder.glob("*.json"):  # files of Claude Code processes that are gone
         pid = stale.stem
         if pid.isdigit() and pid != claude_pid and not _alive(int(pid)):
@@ -146,7 +147,7 @@ def followed_in_project(status: dict, cwd: str | None) -> str | None:
 def rotate_if_needed(api: Api | None, down: str | None, session_id: str, payload: dict) -> str | None:
     """None when the service follows this session (now); else why it could not switch."""
     if api is None:
-        return down or "the ctxlamp service is not running"
+        return down or NOT_RUNNING
     try:
         if followed_in_project(api.call("GET", "/api/v1/status"), payload.get("cwd")) == session_id:
             return None
@@ -156,7 +157,7 @@ def rotate_if_needed(api: Api | None, down: str | None, session_id: str, payload
     except ServiceDown as exc:
         return str(exc)
     if not answer.get("ok", True):
-        return str(answer.get("error") or "the service refused")
+        return REFUSED  # its reason stays out of the session's context
     return None
 
 
@@ -209,20 +210,21 @@ def handoff_reminder(handoffs: list[dict], now: datetime | None = None) -> str |
             if len(usable) == 1 else
             f"ctxlamp: earlier sessions of this project left {len(usable)} handoffs"
             + (f" (the {len(shown)} newest shown)" if len(usable) > len(shown) else "") + ", newest first")
-    lines = [head + ". To pick one up, call the MCP tool handoff_load "
-             "(mcp__ctxlamp__handoff_load) with its token; it brings the notes and links this "
-             "session to the earlier ones so the history tools work."]
+    head += (". To pick one up, call the MCP tool handoff_load (mcp__ctxlamp__handoff_load) with its token; it "
+             "brings the notes and links this session to the earlier ones so the history tools work.")
+    lines = []
     for h in shown:
         task = " ".join(printable(h.get("task") or "", 10 * PREVIEW_CHARS).split())
         if len(task) > PREVIEW_CHARS:
             task = task[: PREVIEW_CHARS - 1] + "…"
         lines.append(f"- load token: {h['token']} ({age_text(h.get('created_at'), now)}) task: {task or '(none given)'}")
-    return "\n".join(lines)
+    return head + "\n" + as_notes("\n".join(lines))  # the tasks are an earlier session's words: data
 
 
 def rotation_fallback(session_id: str, why: str) -> str:
-    return (f"ctxlamp: the lamp could not switch to this session ({printable(session_id, 100)}): "
-            f"{printable(why, 300)}. "
+    """The fixed words telling the agent to call rotate_session; `why` is one of the hook's own sentences."""
+    why = why if why in (NOT_RUNNING, NO_ANSWER, REFUSED) else NOT_RUNNING
+    return (f"ctxlamp: the lamp could not switch to this session ({printable(session_id, 100)}): {why}. "
             "Call the MCP tool rotate_session (mcp__ctxlamp__rotate_session) once so that ctxlamp "
             "measures this session.")
 
@@ -252,7 +254,7 @@ def answer(payload: dict) -> str | None:
     why = rotate_if_needed(api, down, session_id, payload)
     if why is not None:
         parts.append(rotation_fallback(session_id, why))
-        if api is not None and "did not answer" in why:
+        if api is not None and why == NO_ANSWER:
             api = None  # the service hangs: do not spend the rest of the deadline on it
     if source in DISCOVERY_SOURCES and cwd:
         handoffs = None

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from service.client.textsafe import printable
+
 SERVER_NAME = "ctxlamp"
 FRESH_SLACK_S = 60.0
 INSTRUCTIONS = (
@@ -90,7 +92,7 @@ class Backend:
 
 
 def _error_text(status: int, obj: Any) -> str:
-    detail = obj.get("error") if isinstance(obj, dict) else obj
+    detail = printable(obj.get("error") if isinstance(obj, dict) else obj, 500)
     if status == 503:
         return f"ctxlamp's database is unavailable right now ({detail}). Try again in a moment."
     return f"ctxlamp answered {status}: {detail}"
@@ -105,57 +107,67 @@ def _no_session() -> str:
 
 
 def render_handoff(h: dict) -> str:
-    lines = [f"Handoff {h.get('token')} (saved {h.get('created_at') or '?'}"
-             + (f" by session {h['from_session']}" if h.get("from_session") else "") + ")",
-             f"Task: {h.get('task') or ''}", "", str(h.get("body") or "")]
+    """A loaded handoff as the agent gets it: what the earlier session wrote (its task, notes and paths)
+    fenced as data, each path and id on one line of its own; ctxlamp's own words outside the fence."""
+    from service.client.textsafe import as_notes, text_block
+
+    when = printable(h.get("created_at") or "?", 40)
+    by = f" by session {printable(h['from_session'], 100)}" if h.get("from_session") else ""
+    notes = [f"Task: {printable(h.get('task') or '', 1000)}", "", text_block(h.get("body") or "", MAX_ANSWER_CHARS // 2)]
     paths = h.get("paths") or []
     if paths:
-        lines += ["", "Files that matter:"] + [f"- {p}" for p in paths]
-    lines += ["", "This session is now linked to the earlier ones: history_page(1) pages through their turns, "
-              "history_search(query) finds words you remember, history_locate(path) finds the turns that "
-              "read or changed a file."]
+        notes += ["", "Files that matter:"] + [f"- {printable(p, 300)}" for p in paths[:200]]
+    lines = [f"Handoff {printable(h.get('token'), 64)} (saved {when}{by})", as_notes("\n".join(notes)), "",
+             "This session is now linked to the earlier ones: history_page(1) pages through their turns, "
+             "history_search(query) finds words you remember, history_locate(path) finds the turns that "
+             "read or changed a file."]
     return "\n".join(lines)
 
 
 def render_history(obj: Any) -> str:
     """The service's history answer as text. It already says what to do next (`next`);
-    this only lays the turns out."""
+    this only lays the turns out, fenced as notes of earlier sessions, one line each."""
+    from service.client.textsafe import as_notes, text_block
+
     if isinstance(obj, str):
-        return obj
+        return text_block(obj, MAX_ANSWER_CHARS)
     if not isinstance(obj, dict):
-        return json.dumps(obj)
+        return printable(json.dumps(obj), 2000)
     if isinstance(obj.get("text"), str):
-        return obj["text"]
+        return as_notes(text_block(obj["text"], MAX_ANSWER_CHARS))
     out: list[str] = []
     message = obj.get("message")
     if message:
-        out.append(str(message))
+        out.append(printable(message, 1000))
     head = []
     if obj.get("page") is not None and obj.get("pages") is not None:
-        head.append(f"page {obj['page']} of {obj['pages']}")
+        head.append(f"page {printable(obj['page'], 12)} of {printable(obj['pages'], 12)}")
     if obj.get("total") is not None and obj.get("loaded", True):
         if "turns" in obj:
-            head.append(f"{obj['total']} turn(s) in all")
+            head.append(f"{printable(obj['total'], 12)} turn(s) in all")
         else:
             shown = obj.get("shown", len(obj.get("hits") or []))
-            head.append(f"{obj['total']} match(es)" + (f", {shown} shown" if shown != obj["total"] else ""))
+            head.append(f"{printable(obj['total'], 12)} match(es)"
+                        + (f", {printable(shown, 12)} shown" if shown != obj["total"] else ""))
     if head:
         out.append("History: " + ", ".join(head))
-    for item in obj.get("turns") or obj.get("hits") or []:
-        out.append(_render_turn(item))
+    turns = [_render_turn(item) for item in obj.get("turns") or obj.get("hits") or []]
+    if turns:
+        out.append(as_notes("\n".join(turns)))
     nxt = obj.get("next")
     if isinstance(nxt, str) and nxt and nxt != message:
-        out.append("Next: " + nxt)
+        out.append("Next: " + printable(nxt, 1000))
     elif isinstance(nxt, list):
-        out.extend("Next: " + str(n) for n in nxt)
-    return "\n".join(out) if out else json.dumps(obj)
+        out.extend("Next: " + printable(n, 1000) for n in nxt)
+    return "\n".join(out) if out else printable(json.dumps(obj), 2000)
 
 
 def _render_turn(t: Any) -> str:
+    """One turn on one line: every text in it (a path, a snippet, a prompt) filtered, none can add a line."""
     if not isinstance(t, dict):
-        return f"- {t}"
+        return f"- {printable(t, 500)}"
     bits = []
-    where = " ".join(str(x) for x in (
+    where = " ".join(printable(x, 60) for x in (
         f"page {t['page']}" if t.get("page") is not None else None,
         f"session {str(t['session_id'])[:8]}" if t.get("session_id") else None,
         f"turn {t['turn']}" if t.get("turn") is not None else None,
@@ -163,16 +175,18 @@ def _render_turn(t: Any) -> str:
     bits.append(f"- [{where}]" if where else "-")
     preview = t.get("prompt_preview") or t.get("preview")
     if preview:
-        bits.append(json.dumps(str(preview), ensure_ascii=False))
+        bits.append(json.dumps(printable(preview, 500), ensure_ascii=False))
     if t.get("snippet") and t.get("snippet") != preview:
-        bits.append("match: " + str(t["snippet"]))
+        bits.append("match: " + printable(t["snippet"], 500))
     for key, label in (("paths_changed", "changed"), ("paths_read", "read")):
-        if t.get(key):
+        paths = t.get(key)
+        if isinstance(paths, list) and paths:
             more = t.get(f"{key}_more")
-            bits.append(f"{label}: " + ", ".join(map(str, t[key])) + (f" (and {more} more)" if more else ""))
+            bits.append(f"{label}: " + ", ".join(printable(p, 300) for p in paths[:40])
+                        + (f" (and {printable(more, 12)} more)" if more else ""))
     if t.get("tokens"):
-        bits.append(f"{t['tokens']} tokens")
-    if t.get("cost_usd"):
+        bits.append(f"{printable(t['tokens'], 20)} tokens")
+    if t.get("cost_usd") and isinstance(t["cost_usd"], (int, float)):
         bits.append(f"${float(t['cost_usd']):.4f}")
     return " ".join(bits)
 
@@ -207,7 +221,7 @@ class Tools:
             return str(exc)
         if status != 200 or not isinstance(obj, dict) or not obj.get("token"):
             return "The handoff was not saved: " + _error_text(status, obj)
-        token = obj["token"]
+        token = printable(obj["token"], 64)
         return (f"Handoff saved. load token: {token}\n"
                 f"The next session of this project ({caller.project}) is reminded of it when it starts "
                 f"(after /clear too) and picks it up with handoff_load(\"{token}\").")
@@ -240,7 +254,7 @@ class Tools:
         if status != 200 or not isinstance(obj, dict) or not obj.get("ok", False):
             return "ctxlamp could not switch: " + _error_text(status, obj)
         pending = " (it starts measuring as soon as the transcript appears)" if obj.get("pending") else ""
-        return f"ctxlamp now measures this session ({obj.get('following') or caller.session_id}){pending}."
+        return f"ctxlamp now measures this session ({printable(obj.get('following') or caller.session_id, 200)}){pending}."
 
     def _history(self, what: str, **params: Any) -> str:
         caller = self.backend.caller()
@@ -252,7 +266,7 @@ class Tools:
         except ServiceDown as exc:
             return str(exc)
         if status in (404, 409) and isinstance(obj, dict) and obj.get("error"):
-            return str(obj["error"])
+            return agent_text(str(obj["error"]))
         if status != 200:
             return _error_text(status, obj)
         return agent_text(render_history(obj))

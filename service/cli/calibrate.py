@@ -21,6 +21,7 @@ def run(args) -> int:
     from service.engine_setup.calibrate import fit, pairs
     from service.engine_setup.tokenizer import encode_len
     from service.client.paths import claude_projects
+    from service.client.textsafe import printable  # a path is outside text: no escape reaches the terminal
 
     max_line = configured_max_line()
 
@@ -44,7 +45,7 @@ def run(args) -> int:
                         entries.append(entry)
         except Skipped as exc:
             if not exc.gone:
-                print(f"calibrate: skipped {path}: {exc.reason}", file=sys.stderr)
+                print(f"calibrate: skipped {printable(path, 500)}: {printable(exc.reason)}", file=sys.stderr)
         points += pairs(entries, encode_len)
         if sys.stderr.isatty() and len(files) > 20:
             print(f"\rcalibrate: {i}/{len(files)} transcripts", end="", file=sys.stderr)

@@ -85,12 +85,13 @@ def run(args: argparse.Namespace) -> int:
     if args.since and args.until and args.since > args.until:
         print("ctxlamp report: --since is after --until", file=sys.stderr)
         return 2
+    from service.client.textsafe import printable
     from service.days import UnknownZone, Zone
 
     try:
         zone = Zone.named(args.timezone if args.timezone is not None else _configured_zone())
     except UnknownZone as exc:
-        print(f"ctxlamp report: {exc}", file=sys.stderr)
+        print(f"ctxlamp report: {printable(exc, 300)}", file=sys.stderr)
         return 2
     summary = None
     if not args.no_service and not any((args.projects, args.lean_ctx, args.router_db, args.usage_db)):
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             summary = build_report(request_of(args, zone), keep=_KEPT)
         except WorkerFailed as exc:
-            print(f"ctxlamp report: the scan failed: {exc}", file=sys.stderr)
+            print(f"ctxlamp report: the scan failed: {printable(exc, 1000)}", file=sys.stderr)
             return 1
     if args.json:
         import orjson

@@ -52,9 +52,12 @@ def _reaped_when_done(proc: subprocess.Popen) -> subprocess.Popen:
 
 
 def _wait_for_api(api_file: Path, proc: subprocess.Popen, seconds: float = 30) -> bool:
+    """Until the service announced in `api_file` answers as this user's own (a stale file does not count)."""
+    from service.client.running import answers
+
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if api_file.exists():
+        if answers(api_file, timeout=1.0):
             return True
         if proc.poll() is not None:
             return False
@@ -97,7 +100,9 @@ def fresh_demo_home() -> Path | None:
         elif home.exists():
             shutil.rmtree(home)
     except OSError as exc:  # a file held open elsewhere (Windows): play on what is there
-        print(f"ctxlamp: could not empty the demo's folder ({exc}); its reminders may not show again.",
+        from service.client.textsafe import printable
+
+        print(f"ctxlamp: could not empty the demo's folder ({printable(exc, 500)}); its reminders may not show again.",
               file=sys.stderr)
     return home
 

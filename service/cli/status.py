@@ -31,18 +31,26 @@ def _x(v) -> str:
 def ending_words(snapshot: dict) -> str:
     """What restarting at the session's first reminder would have saved by now (docs/measurement.md 14)."""
     from service.client.figures import usd
+    from service.client.textsafe import printable as p
 
     rs = snapshot.get("restart_savings") or {}
-    call = rs.get("first_reminder_call")
-    if call is None:
+    if rs.get("first_reminder_call") is None:
         return "No reminder yet: the rent paid on dead weight has not reached a restart's cost."
-    saved = float(rs.get("first_reminder_usd") or 0.0)
+    call = p(rs["first_reminder_call"], 12)  # the service's figures are printed as text: filtered too
+    try:
+        saved = float(rs.get("first_reminder_usd") or 0.0)
+    except (TypeError, ValueError):
+        saved = 0.0
     text = (f"Restarting at the first reminder (after call {call}) with a handoff would have saved {usd(saved)} "
             "by now (an estimate)" if saved >= 0 else
             f"Restarting at the first reminder (after call {call}) would have cost {usd(-saved)} more than it "
             "saved so far (an estimate)")
-    if rs.get("best_call") is not None and rs.get("best_call") != call:
-        text += f"; the best single restart, after call {rs['best_call']}, {usd(rs.get('best_usd'))}"
+    if rs.get("best_call") is not None and rs.get("best_call") != rs["first_reminder_call"]:
+        try:
+            best = usd(rs.get("best_usd"))
+        except (TypeError, ValueError):
+            best = "-"
+        text += f"; the best single restart, after call {p(rs['best_call'], 12)}, {best}"
     return text + "."
 
 
@@ -116,13 +124,14 @@ def notice_for(event: str, data: dict, told: set, colours: dict) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from service.client.api import ApiClient, ApiError
     from service.client.running import service_api_file, where_to_look
+    from service.client.textsafe import printable
     from service.client.words import colour_of
 
     try:
         client = ApiClient(api_file=service_api_file())  # the user's service, else the demo's
         status = client.status()
     except ApiError as exc:
-        print(f"ctxlamp: {where_to_look() if exc.down else exc}.", file=sys.stderr)
+        print(f"ctxlamp: {where_to_look() if exc.down else printable(exc, 500)}.", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(status, indent=2))
@@ -160,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
             else:  # a log: each notice once, where it came
                 print(render({"sessions": ordered, **state}, tty) + (f"\n{said}" if said else ""), flush=True)
     except ApiError as exc:
-        print(f"ctxlamp: lost the service ({exc})", file=sys.stderr)
+        print(f"ctxlamp: lost the service ({printable(exc, 500)})", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 0

@@ -4,17 +4,23 @@ Standard library only (http.client). The service announces its port and token in
 (`where.api_file`); it may restart at any time on a new port, so a client that was not handed a
 fixed `ApiInfo` reads api.json again after a request fails. Every failure is an `ApiError`: `status`
 is the HTTP status when the service answered, None when nothing answered (`down` is then true).
+
+Before the token or any data goes out, the listener proves on the same connection that it is this
+user's own service (`service/client/proof.py`); one that cannot is treated as no service, and the
+api.json that named it is removed (`forget_stale`).
 """
 from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from service.client import proof
 from service.client.sse import sse_pairs
 
 PREFIX = "/api/v1"
@@ -28,15 +34,16 @@ class ApiInfo:
     token: str
     pid: int | None = None
     version: str | None = None
-
+    proof_key: str | None = None  # without it the service cannot be told from another listener: refused
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> "ApiInfo":
         """From api.json's fields (ValueError, KeyError or TypeError when they are not a service's)."""
-        pid, version = data.get("pid"), data.get("version")
+        pid, version, key = data.get("pid"), data.get("version"), data.get("proof_key")
         return cls(port=int(data["port"]), token=str(data["token"]),
                    pid=pid if isinstance(pid, int) else None,
-                   version=version if isinstance(version, str) else None)
+                   version=version if isinstance(version, str) else None,
+                   proof_key=key if isinstance(key, str) else None)
 
 
 def read_api_info(path: Path | str | None = None) -> ApiInfo | None:
@@ -51,6 +58,29 @@ def read_api_info(path: Path | str | None = None) -> ApiInfo | None:
         return None
 
 
+def forget_stale(api_file: Path, token: str) -> bool:
+    """Remove `api_file` when a service that is gone left it (killed, crashed, a power cut), and its port
+    refused the connection or answered without this user's proof. Only while it still names `token`: a
+    new service writes a new token, and its file is put back if it arrived meanwhile. Whether it was removed."""
+    held = api_file.with_name(f".{api_file.name}.{os.getpid()}.stale")
+    try:
+        os.replace(api_file, held)  # taken whole: a service starting now writes its own afresh
+    except OSError:
+        return False
+    try:
+        same = json.loads(held.read_text(encoding="utf-8")).get("token") == token
+    except (OSError, ValueError, AttributeError):
+        same = False
+    try:
+        if same:
+            held.unlink()
+        else:
+            os.replace(held, api_file)  # a new service's file: back where its clients look
+    except OSError:
+        return False
+    return same
+
+
 class ApiError(RuntimeError):
     """The service did not answer (`status` None), or answered with an error (`status`, `detail`)."""
 
@@ -59,10 +89,18 @@ class ApiError(RuntimeError):
         self.status = status
         self.detail = detail
 
+    foreign = False  # something listened but did not prove itself this user's service
+
     @property
     def down(self) -> bool:
         """No service answered (none announced, or nothing listens at its port)."""
         return self.status is None
+
+
+class NotOurService(ApiError):
+    """The listener at the announced port did not prove it is this user's service: never trusted."""
+
+    foreign = True
 
 
 class ApiClient:
@@ -94,7 +132,45 @@ class ApiClient:
             from service.client.where import api_file
 
             raise ApiError(f"nothing announced in {self._api_file or api_file()}")
-        return info, http.client.HTTPConnection("127.0.0.1", info.port, timeout=timeout)
+        conn = http.client.HTTPConnection("127.0.0.1", info.port, timeout=timeout)
+        try:
+            self._prove(info, conn)
+        except BaseException:
+            conn.close()
+            raise
+        return info, conn
+
+    def _prove(self, info: ApiInfo, conn: http.client.HTTPConnection) -> None:
+        """Ask the listener for its proof on `conn` before anything else goes out (module docstring)."""
+        nonce = proof.new_nonce()
+        try:
+            conn.request("GET", f"{proof.PATH}?nonce={nonce}", headers={"Accept": "application/json"})
+            resp = conn.getresponse()
+            raw = resp.read(4096)
+            whole = resp.isclosed()
+        except ConnectionRefusedError:
+            self._stale(info)
+            raise ApiError(f"nothing listens on port {info.port}: the service that announced it is gone") from None
+        except (OSError, http.client.HTTPException) as exc:
+            self.forget()
+            raise ApiError(f"the ctxlamp service did not answer on port {info.port} "
+                           f"({exc.__class__.__name__})") from None
+        try:
+            said = json.loads(raw).get("proof") if resp.status == 200 and whole else None
+        except (ValueError, AttributeError):
+            said = None
+        if not proof.holds(info.proof_key, nonce, info.port, said):
+            self._stale(info)
+            raise NotOurService(f"the listener on port {info.port} is not this user's ctxlamp service "
+                                "(it could not prove it); nothing was sent to it")
+
+    def _stale(self, info: ApiInfo) -> None:
+        """The announced service is gone: forget it, and remove its api.json while it names the token we read."""
+        self.forget()
+        if not self._fixed:
+            from service.client.where import api_file
+
+            forget_stale(Path(self._api_file or api_file()), info.token)
 
     def exchange(self, method: str, path: str, body: Any = None, query: Mapping[str, Any] | None = None,
                  timeout: float | None = None) -> tuple[int, Any]:
@@ -143,9 +219,8 @@ class ApiClient:
 
         `on_open` gets the stream's socket once the service accepted it: a reader on another thread
         shuts that socket down to stop (http.client lets go of it once a streamed answer starts)."""
-        info, conn = self._connect(self.timeout)
+        info, conn = self._connect(self.timeout)  # connected, and the listener proved itself
         try:
-            conn.connect()
             sock = conn.sock
             conn.request("GET", PREFIX + "/events", headers={"Authorization": f"Bearer {info.token}",
                                                              "Accept": "text/event-stream",

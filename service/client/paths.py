@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from service.client.privdir import make_private_dirs
+from service.client.privdir import make_private_dirs, trusted_runtime_base
 
 APP = "ctxlamp"
 
@@ -76,11 +76,14 @@ def app_paths(system: str | None = None) -> Paths:
     dirs = _platform_dirs(system)
     data = Path(dirs.user_data_dir)
     system = system or sys.platform
-    posix_not_mac = not system.startswith("win") and system != "darwin"
-    if posix_not_mac and not os.environ.get("XDG_RUNTIME_DIR", "").startswith("/"):
-        runtime = data / "run"  # no per-login runtime dir (containers, cron): stay private under data
-    else:
+    if system.startswith("win"):
         runtime = Path(dirs.user_runtime_dir)
+    elif xdg := trusted_runtime_base():  # the one rule where.py applies too: this user's private folder only
+        runtime = Path(xdg) / APP
+    elif system == "darwin":
+        runtime = Path(os.path.expanduser("~/Library/Caches/TemporaryItems")) / APP  # platformdirs' macOS default
+    else:
+        runtime = data / "run"  # no per-login runtime dir (containers, cron), or one not private: under data
     return Paths(data=data, config=Path(dirs.user_config_dir), runtime=runtime)
 
 

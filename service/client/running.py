@@ -8,8 +8,6 @@ pass on).
 """
 from __future__ import annotations
 
-import json
-import socket
 from pathlib import Path
 
 from service.client.paths import Paths, app_paths
@@ -30,14 +28,12 @@ def demo_claude_dir(paths: Paths | None = None) -> Path:
     return demo_home(paths) / "claude"
 
 
-def answers(api_file: Path, timeout: float = 0.5) -> bool:
-    """Whether a service announced in `api_file` accepts a connection now (a killed one leaves its file)."""
-    try:
-        port = int(json.loads(api_file.read_text(encoding="utf-8"))["port"])
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
-            return True
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
+def answers(api_file: Path, timeout: float = 2.0) -> bool:
+    """Whether the service announced in `api_file` answers now and proves it is this user's (a killed
+    one leaves its file, and another user may then listen on its port)."""
+    from service.client.api import ApiClient
+
+    return api_file.is_file() and ApiClient(api_file=api_file, timeout=timeout).alive()
 
 
 def service_api_file() -> Path:
@@ -57,3 +53,4 @@ def where_to_look() -> str:
     return (f"no ctxlamp service is running (looked for {app_paths().api_file} and the demo's "
             f"{demo_paths().api_file}); `make run` or `ctxlamp start` starts the tray, `ctxlamp serve` "
             "the service alone")
+

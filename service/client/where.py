@@ -5,12 +5,17 @@
 by the rules `paths.py` takes from platformdirs (tests check they agree for Linux, macOS and
 Windows): `$CTXLAMP_HOME`; Linux and other POSIX `$XDG_RUNTIME_DIR/ctxlamp` or `<data>/run`;
 macOS `$XDG_RUNTIME_DIR/ctxlamp` or `~/Library/Caches/TemporaryItems/ctxlamp`; Windows `%LOCALAPPDATA%\\Temp\\ctxlamp`.
+`$XDG_RUNTIME_DIR` counts only when it is this user's private folder (`privdir.runtime_base_problem`,
+platformdirs' rule; `paths.py` asks the same function), so nobody can plant an api.json for the status line
+to follow.
 When no api.json is there, `paths.app_paths` decides (platformdirs' full rules, e.g. a
 `$XDG_RUNTIME_DIR` it refuses), when it can be imported.
 """
 
 import os
 import sys
+
+from service.client.privdir import trusted_runtime_base
 
 TYPE_CHECKING = False  # typing's own flag costs an import on the status line's clock
 if TYPE_CHECKING:
@@ -34,14 +39,13 @@ def folders(system: str = sys.platform, env: "Mapping[str, str] | None" = None) 
         return ntpath.join(local, APP), ntpath.join(local, "Temp", APP)
     user_home = env.get("HOME") or os.path.expanduser("~")
     xdg_data = env.get("XDG_DATA_HOME", "")
-    xdg_runtime = env.get("XDG_RUNTIME_DIR", "")  # platformdirs takes XDG folders only when absolute
+    xdg_runtime = trusted_runtime_base(env)  # absolute, and this user's private folder
     if system == "darwin":
         data_base = xdg_data if xdg_data.startswith("/") else os.path.join(user_home, "Library", "Application Support")
-        runtime_base = xdg_runtime if xdg_runtime.startswith("/") else os.path.join(
-            user_home, "Library", "Caches", "TemporaryItems")
+        runtime_base = xdg_runtime or os.path.join(user_home, "Library", "Caches", "TemporaryItems")
         return os.path.join(data_base, APP), os.path.join(runtime_base, APP)
     data = os.path.join(xdg_data if xdg_data.startswith("/") else os.path.join(user_home, ".local", "share"), APP)
-    if xdg_runtime.startswith("/"):
+    if xdg_runtime:
         return data, os.path.join(xdg_runtime, APP)
     return data, os.path.join(data, "run")  # no per-login runtime folder (containers, cron): private under data
 

@@ -93,7 +93,12 @@ class ServiceLock:
 
     def acquire(self) -> Self:
         make_private_dirs(self.path.parent)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:  # held open, so not replaced whole as write_private does; never opened through a planted link
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise LockUnavailable(f"the service lock {self.path} is a link; remove it") from None
+            raise
         try:
             if self.kind == "fcntl":
                 try:

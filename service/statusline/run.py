@@ -7,8 +7,9 @@ waiting for the previous run, so a slow command piles up. Rules here:
   service does not answer within SERVICE_TIMEOUT_S, the session's last line is printed;
 - everything ends within HARD_LIMIT_S; the exit status is 0 and no traceback ever reaches the
   terminal: the worst case is a line built from Claude Code's own input (or just "ctxlamp").
-One round trip: POST /api/v1/statusline carries what Claude Code told us (the service keeps
-it) and answers with the session's lamp and the last turn's share of the 5-hour window.
+Two round trips on one connection: the service proves it is this user's own (service/client/proof.py),
+then POST /api/v1/statusline carries what Claude Code told us (the service keeps it) and answers
+with the session's lamp and the last turn's share of the 5-hour window.
 """
 
 import os
@@ -91,7 +92,7 @@ def _try_lock(path: str) -> int | None:
         import fcntl
     except ImportError:
         return _try_range_lock(path)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)  # never through a link
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -108,7 +109,7 @@ def _try_range_lock(path: str) -> int | None:
     except ImportError:
         return -1
     ranges: Any = msvcrt  # typeshed declares its functions for Windows only; this runs wherever it imports
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)  # never through a link
     try:
         ranges.locking(fd, ranges.LK_NBLCK, 1)
     except OSError:
@@ -147,16 +148,18 @@ def _prune(folder: str, now: float) -> None:
 
 
 def ask_service(folder: str, reading: dict, timeout: float) -> "dict[str, Any] | str":
-    """The service's answer (a dict), "down" (nothing listens) or "slow" (no answer in time)."""
+    """The service's answer (a dict), "down" (nothing listens, or a listener that is not this user's
+    service) or "slow" (no answer in time). The listener proves itself first (service/client/proof.py)."""
     try:
         with open(os.path.join(folder, "api.json"), "rb") as fh:
             info = fastjson.loads(fh.read(8192))
-        port, token = int(info["port"]), str(info["token"])
-    except (OSError, ValueError, KeyError, TypeError):
+        port, token, key = int(info["port"]), str(info["token"]), info.get("proof_key")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return "down"
-    body = fastjson.dumps(reading).encode("ascii")
-    head = (f"POST /api/v1/statusline HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+    from service.client import proof
+
+    nonce = proof.new_nonce()
+    host = f"Host: 127.0.0.1:{port}\r\n"
     try:
         import _socket  # the C module: socket.py's enums cost more than the whole request
         sock_mod: Any = _socket
@@ -172,32 +175,49 @@ def ask_service(folder: str, reading: dict, timeout: float) -> "dict[str, Any] |
             return "slow"
         except OSError:
             return "down"
-        s.sendall(head.encode("latin-1") + body)
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-            end = data.find(b"\r\n\r\n")
-            if end >= 0:
-                length = _content_length(data[:end])
-                if length is not None and len(data) >= end + 4 + length:
-                    break
+        said = _answer_of(_exchange(s, f"GET {proof.PATH}?nonce={nonce} HTTP/1.1\r\n{host}\r\n".encode("latin-1")))
+        if not isinstance(said, dict) or not proof.holds(key, nonce, port, said.get("proof")):
+            return "down"  # not this user's service: neither the token nor the reading goes out
+        body = fastjson.dumps(reading).encode("ascii")
+        head = (f"POST /api/v1/statusline HTTP/1.1\r\n{host}Authorization: Bearer {token}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+        answer = _answer_of(_exchange(s, head.encode("latin-1") + body))
     except TimeoutError:
         return "slow"
     except OSError:
         return "down"
     finally:
         s.close()
+    return answer if isinstance(answer, dict) else "down"
+
+
+def _exchange(s: "Any", request: bytes) -> bytes:
+    """Send `request` and read one whole answer (its head and the body its Content-Length names)."""
+    s.sendall(request)
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+        end = data.find(b"\r\n\r\n")
+        if end >= 0:
+            length = _content_length(data[:end])
+            if length is not None and len(data) >= end + 4 + length:
+                return data[:end + 4 + length]
+        if len(data) > 1 << 20:
+            return b""  # no answer of ours is this big
+
+
+def _answer_of(data: bytes) -> object:
+    """The JSON of a 200 answer, else None."""
     head_end = data.find(b"\r\n\r\n")
     if not data.startswith(b"HTTP/1.") or head_end < 0 or data[9:12] != b"200":
-        return "down"
+        return None
     try:
-        answer = fastjson.loads(data[head_end + 4:])
+        return fastjson.loads(data[head_end + 4:])
     except ValueError:
-        return "down"
-    return answer if isinstance(answer, dict) else "down"
+        return None
 
 
 def _content_length(head: bytes) -> int | None:

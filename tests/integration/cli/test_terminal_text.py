@@ -181,3 +181,25 @@ def test_a_project_with_markup_shows_literally_in_the_overviews_tooltip(qtbot):
     tip.setHtml(tab.sessions.item(0, 0).toolTip())
     assert f"In {MARKUP}[2J" in tip.toPlainText()
     assert tab.sessions.item(0, 0).text().startswith(NAME)  # the table cell: plain text as written
+
+
+def test_status_ending_words_print_the_services_figures_without_escape_codes():
+    """`first_reminder_call` and `best_call` come from the service: printed as text, they are filtered."""
+    from service.cli.status import ending_words, render
+
+    snap = {"session_id": "s", "restart_savings": {"first_reminder_call": f"3{CLIPBOARD}{TITLE}",
+                                                   "first_reminder_usd": 1.5, "best_call": f"9{CLEAR}{C1}",
+                                                   "best_usd": f"2{CLEAR}"}}
+    for text in (ending_words(snap), render({"sessions": [snap], "followed": "s"}, tty=False)):
+        assert_clean(text.encode())
+    assert "after call 3" in ending_words(snap) and "after call 9" in ending_words(snap)
+
+
+def test_calibrate_names_a_skipped_path_without_its_escape_codes(tmp_path, ctx_home):
+    folder = tmp_path / f"proj{TITLE}{CLIPBOARD}{C1}"
+    folder.mkdir()
+    (folder / "loop.jsonl").symlink_to(folder / "loop.jsonl")  # unreadable: calibrate names it and goes on
+    out = subprocess.run([sys.executable, "-m", "service.cli", "calibrate", str(folder)], cwd=ROOT,
+                         capture_output=True, timeout=120)
+    assert b"skipped" in out.stderr and b"loop.jsonl" in out.stderr
+    assert_clean(out.stdout + out.stderr)

@@ -18,6 +18,9 @@ import pytest
 from tests.support.corpus import ROOT
 
 DEV_TOOLS = ("pytest", "mypy", "ruff", "pyinstaller", "atheris", "schemathesis", "hypothesis")
+# pinned installs (requirements/README.md): the lock with its hashes, then the project alone
+RUN = ["--quiet --require-hashes -r requirements/run.lock", "--quiet --no-deps -e ."]
+DEV = ["--quiet --require-hashes -r requirements/dev.lock", "--quiet --no-deps -e ."]
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None or os.name == "nt", reason="needs GNU make (POSIX)")
 
@@ -26,6 +29,7 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None or os.name == "nt",
 def checkout(tmp_path):
     shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(ROOT / "requirements", tmp_path / "requirements")
     bin_ = tmp_path / ".venv" / "bin"
     bin_.mkdir(parents=True)
     for tool in ("python", "pip", "ctxlamp", "ruff", "mypy"):
@@ -45,12 +49,12 @@ def installs(plan: str) -> list[str]:
 
 
 def test_make_run_installs_the_program_alone(checkout):
-    assert installs(make(checkout, "run")) == ["--quiet -e ."]
+    assert installs(make(checkout, "run")) == RUN
 
 
 @pytest.mark.parametrize("target", ["test", "lint", "test-fast"])
 def test_the_developer_targets_install_their_tools(checkout, target):
-    assert installs(make(checkout, target)) == ["--quiet -e '.[test,lint]'"]
+    assert installs(make(checkout, target)) == DEV
 
 
 def test_the_stamps_keep_a_second_run_from_installing(checkout):
@@ -59,7 +63,7 @@ def test_the_stamps_keep_a_second_run_from_installing(checkout):
     (venv / ".installed-run").touch()
     os.utime(venv / ".installed-run", (later, later))
     assert installs(make(checkout, "run")) == []
-    assert installs(make(checkout, "test")) == ["--quiet -e '.[test,lint]'"]  # the user's venv lacks the tools
+    assert installs(make(checkout, "test")) == DEV  # the user's venv lacks the tools
     plan = make(checkout, "test")
     assert "touch .venv/.installed .venv/.installed-run" in plan  # the developer's venv serves make run too
 
@@ -71,3 +75,6 @@ def test_the_programs_dependencies_hold_no_test_lint_packaging_or_fuzzing_tool()
     extras = {d.split(">")[0].split("=")[0].strip().lower() for group in project["optional-dependencies"].values()
               for d in group}
     assert {"pytest", "mypy", "ruff", "pyinstaller", "atheris", "schemathesis"} <= extras
+    locked = {line.split("==")[0].lower() for line in (ROOT / "requirements" / "run.lock").read_text().splitlines()
+              if "==" in line and not line.startswith((" ", "#"))}
+    assert not locked & set(DEV_TOOLS), locked & set(DEV_TOOLS)  # `make run` installs none of them either

@@ -51,6 +51,8 @@ def _routes(api: Api) -> list[tuple[str, str]]:
     doc = api.get("/api/v1/openapi.json")
     out = []
     for path, ops in doc["paths"].items():
+        if ops.get("get", {}).get("security") == []:
+            continue  # the proof route, asked before the token is sent: test_the_proof_route_tells_nothing
         concrete = re.sub(r"\{[^}]+\}", "x", path).replace("/channels/x", "/channels/edit")
         out += [(m.upper(), concrete) for m in ops]
     return out
@@ -109,6 +111,56 @@ def test_every_route_refuses_no_token_a_wrong_one_and_another_users(world):
     assert api.request("GET", f"/api/v1/status?token={tok}", token=None)[0] == 401
     # and the other user's service refuses ours
     assert other.api.request("GET", "/api/v1/status", token=svc.info["token"])[0] == 401
+
+
+def test_the_proof_route_tells_nothing_but_its_proof(world):
+    """The one route without a token answers a fresh nonce with the service's proof and nothing else."""
+    from service.client import proof
+
+    svc = world["svc"]
+    doc = svc.api.get("/api/v1/openapi.json")
+    assert [p for p, ops in doc["paths"].items() if ops.get("get", {}).get("security") == []] == [proof.PATH]
+    nonce = proof.new_nonce()
+    status, obj = svc.api.request("GET", f"{proof.PATH}?nonce={nonce}", token=None)
+    assert status == 200 and set(obj) == {"proof"}
+    assert proof.holds(svc.info["proof_key"], nonce, svc.info["port"], obj["proof"])
+    assert not proof.holds(world["other"].info["proof_key"], nonce, svc.info["port"], obj["proof"])
+    for bad in ("", "short", "x" * 32, "A" * 32, "a" * 129):
+        status, obj = svc.api.request("GET", f"{proof.PATH}?nonce={bad}", token=None)
+        assert status == 400 and set(obj) == {"error"}
+    assert svc.api.request("POST", f"{proof.PATH}?nonce={nonce}", body={}, token=None)[0] == 401
+
+
+
+def test_the_door_answers_a_proof_itself_and_keeps_the_connection_for_the_request(world):
+    """A plain proof request is answered by the door (no worker), an unusual one by the handler: the
+    same proof either way, and the connection stays open for the request that follows it."""
+    from service.client import proof
+
+    svc = world["svc"]
+    port, token = svc.info["port"], svc.info["token"]
+    for extra in ("", "Content-Length: 0\r\n", "X-A: 1\r\nx-a: 2\r\n"):  # the last two: the handler's way
+        nonce = proof.new_nonce()
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(f"GET {proof.PATH}?nonce={nonce} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{extra}\r\n".encode())
+            head, body = _one_answer(s)
+            assert head.startswith(b"HTTP/1.1 200") and b"connection: close" not in head.lower(), head
+            assert proof.holds(svc.info["proof_key"], nonce, port, json.loads(body)["proof"]), extra
+            s.sendall(f"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+                      "Connection: close\r\n\r\n".encode())
+            head, body = _one_answer(s)
+            assert head.startswith(b"HTTP/1.1 200") and json.loads(body)["ok"] is True
+
+
+def _one_answer(s: socket.socket) -> tuple[bytes, bytes]:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += s.recv(4096)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(re.search(rb"(?i)content-length:\s*(\d+)", head).group(1))
+    while len(body) < length:
+        body += s.recv(4096)
+    return head, body
 
 
 # ---- Host ---------------------------------------------------------------------------------------------

@@ -92,6 +92,20 @@ def test_second_lock_names_the_owner(tmp_path):
     ServiceLock(path).acquire().release()  # free again
 
 
+@pytest.mark.skipif(not hasattr(os, "O_NOFOLLOW"), reason="no O_NOFOLLOW on this system")
+def test_the_lock_file_is_never_opened_through_a_planted_link(tmp_path):
+    from service.daemon.lock import LockUnavailable, lock_kind
+
+    if lock_kind() == "socket":
+        pytest.skip("the socket lock is tested with real processes in tests/integration/daemon/test_platform_lock.py")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("another user's file")
+    (tmp_path / "service.lock").symlink_to(victim)
+    with pytest.raises(LockUnavailable, match="is a link"):
+        ServiceLock(tmp_path / "service.lock").acquire()
+    assert victim.read_text() == "another user's file"
+
+
 # ---- tail ----------------------------------------------------------------------------------
 def test_tail_reads_appends_and_starts_over_on_shrink_or_new_inode(tmp_path):
     path = tmp_path / "s.jsonl"

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from service.client import paths
-from service.client import where
+from service.client import privdir, where
 
 WIN_LOCAL = "C:\\Users\\Ada Lovelace\\AppData\\Local"
 
@@ -97,3 +97,54 @@ def test_on_windows_claude_codes_folder_is_under_userprofile():
         os.environ.clear()
         os.environ.update(old)
     assert sys.platform  # this machine's own rule is tested above
+
+
+def _plant(how: str, base) -> str:
+    """A runtime folder somebody else could have planted (or one that is the user's own: "private")."""
+    if how == "a link":
+        real = base / "real"
+        real.mkdir(mode=0o700)
+        (base / "xdg").symlink_to(real)
+        return str(base / "xdg")
+    parent = base / "shared"
+    parent.mkdir()
+    parent.chmod(0o777 if how == "below a folder anyone may write" else 0o755)
+    folder = parent / "xdg"
+    folder.mkdir()
+    folder.chmod(0o755 if how == "readable by others" else 0o700)
+    if how == "another user's":
+        import pwd
+
+        nobody = pwd.getpwnam("nobody")
+        os.chown(folder, nobody.pw_uid, nobody.pw_gid)
+    return str(folder)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="runtime folders by owner and mode are a POSIX rule")
+@pytest.mark.parametrize("how", ["private", "another user's", "readable by others", "below a folder anyone may write",
+                                 "a link"])
+def test_a_planted_runtime_folder_is_refused_by_where_and_paths_alike(how, monkeypatch, tmp_path):
+    """where.py (the status line, the tray) and paths.py (platformdirs' rule) take $XDG_RUNTIME_DIR only
+    when it is the user's own private folder, and agree on every planted one: an api.json planted
+    there is never read."""
+    import warnings
+
+    import platformdirs
+
+    if how == "another user's" and os.geteuid() != 0:
+        pytest.skip("handing a folder to another user needs root")
+    xdg = _plant(how, tmp_path)
+    _clean(monkeypatch, HOME=str(tmp_path / "home"), XDG_RUNTIME_DIR=xdg)
+    planted = os.path.join(xdg, "ctxlamp")
+    if how != "another user's":
+        os.makedirs(planted, exist_ok=True)
+        with open(os.path.join(planted, "api.json"), "w") as fh:
+            fh.write('{"port": 1, "token": "planted"}')
+    trusted = how == "private"
+    assert (privdir.runtime_base_problem(xdg) is None) == trusted
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns once when it refuses the folder
+        assert platformdirs.PlatformDirs("ctxlamp", appauthor=False).user_runtime_dir.startswith(xdg) == trusted
+    expected = planted if trusted else str(tmp_path / "home" / ".local" / "share" / "ctxlamp" / "run")
+    assert where.folders()[1] == str(paths.app_paths().runtime) == expected
+    assert where.runtime_dir() == expected and where.api_file() == os.path.join(expected, "api.json")
