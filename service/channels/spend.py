@@ -4,7 +4,8 @@ Calls are folded by message.id (fallback requestId), keeping the revision with
 the highest total tokens (a response is written as one line per content
 block, and output_tokens grows along them). `<synthetic>` entries are client
 messages, not calls. Subagent calls (sidechains: subagent files and inline
-`isSidechain: true`) are spend, kept apart from the main chain.
+`isSidechain: true`, and the calls a main transcript's `agent_progress` lines carry) are spend, kept apart
+from the main chain; a call both in a progress line and in its subagent's file is one call (one key).
 
 A call whose kept output_tokens is <= 1 while its lines carry a non-empty
 text, thinking or tool_use block is a "placeholder output" call: the client
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.channels.entries import Parts, is_sidechain, parts
+from service.channels.entries import Parts, is_sidechain, parts, progress_call
 from service.engine.prices import call_label, modifier_value
 
 SYNTHETIC = "<synthetic>"
@@ -82,6 +83,10 @@ class SpendCollector:
                 rec[IN:OUT + 1] = tokens
             if not rec[CONTENT] and _has_content(m):
                 rec[CONTENT] = True
+        elif t == "progress":
+            inner = progress_call(entry)
+            if inner is not None:
+                self.feed(inner)
         elif t == "cost-state":
             total = entry.get("totalCostUSD")
             if isinstance(total, (int, float)):

@@ -2,8 +2,8 @@
 
 Used by `ctxlamp report` and the service's report answers. Speed matters
 (a 500 MB history in about ccusage's time), so:
-- lines that cannot carry usage, a tracked tool's result, a compaction or a
-  cost-state are skipped with byte checks before any JSON parsing (tool
+- lines that cannot carry usage (a call's, or a subagent's in a progress line), a
+  tracked tool's result, a compaction or a cost-state are skipped with byte checks before any JSON parsing (tool
   results are parsed only when they answer a call a meter is waiting for);
 - files are parsed with orjson, in forked worker processes when there is enough work;
 - per-file results are cached by (inode, size, mtime) in a file under the data
@@ -41,7 +41,7 @@ from service.ingest.transcript_file import Skipped
 from service.report.restart import MALFORMED
 
 SHARED_ENCODER_MIN_BYTES = 64 * 1024 * 1024  # unscanned history from which the workers share one encoder
-CACHE_VERSION = f"7/{__version__}"  # bump the number when a meter's output changes
+CACHE_VERSION = f"8/{__version__}"  # bump the number when a meter's output changes
 
 
 @dataclass(frozen=True)
@@ -142,8 +142,8 @@ def file_chunks(path: str) -> Iterator[bytes]:
 #
 # Most bytes of a transcript are tool output, attachments and request copies that no meter
 # reads. A line is parsed only when its top-level "type" can matter: assistant (usage, tool
-# calls), user lines answering a tool call a meter waits for, system compact boundaries and
-# cost-state. The top-level type is found without parsing, from how JSON text is built: the
+# calls), user lines answering a tool call a meter waits for, system compact boundaries,
+# cost-state and the progress lines that carry a subagent's call. The top-level type is found without parsing, from how JSON text is built: the
 # bytes `"type":"` outside a string are always a key named type with a string value (a quote
 # inside a string is escaped), and such a key is at the top level when no `{` opens before it
 # on the line, or when no `}` closes after it except the line's last. A line where neither test
@@ -201,10 +201,12 @@ def _wanted_type(data: bytes, v: int, start: int, end: int, pending: tuple[dict,
         return bool(pending[0] or pending[1]) and answers_pending(data, start, end, pending)
     if startswith(b'system"', v):
         return data.find(b"compact_boundary", start, end) >= 0
+    if startswith(b'progress"', v):  # a subagent's call reported to the main transcript
+        return data.find(b'"agent_progress"', start, end) >= 0 and data.find(b'"usage"', start, end) >= 0
     return False
 
 
-_WANTED_VALUES = (b'assistant"', b'cost-state"', b'user"', b'system"')  # what _wanted_type may keep
+_WANTED_VALUES = (b'assistant"', b'cost-state"', b'user"', b'system"', b'progress"')  # what _wanted_type may keep
 
 
 def _any_wanted_type(data: bytes, start: int, end: int, pending: tuple[dict, ...]) -> bool:
@@ -228,7 +230,7 @@ def _spaced_wanted(line: bytes, pending: tuple[dict, ...]) -> bool:
         return True
     if b'"tool_result"' in line:
         return any(tid.encode() in line for p in pending for tid in p)
-    return b"compact_boundary" in line or b'"cost-state"' in line
+    return b"compact_boundary" in line or b'"cost-state"' in line or b'"agent_progress"' in line
 
 
 def _split(data: bytes, stop: int, complete: bool) -> Iterator[tuple[int, int]]:

@@ -4,8 +4,10 @@
 still being scanned, so little of the summing is left once the last file is in.
 For that the figures must not depend on the order files arrive in:
 - a call is kept once across files: its revision with the highest total tokens,
-  between equal totals the one in the first file by path. A revision replaced by
-  a better one arriving later is taken back;
+  between equal totals the earliest (older Claude Code copies a resumed session's
+  calls into the continuation file, stamped with the copy's time: the call is
+  booked to the session and the moment it happened), then the one in the first
+  file by path. A revision replaced by a better one arriving later is taken back;
 - money is summed exactly (math.fsum) per group of calls, so adding, taking back
   and reordering give the same figures, to the last bit.
 """
@@ -19,6 +21,12 @@ from service.channels.spend import (
 )
 
 Lookup = Callable[[str], tuple[Any, str]]
+
+
+def _when(rec: list) -> str:
+    """A call's time for choosing between its copies: ISO text, which sorts by time; none sorts last."""
+    ts = rec[TS]
+    return ts if isinstance(ts, str) else "\uffff"
 
 
 class _Group:
@@ -74,7 +82,7 @@ class SpendTally:
             total = rec[IN] + rec[CW5] + rec[CW1H] + rec[CR] + rec[OUT]
             prev = best.get(key)
             if prev is not None:
-                if total < prev[0] or (total == prev[0] and path > prev[1]):
+                if total < prev[0] or (total == prev[0] and (_when(rec), path) > (_when(prev[2]), prev[1])):
                     continue
                 self._book(prev, -1)
             price, how = self._price_at(rec)
