@@ -120,6 +120,12 @@ def model_name(model: str | None) -> str:
     return name + fast
 
 
+def unrecorded_output(estimate_usd) -> str:
+    """The estimate of what placeholder outputs really wrote, worded apart from the measured figures (the
+    report's text and the Overview)."""
+    return f"about {usd(estimate_usd)} of output Claude Code did not record"
+
+
 def project_name(project: str | None) -> str:
     """The project folder's name ("webshop" for /home/dev/webshop)."""
     if not project:

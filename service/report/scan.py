@@ -33,7 +33,7 @@ from service.report import forked
 from service.channels.edit import settle_tokens
 from service.channels.entries import parts
 from service.channels.meters import ChannelMeters
-from service.channels.spend import SpendCollector
+from service.channels.spend import SpendCollector, count_placeholders
 
 from service import __version__
 from service.engine.lines import DEFAULT_MAX_LINE, LineSplitter
@@ -289,7 +289,8 @@ def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
 
     A last line without its newline is being written: it is used if it is
     already whole JSON, else left for the next scan (not counted as damage).
-    With `defer_tokens`, edit events keep their old_strings for `settle_tokens`.
+    With `defer_tokens`, edit events keep their old_strings and placeholder-output calls their texts for
+    `settle`.
     `replay` (service/report/restart.py's Replay) is fed the same lines, split once; the lines it
     decodes are not decoded again here.
     """
@@ -336,12 +337,23 @@ def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
                 events.append(ev.to_dict())
     if replay is not None:
         replay.at_end(splitter.pending, splitter.long_lines)
-    return {
+    result = {
         "session_id": session_id or tf.session_hint, "project": tf.project, "cwd": cwd, "subagent": tf.subagent,
         "events": events, "calls": list(spend.calls.values()), "cost_state": spend.cost_state,
         "malformed": malformed, "parsed": parsed, "bytes": size,
         "long_lines": splitter.long_lines + (splitter.skipping > 0),  # an unfinished one counts: it is too long
+        "placeholder_texts": spend.placeholder_texts(),
     }
+    if not defer_tokens:
+        count_placeholders(result, count_tokens or lazy_counter)
+    return result
+
+
+def settle(result: dict, count_tokens: Callable[[str], int]) -> None:
+    """Count, in place, the texts a worker scanning without a tokenizer left in its result: edits' old_strings
+    and placeholder outputs' texts."""
+    settle_tokens(result["events"], count_tokens)
+    count_placeholders(result, count_tokens)
 
 
 _counted: dict[str, int] = {}
@@ -527,7 +539,7 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
                 skipped[path] = result
             result = None
         if result is not None:
-            settle_tokens(result["events"], lazy_counter)
+            settle(result, lazy_counter)
             results[path] = result
             cache.put(path, fps[path], result)
             if on_result:

@@ -116,6 +116,26 @@ def test_placeholder_output_calls():
     assert "output_tokens <= 1" in s["placeholder_output_definition"]
 
 
+def test_placeholder_outputs_are_estimated_from_what_they_wrote_and_shown_apart():
+    from service.engine_setup.tokenizer import encode_len
+    from tests.support.transcripts import tool
+
+    words = "the quick brown fox jumps over the lazy dog " * 40
+    thinking = call("m1", 0, inn=10, out=1)
+    thinking["message"]["content"] = [{"type": "thinking", "thinking": words}]
+    answer = call("m1", 0, inn=10, out=1, tools=[tool("t1", "Read", file_path="/a/b.py")])
+    finished = call("m2", 1, inn=10, out=1)  # the same shape, but its usage is final: 1 token is what it wrote
+    finished["message"]["stop_reason"] = "end_turn"
+    fine = call("m3", 2, inn=10, out=400)
+    for line in (thinking, answer, fine):
+        line["message"]["stop_reason"] = None
+    s = spend({"f": result_file([thinking, answer, finished, fine])})
+    wrote = encode_len(words) + encode_len('Read{"file_path":"/a/b.py"}')
+    assert s["data_quality"]["placeholder_output_calls"] == 2
+    assert s["data_quality"]["placeholder_output_estimate_usd"] == pytest.approx((wrote - 1) * 15e-6)
+    assert s["spend"]["total_usd"] == pytest.approx(3 * 10 * 3e-6 + (1 + 1 + 400) * 15e-6)  # as recorded
+
+
 def cost_state(total, t=0):
     from tests.support.transcripts import SID
     return {"type": "cost-state", "sessionId": SID, "totalCostUSD": total,
