@@ -39,8 +39,9 @@ def run(args) -> int:
     from service.ingest.transcript_file import Skipped, open_fd
     from service.engine_setup.engines import load_prices, replay_file, shared_counter
 
+    source = _source(args.file)
     try:
-        os.close(open_fd(args.file)[0])
+        os.close(open_fd(source)[0])
     except Skipped as exc:
         print(f"ctxlamp replay: cannot read {printable(args.file, 500)}: {printable(exc.reason, 300)}", file=sys.stderr)
         return 2
@@ -49,8 +50,8 @@ def run(args) -> int:
     try:
         prices = load_prices()
         events = replay_file(args.file, prices, counter=shared_counter(not args.no_cache),
-                             max_line=configured_max_line())
-        subagents = session_spend(args.file, prices, configured_max_line()) if args.with_subagents else None
+                             max_line=configured_max_line(), read_from=source)
+        subagents = session_spend(source, prices, configured_max_line()) if args.with_subagents else None
         if args.jsonl:
             for ev in events:
                 if ev["event"] == "end" and subagents is not None:
@@ -70,6 +71,14 @@ def run(args) -> int:
         print("ctxlamp replay: internal error (this is a bug, not bad input):", file=sys.stderr)
         traceback.print_exc(file=sys.stderr)
         return 3
+
+
+def _source(path: str) -> str:
+    """What to read for `path`: the file, or the service's kept copy once Claude Code has deleted it."""
+    from service.client.paths import app_paths, claude_projects
+    from service.ingest.kept import folder_of, readable
+
+    return readable(path, folder_of(app_paths().data), claude_projects())
 
 
 def file_id(path: str) -> str:

@@ -126,6 +126,15 @@ def unrecorded_output(estimate_usd) -> str:
     return f"about {usd(estimate_usd)} of output Claude Code did not record"
 
 
+def kept_copies(block: dict) -> str:
+    """The service's kept copies of transcripts (GET /api/v1/status: service.kept_transcripts), in words."""
+    files, nbytes = int(block.get("files") or 0), int(block.get("bytes") or 0)
+    held = f"{plural(files, 'file')}, {size(nbytes)}"
+    if not block.get("on"):
+        return f"off ({held} kept before); turned on by transcripts.keep_copies with history.store_prompts"
+    return f"{held}: read once Claude Code deletes a transcript"
+
+
 def project_name(project: str | None) -> str:
     """The project folder's name ("webshop" for /home/dev/webshop)."""
     if not project:

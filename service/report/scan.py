@@ -52,8 +52,23 @@ class TranscriptFile:
     session_hint: str     # session id from the layout (parent folder or file stem)
 
 
-def discover(projects_root: Path) -> list[TranscriptFile]:
-    """Every transcript under `projects_root` (main files and subagent files)."""
+def discover(projects_root: Path, kept: Path | None = None) -> list[TranscriptFile]:
+    """Every transcript under `projects_root` (main files and subagent files), and the kept copy of each
+    one Claude Code has deleted when `kept` holds copies of that folder (service/ingest/kept.py)."""
+    out = _walk(projects_root)
+    if kept is not None and os.path.isdir(kept):
+        from service.ingest.kept import mirrors
+
+        if mirrors(kept, projects_root):
+            root = os.fspath(projects_root)
+            present = {os.path.relpath(tf.path, root) for tf in out}
+            out += [tf for tf in _walk(kept) if os.path.relpath(tf.path, kept) not in present
+                    and not os.path.lexists(os.path.join(root, os.path.relpath(tf.path, kept)))]
+            out.sort(key=lambda f: f.path)
+    return out
+
+
+def _walk(projects_root: Path) -> list[TranscriptFile]:
     out: list[TranscriptFile] = []
     root = os.fspath(projects_root)
     if not os.path.isdir(root):
@@ -132,10 +147,11 @@ def complete_buffers(chunks: Iterable[bytes], splitter: LineSplitter | None = No
 
 
 def file_chunks(path: str) -> Iterator[bytes]:
-    """A file in 16 MB pieces, so a huge transcript never sits in memory whole (transcript_file's rules)."""
-    from service.ingest.transcript_file import chunks
+    """A file in 16 MB pieces, so a huge transcript never sits in memory whole (transcript_file's rules); a
+    kept copy decompressed."""
+    from service.ingest.kept import read_chunks
 
-    return chunks(path, CHUNK)
+    return read_chunks(path, CHUNK)
 
 
 # -- which lines to parse ---------------------------------------------------------------------
