@@ -90,9 +90,9 @@ class SpendCollector:
     sidechain_file: bool = False
     calls: dict[str, list] = field(default_factory=dict)
     cost_state: dict | None = None  # {"total_usd", "models", "calls_before"}
-    # key -> the distinct block texts of a call every line of which so far has stop_reason null and
-    # output_tokens <= 1 (None once one has not: it is no placeholder)
-    _unfinished: dict[str, dict[str, None] | None] = field(default_factory=dict)
+    # key -> the messages of a call every line of which so far has stop_reason null and output_tokens <= 1
+    # (None once one has not: it is no placeholder); their texts are taken out at the end, for those left
+    _unfinished: dict[str, list[dict] | None] = field(default_factory=dict)
 
     def feed(self, entry: dict, p: Parts | None = None) -> None:
         t = p.type if p is not None else entry.get("type")
@@ -129,20 +129,23 @@ class SpendCollector:
 
 
     def _note_unfinished(self, key: str, m: dict, out: int) -> None:
-        texts = self._unfinished.get(key, {})
-        if texts is None:
+        lines = self._unfinished.get(key, ())
+        if lines is None:
             return
         if out > 1 or m.get("stop_reason") is not None:
             self._unfinished[key] = None
-            return
-        for text in _block_texts(m):
-            texts[text] = None
-        self._unfinished[key] = texts
+        elif lines:
+            lines.append(m)
+        else:
+            self._unfinished[key] = [m]
 
     def placeholder_texts(self) -> dict[str, list[str]]:
         """key -> what the model wrote, for each placeholder-output call whose every line was unfinished."""
-        return {key: list(texts) for key, texts in self._unfinished.items()
-                if texts and is_placeholder_output(self.calls[key])}
+        out: dict[str, list[str]] = {}
+        for key, lines in self._unfinished.items():
+            if lines and is_placeholder_output(self.calls[key]):
+                out[key] = list(dict.fromkeys(text for m in lines for text in _block_texts(m)))
+        return out
 
 
 def count_placeholders(result: dict, count_tokens: Callable[[str], int]) -> None:
