@@ -32,7 +32,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "tokenizer": {"ratio": {}},
     "statusline": {"format": DEFAULT_FORMAT},
     "limits": {"notice_pct": 80.0, "alert_pct": 95.0, "idle_rewrite_usd": 0.5, "idle_notice_s": 60},
-    "transcripts": {"max_line_mb": 128},
+    "transcripts": {"max_line_mb": 128, "keep_copies": True},
     "report": {"timezone": ""},
     "budgets": {"daily_usd": 0.0, "monthly_usd": 0.0, "notice_pct": 80.0},
 
@@ -54,7 +54,9 @@ COMMENTS = {
                   "| separates pieces, a piece whose parts are all empty is left out",
     "limits": "notice_pct/alert_pct: plan-limit notices (once each per window); idle_rewrite_usd/idle_notice_s: "
               "warn this long before an idle session's cache expires when re-writing it costs at least this",
-    "transcripts": "max_line_mb: a transcript line longer than this (MB) is skipped and counted, never held whole",
+    "transcripts": "max_line_mb: a transcript line longer than this (MB) is skipped and counted, never held whole; "
+                   "keep_copies: keep a compressed copy of each transcript read (only with history.store_prompts), "
+                   "read once Claude Code deletes the transcript",
     "report": "timezone: IANA zone the report and the Overview cut days in (e.g. America/Los_Angeles); "
               "empty: the machine's zone",
     "budgets": "daily_usd/monthly_usd: what you mean to spend (0: no budget, at most 1000000); notice_pct: "
@@ -118,6 +120,14 @@ def max_line_bytes(cfg: dict | None) -> int:
     """[transcripts] max_line_mb in bytes (the default when absent; at least 1 KB)."""
     mb = ((cfg or {}).get("transcripts") or {}).get("max_line_mb", DEFAULTS["transcripts"]["max_line_mb"])
     return max(1024, int(float(mb) * (1 << 20)))
+
+
+def keeps_copies(cfg: dict | None) -> bool:
+    """Whether the service keeps compressed copies of the transcripts: [transcripts] keep_copies, and only
+    where the user keeps prompt text ([history] store_prompts): a copy holds every prompt."""
+    cfg = cfg or {}
+    return bool((cfg.get("transcripts") or {}).get("keep_copies", True)) and \
+        bool((cfg.get("history") or {}).get("store_prompts", True))
 
 
 def report_timezone(cfg: dict | None) -> str:

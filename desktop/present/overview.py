@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from desktop.present import fmt
 from desktop.present.lamp import project_name, session_label
-from service.client.words import channel_sentences, model_name  # noqa: F401 (the tabs' model names)
+from service.client.words import channel_sentences, model_name, unrecorded_output  # noqa: F401 (the tabs' model names)
 
 PERIODS = ((1, "Today"), (7, "Last 7 days"), (30, "Last 30 days"))
 MAX_STACKS = 6  # bars stack the dearest few; the rest is one "other" layer
@@ -101,9 +101,10 @@ def spend_notes(doc: dict | None) -> str:
         names = ", ".join(model_name(m) for m in sorted(models)) if isinstance(models, dict) else ""
         notes.append(f"Priced at standard rates, no price known for {value}: {names}.")
     ph = spend.get("placeholder_output_calls") or 0
+    est = spend.get("placeholder_output_estimate_usd") or 0.0
     if ph:
         notes.append(f"{fmt.plural(ph, 'call')} recorded only a placeholder for the output, so their output cost "
-                     "is too low.")
+                     "is too low" + (f": {unrecorded_output(est)}, not in these figures." if est else "."))
     return " ".join(notes)
 
 

@@ -46,6 +46,10 @@ FIELDS = (
           "the live list.", 1000),
     Field("history.store_prompts", "Keep the text of prompts in the history", "bool",
           "Off: the history keeps which files each turn read and changed, but no prompt text."),
+    Field("transcripts.keep_copies", "Keep a copy of each transcript", "bool",
+          "A compressed copy of every transcript read, kept in ctxlamp's data folder: the report, replay and "
+          "the history tools read it once Claude Code deletes the transcript (after its cleanupPeriodDays). "
+          "Only while the text of prompts is kept."),
     Field("selection.exclude", "Files a restart need not rebuild", "list",
           "Patterns of paths left out of the useful part, e.g. **/node_modules/** or *.log."),
     Field("database.url", "History database", "text",

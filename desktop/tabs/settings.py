@@ -21,6 +21,7 @@ from desktop.present import settings as sm
 from desktop.present.settings import flatten, unflatten
 from desktop.tabs.base import Tab
 from service.client.paths import app_paths, claude_projects
+from service.client.words import kept_copies as kept_words
 
 ERROR_STYLE = "color: #d93025;"
 
@@ -496,12 +497,22 @@ class SettingsTab(Tab):
             return
         self.show_config(config, defaults)
         try:
-            self.show_skipped((self.source.status().get("service") or {}).get("skipped_files") or [])
+            service = self.source.status().get("service") or {}
         except DataError:
-            self.show_skipped([])
+            service = {}
+        self.show_skipped(service.get("skipped_files") or [])
+        self.show_kept(service.get("kept_transcripts"))
 
     def show_error(self, text: str) -> None:
         self.status.setText(f"Could not load the settings: {text}")
+
+    def show_kept(self, block: dict | None) -> None:
+        """The kept copies of transcripts (read once Claude Code deletes them): how many and their size."""
+        if not isinstance(block, dict):
+            return
+        value = QLabel(kept_words(block))
+        value.setTextFormat(Qt.TextFormat.PlainText)
+        self.paths_form.addRow("Kept copies of transcripts", value)
 
     def show_skipped(self, rows: list[dict]) -> None:
         """Each skipped file with the reason (a FIFO, a folder, permission denied...); hidden when none."""

@@ -44,7 +44,7 @@ def daily_splits(tally, since: str, until: str) -> dict:
     by_project: dict[str, dict[str, list[float]]] = {}
     last_at: dict[str, str] = {}
     first_at: dict[str, str] = {}  # the session's earliest call read: when it started, as the window names it
-    for _total, _path, rec, fr, usd, _family in tally.best.values():
+    for _total, _path, rec, fr, usd, _family, _est in tally.best.values():
         ts = rec[TS]
         if isinstance(ts, str) and not (rec[SIDE] or fr["subagent"]) and ts < first_at.get(fr["session_id"], "~"):
             first_at[fr["session_id"]] = ts
@@ -145,6 +145,7 @@ def build(days: int, report: dict, splits: dict, rent: dict, live_ids: set[str |
                                  .get("by_day", {}).items() if since <= d <= until and v},
             "unpriced_models": quality.get("unpriced_models") or [],
             "placeholder_output_calls": quality.get("placeholder_output_calls", 0),
+            "placeholder_output_estimate_usd": quality.get("placeholder_output_estimate_usd", 0.0),
             "unknown_price_modifiers": quality.get("unknown_price_modifiers") or {},
             "days": day_list, "by_model": by_model, "by_project": spend.get("by_project") or {},
             "by_day_model": splits["by_day_model"], "by_day_project": splits["by_day_project"],

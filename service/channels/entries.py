@@ -135,3 +135,19 @@ def usage_tokens(u: dict) -> tuple[int, int, int, int, int]:
 
 def is_sidechain(entry: dict) -> bool:
     return entry.get("isSidechain") is True
+
+
+def progress_call(entry: dict) -> dict | None:
+    """The subagent's assistant line a `progress` line carries, as a sidechain line; else None.
+
+    Claude Code 2.1.9 to 2.1.39 reported a running subagent's calls to the main transcript as
+    `{"type": "progress", "data": {"type": "agent_progress", "message": <assistant line>}}`; where the
+    subagent's own file is missing, that line is the only record of a billed request.
+    """
+    data = entry.get("data")
+    if not isinstance(data, dict) or data.get("type") != "agent_progress":
+        return None
+    inner = data.get("message")
+    if not isinstance(inner, dict) or inner.get("type") != "assistant" or not isinstance(inner.get("message"), dict):
+        return None
+    return {**inner, "isSidechain": True}

@@ -183,6 +183,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if for_tests else 1
     if not for_tests:
         print(f"ctxlamp doctor: {tray.text()} Everything ctxlamp needs is here.")
+        from service.cli import keeping
+
+        lines, _warned = keeping.report()
+        for line in lines:
+            print(f"ctxlamp doctor: {line}")
     return 0
 
 

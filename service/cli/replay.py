@@ -1,11 +1,15 @@
-"""`ctxlamp replay FILE [--jsonl]`: the engine over one transcript, from byte zero.
+"""`ctxlamp replay FILE [--jsonl] [--with-subagents]`: the engine over one transcript, from byte zero.
 
 `--jsonl` is the machine contract of docs/measurement.md section 11; without it a
-compact table a person can read. Bad input never fails the command; a defect
-(an error that is not bad input) exits 3 and archives nothing.
+compact table a person can read, headed by the engine's session id and the file's own
+id (the report's name for it: a resumed session's first line names the session it
+continued). `--with-subagents` adds what the session's subagents cost, as the report
+books it. Bad input never fails the command; a defect (an error that is not bad input)
+exits 3 and archives nothing.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import traceback
@@ -22,6 +26,8 @@ def configure(p) -> None:
     p.add_argument("file", help="a Claude Code transcript (.jsonl)")
     p.add_argument("--jsonl", action="store_true", help="one JSON object per call, reset, reminder; then end")
     p.add_argument("--no-cache", action="store_true", help="tokenize every text (no content-hash cache)")
+    p.add_argument("--with-subagents", action="store_true", help="also what the session's subagents cost "
+                   "(its subagents/ folder, agent-*.jsonl beside it and the calls it reports), as the report books it")
 
 
 def _fmt(v, spec=".2f") -> str:
@@ -33,22 +39,27 @@ def run(args) -> int:
     from service.ingest.transcript_file import Skipped, open_fd
     from service.engine_setup.engines import load_prices, replay_file, shared_counter
 
+    source = _source(args.file)
     try:
-        os.close(open_fd(args.file)[0])
+        os.close(open_fd(source)[0])
     except Skipped as exc:
         print(f"ctxlamp replay: cannot read {printable(args.file, 500)}: {printable(exc.reason, 300)}", file=sys.stderr)
         return 2
     out = sys.stdout.buffer
     colour = sys.stdout.isatty()
     try:
-        events = replay_file(args.file, load_prices(), counter=shared_counter(not args.no_cache),
-                             max_line=configured_max_line())
+        prices = load_prices()
+        events = replay_file(args.file, prices, counter=shared_counter(not args.no_cache),
+                             max_line=configured_max_line(), read_from=source)
+        subagents = session_spend(source, prices, configured_max_line()) if args.with_subagents else None
         if args.jsonl:
             for ev in events:
+                if ev["event"] == "end" and subagents is not None:
+                    out.write(orjson.dumps({"event": "subagents", **subagents}) + b"\n")
                 out.write(orjson.dumps(ev) + b"\n")
             out.flush()
             return 0
-        _table(events, colour)
+        _table(events, colour, file_id(args.file), subagents)
         return 0
     except BrokenPipeError:
         return 0
@@ -62,8 +73,58 @@ def run(args) -> int:
         return 3
 
 
-def _table(events, colour: bool) -> None:
+def _source(path: str) -> str:
+    """What to read for `path`: the file, or the service's kept copy once Claude Code has deleted it."""
+    from service.client.paths import app_paths, claude_projects
+    from service.ingest.kept import folder_of, readable
+
+    return readable(path, folder_of(app_paths().data), claude_projects())
+
+
+def file_id(path: str) -> str:
+    """The transcript's own id, as the report names the session: its file name without `.jsonl`."""
+    return os.path.basename(path).removesuffix(".jsonl")
+
+
+def session_spend(path: str, prices, max_line: int) -> dict:
+    """What the session of the transcript at `path` cost with its subagents, as `ctxlamp report` books it:
+    the main file, its `subagents/` folder and the `agent-*.jsonl` files beside it of the same session."""
+    from service.report.scan import SizeMemo, TranscriptFile, file_chunks, init_worker, scan_chunks, settle, lazy_counter
+    from service.report.summary import build_summary
+
+    own = file_id(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    project = os.path.basename(folder)
+    results = {path: scan_chunks(file_chunks(path), TranscriptFile(path, project, False, own), SizeMemo())}
+    session = results[path]["session_id"]
+    subs = os.path.join(folder, own, "subagents")
+    found = [os.path.join(subs, n) for n in sorted(os.listdir(subs))] if os.path.isdir(subs) else []
+    found += [os.path.join(folder, n) for n in sorted(os.listdir(folder)) if n.startswith("agent-")]
+    init_worker({}, max_line)
+    for sub in found:
+        if not sub.endswith(".jsonl") or not os.path.isfile(sub):
+            continue
+        result = scan_chunks(file_chunks(sub), TranscriptFile(sub, project, True, own), SizeMemo(), defer_tokens=True)
+        if sub.startswith(subs) or result["session_id"] in (own, session):
+            settle(result, lazy_counter)
+            results[sub] = result
+    sp = build_summary(results, prices.lookup)["spend"]
+    return {"files": [p for p in results if p != path],
+            "main_usd": sp["main_usd"], "subagents_usd": sp["subagents_usd"], "usd": sp["total_usd"],
+            "calls": sp["calls"]}
+
+
+def _table(events, colour: bool, own_id: str = "", subagents: dict | None = None) -> None:
     w = sys.stdout.write
+    events = iter(events)
+    first = next(events, None)
+    if first is not None:
+        events = itertools.chain([first], events)
+        sid = first.get("session_id")
+        if sid and sid != own_id:  # a resumed session's file: the engine names the session it continued
+            w(f"session {printable(str(sid), 80)} · file {printable(own_id, 80)}\n")
+        elif own_id:
+            w(f"session {printable(own_id, 80)}\n")
     w(f"{'call':>5} {'time':>8} {'lamp':<10} {'x':>6} {'xSweet':>6} {'u':>5} {'stock':>8} {'rent $':>9} {'laps':>4}\n")
     for ev in events:
         kind = ev["event"]
@@ -81,6 +142,10 @@ def _table(events, colour: bool) -> None:
         elif kind == "reminder":
             w(f"      >>> reminder: lap {ev['lap']} at call {ev['call']}: the rent paid has reached a restart's cost\n")
         elif kind == "end":
+            if subagents is not None:
+                w(f"\nwith subagents ({len(subagents['files'])} files): ${subagents['usd']:.4f} over "
+                  f"{subagents['calls']} calls = main chain ${subagents['main_usd']:.4f} "
+                  f"+ subagents ${subagents['subagents_usd']:.4f} (as the report books them)\n")
             held = f", held back: {ev['held_back_bytes']} bytes of an unfinished last line" if ev["held_back_bytes"] else ""
             w(f"\nsegments ({len(ev['segments'])}), skipped lines: {ev['skipped_lines']}{held}\n")
             for s in ev["segments"]:

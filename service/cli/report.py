@@ -20,7 +20,7 @@ from service.report.build import ReportRequest, build_report
 from service.client.figures import count, plural, size
 from service.client.textsafe import printable_lines
 from service.client.textsafe import printable
-from service.client.words import model_name
+from service.client.words import model_name, unrecorded_output
 
 DATE_RE = re.compile(r"^(\d{4})-?(\d{2})-?(\d{2})$")
 
@@ -342,6 +342,9 @@ def render_text(s: dict, budgets: dict | None = None) -> str:
         calls = ", ".join(f"{label_text(m)} ({n})" for m, n in models.items())
         lines.append(f"  priced at standard, no figure for {value}: {calls}")
     lines.append(f"  calls whose output Claude Code wrote as a placeholder: {dq['placeholder_output_calls']}")
+    if dq.get("placeholder_output_estimate_usd"):
+        lines.append(f"    not in any figure above: {unrecorded_output(dq['placeholder_output_estimate_usd'])} "
+                     "(estimated from what they wrote)")
     diff = dq["cost_state_diff_pct"]
     lines.append(f"  against Claude Code's own cost figure: {'n/a' if diff is None else f'{diff:+.2f}%'}")
     left = dq.get("cost_state_remaining_usd")

@@ -74,9 +74,22 @@ def when(value, now: float | None = None, short: bool = False) -> str:
 FAST_SUFFIX = "-fast"  # the report books a model's fast-mode calls as "<model>-fast" (docs/api.md)
 
 
+# Names two releases share ("Sonnet 3.5" was released in June and again in October 2024): a dated id of
+# one of them is told apart by its release month. tests/unit/report/test_model_names.py holds every
+# model of resources/prices.json to a name of its own.
+SHARED_NAMES = frozenset({"Sonnet 3.5"})
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def _is_date(part: str) -> bool:
+    return len(part) == 8 and part.isdigit() and 1 <= int(part[4:6]) <= 12
+
+
 def model_name(model: str | None) -> str:
-    """"claude-sonnet-4-5" -> "Sonnet 4.5", a fast call's "claude-opus-5-5-fast" -> "Opus 5.5 (fast)";
-    an unknown shape stays as it is (the id itself stays in --json and the API)."""
+    """"claude-sonnet-4-5" -> "Sonnet 4.5", "claude-3-7-sonnet-20250219" -> "Sonnet 3.7", a fast call's
+    "claude-opus-5-5-fast" -> "Opus 5.5 (fast)", "claude-3-5-sonnet-20240620" -> "Sonnet 3.5 (Jun 2024)"
+    (SHARED_NAMES); a dated id and its plain one are one name, an unknown shape stays as it is (the id
+    itself stays in --json and the API)."""
     if not model or model == "(none)":
         return "unknown model"
     model = str(model)
@@ -84,11 +97,42 @@ def model_name(model: str | None) -> str:
     if model.endswith(FAST_SUFFIX) and len(model) > len(FAST_SUFFIX):  # the API's label of fast calls
         model, fast = model[:-len(FAST_SUFFIX)], " (fast)"
     parts = model.split("-")
-    if parts[0] == "claude" and len(parts) >= 2:
-        family = parts[1].capitalize()
-        version = [p for p in parts[2:] if p.isdigit() and len(p) <= 2]
-        return f"{family} {'.'.join(version)}".strip() + fast
-    return model + fast
+    if parts[0] != "claude" or len(parts) < 2:
+        return model + fast
+    rest = parts[1:]
+    date = rest.pop() if len(rest) > 1 and _is_date(rest[-1]) else None
+    latest = len(rest) > 1 and rest[-1] == "latest"
+    lead = 0
+    while lead < len(rest) and rest[lead].isdigit() and len(rest[lead]) <= 2:
+        lead += 1  # the older ids put the version first: claude-3-5-haiku
+    if lead == len(rest):
+        return model + fast
+    family = rest[lead]
+    version = rest[:lead] or [p for p in rest[lead + 1:] if p.isdigit() and len(p) <= 2]
+    if len(version) == 2 and version[1] == "0":  # claude-opus-4-0 is claude-opus-4
+        version = version[:1]
+    name = f"{family.capitalize()} {'.'.join(version)}".strip()
+    if name in SHARED_NAMES:
+        if date is not None:
+            name += f" ({_MONTHS[int(date[4:6]) - 1]} {date[:4]})"
+        elif latest:
+            name += " (latest)"
+    return name + fast
+
+
+def unrecorded_output(estimate_usd) -> str:
+    """The estimate of what placeholder outputs really wrote, worded apart from the measured figures (the
+    report's text and the Overview)."""
+    return f"about {usd(estimate_usd)} of output Claude Code did not record"
+
+
+def kept_copies(block: dict) -> str:
+    """The service's kept copies of transcripts (GET /api/v1/status: service.kept_transcripts), in words."""
+    files, nbytes = int(block.get("files") or 0), int(block.get("bytes") or 0)
+    held = f"{plural(files, 'file')}, {size(nbytes)}"
+    if not block.get("on"):
+        return f"off ({held} kept before); turned on by transcripts.keep_copies with history.store_prompts"
+    return f"{held}: read once Claude Code deletes a transcript"
 
 
 def project_name(project: str | None) -> str:

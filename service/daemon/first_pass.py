@@ -168,7 +168,6 @@ def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engin
     seconds (writing each file on its own cost the service's thread more than the workers' reading).
     Every file read is handed on before returning, also when `should_stop` stopped it first (then False).
     `server`: a fork server started ahead (`prestart`); used when the plan needs one, else dismissed."""
-    from service.channels.edit import settle_tokens
     from service.report import forked
 
     workers = workers if workers is not None else (os.cpu_count() or 1)
@@ -197,7 +196,7 @@ def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engin
         nonlocal since
         path, result, new_sizes, read = item
         if isinstance(result, dict):
-            settle_tokens(result["events"], scan.lazy_counter)
+            scan.settle(result, scan.lazy_counter)
             cache.put(path, plan_.fps[path], result)
         if new_sizes:
             cache.sizes.update(new_sizes)

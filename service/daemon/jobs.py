@@ -74,6 +74,7 @@ class Jobs(ServicePart):
         self._svc.team = TeamPusher.schedule(self.scheduler, lambda: self._svc.cfg, self._persist.store if self._svc.persist else None)
         budgets = self._svc.budget_watch
         budgets.schedule(self.scheduler)  # the budgets, after spend changed
+        self._svc.keeper.schedule(self.scheduler)  # the transcripts' kept copies, after they changed
         self.scheduler.start(paused=False)
         self.scheduler.pause_job("checkpoint")  # armed by the first change: no idle wakeups
         self.scheduler.pause_job("budgets")
@@ -82,6 +83,7 @@ class Jobs(ServicePart):
 
     def arm_checkpoint(self) -> None:
         self._svc.budget_watch.arm()
+        self._svc.keeper.arm()
         if self.scheduler is None or self._ckpt_armed:
             return
         if self._registry.changes == self._ckpt_changes:
@@ -170,6 +172,8 @@ class Jobs(ServicePart):
             self._svc.hub.publish("service", self._svc.service_block())
         if prepare:
             self._prepare_report()
+        if not self._svc.stopping.is_set():
+            self._svc.keeper.run(quiet_s=0)  # every transcript read, once the service is idle
 
     def _first_pass(self, todo: list[Path]) -> bool:
         """The old transcripts into the history, and every transcript into the report's scan cache, from one
@@ -205,7 +209,7 @@ class Jobs(ServicePart):
         began, cpu = time.monotonic(), time.process_time()
         try:
             cache = scan.ScanCache(svc.paths.data / "cache" / "report-scan.json", max_line)
-            planned = first_pass.plan(scan.discover(svc.projects), cache, history)
+            planned = first_pass.plan(scan.discover(svc.projects, svc.keeper.folder()), cache, history)
             server = self._take_fork_server()
             done = first_pass.run(planned, cache, max_line=max_line, prices=svc.prices, engine_cfg=svc.engine_cfg,
                                   store_prompts=bool(svc.cfg["history"]["store_prompts"]), on_history=recorded,

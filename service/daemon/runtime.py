@@ -35,6 +35,7 @@ from service.api.sse import Hub
 from service.daemon.budget_watch import BudgetWatch
 from service.daemon.following import Defect, Following
 from service.daemon.jobs import Jobs
+from service.daemon.keeping import TranscriptKeeper
 from service.api.reads import StoreReads
 from service.client.payloads import Snapshot
 from service.daemon.persist import Persistence
@@ -140,6 +141,7 @@ class Service:
         self.following = Following(self)  # live sessions: catch-up, changes, rotation, selection, reminders
         self.jobs = Jobs(self)            # checkpoints and the history scan
         self.budget_watch = BudgetWatch(self)  # the budgets job
+        self.keeper = TranscriptKeeper(self)   # the kept copies of transcripts
 
     # ---- setup --------------------------------------------------------------------
     @property
@@ -382,7 +384,8 @@ class Service:
         return {"version": __version__, "started_at": self.started_at, "pid": os.getpid(),
                 "scan": dict(self.scan), "db": self.persist.health() if self.persist else {"ok": False},
                 "observer": w.kind if w else None, "observer_reason": w.reason if w else None,
-                "checkpoint": dict(self.jobs.checkpoint_info), "skipped_files": self.skipped.rows()}
+                "checkpoint": dict(self.jobs.checkpoint_info), "skipped_files": self.skipped.rows(),
+                "kept_transcripts": dict(self.keeper.block)}
 
     def status(self) -> dict:
         with self._live.lock:

@@ -59,18 +59,19 @@ def new_engine(transcript: str, prices: PriceTable, config: EngineConfig | None 
 
 def replay_file(path: str | Path, prices: PriceTable, config: EngineConfig | None = None,
                 counter: TokenCounter | None = None, chunk_size: int = 1 << 20, full_events: bool = True,
-                max_line: int | None = None):
+                max_line: int | None = None, read_from: str | Path | None = None):
     """Replay a transcript from byte zero; yields replay events as they become final.
 
     Read as the live service reads it (service/ingest/transcript_file.py, lines of at
     most `max_line` bytes): transcript_file.Skipped for what is not a regular file.
+    `read_from`: where its bytes are when not at `path` (the service's kept copy of a deleted one).
     """
     from service.engine import LineSplitter
-    from service.ingest.transcript_file import chunks
+    from service.ingest.kept import read_chunks as chunks
 
     engine = new_engine(str(path), prices, config, counter, full_events)
     splitter = LineSplitter() if max_line is None else LineSplitter(max_line)
-    for chunk in chunks(path, chunk_size):
+    for chunk in chunks(read_from or path, chunk_size):
         for line in splitter.feed(chunk):
             engine.feed_line(line)
         yield from engine.drain_events()

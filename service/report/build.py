@@ -93,6 +93,7 @@ class _Sources:
     ledger_dir: Path
     ledger_files: list[Path]
     cache_dir: Path
+    kept: Path  # the kept copies of transcripts (read for those Claude Code deleted)
     prices_override: Path
     max_line: int
 
@@ -101,6 +102,7 @@ class _Sources:
         from service.channels import ledgers
         from service.config import configured_max_line
         from service.client.paths import app_paths, claude_projects
+        from service.ingest.kept import folder_of as kept_folder
 
         paths = app_paths()
         return cls(
@@ -111,6 +113,7 @@ class _Sources:
             ledger_dir=paths.ledgers,
             ledger_files=sorted(paths.ledgers.glob("*.jsonl")) if paths.ledgers.is_dir() else [],
             cache_dir=paths.data / "cache",
+            kept=kept_folder(paths.data),
             prices_override=paths.prices_override,
             max_line=configured_max_line(),
         )
@@ -134,7 +137,7 @@ def _build_report(request: ReportRequest, workers: int | None, progress: bool, k
     from service.report import scan
 
     sources = _Sources.of(request)
-    files = scan.discover(sources.projects)
+    files = scan.discover(sources.projects, sources.kept)
     fps = {tf.path: scan.fingerprint(tf.path) for tf in files}
     key = _cache_key(request, sources, fps)
     last_path = sources.cache_dir / "report-last.json"

@@ -88,7 +88,9 @@ def scan_results() -> dict[str, dict]:
     from service.report import scan
     from service.client.paths import app_paths, claude_projects
 
-    files = scan.discover(claude_projects())
+    from service.ingest.kept import folder_of
+
+    files = scan.discover(claude_projects(), folder_of(app_paths().data))
     max_line = configured_max_line()
     with SCAN_LOCK:
         cache = scan.ScanCache(app_paths().data / "cache" / "report-scan.json", max_line)

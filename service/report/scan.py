@@ -2,8 +2,8 @@
 
 Used by `ctxlamp report` and the service's report answers. Speed matters
 (a 500 MB history in about ccusage's time), so:
-- lines that cannot carry usage, a tracked tool's result, a compaction or a
-  cost-state are skipped with byte checks before any JSON parsing (tool
+- lines that cannot carry usage (a call's, or a subagent's in a progress line), a
+  tracked tool's result, a compaction or a cost-state are skipped with byte checks before any JSON parsing (tool
   results are parsed only when they answer a call a meter is waiting for);
 - files are parsed with orjson, in forked worker processes when there is enough work;
 - per-file results are cached by (inode, size, mtime) in a file under the data
@@ -33,7 +33,7 @@ from service.report import forked
 from service.channels.edit import settle_tokens
 from service.channels.entries import parts
 from service.channels.meters import ChannelMeters
-from service.channels.spend import SpendCollector
+from service.channels.spend import SpendCollector, count_placeholders
 
 from service import __version__
 from service.engine.lines import DEFAULT_MAX_LINE, LineSplitter
@@ -41,7 +41,7 @@ from service.ingest.transcript_file import Skipped
 from service.report.restart import MALFORMED
 
 SHARED_ENCODER_MIN_BYTES = 64 * 1024 * 1024  # unscanned history from which the workers share one encoder
-CACHE_VERSION = f"7/{__version__}"  # bump the number when a meter's output changes
+CACHE_VERSION = f"8/{__version__}"  # bump the number when a meter's output changes
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,23 @@ class TranscriptFile:
     session_hint: str     # session id from the layout (parent folder or file stem)
 
 
-def discover(projects_root: Path) -> list[TranscriptFile]:
-    """Every transcript under `projects_root` (main files and subagent files)."""
+def discover(projects_root: Path, kept: Path | None = None) -> list[TranscriptFile]:
+    """Every transcript under `projects_root` (main files and subagent files), and the kept copy of each
+    one Claude Code has deleted when `kept` holds copies of that folder (service/ingest/kept.py)."""
+    out = _walk(projects_root)
+    if kept is not None and os.path.isdir(kept):
+        from service.ingest.kept import mirrors
+
+        if mirrors(kept, projects_root):
+            root = os.fspath(projects_root)
+            present = {os.path.relpath(tf.path, root) for tf in out}
+            out += [tf for tf in _walk(kept) if os.path.relpath(tf.path, kept) not in present
+                    and not os.path.lexists(os.path.join(root, os.path.relpath(tf.path, kept)))]
+            out.sort(key=lambda f: f.path)
+    return out
+
+
+def _walk(projects_root: Path) -> list[TranscriptFile]:
     out: list[TranscriptFile] = []
     root = os.fspath(projects_root)
     if not os.path.isdir(root):
@@ -132,18 +147,19 @@ def complete_buffers(chunks: Iterable[bytes], splitter: LineSplitter | None = No
 
 
 def file_chunks(path: str) -> Iterator[bytes]:
-    """A file in 16 MB pieces, so a huge transcript never sits in memory whole (transcript_file's rules)."""
-    from service.ingest.transcript_file import chunks
+    """A file in 16 MB pieces, so a huge transcript never sits in memory whole (transcript_file's rules); a
+    kept copy decompressed."""
+    from service.ingest.kept import read_chunks
 
-    return chunks(path, CHUNK)
+    return read_chunks(path, CHUNK)
 
 
 # -- which lines to parse ---------------------------------------------------------------------
 #
 # Most bytes of a transcript are tool output, attachments and request copies that no meter
 # reads. A line is parsed only when its top-level "type" can matter: assistant (usage, tool
-# calls), user lines answering a tool call a meter waits for, system compact boundaries and
-# cost-state. The top-level type is found without parsing, from how JSON text is built: the
+# calls), user lines answering a tool call a meter waits for, system compact boundaries,
+# cost-state and the progress lines that carry a subagent's call. The top-level type is found without parsing, from how JSON text is built: the
 # bytes `"type":"` outside a string are always a key named type with a string value (a quote
 # inside a string is escaped), and such a key is at the top level when no `{` opens before it
 # on the line, or when no `}` closes after it except the line's last. A line where neither test
@@ -201,10 +217,12 @@ def _wanted_type(data: bytes, v: int, start: int, end: int, pending: tuple[dict,
         return bool(pending[0] or pending[1]) and answers_pending(data, start, end, pending)
     if startswith(b'system"', v):
         return data.find(b"compact_boundary", start, end) >= 0
+    if startswith(b'progress"', v):  # a subagent's call reported to the main transcript
+        return data.find(b'"agent_progress"', start, end) >= 0 and data.find(b'"usage"', start, end) >= 0
     return False
 
 
-_WANTED_VALUES = (b'assistant"', b'cost-state"', b'user"', b'system"')  # what _wanted_type may keep
+_WANTED_VALUES = (b'assistant"', b'cost-state"', b'user"', b'system"', b'progress"')  # what _wanted_type may keep
 
 
 def _any_wanted_type(data: bytes, start: int, end: int, pending: tuple[dict, ...]) -> bool:
@@ -228,7 +246,7 @@ def _spaced_wanted(line: bytes, pending: tuple[dict, ...]) -> bool:
         return True
     if b'"tool_result"' in line:
         return any(tid.encode() in line for p in pending for tid in p)
-    return b"compact_boundary" in line or b'"cost-state"' in line
+    return b"compact_boundary" in line or b'"cost-state"' in line or b'"agent_progress"' in line
 
 
 def _split(data: bytes, stop: int, complete: bool) -> Iterator[tuple[int, int]]:
@@ -287,7 +305,8 @@ def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
 
     A last line without its newline is being written: it is used if it is
     already whole JSON, else left for the next scan (not counted as damage).
-    With `defer_tokens`, edit events keep their old_strings for `settle_tokens`.
+    With `defer_tokens`, edit events keep their old_strings and placeholder-output calls their texts for
+    `settle`.
     `replay` (service/report/restart.py's Replay) is fed the same lines, split once; the lines it
     decodes are not decoded again here.
     """
@@ -334,12 +353,23 @@ def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
                 events.append(ev.to_dict())
     if replay is not None:
         replay.at_end(splitter.pending, splitter.long_lines)
-    return {
+    result = {
         "session_id": session_id or tf.session_hint, "project": tf.project, "cwd": cwd, "subagent": tf.subagent,
         "events": events, "calls": list(spend.calls.values()), "cost_state": spend.cost_state,
         "malformed": malformed, "parsed": parsed, "bytes": size,
         "long_lines": splitter.long_lines + (splitter.skipping > 0),  # an unfinished one counts: it is too long
+        "placeholder_texts": spend.placeholder_texts(),
     }
+    if not defer_tokens:
+        count_placeholders(result, count_tokens or lazy_counter)
+    return result
+
+
+def settle(result: dict, count_tokens: Callable[[str], int]) -> None:
+    """Count, in place, the texts a worker scanning without a tokenizer left in its result: edits' old_strings
+    and placeholder outputs' texts."""
+    settle_tokens(result["events"], count_tokens)
+    count_placeholders(result, count_tokens)
 
 
 _counted: dict[str, int] = {}
@@ -525,7 +555,7 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
                 skipped[path] = result
             result = None
         if result is not None:
-            settle_tokens(result["events"], lazy_counter)
+            settle(result, lazy_counter)
             results[path] = result
             cache.put(path, fps[path], result)
             if on_result:

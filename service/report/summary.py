@@ -25,6 +25,9 @@ from service.report.tally import SpendTally
 
 PLACEHOLDER_DEFINITION = ("a call (folded by message.id) whose kept revision reports output_tokens <= 1 "
                           "while its lines carry a non-empty text, thinking or tool_use block")
+PLACEHOLDER_ESTIMATE = ("an estimate, not in any spend figure: for each placeholder-output call whose every line "
+                        "has stop_reason null, the o200k tokens of its text, thinking and tool_use blocks, priced "
+                        "at the model's output rate, less the output it recorded")
 Lookup = Callable[[str], tuple[Any, str]]
 
 
@@ -215,6 +218,8 @@ def _data_quality(spend: dict, tally: SpendTally, files: list[dict], cs_rows: li
         **_unknown_modifiers(tally),
         "placeholder_output_calls": tally.placeholder,
         "placeholder_output_definition": PLACEHOLDER_DEFINITION,
+        "placeholder_output_estimate_usd": _r(fsum(tally.placeholder_estimate)),
+        "placeholder_output_estimate_note": PLACEHOLDER_ESTIMATE,
         "cost_state_diff_pct": cost_state_diff,
         "cost_state_sessions": cs_rows,
         "cost_state_note": "ours = the session's calls before its last cost-state entry plus its subagents' calls; "

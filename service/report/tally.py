@@ -4,8 +4,10 @@
 still being scanned, so little of the summing is left once the last file is in.
 For that the figures must not depend on the order files arrive in:
 - a call is kept once across files: its revision with the highest total tokens,
-  between equal totals the one in the first file by path. A revision replaced by
-  a better one arriving later is taken back;
+  between equal totals the earliest (older Claude Code copies a resumed session's
+  calls into the continuation file, stamped with the copy's time: the call is
+  booked to the session and the moment it happened), then the one in the first
+  file by path. A revision replaced by a better one arriving later is taken back;
 - money is summed exactly (math.fsum) per group of calls, so adding, taking back
   and reordering give the same figures, to the last bit.
 """
@@ -19,6 +21,12 @@ from service.channels.spend import (
 )
 
 Lookup = Callable[[str], tuple[Any, str]]
+
+
+def _when(rec: list) -> str:
+    """A call's time for choosing between its copies: ISO text, which sorts by time; none sorts last."""
+    ts = rec[TS]
+    return ts if isinstance(ts, str) else "\uffff"
 
 
 class _Group:
@@ -44,7 +52,8 @@ class SpendTally:
         self.day_of = day_of
         self.files: dict[str, dict] = {}
         # key -> (total tokens, path, record, file result, usd or None, the table entry that priced it
-        # when the model was priced as a member of its family, else None)
+        # when the model was priced as a member of its family, else None, the USD of the output a
+        # placeholder-output call wrote beyond what it recorded, estimated from its text, else None)
         self.best: dict[str, tuple] = {}
         self.by_day_model: dict[tuple, _Group] = {}
         self.by_session_file: dict[tuple, _Group] = {}  # (session, path, side)
@@ -56,6 +65,7 @@ class SpendTally:
         self.session_tokens: dict[str, list[int]] = {}   # main chain, all time: in, cw, cr
         self._latest_main: dict[str, tuple] = {}         # session -> (ts, key, model) of its latest main-chain call
         self.calls = self.main_requests = self.placeholder = 0
+        self.placeholder_estimate: list[float] = []  # USD, added and taken back (summed exactly)
 
     def _price_at(self, rec: list) -> tuple[Any, str]:
         """The rates in force at the call's time, at its speed and inference geography, when the prices know
@@ -74,7 +84,7 @@ class SpendTally:
             total = rec[IN] + rec[CW5] + rec[CW1H] + rec[CR] + rec[OUT]
             prev = best.get(key)
             if prev is not None:
-                if total < prev[0] or (total == prev[0] and path > prev[1]):
+                if total < prev[0] or (total == prev[0] and (_when(rec), path) > (_when(prev[2]), prev[1])):
                     continue
                 self._book(prev, -1)
             price, how = self._price_at(rec)
@@ -85,7 +95,12 @@ class SpendTally:
                 self._unknown_of[key] = unknown
             else:
                 self._unknown_of.pop(key, None)
-            kept = best[key] = (total, path, rec, fr, usd, family)
+            est = None
+            if usd is not None and is_placeholder_output(rec):
+                written = (fr.get("placeholder_tokens") or {}).get(key, 0)
+                if written > rec[OUT]:
+                    est = call_cost(price, rec[IN], rec[CW5], rec[CW1H], rec[CR], written) - usd
+            kept = best[key] = (total, path, rec, fr, usd, family, est)
             self._book(kept, 1)
         if not fr["subagent"]:
             self._note_latest_model(fr)
@@ -101,7 +116,7 @@ class SpendTally:
 
     def _book(self, kept: tuple, sign: int) -> None:
         """Count a kept revision in (sign 1) or take it back out (sign -1)."""
-        _, path, rec, fr, usd, family = kept
+        _, path, rec, fr, usd, family, est = kept
         sid = fr["session_id"]
         side = rec[SIDE] or fr["subagent"]  # both are bools
         if not side:
@@ -119,6 +134,8 @@ class SpendTally:
             self.main_requests += sign
         if is_placeholder_output(rec):
             self.placeholder += sign
+            if est is not None:
+                self.placeholder_estimate.append(est if sign > 0 else -est)
         model = rec[MODEL] or "(none)"
         if usd is None:
             u = self.unpriced.get(model)
@@ -178,7 +195,7 @@ class SpendTally:
         """
         session_project = self._session_projects()
         groups: dict[tuple[str, str, str], list] = {}
-        for _, _path, rec, fr, usd, family in self.best.values():
+        for _, _path, rec, fr, usd, family, _est in self.best.values():
             ts = rec[TS]
             if self.in_period is not None and not self.in_period(ts):
                 continue
@@ -206,7 +223,7 @@ class SpendTally:
         subagents and unpriced calls included, in the columns a ccusage user reads (input, output, cache
         write, cache read). The text report's daily table; its cost column is the billed `by_day`."""
         days: dict[str, dict] = {}
-        for _, _path, rec, _fr, _usd, _family in self.best.values():
+        for _, _path, rec, _fr, _usd, _family, _est in self.best.values():
             ts = rec[TS]
             if self.in_period is not None and not self.in_period(ts):
                 continue

@@ -25,6 +25,23 @@ REWIND = FIXTURES / "rewind"
 REAL_FIXTURES = (ROOT / ".." / "shared" / "fixtures" / "real").resolve()
 REAL_ABSENT = "third-party transcripts ../shared/fixtures/real are not beside this checkout"
 needs_real_fixtures = pytest.mark.skipif(not REAL_FIXTURES.is_dir(), reason=REAL_ABSENT)
+# Four people's transcripts from public repositories (Claude Code 1.0 to 2.1), as one archive: real-wild/<owner>-<repo>/...
+REAL_WILD = (ROOT / ".." / "shared" / "fixtures" / "real-wild.tar.xz").resolve()
+REAL_WILD_ABSENT = "third-party transcripts ../shared/fixtures/real-wild.tar.xz are not beside this checkout"
+
+
+def unpack_real_wild(into: Path) -> Path:
+    """The real-wild archive unpacked under `into` (skips when it is absent); returns the folder that plays
+    Claude Code's projects/ (one project per repository)."""
+    import tarfile
+
+    if not REAL_WILD.is_file():
+        pytest.skip(REAL_WILD_ABSENT)
+    with tarfile.open(REAL_WILD) as tar:
+        tar.extractall(into, filter="data")
+    projects = into / "real-wild"
+    (projects / "SOURCES.md").unlink(missing_ok=True)
+    return projects
 
 
 def scenario_sessions(name: str, corpus: Path = CC) -> list[Path]:

@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from service.report.scan import (ScanCache, SizeMemo, discover, scan,
                                    scan_bytes)
+from service.channels.spend import IN, KEY, OUT, SIDE, TS
 from service.engine_setup.tokenizer import encode_len
 from tests.support.channels import every_line_reference, fixture_file
 from tests.support.corpus import all_transcripts, fixture_tree, REAL_FIXTURES
@@ -15,11 +16,20 @@ from tests.support.expected import EXPECTED, fixture_path, REAL_EXPECTED
 # Every fixture transcript; the third-party ones run when they are beside the checkout.
 
 
-# Lines no Claude Code version wrote, but a line filter must not be fooled by: a nested message
-# that looks like an assistant call, type keys inside strings, braces inside strings, junk.
+# Lines a line filter must not be fooled by: a nested message that looks like an assistant call in a
+# progress line that is not a subagent's (a hook's progress), type keys inside strings, braces inside
+# strings, junk; and one it must keep: a subagent's call reported in an `agent_progress` line (Claude
+# Code 2.1.9 to 2.1.39 wrote them; the call is billed and sometimes recorded nowhere else).
+AGENT_PROGRESS = {"type": "progress", "timestamp": "2026-01-17T05:05:46.193Z", "data": {
+    "type": "agent_progress", "agentId": "a1d20e2", "message": {
+        "type": "assistant", "timestamp": "2026-01-17T05:05:46.182Z", "requestId": "req_progress",
+        "message": {"id": "msg_progress", "model": "claude-sonnet-4-5", "role": "assistant",
+                    "content": [{"type": "text", "text": "reading"}],
+                    "usage": {"input_tokens": 2, "cache_creation_input_tokens": 3209, "output_tokens": 6}}}}}
 DECOYS = [
-    {"type": "progress", "data": {"message": {"type": "assistant", "message": {
+    {"type": "progress", "data": {"type": "hook_progress", "message": {"type": "assistant", "message": {
         "id": "msg_decoy", "model": "claude-sonnet-4-5", "usage": {"input_tokens": 9, "output_tokens": 9}}}}},
+    AGENT_PROGRESS,
     {"parentUuid": "x", "attachment": {"type": "assistant", "content": "{\"type\":\"assistant\"}"}, "type": "attachment"},
     {"cwd": "/tmp/{odd}dir", "type": "user", "message": {"role": "user", "content": "}\"type\":\"assistant\"{"}},
     {"type": "system", "subtype": "informational", "content": "compact_boundary is only a word here"},
@@ -60,6 +70,14 @@ def test_the_line_filter_keeps_every_line_a_meter_needs(key, rnd, spaced_share, 
     assert got["events"] == events
     assert got["calls"] == calls
     assert got["cost_state"] == cost_state
+
+
+def test_a_subagents_call_in_a_progress_line_is_a_sidechain_call_and_its_decoy_is_not(tmp_path):
+    lines = [json.dumps(d, separators=(",", ":")).encode() for d in DECOYS]
+    tf = fixture_file(tmp_path / "main.jsonl")
+    got = scan_bytes(b"\n".join(lines) + b"\n", tf, SizeMemo(), encode_len)
+    assert [(c[KEY], c[TS], c[SIDE], c[IN:OUT + 1]) for c in got["calls"]] == [
+        ("msg_progress", "2026-01-17T05:05:46.182Z", True, [2, 3209, 0, 0, 6])]
 
 
 def test_process_pool_gives_the_same_results_as_one_process(tmp_path):

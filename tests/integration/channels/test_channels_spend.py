@@ -23,7 +23,7 @@ def cost_state(total, t=0):
 
 def _spend_reference(results: dict, lookup) -> dict:
     """The fold and the sums written the plain way: files by path, a revision replaced only by a
-    strictly larger one, every call's USD summed exactly per group."""
+    strictly larger one or an equal one made earlier, every call's USD summed exactly per group."""
     from math import fsum
 
     from service.channels.spend import call_cost
@@ -32,7 +32,8 @@ def _spend_reference(results: dict, lookup) -> dict:
     for path in sorted(results):
         for rec in results[path]["calls"]:
             prev = winners.get(rec[0])
-            if prev is None or sum(rec[4:9]) > sum(prev[0][4:9]):
+            if prev is None or sum(rec[4:9]) > sum(prev[0][4:9]) or (
+                    sum(rec[4:9]) == sum(prev[0][4:9]) and rec[1] < prev[0][1]):
                 winners[rec[0]] = (rec, results[path])
     groups: dict[str, dict[str, list]] = {"by_day": {}, "by_model": {}, "by_project": {}}
     main, side_usd, calls = [], [], 0

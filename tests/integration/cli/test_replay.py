@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -114,3 +115,33 @@ def test_readable_table_shows_lamp_rent_and_segments():
     text = proc.stdout.decode()
     assert "lamp" in text and "reminder: lap 1" in text and "segments (2)" in text
     assert text.count("\n") > 60
+
+
+def test_replay_names_the_file_beside_the_session_and_adds_the_subagents_as_the_report_books_them(tmp_path):
+    """A resumed session's file: the engine's session is the one its first line names, the report's is the
+    file's own id; with --with-subagents the replay's total is the report's total for that session."""
+    big = dict(inn=1000, cw5=2000, cw1h=1000, cr=10_000, out=500)  # $0.027 at Sonnet 4.5's rates
+    folder = tmp_path / "projects" / "-w-p"
+    main = folder / "resumed.jsonl"
+    sub_call = T.sidechain(T.call("s1", 5, **big))
+    progress = {"type": "progress", "sessionId": T.SID, "timestamp": T.ts(7),
+                "data": {"type": "agent_progress", "message": T.sidechain(T.call("s2", 7, **big))}}
+    (folder / "resumed" / "subagents").mkdir(parents=True)
+    main.write_bytes(T.to_bytes([T.call("m1", 0, **big), progress, T.call("m2", 9, **big)]))
+    (folder / "resumed" / "subagents" / "agent-a1.jsonl").write_bytes(T.to_bytes([sub_call]))
+    (folder / "agent-other.jsonl").write_bytes(T.to_bytes([{**T.sidechain(T.call("o1", 5, **big)), "sessionId": "another"}]))
+    proc = replay_cli(main, "--with-subagents")
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout.decode()
+    assert text.splitlines()[0] == f"session {T.SID} · file resumed"
+    assert ("with subagents (1 files): $0.1080 over 4 calls = main chain $0.0540 + subagents $0.0540 "
+            "(as the report books them)") in text
+    events = jsonl(replay_cli(main, "--jsonl", "--with-subagents"))
+    assert [e["event"] for e in events[-2:]] == ["subagents", "end"]
+    assert events[-2]["usd"] == pytest.approx(0.108) and events[-2]["files"] == [
+        str(folder / "resumed" / "subagents" / "agent-a1.jsonl")]
+    report = subprocess.run([*CTXLAMP, "report", "--json", "--no-service", "--no-cache", "--projects",
+                             str(tmp_path / "projects")], capture_output=True, cwd=ROOT, timeout=300,
+                            env={**os.environ, "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "d")})
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["spend"]["by_session"][T.SID]["usd"] == pytest.approx(0.108)

@@ -81,7 +81,9 @@ def test_the_first_pass_reads_each_transcript_once_for_the_history_and_the_repor
         opened, _opened = _opened, None
         assert svc.scan["state"] == "idle" and svc.scan["done"] == len(todo)
         reads = {str(p): opened.count(str(p)) for p in copied}
-        assert reads == {str(p): 1 for p in copied}, "each transcript is read once"
+        # once for the history and the report; once more when the idle service keeps its copy (issue 49)
+        assert reads == {str(p): 2 for p in copied}, "each transcript is read once, then copied"
+        assert svc.keeper.block["files"] == len(copied)
 
         cache = scan.ScanCache(paths.data / "cache" / "report-scan.json")
         fresh = scan.scan(scan.discover(projects), scan.ScanCache(None), workers=1)

@@ -388,3 +388,22 @@ def test_the_cost_curves_bands_say_the_lamps_words(qtbot):
               if isinstance(item, pg.TextItem)]
     assert labels[:4] == [STATE_WORDS[s] for s in ("warming", "good", "warning", "critical")]
     assert labels[0] == "warming up"
+
+
+def test_the_settings_show_the_size_of_the_kept_transcripts(qtbot, ctx_home):
+    from desktop.tabs.settings import SettingsTab
+
+    class Keeping(DemoSource):
+        def status(self) -> dict:
+            doc = super().status()
+            doc["service"] = {**(doc.get("service") or {}),
+                              "kept_transcripts": {"on": True, "files": 195, "bytes": 5_600_000}}
+            return doc
+
+    tab = SettingsTab(Keeping())
+    qtbot.addWidget(tab)
+    tab.reload()
+    form = tab.paths_form
+    shown = dict((form.itemAt(i, form.ItemRole.LabelRole).widget().text(),
+                  form.itemAt(i, form.ItemRole.FieldRole).widget().text()) for i in range(form.rowCount()))
+    assert shown["Kept copies of transcripts"] == "195 files, 5.6 MB: read once Claude Code deletes a transcript"

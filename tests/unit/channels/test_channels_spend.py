@@ -43,6 +43,32 @@ def test_a_call_copied_into_another_file_counts_once():
     assert s["calls"] == 1
 
 
+def test_a_call_copied_into_a_resumed_session_is_booked_where_and_when_it_first_happened():
+    """Older Claude Code writes a resumed session's earlier calls again into the continuation file, stamped
+    with the copy's time; the copy's file sorts first here, and its day is another."""
+    original = {**call("m1", 0, **BIG), "sessionId": "first"}
+    copy = {**call("m1", 24 * 3600, **BIG), "sessionId": "continued"}
+    own = {**call("m2", 24 * 3600 + 5, **BIG), "sessionId": "continued"}
+    files = {"/p/a-continued.jsonl": result_file([copy, own], session="continued"),
+             "/p/b-first.jsonl": result_file([original], session="first")}
+    s = spend(files)["spend"]
+    assert s["calls"] == 2
+    assert s["by_day"] == {"2026-11-01": pytest.approx(BIG_USD), "2026-11-02": pytest.approx(BIG_USD)}
+    assert {sid: v["calls"] for sid, v in s["by_session"].items()} == {"first": 1, "continued": 1}
+
+
+def test_a_subagents_call_in_a_progress_line_and_in_its_own_file_counts_once():
+    sub_call = sidechain(call("s1", 5, **BIG))
+    progress = {"type": "progress", "sessionId": "sess", "timestamp": sub_call["timestamp"],
+                "data": {"type": "agent_progress", "message": {k: v for k, v in sub_call.items() if k != "sessionId"}}}
+    main = result_file([call("m1", 0, **BIG), progress], session="sess")
+    alone = spend({"main": main})["spend"]
+    assert alone["calls"] == 2 and alone["subagents_usd"] == pytest.approx(BIG_USD)
+    both = spend({"main": main, "sub": result_file([sub_call], subagent=True, session="sess")})["spend"]
+    assert both["calls"] == 2 and both["subagents_usd"] == pytest.approx(BIG_USD)
+    assert both["total_usd"] == pytest.approx(2 * BIG_USD)
+
+
 def test_synthetic_entries_are_not_calls():
     s = spend({"f": result_file([call("e1", 0, inn=0, out=0, model="<synthetic>")])})
     assert s["spend"]["calls"] == 0 and s["data_quality"]["unpriced_models"] == []
@@ -88,6 +114,26 @@ def test_placeholder_output_calls():
     s = spend({"f": result_file([placeholder, fine, empty])})["data_quality"]
     assert s["placeholder_output_calls"] == 1
     assert "output_tokens <= 1" in s["placeholder_output_definition"]
+
+
+def test_placeholder_outputs_are_estimated_from_what_they_wrote_and_shown_apart():
+    from service.engine_setup.tokenizer import encode_len
+    from tests.support.transcripts import tool
+
+    words = "the quick brown fox jumps over the lazy dog " * 40
+    thinking = call("m1", 0, inn=10, out=1)
+    thinking["message"]["content"] = [{"type": "thinking", "thinking": words}]
+    answer = call("m1", 0, inn=10, out=1, tools=[tool("t1", "Read", file_path="/a/b.py")])
+    finished = call("m2", 1, inn=10, out=1)  # the same shape, but its usage is final: 1 token is what it wrote
+    finished["message"]["stop_reason"] = "end_turn"
+    fine = call("m3", 2, inn=10, out=400)
+    for line in (thinking, answer, fine):
+        line["message"]["stop_reason"] = None
+    s = spend({"f": result_file([thinking, answer, finished, fine])})
+    wrote = encode_len(words) + encode_len('Read{"file_path":"/a/b.py"}')
+    assert s["data_quality"]["placeholder_output_calls"] == 2
+    assert s["data_quality"]["placeholder_output_estimate_usd"] == pytest.approx((wrote - 1) * 15e-6)
+    assert s["spend"]["total_usd"] == pytest.approx(3 * 10 * 3e-6 + (1 + 1 + 400) * 15e-6)  # as recorded
 
 
 def cost_state(total, t=0):

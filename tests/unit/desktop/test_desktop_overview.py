@@ -105,6 +105,15 @@ def test_fast_calls_have_their_own_bars_and_name_and_unpriced_values_are_said():
     assert "Priced at standard rates, no price known for speed=fast: Opus 4.8 (fast)." in om.spend_notes(doc)
 
 
+def test_the_output_claude_code_did_not_record_is_said_apart_from_the_figures():
+    doc = {"spend": {"days": ["2026-12-01"], "total_usd": 40.0, "billed_usd": 40.0,
+                     "placeholder_output_calls": 12, "placeholder_output_estimate_usd": 0.57}}
+    notes = om.spend_notes(doc)
+    assert "12 calls recorded only a placeholder for the output" in notes
+    assert "about $0.57 of output Claude Code did not record, not in these figures." in notes
+    assert om.spend_figures(doc)[0].value == fmt.usd(40.0)
+
+
 RECORDED_LIMITS = {"five_hour": {"used_percentage": 37.0, "resets_at": "2026-11-30T18:00:00Z",
                                  "seen_at": "2026-11-30T14:02:00Z"},
                    "seven_day": {"used_percentage": 81.5, "resets_at": "2026-12-03T09:00:00Z",
