@@ -1,0 +1,110 @@
+"""`ctxlamp report` with sync on: this device's file written from the report's own scan, then every
+device's figures summed into the report (view.py), or one device's (`--device NAME`)."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from service.sync.run import SyncError, checked_folder, device_of, file_from
+from service.sync.settings import resolve
+
+ALL = "all"
+THIS = "this"
+
+
+def choice(cfg: dict, asked: str | None) -> str | None:
+    """Which devices a report covers: None for this device's own report (sync off, or `--device this`),
+    else "all" or a device's name or id. SyncError when a device is asked for while sync is off."""
+    on = resolve(cfg).on
+    if asked is None:
+        return ALL if on else None
+    if asked == THIS:
+        return None
+    if not on:
+        raise SyncError("--device needs sync (ctxlamp sync --folder DIR); without it the report is this device's")
+    return asked
+
+
+def pick(devices: list, asked: str) -> str | None:
+    """The id of the device named `asked` (its name, any case, or the start of its id): None for all."""
+    if asked == ALL:
+        return None
+    named = [d for d in devices if d.name.casefold() == asked.casefold()]
+    if not named and len(asked) >= 4:
+        named = [d for d in devices if d.id.startswith(asked.lower())]
+    if len(named) == 1:
+        return named[0].id
+    names = ", ".join(sorted(d.name for d in devices)) or "none"
+    if named:
+        raise SyncError(f"{len(named)} devices are named {asked!r}: give the start of its id "
+                        "(ctxlamp devices lists them)")
+    raise SyncError(f"no device named {asked!r} in the sync folder (devices: {names})")
+
+
+def synced_report(request: Any, asked: str, cfg: dict, config_dir: Path, *, workers: int | None = None,
+                  progress: bool = True, keep: list | None = None) -> dict:
+    """The report over the devices `asked` covers, in UTC days (the one calendar every device shares)."""
+    from service.days import ZONE_UTC
+    from service.report.build import build_report
+    from service.sync import folder as shared
+    from service.sync.merge import merge
+    from service.sync.view import devices_block, merged_summary, utc_now
+
+    settings = resolve(cfg)
+    folder = checked_folder(settings)
+    request = replace(request, zone=ZONE_UTC)
+    kept = keep if keep is not None else []
+    everything = replace(request, since=None, until=None)
+    whole = build_report(everything, workers=workers, progress=progress, keep=kept, reuse_last=False)
+    own = file_from(cfg, config_dir, folder, whole, kept[-1])
+    try:
+        shared.write(folder, own)
+    except OSError as exc:
+        raise SyncError(f"cannot write this device's file in {folder}: {exc.strerror or exc}") from None
+    reading = shared.read(folder)
+    if not any(d.id == own.id for d in reading.devices):  # a folder that does not show it back yet
+        reading.devices.append(own)
+    local = whole if request.since is None and request.until is None else \
+        build_report(request, workers=workers, progress=False)
+    only = pick(reading.devices, asked)
+    merged = merge(reading.devices, request.since, request.until, only)
+    devices = devices_block(merged, own.id, utc_now(), settings.stale_after_s)
+    return merged_summary(local, merged, devices, reading.skipped, asked)
+
+
+def devices_only(cfg: dict, config_dir: Path, since: str | None = None, until: str | None = None) -> dict:
+    """{devices, skipped} from the folder as it is (nothing written): for `--device this` and the
+    `devices` command. Empty when sync is off or the folder is away."""
+    from service.sync import folder as shared
+    from service.sync.merge import merge
+    from service.sync.view import devices_block, utc_now
+
+    settings = resolve(cfg)
+    try:
+        folder = checked_folder(settings)
+    except SyncError:
+        return {"devices": [], "skipped": []}
+    reading = shared.read(folder)
+    merged = merge(reading.devices, since, until)
+    this = device_of(cfg, config_dir).id
+    return {"devices": devices_block(merged, this, utc_now(), settings.stale_after_s),
+            "skipped": [{"file": f, "reason": r} for f, r in reading.skipped]}
+
+
+def device_lines(summary: dict) -> list[str]:
+    """The text report's devices: one line each, then one line per file left out."""
+    from service.client.textsafe import printable
+
+    devices = summary.get("devices")
+    if not devices:
+        return []
+    lines = ["", "Devices (sync folder; days in UTC):"]
+    for d in devices:
+        tag = " (this device)" if d["this"] else ""
+        stale = "  not seen for a while" if d["stale"] else ""
+        lines.append(f"  {printable(d['name'], 40):<40} ${d['total_usd']:>10,.2f}  last seen {d['last_seen']}"
+                     f"{tag}{stale}")
+    for row in (summary.get("sync") or {}).get("skipped") or []:
+        lines.append(f"  {printable(row['file'], 120)}: {printable(row['reason'], 200)}")
+    return lines
