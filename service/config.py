@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import os
 import re
 import tomllib
 from dataclasses import dataclass
@@ -233,6 +234,8 @@ def _check(section: str, key: str, value: Any) -> Any:
                 raise ConfigError(f"{where}: {exc}") from None
         if (section, key) in (("team", "projects"), ("sync", "projects")) and value not in TEAM_PROJECTS:
             raise ConfigError(f"{where} must be one of {', '.join(TEAM_PROJECTS)}")
+        if (section, key) == ("sync", "folder") and value and not os.path.isabs(os.path.expanduser(value)):
+            raise ConfigError(f"{where} must be a whole path (e.g. ~/Dropbox/ctxlamp), or empty for off")
         if (section, key) == ("sync", "name") and len(value) > 200:
             raise ConfigError(f"{where} is longer than 200 characters")
     elif isinstance(default, list):

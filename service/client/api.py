@@ -215,3 +215,11 @@ class ApiClient:
 
     def team(self, since: str | None = None, until: str | None = None) -> dict:
         return self.request("GET", PREFIX + "/team", query={"since": since, "until": until})
+
+    def sync(self, since: str | None = None, until: str | None = None) -> dict:
+        """The sync folder's devices and their figures over the period (UTC days), this device, the last sync."""
+        return self.request("GET", PREFIX + "/sync", query={"since": since, "until": until})
+
+    def sync_now(self) -> dict:
+        """Write this device's figures and read the others' now (a full scan: it may take seconds)."""
+        return self.request("POST", PREFIX + "/sync/now", {}, timeout=max(self.timeout, 120.0))

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from service.ingest.watch import Watcher
     from service.store import Store
     from service.team.job import TeamPusher
+    from service.sync.job import SyncJob
 
 log = logging.getLogger("ctxlamp.service")
 
@@ -129,6 +130,7 @@ class Service:
         self.watcher: Watcher | None = None
         self.api: ApiServer | None = None
         self.team: TeamPusher | None = None  # when a team is configured (jobs.start_scheduler)
+        self.sync: SyncJob | None = None  # the sync folder's job (jobs.start_scheduler)
         self.persist: Persistence | None = None
         self.engine_cfg: EngineConfig | None = None
         self.prices: PriceTable | None = None

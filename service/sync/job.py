@@ -1,0 +1,103 @@
+"""The service's side of sync: on its schedule (`[sync] every`) and soon after each checkpoint, this
+device's file written and the others' read; the last outcome kept for GET /api/v1/sync.
+
+It computes with one worker under the report lock (the service has threads and the report's caches
+are files), with the rent and restart savings of its own profiles. With sync off, a run costs one
+look at the config. After a checkpoint it runs at most once a minute: the figures change call by
+call, the other devices need them only as often as their sync tool carries them.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+log = logging.getLogger("ctxlamp.sync")
+FIRST_SYNC_AFTER_S = 30.0
+AFTER_CHECKPOINT_GAP_S = 60.0
+
+
+class SyncJob:
+    def __init__(self, config: Callable[[], dict], store: Any, config_dir: Path):
+        self.config = config
+        self.store = store
+        self.config_dir = config_dir
+        self.last: dict = {}
+        self.scheduler: Any = None
+        self._lock = threading.Lock()
+        self._last_run = 0.0
+
+    @classmethod
+    def schedule(cls, scheduler: Any, config: Callable[[], dict], store: Any, config_dir: Path) -> "SyncJob":
+        """Add the sync job (it runs whatever the config says then; with sync off it does nothing)."""
+        from service.sync.settings import resolve
+
+        job = cls(config, store, config_dir)
+        job.scheduler = scheduler
+        every = resolve(config()).every_s
+        first = datetime.now(timezone.utc) + timedelta(seconds=min(every, FIRST_SYNC_AFTER_S))
+        scheduler.add_job(job.run, "interval", seconds=every, id="sync", max_instances=1, coalesce=True,
+                          next_run_time=first)
+        return job
+
+    def after_checkpoint(self) -> None:
+        """A checkpoint was written: sync soon, when sync is on and the last sync is a minute old."""
+        import time
+
+        from service.sync.settings import resolve
+
+        if self.scheduler is None or not resolve(self.config()).on:
+            return
+        if time.monotonic() - self._last_run < AFTER_CHECKPOINT_GAP_S:
+            return
+        try:
+            self.scheduler.modify_job("sync", next_run_time=datetime.now(timezone.utc))
+        except Exception:  # the scheduler is shutting down
+            log.debug("could not move the sync job", exc_info=True)
+
+    def run(self) -> dict:
+        """One sync when sync is on; its outcome is kept (and returned)."""
+        import time
+
+        from service.report.cached import SCAN_LOCK
+        from service.sync.run import SyncError, sync_now
+        from service.sync.settings import resolve
+
+        cfg = self.config()
+        if not resolve(cfg).on:
+            self.last = {}
+            return self.last
+        at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+        with self._lock, SCAN_LOCK:  # one scan at a time: the report's caches are files
+            self._last_run = time.monotonic()
+            try:
+                outcome = sync_now(cfg, self.config_dir, store=self.store, workers=1)
+                result = {"ok": True, "message": f"wrote {outcome.written.name if outcome.written else 'nothing'}; "
+                          f"read {len(outcome.reading.devices)} device file(s)",
+                          "skipped": [{"file": f, "reason": r} for f, r in outcome.reading.skipped]}
+            except SyncError as exc:
+                result = {"ok": False, "message": str(exc), "skipped": []}
+            except Exception as exc:  # a scheduled job must not die; say what happened
+                log.exception("sync failed")
+                result = {"ok": False, "message": f"{type(exc).__name__}: {exc}", "skipped": []}
+        if not result["ok"]:
+            log.warning("sync: %s", result["message"])
+        self.last = {"at": at, **result}
+        return self.last
+
+
+def sync_view(cfg: dict, job: SyncJob | None, config_dir: Path, since: str | None = None,
+              until: str | None = None) -> dict:
+    """GET /api/v1/sync: whether sync is on, this device, every device's figures over the period (UTC days),
+    the files left out, and the last sync."""
+    from service.sync.report import devices_only
+    from service.sync.run import device_of
+    from service.sync.settings import resolve
+
+    settings = resolve(cfg)
+    device = device_of(cfg, config_dir)
+    listing = devices_only(cfg, config_dir, since, until) if settings.on else {"devices": [], "skipped": []}
+    return {"on": settings.on, "folder": settings.folder, "device": {"id": device.id, "name": device.name},
+            **listing, "last": job.last if job is not None else {}}

@@ -1,0 +1,45 @@
+"""The service's side of sync, through its real HTTP API (what Settings and the Overview use): turned on
+by a config change, `POST /api/v1/sync/now` writes this device's file, `GET /api/v1/sync` lists the
+devices, with the same billed total `ctxlamp report` gives for this machine."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.corpus import ROOT, copy_fixtures
+from tests.support.service_proc import Svc
+
+
+@pytest.fixture
+def svc(tmp_path):
+    claude = copy_fixtures(tmp_path / "claude")
+    s = Svc(tmp_path / "home", claude, {"HOME": str(tmp_path / "user")}).start(timeout=120)
+    yield s
+    s.stop()
+
+
+def test_settings_turn_sync_on_and_the_service_writes_this_device(svc, tmp_path):
+    status, off = svc.request("POST", "/api/v1/sync/now", {})
+    assert status == 409 and "off" in off["error"]
+    folder = tmp_path / "OneDrive" / "ctxlamp"
+    folder.mkdir(parents=True)
+    status, body = svc.request("POST", "/api/v1/config", {"sync": {"folder": "relative/folder"}})
+    assert status == 400 and "whole path" in body["error"]
+    status, _ = svc.request("POST", "/api/v1/config", {"sync": {"folder": str(folder), "name": "studio"}})
+    assert status == 200
+    status, view = svc.request("POST", "/api/v1/sync/now", {})
+    assert status == 200, view
+    assert view["on"] and view["device"]["name"] == "studio"
+    assert [(d["name"], d["this"]) for d in view["devices"]] == [("studio", True)]
+    assert [f.name for f in folder.iterdir() if f.name.startswith("ctxlamp-device-")] == [
+        f"ctxlamp-device-{view['device']['id']}.json"]
+    env = {**os.environ, **svc.env}
+    mine = json.loads(subprocess.run([sys.executable, "-m", "service.cli", "report", "--json", "--no-service",
+                                      "--device", "this", "--timezone", "UTC"], env=env, cwd=ROOT,
+                                     capture_output=True, text=True, check=True, timeout=300).stdout)
+    assert view["devices"][0]["total_usd"] == pytest.approx(mine["spend"]["billed"]["usd"], abs=1e-8)
+    assert svc.get("/api/v1/sync")["last"]["ok"] is True
