@@ -68,6 +68,12 @@ class ApiSource:
     def team(self) -> dict:
         return self._call(self.client.team)
 
+    def sync(self, since: str | None = None) -> dict:
+        return self._call(self.client.sync, since)
+
+    def sync_now(self) -> dict:
+        return self._call(self.client.sync_now)
+
 
 def demo_dir() -> Path:
     import resources
@@ -141,3 +147,9 @@ class DemoSource:
 
     def team(self) -> dict:
         raise DataError("the demo has no team")
+
+    def sync(self, since: str | None = None) -> dict:
+        return {"on": False, "devices": [], "skipped": []}
+
+    def sync_now(self) -> dict:
+        raise DataError("the demo does not sync")

@@ -189,6 +189,11 @@ def make_control(field: sm.Field) -> Control:
     if field.kind == "text":
         return url_control("postgresql://member@host/team (empty: no team)" if field.key == "team.url"
                            else "postgresql://user@host/ctxlamp (empty: the local file)")
+    if field.kind in ("folder", "name"):
+        line = QLineEdit()
+        line.setPlaceholderText("e.g. ~/Dropbox/ctxlamp (empty: off)" if field.kind == "folder"
+                                else "e.g. laptop (empty: this computer's name)")
+        return _Wrap(line, lambda: line.text().strip(), lambda v: line.setText(str(v or "")), line.textChanged)
     if field.kind == "zone":
         zone = QLineEdit()
         zone.setPlaceholderText("e.g. Europe/Berlin (empty: this computer's time zone)")
@@ -341,6 +346,17 @@ class SettingsTab(Tab):
             self.rows[field.key] = row
             self.form.addRow(label, row)
         host_lay.addWidget(service_box)
+        sync_row = QHBoxLayout()
+        self.sync_button = QPushButton("Sync &now")
+        self.sync_button.setToolTip("Write this machine's figures to the sync folder and read the others' now "
+                                    "(save a new folder first).")
+        self.sync_button.clicked.connect(self.sync_now)
+        self.sync_status = QLabel()
+        self.sync_status.setTextFormat(Qt.TextFormat.PlainText)  # file names from the shared folder
+        self.sync_status.setWordWrap(True)
+        sync_row.addWidget(self.sync_button)
+        sync_row.addWidget(self.sync_status, 1)
+        host_lay.addLayout(sync_row)
         host_lay.addWidget(self._prices_box())
         paths_box = QGroupBox("Where ctxlamp reads and keeps things")
         self.paths_form = QFormLayout(paths_box)
@@ -502,6 +518,17 @@ class SettingsTab(Tab):
 
     def show_error(self, text: str) -> None:
         self.status.setText(f"Could not load the settings: {text}")
+
+    def sync_now(self) -> None:
+        """Sync now through the service (a scan: a few seconds); what it did, or why it could not."""
+        from desktop.present.overview import sync_sentence
+
+        try:
+            answer = self.source.sync_now()
+        except DataError as exc:
+            self.sync_status.setText(f"Could not sync: {exc}")
+            return
+        self.sync_status.setText(sync_sentence(answer))
 
     def show_skipped(self, rows: list[dict]) -> None:
         """Each skipped file with the reason (a FIFO, a folder, permission denied...); hidden when none."""
