@@ -18,6 +18,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--off", action="store_true", help="turn sync off (this device's file stays in the folder)")
     what.add_argument("--now", action="store_true", help="write this device's figures and read the others' now")
     what.add_argument("--name", metavar="NAME", help="this device's name as every device shows it")
+    what.add_argument("--passphrase", action="store_true", help="encrypt this device's file with a passphrase "
+                      "(asked for; the same on every device; needs pip install 'ctxlamp[encrypt]')")
+    what.add_argument("--no-passphrase", dest="no_passphrase", action="store_true",
+                      help="write this device's file plain again")
 
 
 def configure_devices(parser: argparse.ArgumentParser) -> None:
@@ -78,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"This device is {name!r}" + (" (the folder learns it at the next sync)"
                                                 if cfg["sync"]["folder"] else ""))
             return 0
+        if args.passphrase or args.no_passphrase:
+            return _passphrase(args.passphrase)
         return _sync_now(_config())
     except ConfigError as exc:
         print(f"ctxlamp sync: {exc}", file=sys.stderr)
@@ -85,6 +91,37 @@ def run(args: argparse.Namespace) -> int:
     except SyncError as exc:
         print(f"ctxlamp sync: {exc}", file=sys.stderr)
         return 2
+
+
+def _passphrase(on: bool) -> int:
+    """Keep (asked twice, never echoed; or one line on stdin when it is no terminal) or drop the passphrase."""
+    import getpass
+
+    from service.sync.sealed import NoCipher, primitives, save_passphrase
+
+    config_dir = _paths().config
+    if not on:
+        save_passphrase(config_dir, None)
+        print("This device's file is written plain from its next sync.")
+        return 0
+    try:
+        primitives()
+    except NoCipher as exc:
+        print(f"ctxlamp sync: {exc}", file=sys.stderr)
+        return 2
+    if sys.stdin.isatty():
+        first = getpass.getpass("Passphrase (the same on every device): ")
+        if getpass.getpass("Again: ") != first:
+            print("ctxlamp sync: the two passphrases differ", file=sys.stderr)
+            return 2
+    else:
+        first = sys.stdin.readline().rstrip("\n")
+    if len(first) < 8:
+        print("ctxlamp sync: a passphrase needs 8 characters at least", file=sys.stderr)
+        return 2
+    save_passphrase(config_dir, first)
+    print("This device's file is encrypted from its next sync; give every device the same passphrase.")
+    return 0
 
 
 def _sync_now(cfg: dict) -> int:

@@ -44,8 +44,9 @@ def copy_kind(name: str) -> str:
     return "a copy a sync tool left"
 
 
-def read(folder: Path) -> Reading:
-    """Every device file of the folder (the newest write of each device), copies and bad files named."""
+def read(folder: Path, passphrase: str | None = None) -> Reading:
+    """Every device file of the folder (the newest write of each device), copies and bad files named;
+    files sealed with a passphrase are opened with this device's (sealed.py)."""
     out = Reading()
     try:
         names = sorted(os.listdir(folder))
@@ -60,7 +61,7 @@ def read(folder: Path) -> Reading:
             out.skipped.append((name, f"ignored: {copy_kind(name)}"))
             continue
         try:
-            device = decode(_read_bytes(folder / name))
+            device = decode(_opened(_read_bytes(folder / name), passphrase))
         except BadFile as exc:
             out.skipped.append((name, f"skipped: {exc}"))
             continue
@@ -74,6 +75,17 @@ def read(folder: Path) -> Reading:
     return out
 
 
+def _opened(data: bytes, passphrase: str | None) -> bytes:
+    from service.sync import sealed
+
+    if not sealed.is_sealed(data):
+        return data
+    try:
+        return sealed.open_sealed(data, passphrase)
+    except sealed.NoCipher as exc:
+        raise BadFile(str(exc)) from None
+
+
 def _read_bytes(path: Path) -> bytes:
     """The file's bytes, never through a link and never more than a device file may hold."""
     from service.sync.fileformat import MAX_BYTES
@@ -84,12 +96,15 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
-def write(folder: Path, device: DeviceFile) -> Path:
-    """This device's file, replaced atomically (a reader sees the old whole file or the new one)."""
+def write(folder: Path, device: DeviceFile, passphrase: str | None = None) -> Path:
+    """This device's file, replaced atomically (a reader sees the old whole file or the new one), sealed
+    when this device has a passphrase."""
     from service.client.privdir import write_private
+    from service.sync import sealed
 
     path = folder / file_name(device.id)
-    write_private(path, encode(device))
+    data = encode(device)
+    write_private(path, sealed.seal(data, passphrase) if passphrase else data)
     return path
 
 

@@ -49,6 +49,7 @@ def synced_report(request: Any, asked: str, cfg: dict, config_dir: Path, *, work
     from service.report.build import build_report
     from service.sync import folder as shared
     from service.sync.merge import merge
+    from service.sync.sealed import NoCipher, load_passphrase
     from service.sync.view import devices_block, merged_summary, utc_now
 
     settings = resolve(cfg)
@@ -58,11 +59,14 @@ def synced_report(request: Any, asked: str, cfg: dict, config_dir: Path, *, work
     everything = replace(request, since=None, until=None)
     whole = build_report(everything, workers=workers, progress=progress, keep=kept, reuse_last=False)
     own = file_from(cfg, config_dir, folder, whole, kept[-1])
+    passphrase = load_passphrase(config_dir)
     try:
-        shared.write(folder, own)
+        shared.write(folder, own, passphrase)
     except OSError as exc:
         raise SyncError(f"cannot write this device's file in {folder}: {exc.strerror or exc}") from None
-    reading = shared.read(folder)
+    except NoCipher as exc:
+        raise SyncError(str(exc)) from None
+    reading = shared.read(folder, passphrase)
     if not any(d.id == own.id for d in reading.devices):  # a folder that does not show it back yet
         reading.devices.append(own)
     local = whole if request.since is None and request.until is None else \
@@ -78,6 +82,7 @@ def devices_only(cfg: dict, config_dir: Path, since: str | None = None, until: s
     `devices` command. Empty when sync is off or the folder is away."""
     from service.sync import folder as shared
     from service.sync.merge import merge
+    from service.sync.sealed import load_passphrase
     from service.sync.view import devices_block, utc_now
 
     settings = resolve(cfg)
@@ -85,7 +90,7 @@ def devices_only(cfg: dict, config_dir: Path, since: str | None = None, until: s
         folder = checked_folder(settings)
     except SyncError:
         return {"devices": [], "skipped": []}
-    reading = shared.read(folder)
+    reading = shared.read(folder, load_passphrase(config_dir))
     merged = merge(reading.devices, since, until)
     this = device_of(cfg, config_dir).id
     return {"devices": devices_block(merged, this, utc_now(), settings.stale_after_s),

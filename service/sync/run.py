@@ -88,6 +88,12 @@ def sync_now(cfg: dict, config_dir: Path, *, store: Any = None, workers: int | N
     """Write this device's file (`own`, else computed now) and read every device's."""
     settings = resolve(cfg)
     folder = checked_folder(settings)
+    from service.sync.sealed import NoCipher, load_passphrase
+
     device = own or figures_here(cfg, config_dir, folder, store=store, workers=workers, progress=progress)
-    written = shared.write(folder, device)
-    return Outcome(Device(device.id, device.name), written, shared.read(folder))
+    passphrase = load_passphrase(config_dir)
+    try:
+        written = shared.write(folder, device, passphrase)
+    except NoCipher as exc:
+        raise SyncError(str(exc)) from None
+    return Outcome(Device(device.id, device.name), written, shared.read(folder, passphrase))

@@ -140,10 +140,16 @@ def test_device_this_gives_the_one_machine(world, tmp_path):
     got = report(world["a"], "--device", "this", "--timezone", "UTC")
     assert_same(figures(got), want)
     assert sorted(d["name"] for d in got["devices"]) == ["desktop", "laptop"]
+    # one device's share of the total: the sessions counted for it. The common session is the same on both
+    # (a synced ~/.claude: the same latest call, as many calls), so the smaller device id counts it.
     other = report(world["a"], "--device", "desktop")
+    ids = {d["name"]: d["id"] for d in other["devices"]}
     assert [d["this"] for d in other["devices"]] == [True, False]
-    desktop_alone = figures(report({**world["b"], "CTXLAMP_HOME": str(tmp_path / "b-alone")}, "--timezone", "UTC"))
-    assert figures(other)["spend"] == pytest.approx(desktop_alone["spend"], abs=MONEY)
+    sessions = ((COMMON,) if ids["desktop"] < ids["laptop"] else ()) + ONLY_B
+    share = figures(report(machine(tmp_path, "share", world["every"], sessions), "--timezone", "UTC"))
+    assert_same(figures(other), share)
+    assert figures(other)["spend"][3] == pytest.approx(
+        next(d["total_usd"] for d in other["devices"] if d["name"] == "desktop"), abs=MONEY)
 
 
 def test_a_torn_file_and_conflicted_copies_change_nothing_and_are_named(world, tmp_path):
@@ -242,3 +248,27 @@ def test_a_clock_skew_neither_hides_a_device_nor_keeps_it_fresh(world):
         assert "last seen" in ctxlamp(world["a"], "devices").stdout
     finally:
         path.write_bytes(whole)
+
+
+def test_with_a_passphrase_the_folder_holds_no_figures_and_the_totals_hold(tmp_path, world):
+    pytest.importorskip("cryptography")
+    every, shared = world["every"], tmp_path / "cloud"
+    shared.mkdir()
+    a = machine(tmp_path, "laptop", every, (COMMON, *ONLY_A))
+    b = machine(tmp_path, "desktop", every, (COMMON, *ONLY_B))
+    for env in (a, b):
+        r = subprocess.run([str(CTXLAMP), "sync", "--passphrase"], env=env, input="correct horse battery\n",
+                           capture_output=True, text=True, timeout=60, check=True)
+        assert "encrypted" in r.stdout
+        ctxlamp(env, "sync", "--folder", str(shared))
+    for f in shared.glob("ctxlamp-device-*.json"):
+        assert b"claude-" not in f.read_bytes() and b"cache_read" not in f.read_bytes()
+    assert_same(figures(report(a)), figures(world["want"]))
+    # a device with another passphrase reads none of them, and says so for each
+    c = machine(tmp_path, "tablet", every, (COMMON,))
+    subprocess.run([str(CTXLAMP), "sync", "--passphrase"], env=c, input="another passphrase\n",
+                   capture_output=True, text=True, timeout=60, check=True)
+    ctxlamp(c, "sync", "--folder", str(shared))
+    got = report(c)
+    assert [d["name"] for d in got["devices"]] == [got["devices"][0]["name"]]
+    assert len([row for row in got["sync"]["skipped"] if "passphrase" in row["reason"]]) == 2
