@@ -62,8 +62,8 @@ class ApiSource:
     def config_defaults(self) -> dict:
         return self._call(self.client.config_defaults)
 
-    def overview(self, days: int) -> dict:
-        return self._call(self.client.overview, days)
+    def overview(self, days: int, devices: str | None = None) -> dict:
+        return self._call(self.client.overview, days, devices)
 
     def team(self) -> dict:
         return self._call(self.client.team)
@@ -140,7 +140,7 @@ class DemoSource:
     def config_defaults(self) -> dict:
         return copy.deepcopy(self._config)
 
-    def overview(self, days: int) -> dict:
+    def overview(self, days: int, devices: str | None = None) -> dict:
         if str(days) not in self._overview:
             raise DataError(f"the demo has no {days}-day overview")
         return copy.deepcopy(self._overview[str(days)])

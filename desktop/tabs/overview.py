@@ -11,7 +11,7 @@ import time
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
-    QButtonGroup, QFrame, QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QListWidget, QListWidgetItem,
+    QButtonGroup, QCheckBox, QFrame, QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QListWidget, QListWidgetItem,
     QProgressBar, QPushButton, QRadioButton, QTableWidget, QTableWidgetItem, QVBoxLayout,
 )
 
@@ -39,6 +39,7 @@ class OverviewTab(Tab):
         self.doc: dict | None = None
         self.status: dict | None = None
         self.sync: dict | None = None  # the sync folder's devices (GET /api/v1/sync), when sync is on
+        self.every_device = True  # with sync on: every device's figures summed (read by the fetching thread too)
         self.stale = False  # calls came while the tab was hidden: it reloads when shown again
         self.reload_timer = QTimer(self)
         self.reload_timer.setSingleShot(True)
@@ -63,6 +64,13 @@ class OverviewTab(Tab):
             b.setChecked(key == "model")
             self.by_group.addButton(b)
             top.addWidget(b)
+        top.addSpacing(24)
+        self.all_devices = QCheckBox("All my devices")
+        self.all_devices.setToolTip("Every device of the sync folder summed, in UTC days (docs/sync.md); "
+                                    "off: this computer's own figures.")
+        self.all_devices.setChecked(True)
+        self.all_devices.setVisible(False)  # shown once the service says sync is on
+        top.addWidget(self.all_devices)
         top.addStretch(1)
         self.refresh_button = QPushButton("&Refresh")
         top.addWidget(self.refresh_button)
@@ -154,6 +162,7 @@ class OverviewTab(Tab):
         self.period_group.idClicked.connect(self._period)
         self.by_group.buttonClicked.connect(lambda _b: self.redraw_bars())
         self.refresh_button.clicked.connect(self.reload)
+        self.all_devices.toggled.connect(self._every_device)
         self.sessions.cellActivated.connect(self._session_cell)
         self.sessions.cellClicked.connect(self._session_cell)
         self.live.itemActivated.connect(self._live_item)
@@ -162,6 +171,10 @@ class OverviewTab(Tab):
     # ---- data ----
     def _period(self, days: int) -> None:
         self.days = days
+        self.reload()
+
+    def _every_device(self, on: bool) -> None:
+        self.every_device = on
         self.reload()
 
     def reload(self) -> None:
@@ -175,13 +188,14 @@ class OverviewTab(Tab):
         except DataError:
             pass
         try:
-            doc = self.source.overview(days)
-        except DataError as exc:
-            error = str(exc)
-        try:
             sync = self.source.sync(om.first_utc_day(days))
         except (DataError, AttributeError):  # an older service, the demo: no devices to show
             pass
+        every = bool((sync or {}).get("on")) and self.every_device
+        try:
+            doc = self.source.overview(days, "all") if every else self.source.overview(days)
+        except DataError as exc:
+            error = str(exc)
         return doc, status, error, sync
 
     def _show_answer(self, days: int, doc: dict | None, status: dict | None, error: str,
@@ -286,6 +300,7 @@ class OverviewTab(Tab):
         self.devices_note.setText(om.devices_note(sync))
         self.devices_note.setVisible(bool(self.devices_note.text()))
         self.devices_box.setVisible(bool(rows))
+        self.all_devices.setVisible(bool(rows))
 
     def redraw_bars(self) -> None:
         button = self.by_group.checkedButton()

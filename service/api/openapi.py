@@ -181,7 +181,10 @@ PATHS = {
                                   [_q("since"), _q("until"), _q("timezone", desc=ZONE)])},
     "/api/v1/overview": {"get": _op("the window's overview: spend per day by model and project, dearest sessions, "
                                     "rent and what restarting at the reminders would have saved (days in `timezone`)",
-                                    {**_ok(_obj()), **E503}, [_q("days", INT), _q("timezone", desc=ZONE)])},
+                                    {**_ok(_obj()), **E503}, [_q("days", INT), _q("timezone", desc=ZONE),
+                                                              _q("devices", {"enum": ["all"]},
+                                                                 desc="all: every device of the sync folder "
+                                                                      "summed, in UTC days (docs/sync.md)")])},
 
     "/api/v1/team": {"get": _op("the team report (`ctxlamp team report --json`), this member, the last push",
                                 {**_ok(_obj()), **E404, **E503}, [_q("since"), _q("until")])},

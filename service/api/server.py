@@ -276,6 +276,15 @@ class ApiServer:
     def get_overview(self, q, body):
         from service.api import overview
 
+        if q.get("devices") == "all":  # every device of the sync folder, in UTC days (docs/sync.md)
+            from service.days import ZONE_UTC
+            from service.sync.report import devices_overview
+
+            doc = overview.overview(_int(q, "days", 7), self._segments(), self.service.status()["sessions"],
+                                    zone=ZONE_UTC)
+            period = doc["period"]
+            return devices_overview(doc, self.service.cfg, self.service.paths.config, period["since"],
+                                    period["until"])
         return overview.overview(_int(q, "days", 7), self._segments(), self.service.status()["sessions"],
                                  zone=self._zone(q))
 

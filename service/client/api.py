@@ -205,9 +205,11 @@ class ApiClient:
     def config_defaults(self) -> dict:
         return self.request("GET", PREFIX + "/config/defaults")
 
-    def overview(self, days: int) -> dict:
-        """Sums the report over the period: a first (cold) report over a big history takes seconds."""
-        return self.request("GET", PREFIX + "/overview", query={"days": days}, timeout=max(self.timeout, 60.0))
+    def overview(self, days: int, devices: str | None = None) -> dict:
+        """Sums the report over the period: a first (cold) report over a big history takes seconds.
+        `devices="all"`: every device of the sync folder, in UTC days."""
+        return self.request("GET", PREFIX + "/overview", query={"days": days, "devices": devices},
+                            timeout=max(self.timeout, 60.0))
 
     def get_report(self, since: str | None = None, until: str | None = None, timezone: str | None = None) -> dict:
         return self.request("GET", PREFIX + "/report", query={"since": since or None, "until": until or None,

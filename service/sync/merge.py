@@ -51,6 +51,9 @@ class Sums:
     billed_by_day: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     by_model: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     by_project: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    by_day_model: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(list))
+    by_day_project: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(list))
+    unwritten_by_day: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     days: dict[str, dict] = field(default_factory=dict)
     restart: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     channels: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
@@ -67,11 +70,15 @@ class Sums:
             self.by_model[g["model"]].extend(written)
             self.by_project[g["project"]].extend(written)
             self.by_day[g["day"]].extend(written)
+            self.by_day_model[(g["day"], g["model"])].extend(written)
+            self.by_day_project[(g["day"], g["project"])].extend(written)
         if g["calls"]:  # the daily table: every call's tokens, unpriced ones too
             day = self.days.setdefault(g["day"], {"models": set(), **dict.fromkeys(TOKENS, 0)})
             day["models"].add(g["model"])
             for k in TOKENS:
                 day[k] += g[k]
+        if g["unwritten_usd"]:
+            self.unwritten_by_day[g["day"]].append(g["unwritten_usd"])
         if priced or g["unwritten_usd"]:
             self.billed_by_day[g["day"]].extend(written + [g["unwritten_usd"]])
 

@@ -113,3 +113,23 @@ def device_lines(summary: dict) -> list[str]:
     for row in (summary.get("sync") or {}).get("skipped") or []:
         lines.append(f"  {printable(row['file'], 120)}: {printable(row['reason'], 200)}")
     return lines
+
+
+def devices_overview(doc: dict, cfg: dict, config_dir: Path, since: str, until: str) -> dict:
+    """The Overview `doc` (its days in UTC) summed over every device of the folder, as the service
+    last wrote this device's file (its job keeps it fresh); `doc` itself when sync is off or away."""
+    from service.sync import folder as shared
+    from service.sync.merge import merge
+    from service.sync.sealed import load_passphrase
+    from service.sync.view import devices_block, merged_overview, utc_now
+
+    settings = resolve(cfg)
+    try:
+        folder = checked_folder(settings)
+    except SyncError:
+        return doc
+    reading = shared.read(folder, load_passphrase(config_dir))
+    merged = merge(reading.devices, since, until)
+    this = device_of(cfg, config_dir).id
+    return merged_overview(doc, merged, devices_block(merged, this, utc_now(), settings.stale_after_s),
+                           reading.skipped)

@@ -60,7 +60,7 @@ def merged_summary(local: dict, merged: Merged, devices: list[dict], skipped: li
                    "unwritten_measured_usd": _r(t.total("unwritten_usd")),
                    "by_day": {k: _r(fsum(v)) for k, v in sorted(t.billed_by_day.items())}})
     sp["billed"] = billed
-    _restart(s, t)
+    _restart(s.get("restart_savings"), t)
     _channels(s, t)
     s["period"] = {**(s.get("period") or {}), "timezone": "UTC"}
     s["devices"] = devices
@@ -70,8 +70,47 @@ def merged_summary(local: dict, merged: Merged, devices: list[dict], skipped: li
     return s
 
 
-def _restart(s: dict, t: Sums) -> None:
-    rs = s.get("restart_savings")
+def merged_overview(doc: dict, merged: Merged, devices: list[dict], skipped: list[tuple[str, str]]) -> dict:
+    """The window's Overview (GET /api/v1/overview, in UTC days) with the devices' sums: its headline,
+    its daily bars by model and by project, the rent, the restart savings and the channels. Its list of
+    dearest sessions stays this device's (the folder names no session)."""
+    s = copy.deepcopy(doc)
+    t = merged.total
+    sp = s["spend"]
+    written = fsum([t.total("main_usd"), t.total("subagents_usd")])
+    estimated = t.total("estimated_usd")
+
+    def by_day(groups: dict[tuple[str, str], list[float]]) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for (day, key), values in sorted(groups.items()):
+            out.setdefault(day, {})[key] = _r(fsum(values))
+        return out
+
+    sp.update({
+        "total_usd": _r(written), "subagents_usd": _r(t.total("subagents_usd")), "estimated_usd": _r(estimated),
+        "measured_usd": _r(written - estimated), "calls": t.counts.get("calls", 0), "billed_usd": _r(t.billed()),
+        "unwritten_usd": _r(t.total("unwritten_usd")),
+        "unwritten_by_day": {d: _r(fsum(v)) for d, v in sorted(t.unwritten_by_day.items()) if fsum(v)},
+        "by_model": {k: _r(fsum(v)) for k, v in sorted(t.by_model.items())},
+        "by_project": {k: _r(fsum(v)) for k, v in sorted(t.by_project.items())},
+        "by_day_model": by_day(t.by_day_model), "by_day_project": by_day(t.by_day_project),
+    })
+    rent = s.get("rent")
+    if isinstance(rent, dict):
+        rent.update({"rent_usd": _r(fsum(t.restart.get("rent_usd", []))),
+                     "segments": int(sum(t.restart.get("segments", []))),
+                     "reminders": int(sum(t.restart.get("reminders", []))),
+                     "segments_with_reminders": int(sum(t.restart.get("segments_with_reminders", [])))})
+    _restart(s.get("restart_savings"), t)
+    _channels(s.setdefault("channels", {}), t)
+    s["period"] = {**(s.get("period") or {}), "timezone": "UTC"}
+    s["devices"] = devices
+    s["sync"] = {"device": "all", "days": "UTC", "skipped": [{"file": f, "reason": r} for f, r in skipped],
+                 "this_device_only": ["sessions", "spend.unpriced_models", "spend.placeholder_output_calls"]}
+    return s
+
+
+def _restart(rs: dict | None, t: Sums) -> None:
     if rs is None:
         return
     for column in RESTART_COLUMNS[1:]:

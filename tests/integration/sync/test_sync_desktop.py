@@ -16,6 +16,7 @@ pytest.importorskip("pytestqt")
 
 from desktop.connection.datasource import ApiSource  # noqa: E402
 from desktop.present import fmt  # noqa: E402
+from desktop.present import overview as om  # noqa: E402
 from tests.support.corpus import ROOT, copy_fixtures  # noqa: E402
 from tests.support.servicectl import running_service  # noqa: E402
 
@@ -67,8 +68,11 @@ def test_overview_shows_the_devices_and_settings_syncs(qtbot, tmp_path):
         qtbot.addWidget(tab)
         tab.days = 30
         tab.reload()
-        assert tab.devices_box.isVisibleTo(tab)
+        assert tab.devices_box.isVisibleTo(tab) and tab.all_devices.isVisibleTo(tab)
         shown = [[tab.devices.item(r, c).text() for c in range(4)] for r in range(tab.devices.rowCount())]
+        every_doc = tab.doc
+        tab.all_devices.setChecked(False)  # this computer's own figures
+        own_doc = tab.doc
     # what each device spent, as `ctxlamp report --json` over every device says it (fixtures: all within 30 days)
     report = json.loads(cli(laptop, "report", "--json", "--no-service"))
     want = {d["name"] + (" (this device)" if d["this"] else ""): d for d in report["devices"]}
@@ -77,3 +81,15 @@ def test_overview_shows_the_devices_and_settings_syncs(qtbot, tmp_path):
         assert spent == fmt.usd(want[name]["total_usd"]) and calls == fmt.count(want[name]["calls"])
     assert "Dropbox" in tab.devices_note.text() and "conflicted copy" in tab.devices_note.text()
     assert Path(report["sync"]["skipped"][0]["file"]).name.startswith("ctxlamp-device-0123")
+    # the headline and the bars follow the choice: every device's sum, or this computer's own
+    mine = json.loads(cli(laptop, "report", "--json", "--no-service", "--device", "this"))
+    assert every_doc["spend"]["billed_usd"] == pytest.approx(report["spend"]["billed"]["usd"], abs=1e-8)
+    assert own_doc["spend"]["billed_usd"] == pytest.approx(mine["spend"]["billed"]["usd"], abs=1e-8)
+    assert own_doc["spend"]["billed_usd"] < every_doc["spend"]["billed_usd"]
+    bars = om.daily_stacks(every_doc, "model")
+    assert sum(bars.totals) == pytest.approx(report["spend"]["billed"]["usd"], abs=1e-8)
+    for day, usd in report["spend"]["by_day"].items():
+        assert sum(every_doc["spend"]["by_day_model"][day].values()) == pytest.approx(usd, abs=1e-8)
+        assert sum(every_doc["spend"]["by_day_project"][day].values()) == pytest.approx(usd, abs=1e-8)
+    assert om.spend_figures(every_doc)[0].value == fmt.usd(report["spend"]["billed"]["usd"])
+    assert every_doc["rent"]["rent_usd"] > own_doc["rent"]["rent_usd"]
