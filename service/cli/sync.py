@@ -166,11 +166,10 @@ def run_devices(args: argparse.Namespace) -> int:
         return 0
     if not listing["devices"]:
         print(f"No device has written to {folder} yet (`ctxlamp sync --now` writes this one's).")
+    from service.sync.report import device_line
+
     for d in listing["devices"]:
-        tag = "  (this device)" if d["this"] else ""
-        stale = "  not seen for a while" if d["stale"] else ""
-        print(f"{_safe(d['name'])[:40]:<40} {d['id'][:8]}  ${d['total_usd']:>10,.2f}  last seen {d['last_seen']}"
-              f"{tag}{stale}")
+        print(f"{d['id'][:8]}  {device_line(d)}")
     for row in listing["skipped"]:
         print(f"  {_safe(row['file'])}: {_safe(row['reason'])}")
     return 0

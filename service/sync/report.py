@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from service.client.textsafe import printable
 from service.sync.run import SyncError, checked_folder, device_of, file_from
 from service.sync.settings import resolve
 
@@ -99,20 +100,25 @@ def devices_only(cfg: dict, config_dir: Path, since: str | None = None, until: s
 
 def device_lines(summary: dict) -> list[str]:
     """The text report's devices: one line each, then one line per file left out."""
-    from service.client.textsafe import printable
-
     devices = summary.get("devices")
     if not devices:
         return []
     lines = ["", "Devices (sync folder; days in UTC):"]
-    for d in devices:
-        tag = " (this device)" if d["this"] else ""
-        stale = "  not seen for a while" if d["stale"] else ""
-        lines.append(f"  {printable(d['name'], 40):<40} ${d['total_usd']:>10,.2f}  last seen {d['last_seen']}"
-                     f"{tag}{stale}")
+    lines += ["  " + device_line(d) for d in devices]
     for row in (summary.get("sync") or {}).get("skipped") or []:
         lines.append(f"  {printable(row['file'], 120)}: {printable(row['reason'], 200)}")
     return lines
+
+
+def device_line(d: dict) -> str:
+    """One device as the terminal shows it: name, what it spent, its calls, when it was last seen."""
+    from service.client.figures import count
+    from service.client.words import when
+
+    tag = "  (this device)" if d["this"] else ""
+    stale = "  not seen for a while" if d["stale"] else ""
+    return (f"{printable(d['name'], 40):<40} ${d['total_usd']:>10,.2f} {count(d.get('calls', 0)):>8} calls  "
+            f"last seen {when(d['last_seen'])}{tag}{stale}")
 
 
 def devices_overview(doc: dict, cfg: dict, config_dir: Path, since: str, until: str) -> dict:
