@@ -107,3 +107,51 @@ def test_the_folder_never_reads_through_a_link(tmp_path):
     (tmp_path / shared.file_name(ID)).symlink_to(target)
     reading = shared.read(tmp_path)
     assert reading.devices == [] and "cannot be read" in dict(reading.skipped)[shared.file_name(ID)]
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers(-2 ** 70, 2 ** 70) | st.floats() | st.text(max_size=50),
+                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                                        max_size=4), max_leaves=10)
+
+
+def _paths(doc, prefix=()):
+    yield prefix
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from _paths(v, prefix + (i,))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_any_changed_value_is_refused_or_read_in_range_and_sums(data):
+    """Another device's file with any one value replaced by any JSON value: refused with BadFile, or read
+    and summed into a report without an exception and with finite money."""
+    import math
+
+    from service.sync.merge import merge
+    from service.sync.view import devices_block, merged_summary, utc_now
+
+    doc = good().doc()
+    paths = [p for p in _paths(doc) if p]
+    path = data.draw(st.sampled_from(paths))
+    value = data.draw(json_values)
+    target = doc
+    for part in path[:-1]:
+        target = target[part]
+    target[path[-1]] = value
+    try:
+        raw = json.dumps(doc).encode()
+    except ValueError:
+        return
+    try:
+        device = decode(raw)
+    except BadFile:
+        return
+    merged = merge([device])
+    local = {"spend": {"billed": {}}, "restart_savings": {}, "edit": {"str_replace_misses": {}}, "pinch": {},
+             "retrieval": {}, "period": {}}
+    out = merged_summary(local, merged, devices_block(merged, ID, utc_now(), 3600.0), [], "all")
+    assert math.isfinite(out["spend"]["billed"]["usd"]) and math.isfinite(out["restart_savings"]["rent_usd"])
