@@ -44,8 +44,19 @@ def _config() -> dict:
 
 
 def _save(changes: dict) -> dict:
+    """The config with `changes`: through the running service when there is one (it keeps the config in
+    memory and syncs by it at once), else written here."""
     from service import config
+    from service.client.api import ApiClient, ApiError
+    from service.client.running import answers
 
+    own = _paths().api_file
+    if own.is_file() and answers(own):
+        try:
+            return ApiClient(api_file=own, timeout=10).post("/api/v1/config", changes)
+        except ApiError as exc:
+            if exc.status == 400:
+                raise config.ConfigError(str(exc.detail)) from None
     path = _paths().config_file
     cfg = config.merge(config.load(path), changes)
     config.save(path, cfg)

@@ -272,3 +272,14 @@ def test_with_a_passphrase_the_folder_holds_no_figures_and_the_totals_hold(tmp_p
     got = report(c)
     assert [d["name"] for d in got["devices"]] == [got["devices"][0]["name"]]
     assert len([row for row in got["sync"]["skipped"] if "passphrase" in row["reason"]]) == 2
+
+
+def test_a_period_sums_the_devices_days_inside_it(world):
+    days = sorted(world["want"]["spend"]["billed"]["by_day"])
+    assert len(days) >= 2
+    since = days[1]  # leaves out the first day's sessions, on whichever device they are
+    want = figures(json.loads(ctxlamp(world["single"], "report", "--json", "--timezone", "UTC", "--since", since)
+                              .stdout))
+    got = report(world["a"], "--since", since)
+    assert_same(figures(got), want)
+    assert min(got["spend"]["billed"]["by_day"]) == since

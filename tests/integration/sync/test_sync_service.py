@@ -43,3 +43,19 @@ def test_settings_turn_sync_on_and_the_service_writes_this_device(svc, tmp_path)
                                      capture_output=True, text=True, check=True, timeout=300).stdout)
     assert view["devices"][0]["total_usd"] == pytest.approx(mine["spend"]["billed"]["usd"], abs=1e-8)
     assert svc.get("/api/v1/sync")["last"]["ok"] is True
+
+
+def test_the_command_turns_sync_on_in_the_running_service(svc, tmp_path):
+    folder = tmp_path / "Syncthing"
+    folder.mkdir()
+    env = {**os.environ, **svc.env}
+    r = subprocess.run([sys.executable, "-m", "service.cli", "sync", "--folder", str(folder)], env=env, cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    view = svc.get("/api/v1/sync")
+    assert view["on"] and view["folder"] == str(folder.resolve())  # the service knows at once, no restart
+    status, _ = svc.request("POST", "/api/v1/sync/now", {})
+    assert status == 200
+    r = subprocess.run([sys.executable, "-m", "service.cli", "sync", "--off"], env=env, cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and svc.get("/api/v1/sync")["on"] is False
