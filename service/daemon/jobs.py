@@ -75,7 +75,8 @@ class Jobs(ServicePart):
         from service.sync.job import SyncJob  # the sync folder's job (docs/sync.md); idle while sync is off
 
         self._svc.sync = SyncJob.schedule(self.scheduler, lambda: self._svc.cfg,
-                                          self._persist.store if self._svc.persist else None, self._svc.paths.config)
+                                          self._persist.store if self._svc.persist else None, self._svc.paths.config,
+                                          self._svc.budget_watch.recompute)  # budgets count every device
         budgets = self._svc.budget_watch
         budgets.schedule(self.scheduler)  # the budgets, after spend changed
         self.scheduler.start(paused=False)

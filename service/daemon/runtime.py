@@ -374,7 +374,7 @@ class Service:
             self.persist.configure(new)
         if self.turn_sink is not None:
             self.turn_sink.configure(store_prompts=bool(new["history"]["store_prompts"]))
-        if "budgets" in changes or "report" in changes:  # the budgets are worked out again
+        if "budgets" in changes or "report" in changes or "sync" in changes:  # the budgets are worked out again
             self.budget_watch.recompute()
         return new
 

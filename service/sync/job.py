@@ -20,21 +20,24 @@ AFTER_CHECKPOINT_GAP_S = 60.0
 
 
 class SyncJob:
-    def __init__(self, config: Callable[[], dict], store: Any, config_dir: Path):
+    def __init__(self, config: Callable[[], dict], store: Any, config_dir: Path,
+                 synced: Callable[[], None] | None = None):
         self.config = config
         self.store = store
         self.config_dir = config_dir
+        self.synced = synced  # called after each sync that wrote (the budgets are worked out again)
         self.last: dict = {}
         self.scheduler: Any = None
         self._lock = threading.Lock()
         self._last_run = 0.0
 
     @classmethod
-    def schedule(cls, scheduler: Any, config: Callable[[], dict], store: Any, config_dir: Path) -> "SyncJob":
+    def schedule(cls, scheduler: Any, config: Callable[[], dict], store: Any, config_dir: Path,
+                 synced: Callable[[], None] | None = None) -> "SyncJob":
         """Add the sync job (it runs whatever the config says then; with sync off it does nothing)."""
         from service.sync.settings import resolve
 
-        job = cls(config, store, config_dir)
+        job = cls(config, store, config_dir, synced)
         job.scheduler = scheduler
         every = resolve(config()).every_s
         first = datetime.now(timezone.utc) + timedelta(seconds=min(every, FIRST_SYNC_AFTER_S))
@@ -84,6 +87,8 @@ class SyncJob:
                 result = {"ok": False, "message": f"{type(exc).__name__}: {exc}", "skipped": []}
         if not result["ok"]:
             log.warning("sync: %s", result["message"])
+        elif self.synced is not None:
+            self.synced()
         self.last = {"at": at, **result}
         return self.last
 

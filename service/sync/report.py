@@ -139,3 +139,26 @@ def devices_overview(doc: dict, cfg: dict, config_dir: Path, since: str, until: 
     this = device_of(cfg, config_dir).id
     return merged_overview(doc, merged, devices_block(merged, this, utc_now(), settings.stale_after_s),
                            reading.skipped)
+
+
+def devices_budgets(cfg: dict, config_dir: Path) -> dict | None:
+    """The budgets block over every device (UTC days: the devices' one calendar), from the folder as the
+    service's job last wrote this device's file; None when sync is off or the folder is away."""
+    from datetime import datetime, timezone
+    from math import fsum
+
+    from service.report import budgets
+    from service.sync import folder as shared
+    from service.sync.merge import merge
+    from service.sync.sealed import load_passphrase
+
+    try:
+        folder = checked_folder(resolve(cfg))
+    except SyncError:
+        return None
+    today = datetime.now(timezone.utc).date()
+    reading = shared.read(folder, load_passphrase(config_dir))
+    billed = merge(reading.devices, today.replace(day=1).isoformat(), today.isoformat()).total.billed_by_day
+    block = budgets.view(cfg, {d: fsum(v) for d, v in billed.items()}, today, "UTC")
+    block["devices"] = len(reading.devices)
+    return block

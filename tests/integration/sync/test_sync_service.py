@@ -17,7 +17,8 @@ from tests.support.service_proc import Svc
 @pytest.fixture
 def svc(tmp_path):
     claude = copy_fixtures(tmp_path / "claude")
-    s = Svc(tmp_path / "home", claude, {"HOME": str(tmp_path / "user")}).start(timeout=120)
+    s = Svc(tmp_path / "home", claude, {"HOME": str(tmp_path / "user"), "CTXLAMP_BUDGET_EVERY_S": "1"}).start(
+        timeout=120)
     yield s
     s.stop()
 
@@ -59,3 +60,39 @@ def test_the_command_turns_sync_on_in_the_running_service(svc, tmp_path):
     r = subprocess.run([sys.executable, "-m", "service.cli", "sync", "--off"], env=env, cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and svc.get("/api/v1/sync")["on"] is False
+
+
+def test_budgets_count_every_device(svc, tmp_path):
+    """Another device spent $3 today (its file in the folder, one session of it also on this device's
+    copy, counted once): the service's budgets say so, in UTC days."""
+    from datetime import datetime, timezone
+    import time
+
+    from service.sync import folder as shared
+    from service.sync.fileformat import DeviceFile, SessionFigures, session_key
+
+    today = datetime.now(timezone.utc).date().isoformat()
+    row = [today, "claude-sonnet-4-5", "", 2, 2, 0, 1, 1, 1, 1, 1.0, 0.5, 0.0, 0.0]
+    other = DeviceFile("a" * 32, "desktop", f"{today}T00:00:00Z", "hash", {
+        session_key("s-1"): SessionFigures(f"{today}T00:00:01Z", [row]),
+        session_key("s-2"): SessionFigures(f"{today}T00:00:02Z", [row])})
+    twin = DeviceFile("b" * 32, "tablet", f"{today}T00:00:00Z", "hash", {
+        session_key("s-2"): SessionFigures(f"{today}T00:00:02Z", [row])})  # the same session, seen there too
+    folder = tmp_path / "Dropbox"
+    folder.mkdir()
+    shared.write(folder, other)
+    shared.write(folder, twin)
+    status, _ = svc.request("POST", "/api/v1/config", {"sync": {"folder": str(folder)},
+                                                       "budgets": {"daily_usd": 10.0, "monthly_usd": 100.0}})
+    assert status == 200
+    assert svc.request("POST", "/api/v1/sync/now", {})[0] == 200
+    deadline = time.monotonic() + 60
+    block = None
+    while time.monotonic() < deadline:
+        block = svc.get("/api/v1/status").get("budgets")
+        if block and block.get("daily") and block["daily"]["spent_usd"] > 0:
+            break
+        time.sleep(0.2)
+    assert block is not None and block["timezone"] == "UTC"
+    assert block["daily"]["spent_usd"] == pytest.approx(3.0)  # the fixtures' own calls are days old
+    assert block["devices"] == 3
