@@ -7,6 +7,7 @@ service itself (POST /config?check=1), so nothing it would refuse is sent.
 from __future__ import annotations
 
 import json
+import threading
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -324,6 +325,7 @@ class FieldRow(QWidget):
 
 class SettingsTab(Tab):
     saved = Signal()  # the service took a change: the window adds or removes what depends on it (the Team tab)
+    synced = Signal(str)  # a Sync now's answer, from its thread
 
     def __init__(self, source, parent=None):
         super().__init__(parent)
@@ -351,6 +353,7 @@ class SettingsTab(Tab):
         self.sync_button.setToolTip("Write this machine's figures to the sync folder and read the others' now "
                                     "(save a new folder first).")
         self.sync_button.clicked.connect(self.sync_now)
+        self.synced.connect(self._synced)  # queued: emitted by the syncing thread
         self.sync_status = QLabel()
         self.sync_status.setTextFormat(Qt.TextFormat.PlainText)  # file names from the shared folder
         self.sync_status.setWordWrap(True)
@@ -520,15 +523,26 @@ class SettingsTab(Tab):
         self.status.setText(f"Could not load the settings: {text}")
 
     def sync_now(self) -> None:
-        """Sync now through the service (a scan: a few seconds); what it did, or why it could not."""
+        """Sync now through the service, on a thread (a scan: a few seconds); what it did, or why not."""
+        self.sync_button.setEnabled(False)
+        self.sync_status.setText("Syncing...")
+        threading.Thread(target=self._sync, name="sync-now", daemon=True).start()
+
+    def _sync(self) -> None:
         from desktop.present.overview import sync_sentence
 
         try:
-            answer = self.source.sync_now()
+            text = sync_sentence(self.source.sync_now())
         except DataError as exc:
-            self.sync_status.setText(f"Could not sync: {exc}")
-            return
-        self.sync_status.setText(sync_sentence(answer))
+            text = f"Could not sync: {exc}"
+        try:
+            self.synced.emit(text)
+        except RuntimeError:  # the tab was closed meanwhile
+            pass
+
+    def _synced(self, text: str) -> None:
+        self.sync_status.setText(text)
+        self.sync_button.setEnabled(True)
 
     def show_skipped(self, rows: list[dict]) -> None:
         """Each skipped file with the reason (a FIFO, a folder, permission denied...); hidden when none."""

@@ -49,11 +49,14 @@ class SyncJob:
         """A checkpoint was written: sync soon, when sync is on and the last sync is a minute old."""
         import time
 
+        if time.monotonic() - self._last_run >= AFTER_CHECKPOINT_GAP_S:
+            self.soon()
+
+    def soon(self) -> None:
+        """Sync now on the scheduler's thread (sync turned on, a checkpoint), when sync is on."""
         from service.sync.settings import resolve
 
         if self.scheduler is None or not resolve(self.config()).on:
-            return
-        if time.monotonic() - self._last_run < AFTER_CHECKPOINT_GAP_S:
             return
         try:
             self.scheduler.modify_job("sync", next_run_time=datetime.now(timezone.utc))

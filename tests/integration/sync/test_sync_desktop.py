@@ -61,6 +61,7 @@ def test_overview_shows_the_devices_and_settings_syncs(qtbot, tmp_path):
         settings.save()
         assert source.config()["sync"]["folder"] == str(folder)
         settings.sync_now()
+        qtbot.waitUntil(lambda: settings.sync_button.isEnabled(), timeout=120_000)
         assert "2 devices" in settings.sync_status.text(), settings.sync_status.text()
 
         (folder / "ctxlamp-device-0123 (desktop's conflicted copy 2026-12-02).json").write_text("{}")
