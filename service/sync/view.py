@@ -65,8 +65,8 @@ def merged_summary(local: dict, merged: Merged, devices: list[dict], skipped: li
     s["period"] = {**(s.get("period") or {}), "timezone": "UTC"}
     s["devices"] = devices
     s["sync"] = {"device": device, "days": "UTC", "skipped": [{"file": f, "reason": r} for f, r in skipped],
-                 "this_device_only": ["data_quality", "spend.by_session", "pinch.tokens_saved_median",
-                                      "retrieval.tools"]}
+                 "this_device_only": ["data_quality", "spend.by_session", "spend.billed.by_session",
+                                      "spend.unwritten", "pinch.tokens_saved_median", "retrieval.tools", "sources"]}
     return s
 
 
