@@ -283,3 +283,23 @@ def test_a_period_sums_the_devices_days_inside_it(world):
     got = report(world["a"], "--since", since)
     assert_same(figures(got), want)
     assert min(got["spend"]["billed"]["by_day"]) == since
+
+
+def test_forget_drops_a_device_and_off_stops_writing(tmp_path, world):
+    every, shared = world["every"], tmp_path / "share"
+    shared.mkdir()
+    a = machine(tmp_path, "laptop", every, ONLY_A)
+    b = machine(tmp_path, "old-laptop", every, ONLY_B)
+    for env, name in ((a, "laptop"), (b, "old-laptop")):
+        ctxlamp(env, "sync", "--name", name)
+        ctxlamp(env, "sync", "--folder", str(shared))
+    assert ctxlamp(a, "devices", "forget", "laptop", check=False).returncode == 2  # this device: refused
+    missing = ctxlamp(a, "devices", "forget", "desktop", check=False)
+    assert missing.returncode == 2 and "old-laptop" in missing.stderr
+    assert "Forgot old-laptop" in ctxlamp(a, "devices", "forget", "OLD-LAPTOP").stdout
+    assert [d["name"] for d in report(a)["devices"]] == ["laptop"]
+    ctxlamp(b, "sync", "--off")
+    assert "--device needs sync" in ctxlamp(b, "report", "--device", "laptop", check=False).stderr
+    assert [f.name for f in shared.glob("ctxlamp-device-*")] == [f"ctxlamp-device-{report(a)['devices'][0]['id']}.json"]
+    ctxlamp(b, "report", "--json")  # sync off: its own report, nothing written to the folder
+    assert len(list(shared.glob("ctxlamp-device-*"))) == 1
