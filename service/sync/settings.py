@@ -57,7 +57,8 @@ def is_device_id(text: object) -> bool:
 
 
 def this_device(config_dir: Path) -> Device:
-    """This device's id and name, made on first use (the id never changes; the name is the host's)."""
+    """This device's id and default name, made on first use (the id never changes; `[sync] name`, which
+    run.device_of applies, overrides the name)."""
     import json
 
     path = config_dir / DEVICE_FILE
@@ -69,16 +70,6 @@ def this_device(config_dir: Path) -> Device:
         pass
     device = Device(secrets.token_hex(ID_HEX // 2), default_name())
     _save(path, device)
-    return device
-
-
-def rename(config_dir: Path, name: str) -> Device:
-    """This device under a new name (ValueError when the name is empty once cleaned)."""
-    cleaned = clean_name(name)
-    if not cleaned:
-        raise ValueError("a device name must hold a printable character")
-    device = Device(this_device(config_dir).id, cleaned)
-    _save(config_dir / DEVICE_FILE, device)
     return device
 
 

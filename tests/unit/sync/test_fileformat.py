@@ -8,22 +8,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from service.sync import folder as shared
-from service.sync.fileformat import (
-    CHANNEL_COLUMNS, RESTART_COLUMNS, SPEND_COLUMNS, BadFile, DeviceFile, SessionFigures, decode, encode,
-    session_key,
-)
-
-ID = "0123456789abcdef0123456789abcdef"
-KEY = session_key("8e9f0a1b-2c3d-4e5f-8a9b-0c1d2e3f4a5b")
-
-
-def good() -> DeviceFile:
-    spend = ["2026-11-30", "claude-opus-4-5", "1a2b3c4d5e6f7a8b", 3, 3, 0, 10, 20, 30, 40, 0.5, 0.25, 0.0, 0.1]
-    restart = ["2026-11-30", 0.2, -0.05, -0.1, 0.3, 0.0, 1, 1, 0, 2]
-    channels = ["2026-11-30"] + [1] * (len(CHANNEL_COLUMNS) - 1)
-    return DeviceFile(ID, "laptop", "2026-12-01T10:00:00Z", "hash",
-                      {KEY: SessionFigures("2026-11-30T10:00:00.000Z", [spend], [restart], [channels])})
-
+from service.sync.fileformat import CHANNEL_COLUMNS, RESTART_COLUMNS, SPEND_COLUMNS, BadFile, decode, encode
+from tests.support.sync_files import ID, KEY, good
 
 def test_a_file_reads_back_as_written():
     data = encode(good())
@@ -31,7 +17,7 @@ def test_a_file_reads_back_as_written():
     assert b"8e9f0a1b" not in data  # the session id itself never reaches the folder
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.integers(0, 10 ** 6))
 def test_a_torn_file_is_refused_and_says_so(cut):
     data = encode(good())
@@ -124,7 +110,7 @@ def _paths(doc, prefix=()):
             yield from _paths(v, prefix + (i,))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.data())
 def test_any_changed_value_is_refused_or_read_in_range_and_sums(data):
     """Another device's file with any one value replaced by any JSON value: refused with BadFile, or read

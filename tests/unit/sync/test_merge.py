@@ -30,7 +30,7 @@ def devices_of(drawn: list[DeviceFile]) -> list[DeviceFile]:
     return list({d.id: d for d in drawn}.values())
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.lists(device, max_size=4), st.randoms(use_true_random=False))
 def test_the_sum_is_each_session_once_from_its_owner_in_any_order(drawn, rnd):
     devices = devices_of(drawn)
@@ -49,7 +49,7 @@ def test_the_sum_is_each_session_once_from_its_owner_in_any_order(drawn, rnd):
         total.total("main_usd"), abs=1e-9)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(st.lists(device, min_size=1, max_size=4), st.sampled_from(DAYS), st.sampled_from(DAYS))
 def test_a_period_keeps_the_days_inside_it(drawn, a, b):
     since, until = min(a, b), max(a, b)

@@ -11,7 +11,7 @@ pytest.importorskip("cryptography")
 from service.sync import folder as shared  # noqa: E402
 from service.sync import sealed  # noqa: E402
 from service.sync.fileformat import BadFile, decode, encode  # noqa: E402
-from tests.unit.sync.test_fileformat import ID, good  # noqa: E402
+from tests.support.sync_files import ID, good  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
