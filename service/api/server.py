@@ -321,7 +321,7 @@ class ApiServer:
         job = self.service.sync
         if job is None:
             raise HttpError(503, "the service is still reading its history; try again in a moment")
-        last = job.run()
+        last = job.run(force=True)
         if not last:
             raise HttpError(409, "sync is off (ctxlamp sync --folder DIR, or Settings, turns it on)")
         if not last.get("ok"):

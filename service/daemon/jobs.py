@@ -76,7 +76,8 @@ class Jobs(ServicePart):
 
         self._svc.sync = SyncJob.schedule(self.scheduler, lambda: self._svc.cfg,
                                           self._persist.store if self._svc.persist else None, self._svc.paths.config,
-                                          self._svc.budget_watch.recompute)  # budgets count every device
+                                          self._svc.budget_watch.recompute,  # budgets count every device
+                                          lambda: self._registry.changes)
         budgets = self._svc.budget_watch
         budgets.schedule(self.scheduler)  # the budgets, after spend changed
         self.scheduler.start(paused=False)

@@ -376,8 +376,8 @@ class Service:
             self.turn_sink.configure(store_prompts=bool(new["history"]["store_prompts"]))
         if "budgets" in changes or "report" in changes or "sync" in changes:  # the budgets are worked out again
             self.budget_watch.recompute()
-        if "sync" in changes and self.sync is not None:  # a folder just set: this device's file there soon
-            self.sync.soon()
+        if "sync" in changes and self.sync is not None:  # its pace, and a folder just set: this device's file
+            self.sync.settings_changed()
         return new
 
     # ---- outputs ---------------------------------------------------------------------------

@@ -96,3 +96,29 @@ def test_budgets_count_every_device(svc, tmp_path):
     assert block is not None and block["timezone"] == "UTC"
     assert block["daily"]["spent_usd"] == pytest.approx(3.0)  # the fixtures' own calls are days old
     assert block["devices"] == 3
+
+
+def test_an_idle_service_reads_the_others_and_leaves_its_file(svc, tmp_path):
+    """Nothing written by Claude Code since the last sync: the scheduled sync reads the folder (another
+    device's new file shows) and does not compute this device's file again."""
+    import time
+
+    from service.sync import folder as shared
+    from tests.support.sync_files import good
+
+    folder = tmp_path / "share"
+    folder.mkdir()
+    status, _ = svc.request("POST", "/api/v1/config", {"sync": {"folder": str(folder), "every": "10s"}})
+    assert status == 200
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not svc.get("/api/v1/sync")["last"]:
+        time.sleep(0.2)  # the folder just set: the first sync comes at once
+    (own,) = folder.glob("ctxlamp-device-*.json")
+    written = own.stat().st_mtime_ns
+    shared.write(folder, good())  # another device writes meanwhile
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and "unchanged" not in svc.get("/api/v1/sync")["last"].get("message", ""):
+        time.sleep(0.5)
+    view = svc.get("/api/v1/sync")
+    assert "unchanged" in view["last"]["message"] and own.stat().st_mtime_ns == written
+    assert sorted(d["name"] for d in view["devices"])[0] == "laptop"
