@@ -137,10 +137,14 @@ def _synced(args: argparse.Namespace) -> dict | int | None:
 
     paths = app_paths()
     cfg = load(paths.config_file)
+    elsewhere = any((args.projects, args.lean_ctx, args.router_db, args.usage_db))
     try:
         asked = choice(cfg, getattr(args, "device", None))
-        if asked is None:
+        if asked is None or (elsewhere and args.device is None):  # a one-off report over other files
             return None
+        if elsewhere:
+            raise SyncError("--device sums what the devices wrote; --projects, --lean-ctx, --router-db and "
+                            "--usage-db make a one-off report of this machine (leave --device out)")
         _KEPT.clear()
         return synced_report(request_of(args, Zone.named("UTC")), asked, cfg, paths.config, keep=_KEPT)
     except SyncError as exc:

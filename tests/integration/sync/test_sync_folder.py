@@ -303,3 +303,16 @@ def test_forget_drops_a_device_and_off_stops_writing(tmp_path, world):
     assert [f.name for f in shared.glob("ctxlamp-device-*")] == [f"ctxlamp-device-{report(a)['devices'][0]['id']}.json"]
     ctxlamp(b, "report", "--json")  # sync off: its own report, nothing written to the folder
     assert len(list(shared.glob("ctxlamp-device-*"))) == 1
+
+
+def test_a_report_over_other_files_leaves_this_device_s_file_alone(world, tmp_path):
+    own = next(f for f in world["shared"].glob("ctxlamp-device-*.json")
+               if json.loads(f.read_bytes())["device"]["name"] == "laptop")
+    before = own.read_bytes()
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    one_off = report(world["a"], "--projects", str(other))
+    assert one_off["spend"]["calls"] == 0 and "devices" not in one_off
+    assert own.read_bytes() == before
+    refused = ctxlamp(world["a"], "report", "--projects", str(other), "--device", "all", check=False)
+    assert refused.returncode == 2 and "one-off" in refused.stderr
