@@ -13,7 +13,8 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable
 
 from service.sync.fileformat import (
-    CHANNEL_COLUMNS, CHANNELS, RESTART_COLUMNS, DeviceFile, SessionFigures, day_of_row, session_key,
+    CHANNEL_COLUMNS, CHANNELS, RESTART_COLUMNS, SPEND, SPEND_COLUMNS, DeviceFile, SessionFigures, day_of_row,
+    session_key,
 )
 from service.sync.settings import Device
 from service.team.figures import shared_name
@@ -32,17 +33,15 @@ def device_file(device: Device, projects: str, label: Callable[[str | None], str
     def spend_row(sid: str, day: str | None, model: str | None, project: str | None) -> list:
         key = (sid, day_of_row(day), shared_name(model or "(none)"), shared_name(label(project)))
         if key not in rows:
-            rows[key] = [key[1], key[2], key[3], 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0]
+            rows[key] = [*key[1:], *(0.0 if c.endswith("_usd") else 0 for c in SPEND_COLUMNS[3:])]
             sessions[session_key(sid)].spend.append(rows[key])
         return rows[key]
 
     for (sid, day, model, project), g in tally.session_days().items():
         row = spend_row(sid, None if day == "unknown" else day, model, project)
-        for i, k in enumerate(("calls", "main_calls", "unpriced_calls", "input_tokens", "output_tokens",
-                               "cache_write_tokens", "cache_read_tokens"), start=3):
-            row[i] += int(g[k])
-        for i, k in enumerate(("main_usd", "subagents_usd", "estimated_usd"), start=10):
-            row[i] += float(g[k])
+        for column in SPEND_COLUMNS[3:]:
+            if column in g:
+                row[SPEND[column]] += float(g[column]) if column.endswith("_usd") else int(g[column])
         s = sessions[session_key(sid)]
         s.last_call = max(s.last_call, g["last_call"])
     spend = summary.get("spend") or {}
@@ -51,7 +50,7 @@ def device_file(device: Device, projects: str, label: Callable[[str | None], str
         project = (by_session.get(sid) or {}).get("project")
         for model, part in (booked.get("by_model") or {}).items():
             if part.get("usd"):
-                spend_row(sid, booked.get("day"), model, project)[13] += float(part["usd"])
+                spend_row(sid, booked.get("day"), model, project)[SPEND["unwritten_usd"]] += float(part["usd"])
     _add_restarts(sessions, segments)
     own = _add_channels(sessions, results, tally, inputs)
     return DeviceFile(device.id, device.name, written_at or now_utc(), projects, dict(sessions), own)

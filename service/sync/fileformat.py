@@ -30,6 +30,7 @@ TEXT_MAX = 200                 # model names and project labels (as the team kee
 SPEND_COLUMNS = ("day", "model", "project", "calls", "main_calls", "unpriced_calls", "input_tokens",
                  "output_tokens", "cache_write_tokens", "cache_read_tokens", "main_usd", "subagents_usd",
                  "estimated_usd", "unwritten_usd")
+SPEND = {c: i for i, c in enumerate(SPEND_COLUMNS)}  # column -> its place in a spend row
 RESTART_COLUMNS = ("day", "rent_usd", "first_reminder_usd", "compact_first_reminder_usd", "best_single_usd",
                    "missed_usd", "segments", "segments_with_reminders", "missed_segments", "reminders")
 # column -> (report block, field): the team's channel figures and the few more the report prints

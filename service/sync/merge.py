@@ -13,10 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from math import fsum
 
-from service.sync.fileformat import CHANNEL_COLUMNS, RESTART_COLUMNS, SPEND_COLUMNS, DeviceFile
+from service.sync.fileformat import CHANNEL_COLUMNS, RESTART_COLUMNS, SPEND, SPEND_COLUMNS, DeviceFile
 
-SPEND = {c: i for i, c in enumerate(SPEND_COLUMNS)}
-RESTART = {c: i for i, c in enumerate(RESTART_COLUMNS)}
 TOKENS = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens")
 
 
