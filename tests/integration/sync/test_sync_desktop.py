@@ -18,6 +18,7 @@ from desktop.connection.datasource import ApiSource  # noqa: E402
 from desktop.present import fmt  # noqa: E402
 from desktop.present import overview as om  # noqa: E402
 from tests.support.corpus import ROOT, copy_fixtures  # noqa: E402
+from tests.support.layout import layout_problems  # noqa: E402
 from tests.support.servicectl import running_service  # noqa: E402
 
 LAPTOP = ("94d43126-6140-498c-a6f6-39f68241e74d", "b6776253-f37c-4eb5-ad4d-74e2851adb30")
@@ -68,7 +69,11 @@ def test_overview_shows_the_devices_and_settings_syncs(qtbot, tmp_path):
         tab = OverviewTab(source)
         qtbot.addWidget(tab)
         tab.days = 30
+        tab.resize(1100, 700)  # the window's default size, less its tab bar
+        tab.show()
         tab.reload()
+        qtbot.wait(50)
+        assert layout_problems(tab) == []  # the devices' table cuts no text and covers nothing
         assert tab.devices_box.isVisibleTo(tab) and tab.all_devices.isVisibleTo(tab)
         shown = [[tab.devices.item(r, c).text() for c in range(4)] for r in range(tab.devices.rowCount())]
         every_doc = tab.doc
