@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import os
 import re
 import tomllib
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "budgets": {"daily_usd": 0.0, "monthly_usd": 0.0, "notice_pct": 80.0},
 
     "team": {"url": "", "member": "", "projects": "hash", "push_every": "10m", "key": ""},
+    "sync": {"folder": "", "name": "", "projects": "hash", "every": "10m", "stale_after": "7d"},
 }
 TEAM_PROJECTS = ("hash", "name", "private", "none")
 
@@ -64,6 +66,9 @@ COMMENTS = {
 
     "team": "url: postgresql://... of the team database (empty: no team); member: default user@host; "
             "projects: hash | name | private | none; push_every: e.g. 10m; key: the project-hash key (docs/team.md)",
+    "sync": "folder: a folder you already sync (Dropbox, iCloud Drive, OneDrive, Syncthing, a share; empty: off); "
+            "name: this device's (default: the host's); projects: hash | name | private | none; every: how "
+            "often the service syncs; stale_after: when a device's last sync shows as long ago (docs/sync.md)",
 }
 
 _DURATION = re.compile(r"^\s*(\d{1,9}(?:\.\d{1,9})?)\s*([smhd]?)\s*$")
@@ -102,6 +107,8 @@ RANGES: dict[tuple[str, str], Range] = {
     ("limits", "idle_notice_s"): Range(0, 3600),
     ("transcripts", "max_line_mb"): Range(0.001, 4096),
     ("team", "push_every"): Range(1, DAY_S),
+    ("sync", "every"): Range(10, DAY_S),
+    ("sync", "stale_after"): Range(3600, 366 * DAY_S),
     ("budgets", "daily_usd"): Range(0, 1_000_000),
     ("budgets", "monthly_usd"): Range(0, 1_000_000),
     ("budgets", "notice_pct"): Range(1, 100),
@@ -213,7 +220,8 @@ def _check(section: str, key: str, value: Any) -> Any:
             value = int(value)
     elif isinstance(default, str):
         value = _text(where, value)
-        if (section, key) in (("reminders", "min_gap"), ("team", "push_every")):
+        if (section, key) in (("reminders", "min_gap"), ("team", "push_every"), ("sync", "every"),
+                              ("sync", "stale_after")):
             try:
                 seconds = parse_duration(value)
             except ConfigError as exc:
@@ -234,8 +242,12 @@ def _check(section: str, key: str, value: Any) -> Any:
                 value = check_zone(value)
             except UnknownZone as exc:
                 raise ConfigError(f"{where}: {exc}") from None
-        if (section, key) == ("team", "projects") and value not in TEAM_PROJECTS:
+        if (section, key) in (("team", "projects"), ("sync", "projects")) and value not in TEAM_PROJECTS:
             raise ConfigError(f"{where} must be one of {', '.join(TEAM_PROJECTS)}")
+        if (section, key) == ("sync", "folder") and value and not os.path.isabs(os.path.expanduser(value)):
+            raise ConfigError(f"{where} must be a whole path (e.g. ~/Dropbox/ctxlamp), or empty for off")
+        if (section, key) == ("sync", "name") and len(value) > 200:
+            raise ConfigError(f"{where} is longer than 200 characters")
     elif isinstance(default, list):
         if not isinstance(value, list) or not all(isinstance(v, str) and _utf8(v) for v in value):
             raise ConfigError(f"{where} must be a list of strings")

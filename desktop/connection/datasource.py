@@ -62,11 +62,17 @@ class ApiSource:
     def config_defaults(self) -> dict:
         return self._call(self.client.config_defaults)
 
-    def overview(self, days: int) -> dict:
-        return self._call(self.client.overview, days)
+    def overview(self, days: int, devices: str | None = None) -> dict:
+        return self._call(self.client.overview, days, devices)
 
     def team(self) -> dict:
         return self._call(self.client.team)
+
+    def sync(self, since: str | None = None) -> dict:
+        return self._call(self.client.sync, since)
+
+    def sync_now(self) -> dict:
+        return self._call(self.client.sync_now)
 
 
 def demo_dir() -> Path:
@@ -134,10 +140,16 @@ class DemoSource:
     def config_defaults(self) -> dict:
         return copy.deepcopy(self._config)
 
-    def overview(self, days: int) -> dict:
+    def overview(self, days: int, devices: str | None = None) -> dict:
         if str(days) not in self._overview:
             raise DataError(f"the demo has no {days}-day overview")
         return copy.deepcopy(self._overview[str(days)])
 
     def team(self) -> dict:
         raise DataError("the demo has no team")
+
+    def sync(self, since: str | None = None) -> dict:
+        return {"on": False, "devices": [], "skipped": []}
+
+    def sync_now(self) -> dict:
+        raise DataError("the demo does not sync")

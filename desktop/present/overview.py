@@ -8,6 +8,7 @@ and one sentence per savings channel. Every text is a phrase with its unit.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date
 
 from desktop.present import fmt
 from desktop.present.lamp import project_name, session_label
@@ -293,3 +294,62 @@ def limit_meters(status: dict | None, now: float | None = None) -> list[Meter]:
             tip += f" Lately it fills by {m['pace_pct_per_hour']:.1f} % an hour."
         out.append(Meter(name=name, percent=pct, text=text, tip=tip))
     return out
+
+
+@dataclass
+class DeviceRow:
+    name: str
+    spent: str
+    calls: str
+    last_seen: str
+    tip: str
+
+
+DEVICE_COLUMNS = ("Device", "Spent", "Calls", "Last seen")
+
+
+def device_rows(sync: dict | None, now: float | None = None) -> list[DeviceRow]:
+    """The sync folder's devices (GET /api/v1/sync) over the Overview's days: this one first, each with
+    what it spent (billed) and when it last wrote; none when sync is off."""
+    from service.client.textsafe import printable
+
+    if not (sync or {}).get("on"):
+        return []
+    rows = []
+    for d in sync.get("devices") or []:  # type: ignore[union-attr]
+        name = printable(str(d.get("name") or ""), 60) + (" (this device)" if d.get("this") else "")
+        seen = fmt.when(d.get("last_seen"), now)
+        tip = (f"Its figures as it last wrote them to the sync folder ({seen}); days in UTC. "
+               "A session seen on two devices counts once.")
+        if d.get("stale"):
+            seen += " (a while ago)"
+            tip += " Not seen for a while: its last figures still count."
+        rows.append(DeviceRow(name=name, spent=fmt.usd(d.get("total_usd")), calls=fmt.count(d.get("calls")),
+                              last_seen=seen, tip=tip))
+    return rows
+
+
+def devices_note(sync: dict | None) -> str:
+    """One line per file of the sync folder left out (a sync tool's copy, a torn file), else nothing."""
+    from service.client.textsafe import printable
+
+    return "\n".join(f"{printable(str(r.get('file')), 120)}: {printable(str(r.get('reason')), 200)}"
+                     for r in (sync or {}).get("skipped") or [])
+
+
+def first_utc_day(days: int, today: date | None = None) -> str:
+    """The first UTC day of the Overview's last `days` days: the devices' figures are kept in UTC days."""
+    from datetime import datetime, timedelta, timezone
+
+    today = today or datetime.now(timezone.utc).date()
+    return (today - timedelta(days=max(1, days) - 1)).isoformat()
+
+
+def sync_sentence(answer: dict | None) -> str:
+    """What a sync did (POST /api/v1/sync/now): the devices now in the folder, and each file left out."""
+    from service.client.textsafe import printable
+
+    devices = [printable(str(d.get("name") or ""), 60) for d in (answer or {}).get("devices") or []]
+    text = f"Synced: {fmt.plural(len(devices), 'device')} in the folder ({', '.join(devices) or 'none'})."
+    note = devices_note(answer)
+    return text + ("\n" + note if note else "")

@@ -22,7 +22,8 @@ from desktop.present import fmt
 class Field:
     key: str            # "section.key" of the service's config
     label: str
-    kind: str           # int, sessions, percent, duration, hours, bool, text, list, ratios, zone, usd, share
+    kind: str           # int, sessions, percent, duration, hours, bool, text, list, ratios, zone, usd, share,
+    #                     folder, name
     help: str
     maximum: float = 1e9
 
@@ -69,6 +70,14 @@ FIELDS = (
           "The same for the calendar month. 0: no budget.", 1_000_000),
     Field("budgets.notice_pct", "Budget notice at", "share",
           "The first notice comes when this share of a budget is spent (the second at 100 %).", 100),
+    Field("sync.folder", "Sync folder for your other machines", "folder",
+          "A folder you already sync (Dropbox, iCloud Drive, OneDrive, Syncthing, a network share): each machine "
+          "writes its figures there, never prompts, files or paths, and the Overview and the report add them "
+          "up (docs/sync.md). Empty: sync is off."),
+    Field("sync.name", "This machine's name", "name",
+          "How the other machines show this one. Empty: its host name."),
+    Field("sync.every", "Sync every", "duration",
+          "How often the service writes this machine's figures and reads the others' (also soon after calls)."),
 )
 
 DURATION_UNITS = (("s", "seconds", 1), ("m", "minutes", 60), ("h", "hours", 3600), ("d", "days", 86400))
@@ -119,6 +128,10 @@ def show_value(field: Field, value) -> str:
         return value or ("no team" if field.key == "team.url" else "the local file")
     if field.kind == "zone":
         return value or "this computer's"
+    if field.kind == "folder":
+        return value or "off"
+    if field.kind == "name":
+        return value or "this computer's name"
     if field.kind == "usd":
         return fmt.usd(value) if value else "none"
     if field.kind == "share":

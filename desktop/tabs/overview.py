@@ -11,7 +11,7 @@ import time
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
-    QButtonGroup, QFrame, QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QListWidget, QListWidgetItem,
+    QButtonGroup, QCheckBox, QFrame, QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QListWidget, QListWidgetItem,
     QProgressBar, QPushButton, QRadioButton, QTableWidget, QTableWidgetItem, QVBoxLayout,
 )
 
@@ -30,7 +30,7 @@ RELOAD_AFTER_MS = 20_000  # calls being written bring the figures up to date thi
 
 class OverviewTab(Tab):
     open_session = Signal(str)
-    fetched = Signal(int, object, object, str)  # days, overview, status, error: a background reload's answer
+    fetched = Signal(int, object, object, str, object)  # days, overview, status, error, sync: a background reload's
 
     def __init__(self, source, parent=None):
         super().__init__(parent)
@@ -38,6 +38,8 @@ class OverviewTab(Tab):
         self.days = 7
         self.doc: dict | None = None
         self.status: dict | None = None
+        self.sync: dict | None = None  # the sync folder's devices (GET /api/v1/sync), when sync is on
+        self.every_device = True  # with sync on: every device's figures summed (read by the fetching thread too)
         self.stale = False  # calls came while the tab was hidden: it reloads when shown again
         self.reload_timer = QTimer(self)
         self.reload_timer.setSingleShot(True)
@@ -62,6 +64,13 @@ class OverviewTab(Tab):
             b.setChecked(key == "model")
             self.by_group.addButton(b)
             top.addWidget(b)
+        top.addSpacing(24)
+        self.all_devices = QCheckBox("All my devices")
+        self.all_devices.setToolTip("Every device of the sync folder summed, in UTC days (docs/sync.md); "
+                                    "off: this computer's own figures.")
+        self.all_devices.setChecked(True)
+        self.all_devices.setVisible(False)  # shown once the service says sync is on
+        top.addWidget(self.all_devices)
         top.addStretch(1)
         self.refresh_button = QPushButton("&Refresh")
         top.addWidget(self.refresh_button)
@@ -120,6 +129,24 @@ class OverviewTab(Tab):
         sl.addWidget(self.rent)
         sl.addWidget(self.channels)
 
+        # the devices of the sync folder (docs/sync.md): shown only when sync is on
+        self.devices = QTableWidget(0, len(om.DEVICE_COLUMNS))
+        self.devices.setHorizontalHeaderLabels(om.DEVICE_COLUMNS)
+        self.devices.verticalHeader().setVisible(False)
+        self.devices.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.devices.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.devices.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.devices.verticalHeader().setDefaultSectionSize(22)
+        self.devices_note = QLabel()
+        self.devices_note.setTextFormat(Qt.TextFormat.PlainText)  # file names from the shared folder
+        self.devices_note.setWordWrap(True)
+        self.devices_box = QGroupBox("Your devices (sync folder, days in UTC)")
+        dl = QVBoxLayout(self.devices_box)
+        dl.addWidget(self.devices)
+        dl.addWidget(self.devices_note)
+        self.devices_box.setVisible(False)
+        right.addWidget(self.devices_box)
+
         lower = QHBoxLayout()
         lower.addWidget(dear_box, 3)
         lower.addLayout(right, 2)
@@ -135,6 +162,7 @@ class OverviewTab(Tab):
         self.period_group.idClicked.connect(self._period)
         self.by_group.buttonClicked.connect(lambda _b: self.redraw_bars())
         self.refresh_button.clicked.connect(self.reload)
+        self.all_devices.toggled.connect(self._every_device)
         self.sessions.cellActivated.connect(self._session_cell)
         self.sessions.cellClicked.connect(self._session_cell)
         self.live.itemActivated.connect(self._live_item)
@@ -145,26 +173,37 @@ class OverviewTab(Tab):
         self.days = days
         self.reload()
 
+    def _every_device(self, on: bool) -> None:
+        self.every_device = on
+        self.reload()
+
     def reload(self) -> None:
         self._show_answer(self.days, *self._load(self.days))
 
-    def _load(self, days: int) -> tuple[dict | None, dict | None, str]:
-        """(overview, status, why the overview is missing) from the source."""
-        doc, status, error = None, None, ""
+    def _load(self, days: int) -> tuple[dict | None, dict | None, str, dict | None]:
+        """(overview, status, why the overview is missing, the sync folder's devices) from the source."""
+        doc, status, error, sync = None, None, "", None
         try:
             status = self.source.status()
         except DataError:
             pass
         try:
-            doc = self.source.overview(days)
+            sync = self.source.sync(om.first_utc_day(days))
+        except (DataError, AttributeError):  # an older service, the demo: no devices to show
+            pass
+        every = bool((sync or {}).get("on")) and self.every_device
+        try:
+            doc = self.source.overview(days, "all") if every else self.source.overview(days)
         except DataError as exc:
             error = str(exc)
-        return doc, status, error
+        return doc, status, error, sync
 
-    def _show_answer(self, days: int, doc: dict | None, status: dict | None, error: str) -> None:
+    def _show_answer(self, days: int, doc: dict | None, status: dict | None, error: str,
+                     sync: dict | None = None) -> None:
         if days != self.days:  # a background answer for a period the user has left (its switch loaded its own)
             return
         self.show_overview(doc, status)
+        self.show_devices(sync)
         if error:
             self.show_error(error)
 
@@ -203,9 +242,9 @@ class OverviewTab(Tab):
         except RuntimeError:  # the tab was closed meanwhile
             pass
 
-    def _fetched(self, days: int, doc: dict | None, status: dict | None, error: str) -> None:
+    def _fetched(self, days: int, doc: dict | None, status: dict | None, error: str, sync: dict | None) -> None:
         self.fetching = False
-        self._show_answer(days, doc, status, error)
+        self._show_answer(days, doc, status, error, sync)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -244,6 +283,24 @@ class OverviewTab(Tab):
         self.rent.setText(om.rent_sentence(doc))
         lines = [f"<b>{html_text(title)}:</b> {html_text(text, 2000)}" for title, text in om.channel_headlines(doc)]
         self.channels.setText("<br>".join(lines))
+
+    def show_devices(self, sync: dict | None) -> None:
+        """The sync folder's devices over the period, this one first; hidden when sync is off."""
+        self.sync = sync
+        rows = om.device_rows(sync, time.time())
+        self.devices.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            for c, text in enumerate((row.name, row.spent, row.calls, row.last_seen)):
+                item = QTableWidgetItem(text)
+                item.setToolTip(row.tip)
+                if c in (1, 2):
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self.devices.setItem(r, c, item)
+        self.devices.setMinimumHeight(self.devices.horizontalHeader().height() + 22 * min(len(rows), 3) + 4)
+        self.devices_note.setText(om.devices_note(sync))
+        self.devices_note.setVisible(bool(self.devices_note.text()))
+        self.devices_box.setVisible(bool(rows))
+        self.all_devices.setVisible(bool(rows))
 
     def redraw_bars(self) -> None:
         button = self.by_group.checkedButton()

@@ -7,6 +7,7 @@ service itself (POST /config?check=1), so nothing it would refuse is sent.
 from __future__ import annotations
 
 import json
+import threading
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -190,6 +191,11 @@ def make_control(field: sm.Field) -> Control:
     if field.kind == "text":
         return url_control("postgresql://member@host/team (empty: no team)" if field.key == "team.url"
                            else "postgresql://user@host/ctxlamp (empty: the local file)")
+    if field.kind in ("folder", "name"):
+        line = QLineEdit()
+        line.setPlaceholderText("e.g. ~/Dropbox/ctxlamp (empty: off)" if field.kind == "folder"
+                                else "e.g. laptop (empty: this computer's name)")
+        return _Wrap(line, lambda: line.text().strip(), lambda v: line.setText(str(v or "")), line.textChanged)
     if field.kind == "zone":
         zone = QLineEdit()
         zone.setPlaceholderText("e.g. Europe/Berlin (empty: this computer's time zone)")
@@ -320,6 +326,7 @@ class FieldRow(QWidget):
 
 class SettingsTab(Tab):
     saved = Signal()  # the service took a change: the window adds or removes what depends on it (the Team tab)
+    synced = Signal(str)  # a Sync now's answer, from its thread
 
     def __init__(self, source, parent=None):
         super().__init__(parent)
@@ -342,6 +349,18 @@ class SettingsTab(Tab):
             self.rows[field.key] = row
             self.form.addRow(label, row)
         host_lay.addWidget(service_box)
+        sync_row = QHBoxLayout()
+        self.sync_button = QPushButton("Sync &now")
+        self.sync_button.setToolTip("Write this machine's figures to the sync folder and read the others' now "
+                                    "(save a new folder first).")
+        self.sync_button.clicked.connect(self.sync_now)
+        self.synced.connect(self._synced)  # queued: emitted by the syncing thread
+        self.sync_status = QLabel()
+        self.sync_status.setTextFormat(Qt.TextFormat.PlainText)  # file names from the shared folder
+        self.sync_status.setWordWrap(True)
+        sync_row.addWidget(self.sync_button)
+        sync_row.addWidget(self.sync_status, 1)
+        host_lay.addLayout(sync_row)
         host_lay.addWidget(self._prices_box())
         paths_box = QGroupBox("Where ctxlamp reads and keeps things")
         self.paths_form = QFormLayout(paths_box)
@@ -513,6 +532,28 @@ class SettingsTab(Tab):
         value = QLabel(kept_words(block))
         value.setTextFormat(Qt.TextFormat.PlainText)
         self.paths_form.addRow("Kept copies of transcripts", value)
+
+    def sync_now(self) -> None:
+        """Sync now through the service, on a thread (a scan: a few seconds); what it did, or why not."""
+        self.sync_button.setEnabled(False)
+        self.sync_status.setText("Syncing...")
+        threading.Thread(target=self._sync, name="sync-now", daemon=True).start()
+
+    def _sync(self) -> None:
+        from desktop.present.overview import sync_sentence
+
+        try:
+            text = sync_sentence(self.source.sync_now())
+        except DataError as exc:
+            text = f"Could not sync: {exc}"
+        try:
+            self.synced.emit(text)
+        except RuntimeError:  # the tab was closed meanwhile
+            pass
+
+    def _synced(self, text: str) -> None:
+        self.sync_status.setText(text)
+        self.sync_button.setEnabled(True)
 
     def show_skipped(self, rows: list[dict]) -> None:
         """Each skipped file with the reason (a FIFO, a folder, permission denied...); hidden when none."""

@@ -187,7 +187,10 @@ PATHS = {
                                   [_q("since"), _q("until"), _q("timezone", desc=ZONE)])},
     "/api/v1/overview": {"get": _op("the window's overview: spend per day by model and project, dearest sessions, "
                                     "rent and what restarting at the reminders would have saved (days in `timezone`)",
-                                    {**_ok(_obj()), **E503}, [_q("days", INT), _q("timezone", desc=ZONE)])},
+                                    {**_ok(_obj()), **E503}, [_q("days", INT), _q("timezone", desc=ZONE),
+                                                              _q("devices", {"enum": ["all"]},
+                                                                 desc="all: every device of the sync folder "
+                                                                      "summed, in UTC days (docs/sync.md)")])},
 
     "/api/v1/team": {"get": _op("the team report (`ctxlamp team report --json`), this member, the last push",
                                 {**_ok(_obj()), **E404, **E503}, [_q("since"), _q("until")])},
@@ -195,6 +198,14 @@ PATHS = {
         "push this member's figures now (what `ctxlamp team push` asks a running service)",
         {**_ok(_obj({"ok": {"type": "boolean"}, "exit_code": INT, "sent": INT, "message": STR})), **E404}, None,
         _body(_obj({"url": STR, "member": STR})))},
+    "/api/v1/sync": {"get": _op("the sync folder (docs/sync.md): on, this device, every device's figures over the "
+                                "period in UTC days (`devices`: id, name, last_seen, total_usd, calls, this, "
+                                "stale), the files left out (`skipped`), the last sync", _ok(_obj()),
+                                [_q("since"), _q("until")])},
+    "/api/v1/sync/now": {"post": _op(
+        "write this device's figures to the sync folder and read the others' now (what Settings' Sync now asks)",
+        {**_ok(_obj()), **E503, "409": {"description": "sync is off, or the folder cannot be written"}}, None,
+        _body(_obj({})))},
     "/api/v1/rotate": {"post": _op(
         "follow another session of a project (SessionStart hook)",
         _ok(_obj({"ok": {"type": "boolean"}, "following": STR, "pending": {"type": "boolean"}})), None,

@@ -49,6 +49,7 @@ class ServiceView(Protocol):
     reminder_log: list[Row]
     readings: Any  # service.limits.book.Book: what Claude Code's status line reported
     team: Any      # service.team.job.TeamPusher, or None without a team
+    sync: Any      # service.sync.job.SyncJob (None until the scheduler starts)
     hub: Hub
 
     @property

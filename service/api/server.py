@@ -201,6 +201,8 @@ class ApiServer:
 
             ("GET", r"/api/v1/team", self.get_team),
             ("POST", r"/api/v1/team/push", self.post_team_push),
+            ("GET", r"/api/v1/sync", self.get_sync),
+            ("POST", r"/api/v1/sync/now", self.post_sync_now),
             ("POST", r"/api/v1/rotate", self.post_rotate),
             ("POST", r"/api/v1/handoffs", self.post_handoff),
             ("GET", r"/api/v1/handoffs", self.get_handoffs),
@@ -302,6 +304,15 @@ class ApiServer:
     def get_overview(self, q, body):
         from service.api import overview
 
+        if q.get("devices") == "all":  # every device of the sync folder, in UTC days (docs/sync.md)
+            from service.days import ZONE_UTC
+            from service.sync.report import devices_overview
+
+            doc = overview.overview(_int(q, "days", 7), self._segments(), self.service.status()["sessions"],
+                                    zone=ZONE_UTC)
+            period = doc["period"]
+            return devices_overview(doc, self.service.cfg, self.service.paths.config, period["since"],
+                                    period["until"])
         return overview.overview(_int(q, "days", 7), self._segments(), self.service.status()["sessions"],
                                  zone=self._zone(q))
 
@@ -326,6 +337,24 @@ class ApiServer:
             return push_for(self.service.cfg, self.service.team, self.service.store, url, member)
         except LookupError as exc:
             raise HttpError(404, str(exc)) from None
+
+    def get_sync(self, q, body):
+        from service.sync.job import sync_view
+
+        return sync_view(self.service.cfg, self.service.sync, self.service.paths.config, *_period(q))
+
+    def post_sync_now(self, q, body):
+        from service.sync.job import sync_view
+
+        job = self.service.sync
+        if job is None:
+            raise HttpError(503, "the service is still reading its history; try again in a moment")
+        last = job.run(force=True)
+        if not last:
+            raise HttpError(409, "sync is off (ctxlamp sync --folder DIR, or Settings, turns it on)")
+        if not last.get("ok"):
+            raise HttpError(409, str(last.get("message")))
+        return sync_view(self.service.cfg, job, self.service.paths.config)
 
     def post_rotate(self, q, body):
         sid = body.get("session_id")

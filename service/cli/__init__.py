@@ -32,6 +32,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("service.cli.doctor", "check that this machine has what the tray needs, and name the fix"),
     "demo": ("service.cli.demo", "write the bundled demo session live into a Claude folder"),
     "team": ("service.cli.team", "the team view on a PostgreSQL server: init, member add, push, report"),
+    "sync": ("service.cli.sync", "your machines in one view through a folder you already sync: "
+             "--folder DIR, --off, --now, --name NAME"),
+    "devices": ("service.cli.devices", "the devices of the sync folder; `devices forget NAME` drops one"),
 }
 
 

@@ -67,6 +67,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-service", action="store_true", help="read the transcripts here, even when the "
                         "service runs")
     parser.add_argument("--no-cache", action="store_true", help="ignore and do not write the scan cache")
+    parser.add_argument("--device", metavar="this|NAME|all", help="with sync on (ctxlamp sync): whose figures "
+                        "(default: all, summed in UTC days; this: this machine's own report)")
 
 
 # The command's scan state, kept to the end of the process: `ctxlamp report` ends with
@@ -94,7 +96,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"ctxlamp report: {printable(exc, 300)}", file=sys.stderr)
         return 2
     summary = None
-    if not args.no_service and not any((args.projects, args.lean_ctx, args.router_db, args.usage_db)):
+    synced = _synced(args)
+    if isinstance(synced, int):
+        return synced
+    if synced is not None:
+        summary = synced
+    elif not args.no_service and not any((args.projects, args.lean_ctx, args.router_db, args.usage_db)):
         summary = _from_service(args, zone)
     if summary is None:
         from service.report.forked import WorkerFailed
@@ -105,15 +112,59 @@ def run(args: argparse.Namespace) -> int:
         except WorkerFailed as exc:
             print(f"ctxlamp report: the scan failed: {printable(exc, 1000)}", file=sys.stderr)
             return 1
+    if getattr(args, "device", None) == "this":
+        summary = _with_devices(summary)
     if args.json:
         import orjson
         sys.stdout.buffer.write(orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
     elif args.csv:
         _write_csv(summary, sys.stdout)
     else:  # model names, paths: from transcripts
-        sys.stdout.write(printable_lines(render_text(summary, _budgets(summary)) + _where_data_is(summary)))
+        from service.sync.report import device_lines
+
+        text = render_text(summary, _budgets(summary)) + _where_data_is(summary)
+        sys.stdout.write(printable_lines(text + "".join(line + "\n" for line in device_lines(summary))))
     sys.stdout.flush()
     return 0
+
+
+def _synced(args: argparse.Namespace) -> dict | int | None:
+    """With sync on: the report over the devices asked for (an exit code on an error); None for this
+    device's own report (sync off, `--device this`), which then lists the devices too."""
+    from service.config import load
+    from service.client.paths import app_paths
+    from service.sync.report import choice, synced_report
+    from service.sync.run import SyncError
+
+    paths = app_paths()
+    cfg = load(paths.config_file)
+    elsewhere = any((args.projects, args.lean_ctx, args.router_db, args.usage_db))
+    try:
+        asked = choice(cfg, getattr(args, "device", None))
+        if asked is None or (elsewhere and args.device is None):  # a one-off report over other files
+            return None
+        if elsewhere:
+            raise SyncError("--device sums what the devices wrote; --projects, --lean-ctx, --router-db and "
+                            "--usage-db make a one-off report of this machine (leave --device out)")
+        _KEPT.clear()
+        return synced_report(request_of(args, Zone.named("UTC")), asked, cfg, paths.config, keep=_KEPT)
+    except SyncError as exc:
+        if getattr(args, "device", None) is None:  # the folder is away: this device's report, said so
+            print(f"ctxlamp report: {exc}; this device's figures only", file=sys.stderr)
+            return None
+        print(f"ctxlamp report: {exc}", file=sys.stderr)
+        return 2
+
+
+def _with_devices(summary: dict) -> dict:
+    """`--device this` with sync on: this device's report, with the devices of the folder listed."""
+    from service.config import load
+    from service.client.paths import app_paths
+    from service.sync.report import devices_only
+
+    paths = app_paths()
+    listing = devices_only(load(paths.config_file), paths.config)
+    return {**summary, "devices": listing["devices"], "sync": {"device": "this", "skipped": listing["skipped"]}}
 
 
 def _budgets(summary: dict) -> dict | None:

@@ -280,9 +280,11 @@ class ApiClient:
     def config_defaults(self) -> dict:
         return self.request("GET", PREFIX + "/config/defaults")
 
-    def overview(self, days: int) -> dict:
-        """Sums the report over the period: a first (cold) report over a big history takes seconds."""
-        return self.request("GET", PREFIX + "/overview", query={"days": days}, timeout=max(self.timeout, 60.0))
+    def overview(self, days: int, devices: str | None = None) -> dict:
+        """Sums the report over the period: a first (cold) report over a big history takes seconds.
+        `devices="all"`: every device of the sync folder, in UTC days."""
+        return self.request("GET", PREFIX + "/overview", query={"days": days, "devices": devices},
+                            timeout=max(self.timeout, 60.0))
 
     def get_report(self, since: str | None = None, until: str | None = None, timezone: str | None = None) -> dict:
         return self.request("GET", PREFIX + "/report", query={"since": since or None, "until": until or None,
@@ -290,3 +292,11 @@ class ApiClient:
 
     def team(self, since: str | None = None, until: str | None = None) -> dict:
         return self.request("GET", PREFIX + "/team", query={"since": since, "until": until})
+
+    def sync(self, since: str | None = None, until: str | None = None) -> dict:
+        """The sync folder's devices and their figures over the period (UTC days), this device, the last sync."""
+        return self.request("GET", PREFIX + "/sync", query={"since": since, "until": until})
+
+    def sync_now(self) -> dict:
+        """Write this device's figures and read the others' now (a full scan: it may take seconds)."""
+        return self.request("POST", PREFIX + "/sync/now", {}, timeout=max(self.timeout, 120.0))

@@ -82,6 +82,14 @@ class BudgetWatch(ServicePart):
             except LookupError:
                 log.debug("budgets: no job to pause")
 
+    def _compute(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        """With sync on, every device's spend (the sync folder, UTC days: docs/sync.md); else this one's."""
+        from service.report import budgets
+        from service.sync.report import devices_budgets
+
+        every = devices_budgets(cfg, self._svc.paths.config)
+        return every if every is not None else budgets.compute(cfg)
+
     def check(self, force: bool = False) -> dict[str, Any] | None:
         """Compute the budgets when spend changed since the last time (or `force`); publish new notices."""
         from service.report import budgets
@@ -99,7 +107,7 @@ class BudgetWatch(ServicePart):
             return self.block
         with self._lock:
             try:
-                block = budgets.compute(cfg)
+                block = self._compute(cfg)
             except Exception:  # a report that fails must not stop the service; it is logged
                 log.exception("budgets: the report failed")
                 return self.block

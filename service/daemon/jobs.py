@@ -72,6 +72,12 @@ class Jobs(ServicePart):
         from service.team.job import TeamPusher  # the team push, when a team is configured (docs/team.md)
 
         self._svc.team = TeamPusher.schedule(self.scheduler, lambda: self._svc.cfg, self._persist.store if self._svc.persist else None)
+        from service.sync.job import SyncJob  # the sync folder's job (docs/sync.md); idle while sync is off
+
+        self._svc.sync = SyncJob.schedule(self.scheduler, lambda: self._svc.cfg,
+                                          self._persist.store if self._svc.persist else None, self._svc.paths.config,
+                                          self._svc.budget_watch.recompute,  # budgets count every device
+                                          lambda: self._registry.changes)
         budgets = self._svc.budget_watch
         budgets.schedule(self.scheduler)  # the budgets, after spend changed
         self._svc.keeper.schedule(self.scheduler)  # the transcripts' kept copies, after they changed
@@ -119,6 +125,8 @@ class Jobs(ServicePart):
             with self._registry.lock:
                 if self._registry.changes == changes:
                     self._disarm()
+            if self._svc.sync is not None:
+                self._svc.sync.after_checkpoint()
             return path
 
     def _disarm(self) -> None:

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from service.ingest.watch import Watcher
     from service.store import Store
     from service.team.job import TeamPusher
+    from service.sync.job import SyncJob
 
 log = logging.getLogger("ctxlamp.service")
 
@@ -130,6 +131,7 @@ class Service:
         self.watcher: Watcher | None = None
         self.api: ApiServer | None = None
         self.team: TeamPusher | None = None  # when a team is configured (jobs.start_scheduler)
+        self.sync: SyncJob | None = None  # the sync folder's job (jobs.start_scheduler)
         self.persist: Persistence | None = None
         self.engine_cfg: EngineConfig | None = None
         self.prices: PriceTable | None = None
@@ -374,8 +376,10 @@ class Service:
             self.persist.configure(new)
         if self.turn_sink is not None:
             self.turn_sink.configure(store_prompts=bool(new["history"]["store_prompts"]))
-        if "budgets" in changes or "report" in changes:  # the budgets are worked out again
+        if "budgets" in changes or "report" in changes or "sync" in changes:  # the budgets are worked out again
             self.budget_watch.recompute()
+        if "sync" in changes and self.sync is not None:  # its pace, and a folder just set: this device's file
+            self.sync.settings_changed()
         return new
 
     # ---- outputs ---------------------------------------------------------------------------

@@ -160,6 +160,8 @@ def _build_report(request: ReportRequest, workers: int | None, progress: bool, k
     if keep is not None:  # the caller frees the scan's results when it likes (a one-shot command: never)
         keep.append((results, cache, tally, inputs))
     restarts = _restart_savings(request, sources, files, skipped, table, workers, plan) if plan else None
+    if plan is not None:  # the replayed segments, for a device's sync file (service/sync/)
+        inputs["restart_segments"] = plan.segments
     summary = _summarize(request, sources, results, table, tally, read, skipped, restarts)
     if saver:
         saver.join()
@@ -367,6 +369,7 @@ class _RestartPlan:
     paths: frozenset[str]
     fps: dict[str, Any]  # the fingerprints the scan was planned with: its cache and this one name the same bytes
     replayed: dict[str, list[dict]] = field(default_factory=dict)
+    segments: list[dict] = field(default_factory=list)  # every segment the restart savings were summed over
 
     @classmethod
     def of(cls, request: ReportRequest, sources: _Sources, files: list, fps: dict[str, Any]) -> _RestartPlan:
@@ -391,4 +394,5 @@ def _restart_savings(request: ReportRequest, sources: _Sources, files: list, ski
     segments = restart.replayed_segments(mains, table, plan.cache_file, plan.fps.get, sources.max_line,
                                          since=request.since, workers=workers, cache=plan.cache,
                                          replayed=plan.replayed)
+    plan.segments = list(segments)
     return restart.block(segments, [], request.since, request.until, DayOf(request.zone))

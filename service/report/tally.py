@@ -218,6 +218,42 @@ class SpendTally:
         return {k: {"calls": g[0], "main_calls": g[1], "unpriced_calls": g[2], "main_usd": fsum(g[3]),
                     "subagents_usd": fsum(g[4]), "estimated_usd": fsum(g[5])} for k, g in sorted(groups.items())}
 
+    def session_days(self) -> dict[tuple[str, str, str, str], dict]:
+        """The spend cut by (session, day, model, project), with each group's tokens and its latest call's
+        time: what a device writes to a sync folder (service/sync/), so a session seen on two devices can
+        be counted once. The same kept revisions, period and project rules as `breakdown`."""
+        session_project = self._session_projects()
+        groups: dict[tuple[str, str, str, str], dict] = {}
+        for _, _path, rec, fr, usd, family in self.best.values():
+            ts = rec[TS]
+            if self.in_period is not None and not self.in_period(ts):
+                continue
+            sid = fr["session_id"]
+            side = rec[SIDE] or fr["subagent"]
+            key = (sid, self.day_of(ts) or "unknown", rec[MODEL] or "(none)",
+                   session_project.get(sid) or fr.get("cwd") or fr["project"])
+            g = groups.get(key)
+            if g is None:
+                g = groups[key] = {"calls": 0, "main_calls": 0, "unpriced_calls": 0, "input_tokens": 0,
+                                   "output_tokens": 0, "cache_write_tokens": 0, "cache_read_tokens": 0,
+                                   "main_usd": [], "subagents_usd": [], "estimated_usd": [], "last_call": ""}
+            g["calls"] += 1
+            g["main_calls"] += 0 if side else 1
+            g["input_tokens"] += rec[IN]
+            g["output_tokens"] += rec[OUT]
+            g["cache_write_tokens"] += rec[CW5] + rec[CW1H]
+            g["cache_read_tokens"] += rec[CR]
+            if isinstance(ts, str) and ts > g["last_call"]:
+                g["last_call"] = ts
+            if usd is None:
+                g["unpriced_calls"] += 1
+                continue
+            g["subagents_usd" if side else "main_usd"].append(usd)
+            if family is not None:
+                g["estimated_usd"].append(usd)
+        return {k: {**g, **{m: fsum(g[m]) for m in ("main_usd", "subagents_usd", "estimated_usd")}}
+                for k, g in sorted(groups.items())}
+
     def day_tokens(self) -> dict[str, dict]:
         """Per day (in the report's zone) of the period: the models used and the tokens of every kept call,
         subagents and unpriced calls included, in the columns a ccusage user reads (input, output, cache
