@@ -193,7 +193,10 @@ class TrayController(QObject):
     def on_disconnected(self, reason: str) -> None:
         if self.supervisor is not None and self.supervisor.given_up:
             return  # the give-up message stays
-        self.down_reason = f"The ctxlamp service is not reachable ({reason}). Reconnecting…"
+        if reason.startswith("the ctxlamp service is not running: "):  # its start failed: why, in its words
+            self.down_reason = f"{reason[:1].upper()}{reason[1:]} Waiting for it…"
+        else:
+            self.down_reason = f"The ctxlamp service is not reachable ({reason}). Reconnecting…"
         self.refresh()
         if self.supervisor is not None and self.supervisor.external:
             self.supervisor.ensure_running()  # an external service went away: start our own
@@ -338,6 +341,7 @@ class TrayController(QObject):
         m = self.menu
         self.header_action = m.addAction("ctxlamp")
         self.header_action.setEnabled(False)
+        self.reason_actions: list[QAction] = []  # why the service is down (update_menu)
         self.cache_action = m.addAction("")
         self.cache_action.setEnabled(False)
         self.limits_action = m.addAction("")
@@ -364,6 +368,7 @@ class TrayController(QObject):
         """Fill the menu when it opens: sessions, and the cache countdown computed right now."""
         now = time.time() if now is None else now
         self.header_action.setText(self.tooltip(now).splitlines()[0])
+        self._show_reason()
         snap = self.current
         cache = (snap or {}).get("cache") or {}
         exp = fmt.parse_time(cache.get("expires_at"))
@@ -400,6 +405,20 @@ class TrayController(QObject):
             self.session_actions.append(sep)
         self.retry_action.setVisible(bool(self.supervisor is not None and self.supervisor.given_up))
         self.handoff_action.setEnabled(self.current is not None)
+
+    def _show_reason(self) -> None:
+        """Why the service is down, under the menu's header, in lines a menu can show."""
+        import textwrap
+
+        for a in self.reason_actions:
+            self.menu.removeAction(a)
+            a.deleteLater()
+        self.reason_actions = []
+        for line in textwrap.wrap(self.down_reason or "", 64, break_on_hyphens=False)[:8]:
+            a = QAction(line, self.menu)
+            a.setEnabled(False)
+            self.menu.insertAction(self.cache_action, a)
+            self.reason_actions.append(a)
 
     def follow(self, session_id: str) -> None:
         self.chosen = session_id

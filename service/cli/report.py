@@ -85,8 +85,14 @@ def run(args: argparse.Namespace) -> int:
     if args.since and args.until and args.since > args.until:
         print("ctxlamp report: --since is after --until", file=sys.stderr)
         return 2
+    from service.config import check_file
+    from service.client.paths import app_paths
     from service.days import UnknownZone, Zone
 
+    unreadable = check_file(app_paths().config_file)  # its time zone and budgets are the report's too
+    if unreadable is not None:
+        print(f"ctxlamp report: {unreadable}.", file=sys.stderr)
+        return 2
     try:
         zone = Zone.named(args.timezone if args.timezone is not None else _configured_zone())
     except UnknownZone as exc:

@@ -113,6 +113,16 @@ def notice_for(event: str, data: dict, told: set, colours: dict) -> str | None:
     return None
 
 
+def _start_failed() -> str | None:
+    """Why the user's service (else the demo's) is not running, when its last start failed."""
+    from service.client import start_failure
+    from service.client.paths import app_paths
+    from service.client.running import demo_paths
+
+    why = start_failure.not_running(app_paths()) or start_failure.not_running(demo_paths())
+    return why[:-1] if why and why.endswith(".") else why
+
+
 def run(args: argparse.Namespace) -> int:
     from service.client.api import ApiClient, ApiError
     from service.client.running import service_api_file, where_to_look
@@ -122,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         client = ApiClient(api_file=service_api_file())  # the user's service, else the demo's
         status = client.status()
     except ApiError as exc:
-        print(f"ctxlamp: {where_to_look() if exc.down else exc}.", file=sys.stderr)
+        print(f"ctxlamp: {(_start_failed() or where_to_look()) if exc.down else exc}.", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(status, indent=2))
