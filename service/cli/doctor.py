@@ -181,12 +181,25 @@ def settings_problem() -> str | None:
     return f"the service's last start failed: {why}." if why else None
 
 
+def _installed_problem() -> str | None:
+    """An installed command (status line, hook, MCP server) that runs a file no longer there."""
+    from service.claude.installed import problem
+
+    found = problem()
+    return f"{found}." if found else None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     for_tests = "--for-tests" in argv
-    settings = None if for_tests else settings_problem()  # the tests run on settings of their own
+    settings = None if for_tests else settings_problem() or _installed_problem()  # tests: their own settings
     if settings:
         print(f"ctxlamp doctor: {settings}", file=sys.stderr)
+    elif not for_tests:
+        from service.claude.installed import moving_breaks
+
+        if note := moving_breaks():
+            print(f"ctxlamp doctor: {note}.")
     headless = qt_problem("offscreen")
     if headless:
         print(f"ctxlamp doctor: Qt cannot start ({headless}).\n  Install its libraries with:\n  {QT_APT}",
