@@ -355,8 +355,10 @@ def render_text(s: dict, budgets: dict | None = None) -> str:
     for x in dq.get("cost_state_explained") or []:
         if x.get("kind") != "equal":
             lines.append(f"    {str(x.get('project') or x.get('session_id'))[-30:]}: {x.get('text')}")
-    lines.append(f"  malformed lines: {dq['malformed_lines']['transcripts']} in transcripts, "
-                 f"{dq['malformed_lines']['ledgers']} in ledgers")
+    lines.append(f"  lines that are not JSON objects, skipped: {dq['malformed_lines']['transcripts']} in "
+                 f"transcripts, {dq['malformed_lines']['ledgers']} in ledgers")
+    for found in dq.get("malformed_files") or []:
+        lines.append(f"    {plural(found['lines'], 'line')} in {found['path']}")
     if dq.get("long_lines"):
         lines.append(f"  lines longer than the bound ([transcripts] max_line_mb), skipped: {dq['long_lines']}")
     for row in dq.get("skipped_files") or []:
