@@ -82,8 +82,8 @@ def _table(events, colour: bool) -> None:
             w(f"      >>> reminder: lap {ev['lap']} at call {ev['call']}: the rent paid has reached a restart's cost\n")
         elif kind == "end":
             held = f", held back: {ev['held_back_bytes']} bytes of an unfinished last line" if ev["held_back_bytes"] else ""
-            w(f"\nsegments ({len(ev['segments'])}), lines skipped (not JSON objects, or longer than "
-              f"[transcripts] max_line_mb): {ev['skipped_lines']}{held}\n")
+            w(f"\nsegments ({len(ev['segments'])}), lines skipped (not JSON objects, entries of a shape "
+              f"it cannot read, or longer than [transcripts] max_line_mb): {ev['skipped_lines']}{held}\n")
             for s in ev["segments"]:
                 w(f"  #{s['segment']} {printable(s['model'], 80)}: {s['calls']} calls, {s['turns']} turns, "
                   f"in ${s['bill_in_usd']:.4f} out ${s['bill_out_usd']:.4f}, rent ${s['rent_usd']:.4f}, "

@@ -116,7 +116,11 @@ def run(args: argparse.Namespace) -> int:
     elif args.csv:
         _write_csv(summary, sys.stdout)
     else:  # model names, paths: from transcripts
-        sys.stdout.write(printable_lines(render_text(summary, _budgets(summary)) + _where_data_is(summary)))
+        from service.client.terminal import fit, width
+
+        columns = width()
+        text = render_text(summary, _budgets(summary), columns) + _where_data_is(summary)
+        sys.stdout.write(printable_lines("\n".join(fit(text.split("\n"), columns))))
     sys.stdout.flush()
     return 0
 
@@ -214,21 +218,26 @@ def _write_csv(summary: dict, out) -> None:
                         label])
 
 
-def day_table(sp: dict) -> list[str]:
+def day_table(sp: dict, columns: int | None = None) -> list[str]:
     """Per day, in `ccusage daily`'s columns: models (named as the window names them), input, output, cache
     write, cache read, total tokens and what was billed; a Total row. An older service's report has no
-    token columns: cost alone then."""
+    token columns: cost alone then. Narrower than the full table (`columns`), ccusage's compact columns:
+    models, total tokens and cost (the rest in --json, --csv or a wider terminal)."""
     days = sp.get("days") or {}
     billed = (sp.get("billed") or {}).get("by_day") or sp.get("by_day") or {}
-    cols = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "total_tokens")
-    head = f"{'Date':<10}  {'Models':<22} {'Input':>11} {'Output':>11} {'Cache write':>13} {'Cache read':>14} " \
-           f"{'Total tokens':>14} {'Cost':>10}"
+    cols: tuple[str, ...] = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens",
+                             "total_tokens")
+    widths: tuple[int, ...] = (11, 11, 13, 14, 14)
+    names = ("Input", "Output", "Cache write", "Cache read", "Total tokens")
+    if columns is not None and columns < WIDE_TABLE:
+        cols, widths, names = cols[-1:], widths[-1:], names[-1:]
+    head = f"{'Date':<10}  {'Models':<22} " + " ".join(f"{n:>{w}}" for n, w in zip(names, widths)) + f" {'Cost':>10}"
     lines = [head, "-" * len(head)]
     sums = dict.fromkeys(cols, 0)
     for day in sorted(set(days) | set(billed)):
         row = days.get(day) or {}
         models = list(dict.fromkeys(model_name(m) for m in row.get("models") or [])) or ["-"]  # dated ids: one name
-        figures = " ".join(f"{row.get(c, 0):>{w},}" for c, w in zip(cols, (11, 11, 13, 14, 14)))
+        figures = " ".join(f"{row.get(c, 0):>{w},}" for c, w in zip(cols, widths))
         lines.append(f"{day:<10}  {models[0][:22]:<22} {figures} {'$' + format(billed.get(day, 0.0), ',.2f'):>10}")
         lines += [f"{'':<10}  {m[:22]}" for m in models[1:]]
         for c in cols:
@@ -236,9 +245,14 @@ def day_table(sp: dict) -> list[str]:
     if len(lines) == 2:
         return ["No calls in this period."]
     total = (sp.get("billed") or {}).get("usd", sp.get("total_usd", 0.0))
-    figures = " ".join(f"{sums[c]:>{w},}" for c, w in zip(cols, (11, 11, 13, 14, 14)))
+    figures = " ".join(f"{sums[c]:>{w},}" for c, w in zip(cols, widths))
     lines += ["-" * len(head), f"{'Total':<10}  {'':<22} {figures} {'$' + format(total, ',.2f'):>10}"]
+    if len(cols) == 1:
+        lines.append("(input, output and cache columns: a wider terminal, --csv or --json)")
     return lines
+
+
+WIDE_TABLE = 113  # the full day table's width
 
 
 def _spend_lines(sp: dict) -> list[str]:
@@ -329,13 +343,16 @@ def channel_lines(e: dict, p: dict, r: dict) -> list[str]:
     return lines
 
 
-def render_text(s: dict, budgets: dict | None = None) -> str:
+def render_text(s: dict, budgets: dict | None = None, columns: int | None = None) -> str:
+    """The report as text; `columns`: the terminal's width (service/client/terminal.py), None for no limit."""
+    from service.client.terminal import fit
+
     e, p, r, sp, dq = s["edit"], s["pinch"], s["retrieval"], s["spend"], s["data_quality"]
     period = s["period"]
     head = (f"ctxlamp report  {period.get('since') or 'start'} .. {period.get('until') or 'now'} "
             f"(days in {period.get('timezone') or 'UTC'})")
     lines = [head, ""]
-    lines += day_table(sp)
+    lines += day_table(sp, columns)
     lines += [""] + _spend_lines(sp)
     rs = s.get("restart_savings")
     lines += [""] + rent_lines(rs) + restart_lines(rs)
@@ -363,4 +380,4 @@ def render_text(s: dict, budgets: dict | None = None) -> str:
         lines.append(f"  lines longer than the bound ([transcripts] max_line_mb), skipped: {dq['long_lines']}")
     for row in dq.get("skipped_files") or []:
         lines.append(f"  skipped {row['path']}: {row['reason']}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(fit(lines, columns)) + "\n"

@@ -252,8 +252,9 @@ def wanted_lines(data: bytes, stop: int, complete: bool, pending: tuple[dict, ..
     values would be kept at the top level (the top-level one is among them).
     `lines`: the lines of data[:stop] to judge when another reader split the buffer already (the
     restart replay's walk: every line but those it knows this rule leaves).
-    `bad`: gets the start of each line left here that is not a JSON object (one without a "type" key:
-    garbage, a torn write), so the count of bad lines is `ctxlamp replay`'s without a replay to ask.
+    `bad`: gets the start of each line left here that is not a JSON object (one without a "type" key,
+    garbage; one that does not end in "}", a torn write), so the count of bad lines is `ctxlamp
+    replay`'s without a replay to ask (a line that ends in "}" and breaks inside is not looked at).
     """
     # type_value_at and _wanted_type, inlined: this loop runs once per line of the history
     find, rfind, startswith = data.find, data.rfind, data.startswith
@@ -264,7 +265,7 @@ def wanted_lines(data: bytes, stop: int, complete: bool, pending: tuple[dict, ..
         if i < 0:
             if _spaced_wanted(data[start:end], pending):
                 yield start, end
-            elif bad is not None and complete and not _json_object(data[start:end]):
+            elif bad is not None and complete and data[start:end].strip() and not _json_object(data[start:end]):
                 bad.append(start)
             continue
         if find(b"{", start + 1, i) >= 0:  # the first "type" is nested: is the last one at the top level?
@@ -277,6 +278,8 @@ def wanted_lines(data: bytes, stop: int, complete: bool, pending: tuple[dict, ..
         # most lines' type is none of these: one test, then the one that matches
         if startswith(_WANTED_VALUES, i + 8) and _wanted_type(data, i + 8, start, end, pending):
             yield start, end
+        elif bad is not None and complete and data[end - 1] != 125 and not _json_object(data[start:end]):
+            bad.append(start)  # left by the rule and not ending in "}": a torn write, parsed to be sure
 
 
 def _json_object(line: bytes) -> bool:
