@@ -41,7 +41,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 TEAM_PROJECTS = ("hash", "name", "private", "none")
 
 COMMENTS = {
-    "engine": "g_floor: least growth per call (tokens); eps_*: how far above the best average cost amber/red start",
+    "engine": "g_floor: context growth per call, at least (tokens); eps_*: how far above the best average cost amber/red start",
     "selection": "exclude: globs of paths a restart need not rebuild (e.g. \"**/node_modules/**\")",
     "reminders": "min_gap: at most one reminder popup per session this often (e.g. 10m, 1h)",
     "history": "store_prompts: keep prompt previews in turn records (false stores no prompt text)",

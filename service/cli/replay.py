@@ -62,8 +62,17 @@ def run(args) -> int:
         return 3
 
 
+DEVELOPER_NOTE = ("developer output: the engine's figures by their identifiers (docs/measurement.md section 11). "
+                  "lamp: its colour (W white, G green, A amber, R red) and state; x: context Nx its useful part; "
+                  "xSweet: the sweet spot (as x); u: the sweet spot's measure; stock: context tokens; rent $: rent "
+                  "on dead weight so far; laps: reminders. `ctxlamp status` says the same in plain words.")
+
+
 def _table(events, colour: bool) -> None:
+    from service.client.terminal import fit, width
+
     w = sys.stdout.write
+    w("\n".join(fit([DEVELOPER_NOTE], width() or 100)) + "\n\n")
     w(f"{'call':>5} {'time':>8} {'lamp':<10} {'x':>6} {'xSweet':>6} {'u':>5} {'stock':>8} {'rent $':>9} {'laps':>4}\n")
     for ev in events:
         kind = ev["event"]

@@ -261,7 +261,7 @@ def _spend_lines(sp: dict) -> list[str]:
     lines = []
     if billed:
         lines.append(f"Billed: ${billed['usd']:.2f} = written calls ${billed['written_usd']:.2f} "
-                     f"+ requests Claude Code billed without writing them down ${billed['unwritten_measured_usd']:.2f}"
+                     f"+ not written down ${billed['unwritten_measured_usd']:.2f}"
                      + (f" + ${billed['unwritten_statusline_usd']:.2f} (from its status line)"
                         if billed.get("unwritten_statusline_usd") else ""))
     lines.append(f"  written calls (measured): ${sp['total_usd']:.2f} over {sp['calls']} calls, "
@@ -332,7 +332,7 @@ def channel_lines(e: dict, p: dict, r: dict) -> list[str]:
     lines = ["Savings channels",
              f"  Edits (measured): {said['Edits']}",
              f"    missed: {count(misses['not_found'])} text not found, {count(misses['ambiguous'])} ambiguous",
-             f"    edits by line anchor (lean-ctx's ctx_patch): {e['anchored_calls']}, {e['anchored_ops']} changes, "
+             f"    edits by line number (lean-ctx's, quoting no text): {e['anchored_calls']}, {e['anchored_ops']} changes, "
              f"{e['anchored_avoided_output_tokens']} output tokens avoided, {e['anchored_conflicts']} conflicts",
              f"  Trimming (measured): {said['Trimming']}",
              f"    {plural(p['events'], 'tool result')} trimmed, median {count(p['tokens_saved_median'])} tokens saved",

@@ -107,20 +107,20 @@ def _block(s: dict, followed: bool, tty: bool) -> list[str]:
     """One session in a few lines, for a narrow terminal: the same figures and words as the table's row."""
     from service.client.figures import usd
     from service.client.textsafe import printable as p
-    from service.client.words import advice, colour_of, position, session_name
+    from service.client.words import advice, colour_of, per_hour, position, session_name
 
     colour = colour_of(s)
     return [f"{'→' if followed else ' '} {_dot(colour, tty)} {colour} · {p(advice(s), 40)} · "
             f"{p(session_name(s), 80)}",
             f"    context {_x(s.get('x'))}, sweet spot {_x(s.get('xSweet'))} · {position(s)}",
-            f"    rent so far {usd(s.get('bill_cycle_usd'))} · {usd(s.get('br'))} per hour · reminders "
+            f"    rent so far {usd(s.get('bill_cycle_usd'))} · {per_hour(s)} · reminders "
             f"{_reminders(s)}"]
 
 
 def _table(status: dict, sessions: list[dict], tty: bool) -> list[str]:
     from service.client.figures import usd
     from service.client.textsafe import printable as p
-    from service.client.words import advice, colour_of, position, session_name
+    from service.client.words import advice, colour_of, position, rent_rate, session_name
 
     lines = []
     lines.append(f"    {'lamp':6} {'advice':20} {'session':34} {'context':>8} {'sweet spot':>10}  "
@@ -132,7 +132,7 @@ def _table(status: dict, sessions: list[dict], tty: bool) -> list[str]:
         lines.append(
             f"{mark} {_dot(colour, tty)} {colour:6} {p(advice(s), 20):20} {p(session_name(s), 80):34} "
             f"{_x(s.get('x')):>8} {_x(s.get('xSweet')):>10}  {position(s):28} "
-            f"{usd(s.get('bill_cycle_usd')):>11} {usd(s.get('br')):>8}  {reminders}")
+            f"{usd(s.get('bill_cycle_usd')):>11} {usd(rent_rate(s)):>8}  {reminders}")
     return lines
 
 
