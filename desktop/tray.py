@@ -27,6 +27,7 @@ from desktop.present.lamp import lamp_colour, menu_sessions, pick_followed
 from desktop.present.settings import min_gap_seconds
 
 TRAY_RETRY_S = (2, 5, 15, 30, 60, 120, 300)
+NOTICE_MS = 8000  # how long the system shows a notice (it cannot be withdrawn when the lamp moves on)
 
 
 class TrayController(QObject):
@@ -47,6 +48,7 @@ class TrayController(QObject):
         self.catching_up = False  # the service is still reading recent sessions (service.scan.state)
         self.coalescer = ReminderCoalescer()
         self.notices_shown = 0  # notices, not the rent's laps: the tray speaks once per stretch, again at red
+        self.notice_lamp: tuple[str | None, str | None] = (None, None)  # the last notice's session and its lamp
         self.popup: ReminderPopup | None = None
         self.window = None
         self.open_window_without_tray = open_window_without_tray
@@ -213,6 +215,7 @@ class TrayController(QObject):
         self.sessions[sid] = snap
         self.down_reason = None
         self.refresh()
+        self._retire_notice(sid, snap)
         if self.window is not None:
             self.window.on_live_snapshot(snap)
         told = self.coalescer.observe(sid, int(snap.get("segment") or 0), lamp_colour(snap), time.time())
@@ -279,14 +282,25 @@ class TrayController(QObject):
         text = notice_text(told, snap, several=len(self.sessions) > 1)
         self.last_reminder = told
         self.notices_shown += 1
+        self.notice_lamp = (str(told.get("session_id")), lamp_colour(snap) if snap else None)
         if self.tray.isVisible() and self.tray.supportsMessages():
-            self.tray.showMessage(text.title, text.body, lamp_icon(self.colour()), 20000)
+            # the system's notice cannot be taken back when the lamp moves on: it stays up for NOTICE_MS only
+            self.tray.showMessage(text.title, text.body, lamp_icon(self.colour()), NOTICE_MS)
             via = "tray"
         else:
             self._ensure_popup().show_message(text.title, text.body, text.why)
             via = "popup"
         self.notice_shown.emit(told, via)
         return via
+
+    def _retire_notice(self, sid: str, snap: dict) -> None:
+        """A notice shown in the popup goes when its session's lamp changes colour: a green notice under an
+        amber lamp would say what is no longer so (a next notice, if the rule gives one, says the new)."""
+        shown_for, colour = self.notice_lamp
+        if sid == shown_for and colour is not None and lamp_colour(snap) != colour:
+            self.notice_lamp = (None, None)
+            if self.popup is not None and self.popup.isVisible():
+                self.popup.hide()
 
     def _notice_clicked(self) -> None:
         """A click on the tray's notice: the handoff prompt on the clipboard, the why in the Session tab."""

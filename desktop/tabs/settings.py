@@ -284,7 +284,8 @@ class FieldRow(QWidget):
         self.error.setTextFormat(Qt.TextFormat.PlainText)  # errors, paths and names shown as written
         self.error.setStyleSheet(ERROR_STYLE)
         self.error.setWordWrap(True)
-        self.error.hide()
+        # the message's line is kept when there is none, so a message does not push the rows below it down
+        self.error.setMinimumHeight(self.error.fontMetrics().lineSpacing())
         top = QHBoxLayout()
         top.setContentsMargins(0, 0, 0, 0)
         top.addWidget(self.control, 1)
@@ -310,7 +311,6 @@ class FieldRow(QWidget):
 
     def set_error(self, text: str | None) -> None:
         self.error.setText(text or "")
-        self.error.setVisible(bool(text))
 
     def _reset(self) -> None:
         if self.default is not None:
