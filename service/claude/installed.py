@@ -48,7 +48,7 @@ def used_paths() -> list[tuple[str, str]]:
     except cs.SettingsError:
         return out
     entry = settings.data.get(status_line.KEY)
-    if status_line.is_ours(entry):
+    if isinstance(entry, dict) and status_line.is_ours(entry):
         out += [("statusLine", p) for p in _paths_of(_words(entry["command"]))]
     hooks = settings.data.get("hooks")
     for group in (hooks.get(cs.HOOK_EVENT) if isinstance(hooks, dict) else None) or []:
@@ -57,7 +57,7 @@ def used_paths() -> list[tuple[str, str]]:
                 out += [("hook", p) for p in _paths_of(_words(hook["command"]))]
     servers = mcp.data.get("mcpServers")
     server = servers.get(cs.SERVER_NAME) if isinstance(servers, dict) else None
-    if cs.is_our_server(server):
+    if isinstance(server, dict) and cs.is_our_server(server):
         env = server.get("env") if isinstance(server.get("env"), dict) else {}
         out += [("mcp", p) for p in _paths_of([server["command"]], env)]
     return out

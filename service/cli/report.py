@@ -228,7 +228,7 @@ def day_table(sp: dict, columns: int | None = None) -> list[str]:
     cols: tuple[str, ...] = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens",
                              "total_tokens")
     widths: tuple[int, ...] = (11, 11, 13, 14, 14)
-    names = ("Input", "Output", "Cache write", "Cache read", "Total tokens")
+    names: tuple[str, ...] = ("Input", "Output", "Cache write", "Cache read", "Total tokens")
     if columns is not None and columns < WIDE_TABLE:
         cols, widths, names = cols[-1:], widths[-1:], names[-1:]
     head = f"{'Date':<10}  {'Models':<22} " + " ".join(f"{n:>{w}}" for n, w in zip(names, widths)) + f" {'Cost':>10}"

@@ -211,9 +211,8 @@ MALFORMED_FILES_SHOWN = 10
 def malformed_files(paths: list[str], files: list[dict]) -> list[dict]:
     """The transcripts holding lines that are not JSON objects, most first (at most MALFORMED_FILES_SHOWN):
     a count a user can act on names its files."""
-    found = [{"path": path, "lines": int(fr.get("malformed") or 0)} for path, fr in zip(paths, files)
-             if fr.get("malformed")]
-    return sorted(found, key=lambda f: (-f["lines"], f["path"]))[:MALFORMED_FILES_SHOWN]
+    found = [(int(fr.get("malformed") or 0), path) for path, fr in zip(paths, files) if fr.get("malformed")]
+    return [{"path": path, "lines": n} for n, path in sorted(found, key=lambda f: (-f[0], f[1]))][:MALFORMED_FILES_SHOWN]
 
 
 def _data_quality(spend: dict, tally: SpendTally, files: list[dict], cs_rows: list[dict],
