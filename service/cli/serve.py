@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     except LockUnavailable as exc:
         from service.daemon.runtime import cannot_start
 
-        return cannot_start(paths, exc)
+        return cannot_start(paths, exc, lasting=False)
     try:
         from service.daemon.runtime import Service, cannot_start, setup_logging
 

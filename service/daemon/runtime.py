@@ -73,15 +73,17 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
         return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 
 
-def cannot_start(paths: Paths, why: Any) -> int:
-    """The service will not start (a restart would not mend it): say why on stderr and in the log, and keep
-    it where the tray and `ctxlamp status` read it. Returns the exit code that says so."""
+def cannot_start(paths: Paths, why: Any, *, lasting: bool = True) -> int:
+    """The service will not start: say why on stderr and in the log (once it is set up), and keep it where
+    the tray and `ctxlamp status` read it. Returns the exit code that says so: CANNOT_START when a restart
+    would fail alike (`lasting`: settings, the prices file), else 1 (a lock that may be free later)."""
     from service.client import start_failure
 
-    log.error("cannot start: %s", why)
+    if log.hasHandlers():  # before setup_logging, logging's last resort would print the line twice
+        log.error("cannot start: %s", why)
     print(f"ctxlamp: the service cannot start: {why}.", file=sys.stderr, flush=True)
     start_failure.record(paths, str(why))
-    return start_failure.CANNOT_START
+    return start_failure.CANNOT_START if lasting else 1
 
 
 def setup_logging(paths: Paths) -> None:
