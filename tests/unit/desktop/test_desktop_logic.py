@@ -313,7 +313,7 @@ def test_channel_view_and_csv():
     assert csv_text.splitlines()[0] == "start,calls,bytes,label"
     assert csv_text.splitlines()[2] == "2026-01-02T00:00:00Z,2,20,measured"
     assert channel_view(None).xs == []
-    assert v.span == (v.xs[0] - 86400, v.xs[1] + 86400)
+    assert v.span == (v.xs[0] - 43200, v.xs[1] + 43200)  # from the first day's start to the last day's end
 
 
 def test_an_empty_channel_chart_spans_its_period_not_the_epoch():
