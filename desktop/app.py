@@ -97,9 +97,10 @@ def run(args: argparse.Namespace) -> int:
     supervisor = None if args.no_service else ServiceSupervisor()
     tray = TrayController(ApiSource(), stream=stream, supervisor=supervisor)
     tray.quit_requested.connect(app.quit)
-    if supervisor is not None:
+    if supervisor is not None:  # a start that fails is said here too, not only in the tray
+        supervisor.gave_up.connect(lambda why: print(f"ctxlamp: {why}", file=sys.stderr, flush=True))
         how = supervisor.ensure_running()
-        print(f"ctxlamp: {'using the running service' if how == 'external' else 'started the service'}",
+        print(f"ctxlamp: {'using the running service' if how == 'external' else 'starting the service'}",
               file=sys.stderr)
     stream.start()
     watcher = _watch_discovery(app, stream)  # noqa: F841 - kept alive by the app

@@ -27,6 +27,7 @@ from desktop.present.lamp import lamp_colour, menu_sessions, pick_followed
 from desktop.present.settings import min_gap_seconds
 
 TRAY_RETRY_S = (2, 5, 15, 30, 60, 120, 300)
+NOTICE_MS = 8000  # how long the system shows a notice (it cannot be withdrawn when the lamp moves on)
 
 
 class TrayController(QObject):
@@ -47,6 +48,7 @@ class TrayController(QObject):
         self.catching_up = False  # the service is still reading recent sessions (service.scan.state)
         self.coalescer = ReminderCoalescer()
         self.notices_shown = 0  # notices, not the rent's laps: the tray speaks once per stretch, again at red
+        self.notice_lamp: tuple[str | None, str | None] = (None, None)  # the last notice's session and its lamp
         self.popup: ReminderPopup | None = None
         self.window = None
         self.open_window_without_tray = open_window_without_tray
@@ -193,7 +195,10 @@ class TrayController(QObject):
     def on_disconnected(self, reason: str) -> None:
         if self.supervisor is not None and self.supervisor.given_up:
             return  # the give-up message stays
-        self.down_reason = f"The ctxlamp service is not reachable ({reason}). Reconnecting…"
+        if reason.startswith("the ctxlamp service is not running: "):  # its start failed: why, in its words
+            self.down_reason = f"{reason[:1].upper()}{reason[1:]} Waiting for it…"
+        else:
+            self.down_reason = f"The ctxlamp service is not reachable ({reason}). Reconnecting…"
         self.refresh()
         if self.supervisor is not None and self.supervisor.external:
             self.supervisor.ensure_running()  # an external service went away: start our own
@@ -210,6 +215,7 @@ class TrayController(QObject):
         self.sessions[sid] = snap
         self.down_reason = None
         self.refresh()
+        self._retire_notice(sid, snap)
         if self.window is not None:
             self.window.on_live_snapshot(snap)
         told = self.coalescer.observe(sid, int(snap.get("segment") or 0), lamp_colour(snap), time.time())
@@ -276,14 +282,25 @@ class TrayController(QObject):
         text = notice_text(told, snap, several=len(self.sessions) > 1)
         self.last_reminder = told
         self.notices_shown += 1
+        self.notice_lamp = (str(told.get("session_id")), lamp_colour(snap) if snap else None)
         if self.tray.isVisible() and self.tray.supportsMessages():
-            self.tray.showMessage(text.title, text.body, lamp_icon(self.colour()), 20000)
+            # the system's notice cannot be taken back when the lamp moves on: it stays up for NOTICE_MS only
+            self.tray.showMessage(text.title, text.body, lamp_icon(self.colour()), NOTICE_MS)
             via = "tray"
         else:
             self._ensure_popup().show_message(text.title, text.body, text.why)
             via = "popup"
         self.notice_shown.emit(told, via)
         return via
+
+    def _retire_notice(self, sid: str, snap: dict) -> None:
+        """A notice shown in the popup goes when its session's lamp changes colour: a green notice under an
+        amber lamp would say what is no longer so (a next notice, if the rule gives one, says the new)."""
+        shown_for, colour = self.notice_lamp
+        if sid == shown_for and colour is not None and lamp_colour(snap) != colour:
+            self.notice_lamp = (None, None)
+            if self.popup is not None and self.popup.isVisible():
+                self.popup.hide()
 
     def _notice_clicked(self) -> None:
         """A click on the tray's notice: the handoff prompt on the clipboard, the why in the Session tab."""
@@ -338,6 +355,7 @@ class TrayController(QObject):
         m = self.menu
         self.header_action = m.addAction("ctxlamp")
         self.header_action.setEnabled(False)
+        self.reason_actions: list[QAction] = []  # why the service is down (update_menu)
         self.cache_action = m.addAction("")
         self.cache_action.setEnabled(False)
         self.limits_action = m.addAction("")
@@ -364,6 +382,7 @@ class TrayController(QObject):
         """Fill the menu when it opens: sessions, and the cache countdown computed right now."""
         now = time.time() if now is None else now
         self.header_action.setText(self.tooltip(now).splitlines()[0])
+        self._show_reason()
         snap = self.current
         cache = (snap or {}).get("cache") or {}
         exp = fmt.parse_time(cache.get("expires_at"))
@@ -400,6 +419,20 @@ class TrayController(QObject):
             self.session_actions.append(sep)
         self.retry_action.setVisible(bool(self.supervisor is not None and self.supervisor.given_up))
         self.handoff_action.setEnabled(self.current is not None)
+
+    def _show_reason(self) -> None:
+        """Why the service is down, under the menu's header, in lines a menu can show."""
+        import textwrap
+
+        for a in self.reason_actions:
+            self.menu.removeAction(a)
+            a.deleteLater()
+        self.reason_actions = []
+        for line in textwrap.wrap(self.down_reason or "", 64, break_on_hyphens=False)[:8]:
+            a = QAction(line, self.menu)
+            a.setEnabled(False)
+            self.menu.insertAction(self.cache_action, a)
+            self.reason_actions.append(a)
 
     def follow(self, session_id: str) -> None:
         self.chosen = session_id

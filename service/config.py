@@ -43,7 +43,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 TEAM_PROJECTS = ("hash", "name", "private", "none")
 
 COMMENTS = {
-    "engine": "g_floor: least growth per call (tokens); eps_*: how far above the best average cost amber/red start",
+    "engine": "g_floor: context growth per call, at least (tokens); eps_*: how far above the best average cost amber/red start",
     "selection": "exclude: globs of paths a restart need not rebuild (e.g. \"**/node_modules/**\")",
     "reminders": "min_gap: at most one reminder popup per session this often (e.g. 10m, 1h)",
     "history": "store_prompts: keep prompt previews in turn records (false stores no prompt text)",
@@ -121,6 +121,73 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 class ConfigError(ValueError):
     """A value of the wrong type or an unknown key: the caller says which."""
+
+
+class ConfigUnreadable(ConfigError):
+    """config.toml does not parse: its str() is one sentence naming the file and the line.
+
+    Every command that meets it (serve, status, report, doctor, the tray) says that sentence and
+    nothing more: no traceback, no default silently used instead."""
+
+    def __init__(self, path: Path, line: int, reason: str):
+        self.path, self.line, self.reason = path, line, reason
+        super().__init__(f"the settings file {path} cannot be read: line {line}: {reason}; fix that line, "
+                         "or move the file away to start from the defaults")
+
+
+_AT = re.compile(r"^(.*?) \((?:at line (\d+), column \d+|at end of document)\)$", re.DOTALL)
+_PLAIN_REASONS = (  # tomllib's words -> a newcomer's
+    (re.compile(r"^Cannot declare \((.*)\) twice$"), lambda m: f"the section [{_section_of(m.group(1))}] "
+                                                              "appears twice (merge the two)"),
+    (re.compile(r"^Cannot overwrite a value$"), lambda m: "this setting is already set above"),
+    (re.compile(r"^Invalid value$"), lambda m: "the value is not one TOML reads (text needs \"quotes\")"),
+    (re.compile(r"^Invalid statement$"), lambda m: "this is not `name = value` nor a [section]"),
+)
+
+
+def _section_of(names: str) -> str:
+    return ".".join(n.strip().strip("'\"") for n in names.split(",") if n.strip())
+
+
+def unreadable(path: Path, text: str | bytes, exc: Exception) -> ConfigUnreadable:
+    """The sentence for a config.toml that does not parse (tomllib's error or a bad byte)."""
+    from service.client.textsafe import printable
+
+    if isinstance(exc, UnicodeDecodeError):
+        data = text if isinstance(text, bytes) else text.encode("utf-8", "replace")
+        return ConfigUnreadable(path, data.count(b"\n", 0, exc.start) + 1, "it is not UTF-8 text")
+    message = str(exc)
+    found = _AT.match(message)
+    reason = found.group(1) if found else message
+    line = int(found.group(2)) if found and found.group(2) else \
+        (text.count("\n") + 1 if isinstance(text, str) else 1)
+    for pattern, words in _PLAIN_REASONS:
+        plain = pattern.match(reason)
+        if plain:
+            reason = words(plain)
+            break
+    else:
+        reason = reason[:1].lower() + reason[1:]
+    return ConfigUnreadable(path, line, printable(reason, 200))
+
+
+def check_file(path: Path) -> ConfigUnreadable | None:
+    """Whether config.toml parses (never writes it; a missing file is fine: the defaults)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return ConfigUnreadable(path, 1, f"it cannot be opened ({exc.strerror or exc})")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return unreadable(path, data, exc)
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        return unreadable(path, text, exc)
+    return None
 
 
 def max_line_bytes(cfg: dict | None) -> int:
@@ -352,10 +419,15 @@ def load(path: Path, problems: list[str] | None = None) -> dict:
     if not path.exists():
         save(path, DEFAULTS)
         return copy.deepcopy(DEFAULTS)
+    raw = path.read_bytes()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise unreadable(path, raw, exc) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise unreadable(path, text, exc) from None
     cfg, found = merge_leniently(DEFAULTS, data)
     try:
         _check_whole(cfg)

@@ -77,8 +77,11 @@ class EventStream(QThread):
     def _stream_once(self) -> tuple[bool, str]:
         """Read the stream until it ends: (had it connected, why it ended)."""
         client = ApiClient(timeout=10)  # api.json read afresh: a restarted service has a new port and token
-        if client.info is None:
-            return False, "the service is not running (no api.json)"
+        if client.info is None:  # not announced: it never started, or its start failed (say why)
+            from service.client import start_failure
+            from service.client.paths import app_paths
+
+            return False, start_failure.not_running(app_paths()) or "the service is not running yet"
         opened = threading.Event()
 
         def hold(sock: socket.socket) -> None:

@@ -13,7 +13,9 @@ import time
 
 from PySide6.QtCore import QObject, QProcess, QTimer, Signal
 
+from service.client import start_failure
 from service.client.api import ApiClient
+from service.client.paths import app_paths
 from desktop.connection.restart_policy import RestartPolicy
 
 
@@ -99,6 +101,11 @@ class ServiceSupervisor(QObject):
         self.child_exited.emit(last)
         if ApiClient(timeout=1.5).alive():  # another service took over (e.g. started by hand)
             self.mode = "external"
+            return
+        if code == start_failure.CANNOT_START:  # its settings (or folder) stop it: a restart would fail alike
+            self.given_up = True
+            why = start_failure.not_running(app_paths()) or f"the ctxlamp service cannot start: {last}"
+            self.gave_up.emit(f"{why[:1].upper()}{why[1:]} Then choose “Restart the service” in this menu.")
             return
         delay = self.policy.on_exit(time.monotonic())
         if delay is None:

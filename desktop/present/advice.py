@@ -44,7 +44,7 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
     elif x is not None:
         lines.append(f"context {fmt.number(x)}x its useful part")
     lines.append(f"rent so far {fmt.usd(snapshot.get('bill_cycle_usd'))}{rent_worth(snapshot)}"
-                 f" · {fmt.usd(snapshot.get('br'))} per hour")
+                 f" · {words.per_hour(snapshot)}")
     move = move_sentence(snapshot)
     if move:
         lines.append(move)

@@ -115,6 +115,7 @@ def totals_rows(name: str, totals: dict | None) -> list[tuple[str, str]]:
 class ChannelView:
     label: str = "estimated"
     counters: list[str] = field(default_factory=list)
+    counter: str | None = None  # the one drawn
     xs: list[float] = field(default_factory=list)  # bucket starts, epoch seconds
     heights: list[float] = field(default_factory=list)
     width_s: float = 86400.0
@@ -122,6 +123,7 @@ class ChannelView:
     sources: str = ""
     empty: str = "No data for this channel yet."  # shown when nothing is drawn
     span: tuple[float, float] = (0.0, 0.0)  # the time axis's range (epoch seconds): the period, drawn or not
+    period: str = "the shown period"  # the days (or hours) the bars and the totals stand for, in words
 
 
 def channel_counters(channel: dict | None) -> list[str]:
@@ -133,10 +135,28 @@ def channel_counters(channel: dict | None) -> list[str]:
     return names
 
 
+# the counter a channel's chart shows first: the one its totals table starts with (the Edits bar counted every
+# edit event, misses too, above a table of replace edits)
+FIRST_COUNTER = {"edit": "kind:str_replace", "retrieval": "kind:tool"}
+
+
+def period_words(channel: dict | None, hourly: bool = False) -> str:
+    """"14 Nov – 29 Nov" (local days), or with hours for hourly buckets: what "over the period" names."""
+    from datetime import datetime
+
+    since, until = fmt.parse_time((channel or {}).get("since")), fmt.parse_time((channel or {}).get("until"))
+    if since is None or until is None:
+        return "the shown period"
+    until = min(until, time.time())  # a period asked up to a later moment still ends now
+    shape = "%-d %b %H:%M" if hourly else "%-d %b"
+    first, last = datetime.fromtimestamp(since).strftime(shape), datetime.fromtimestamp(until).strftime(shape)
+    return first if first == last else f"{first} – {last}"
+
+
 def _span(channel: dict, xs: list[float], width: float) -> tuple[float, float]:
     """The days (or hours) the chart stands for: its buckets', else the period asked, else the last 30 days."""
-    if xs:
-        return min(xs) - width, max(xs) + width
+    if xs:  # bars are drawn at their bucket's middle: the axis runs from the first bucket's start to the last's end
+        return min(xs) - width / 2, max(xs) + width / 2
     since, until = fmt.parse_time(channel.get("since")), fmt.parse_time(channel.get("until"))
     if since is not None and until is not None and until > since:
         return since, until
@@ -149,21 +169,25 @@ def channel_view(channel: dict | None, counter: str | None = None) -> ChannelVie
         return ChannelView(label="no data", empty="No data: the service has not answered for this channel.",
                            span=_span({}, [], 86400.0))
     counters = channel_counters(channel)
-    counter = counter if counter in counters else (counters[0] if counters else None)
+    first = FIRST_COUNTER.get(str(channel.get("channel") or ""))
+    counter = counter if counter in counters else (first if first in counters else
+                                                   (counters[0] if counters else None))
     width = 3600.0 if channel.get("bucket") == "hour" else 86400.0
     xs, hs = [], []
+    now = time.time()
     for b in channel.get("buckets") or []:
         t = fmt.parse_time(b.get("start"))
-        if t is None:
+        if t is None or t > now:  # a bucket not begun yet (a period asked up to tomorrow): not drawn
             continue
         xs.append(t + width / 2)
         hs.append(float(b.get(counter) or 0.0) if counter else 0.0)
     name = str(channel.get("channel") or "")
     totals = totals_rows(name, channel.get("totals"))
     src = METHOD.get(name, "")
-    return ChannelView(label=str(channel.get("label") or "estimated"), counters=counters, xs=xs, heights=hs,
+    return ChannelView(label=str(channel.get("label") or "estimated"), counters=counters, counter=counter, xs=xs,
+                       heights=hs,
                        width_s=width, totals=totals, sources=src, empty=EMPTY.get(name, ChannelView.empty),
-                       span=_span(channel, xs, width))
+                       span=_span(channel, xs, width), period=period_words(channel, width < 86400.0))
 
 
 def channel_csv(channel: dict | None) -> str:

@@ -40,9 +40,9 @@ def spend_figures(doc: dict | None) -> list[Figure]:
                "Calls of a model the price table lists by name, priced at its own price."),
         Figure("Estimated", fmt.usd(est) if est else "$0",
                "Calls of a model missing from the price table, priced like the newest model of its family."),
-        Figure("Not written", fmt.usd(spend.get("unwritten_usd") or 0.0),
-               "Requests Claude Code made and billed without writing them down (compaction summaries), measured "
-               "from its own cost record. Measured + Estimated + Not written = Spent."),
+        Figure("Not written down", fmt.usd(spend.get("unwritten_usd") or 0.0),
+               "Requests Claude Code billed without writing them to its transcript (compaction summaries), "
+               "measured from its own cost record. Measured + Estimated + Not written down = Spent."),
         Figure("Subagents", fmt.usd(spend.get("subagents_usd")), "The part spent by subagents (Task tool)."),
         Figure("Calls", fmt.count(spend.get("calls")), "API calls (one per assistant response)."),
         Figure("Rent", fmt.usd(rent.get("rent_usd")),  # the glossary's short form: the long one wraps here

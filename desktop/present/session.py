@@ -8,6 +8,7 @@ from __future__ import annotations
 from desktop.present import fmt
 from desktop.present.advice import notices_line, position_words
 from service.client.textsafe import html_text
+from service.client.words import RATE_SPAN_S, rent_rate
 from desktop.present.lamp import STATE_WORDS, lamp_colour, lamp_state, session_name
 
 TIPS = {
@@ -45,5 +46,6 @@ def header_facts(snapshot: dict | None) -> list[tuple[str, str, str]]:
         ("Sweet spot", sweet, TIPS["sweet"]),
         ("Rent on dead weight", fmt.usd(snapshot.get("bill_cycle_usd")), TIPS["rent"]),
         ("Restart notice", *notices_line(snapshot)),
-        ("Rent per hour", fmt.usd(snapshot.get("br")), TIPS["burn"]),
+        ("Rent per hour", fmt.usd(rent_rate(snapshot)) if rent_rate(snapshot) is not None else
+         f"after {int(RATE_SPAN_S // 60)} min of work", TIPS["burn"]),
     ]

@@ -33,7 +33,7 @@ FIELDS = (
           "The lamp turns amber when the average cost per call is this much above its best."),
     Field("engine.eps_crit", "Red starts at", "percent",
           "The lamp turns red (a restart pays) when the average cost per call is this much above its best."),
-    Field("engine.g_floor", "Least growth per call", "int",
+    Field("engine.g_floor", "Context growth per call, at least", "int",
           "Tokens the context is assumed to grow by per call at least (it keeps a new session's curve sane).",
           10_000_000),
     Field("reminders.min_gap", "Time between two notices", "duration",
@@ -58,8 +58,9 @@ FIELDS = (
     Field("team.url", "Team server", "text",
           "Empty: no team. The postgresql:// address of the team view's database (docs/team.md), read at the "
           "service's next start; keep its password in the pgpass file, not here."),
-    Field("tokenizer.ratio", "Token ratio per model family", "ratios",
-          "Claude tokens per counted token for a model family (ctxlamp calibrate measures it); between 0 and 100."),
+    Field("tokenizer.ratio", "Claude's tokens per counted token", "ratios",
+          "For each model family (opus, sonnet, haiku): how many tokens Claude counts for each token ctxlamp "
+          "counts (with the o200k tokenizer); `ctxlamp calibrate` measures it; between 0 and 100."),
     Field("report.timezone", "Days are counted in the time zone", "zone",
           "Where a day starts and ends for the Overview, the report and budgets: an IANA name such as "
           "America/Los_Angeles. Empty: this computer's time zone. The team view keeps UTC days."),

@@ -84,7 +84,10 @@ class ChannelTab(Tab):
             self.counter.addItem(counter_words(key), key)
         if current in view.counters:
             self.counter.setCurrentIndex(view.counters.index(current))
+        elif view.counter is not None:  # the counter the chart shows first (the totals' first row)
+            self.counter.setCurrentIndex(max(0, self.counter.findData(view.counter)))
         self.counter.blockSignals(False)
+        self.totals.setHorizontalHeaderLabels([f"Over {view.period}", "Total"])
         colour = theme.colours().get(view.label, theme.colours()["muted"])
         self.badge.setText(f"<span style='color:{colour}; font-weight:bold'>{view.label.upper()}</span>"
                            f" &nbsp;{TITLES.get(self.name, self.name)} {self.bucket.currentText()}")

@@ -23,6 +23,7 @@ from desktop.present.settings import flatten, unflatten
 from desktop.tabs.base import Tab
 from service.client.paths import app_paths, claude_projects
 from service.client.words import kept_copies as kept_words
+from service.client.running import plays_demo
 
 ERROR_STYLE = "color: #d93025;"
 
@@ -290,7 +291,8 @@ class FieldRow(QWidget):
         self.error.setTextFormat(Qt.TextFormat.PlainText)  # errors, paths and names shown as written
         self.error.setStyleSheet(ERROR_STYLE)
         self.error.setWordWrap(True)
-        self.error.hide()
+        # the message's line is kept when there is none, so a message does not push the rows below it down
+        self.error.setMinimumHeight(self.error.fontMetrics().lineSpacing())
         top = QHBoxLayout()
         top.setContentsMargins(0, 0, 0, 0)
         top.addWidget(self.control, 1)
@@ -316,12 +318,17 @@ class FieldRow(QWidget):
 
     def set_error(self, text: str | None) -> None:
         self.error.setText(text or "")
-        self.error.setVisible(bool(text))
 
     def _reset(self) -> None:
         if self.default is not None:
             self.set_value(self.default)
             self.changed.emit()
+
+
+DEMO_TITLE = "The demo's settings (how its lamp judges the demo session; gone when the demo ends)"
+DEMO_RESTING = ("These are the demo's settings: its lamp uses a change at once, and they are gone when the demo "
+                "ends. Your own settings are not changed here: start ctxlamp on your own sessions to set them.")
+DEMO_SAVED = "Saved for the demo: its lamp uses it now; it is gone when the demo ends (your own settings are unchanged)."
 
 
 class SettingsTab(Tab):
@@ -338,7 +345,9 @@ class SettingsTab(Tab):
         self.autostart.toggled.connect(self._toggle_autostart)
         host = QWidget()
         host_lay = QVBoxLayout(host)
-        service_box = QGroupBox("How the lamp judges a session (saved by the service in config.toml)")
+        self.demo = plays_demo()  # `make run`'s demo: the demo's own settings, gone when it ends
+        service_box = QGroupBox(DEMO_TITLE if self.demo else "How the lamp judges a session (saved by the "
+                                "service in config.toml)")
         self.form = QFormLayout(service_box)
         for field in sm.FIELDS:
             row = FieldRow(field)
@@ -615,15 +624,17 @@ class SettingsTab(Tab):
         elif errors:
             self.status.setText("Fix the marked settings to save.")
         elif changes:
-            self.status.setText("Ready to save." if getattr(self.source, "live", False)
+            self.status.setText(("Ready to save, for the demo only." if self.demo else "Ready to save.")
+                                if getattr(self.source, "live", False)
                                 else "Demo settings: nothing is saved.")
         else:  # back to what is saved (a Reset, an undone edit): no message of an earlier state stays
             self.status.setText(self._resting_text())
         return ok
 
     def _resting_text(self) -> str:
-        return ("Changes are checked as you type and saved by the service." if getattr(self.source, "live", False)
-                else "Demo settings: nothing is saved.")
+        if not getattr(self.source, "live", False):
+            return "Demo settings: nothing is saved."
+        return DEMO_RESTING if self.demo else "Changes are checked as you type and saved by the service."
 
     def save(self) -> bool:
         if not self.validate():
@@ -640,7 +651,7 @@ class SettingsTab(Tab):
         if isinstance(config, dict) and config:
             self.values = flatten(config)
         self.save_button.setEnabled(False)
-        self.status.setText("Saved.")
+        self.status.setText(DEMO_SAVED if self.demo else "Saved.")
         self.saved.emit()
         return True
 

@@ -23,8 +23,11 @@ from desktop.present.lamp import BAND_RGBA, LAMP_FILL, STATE_WORDS
 pg.setConfigOptions(antialias=True)
 
 # each band says the lamp's word for its colour (docs/glossary.md), as the tray and the terminal do
-BAND_WORDS = {colour: STATE_WORDS[state] for colour, state in
-              (("white", "warming"), ("green", "good"), ("amber", "warning"), ("red", "critical"))}
+# The cost curve's zones, named by where they lie on it: green reaches past the sweet spot (1) too, so amber is
+# "well past it" (a restart starts to pay), not merely past it; white, left of green, is where the context is
+# still close to its useful part.
+BAND_WORDS = {"white": "early", "green": "around the sweet spot", "amber": "well past it",
+              "red": STATE_WORDS["critical"]}
 
 
 class UnitAxis(pg.AxisItem):

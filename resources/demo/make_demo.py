@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> None:
         from service.api import channels
         from service.report import cached
 
-        until = (T_END + timedelta(days=1)).isoformat()
+        until = T_END.isoformat()  # the demo's "now": no day after it
         since = (T_END - timedelta(days=15)).isoformat()
         channel_docs = {name: channels.channel(name, since=since, until=until, bucket="day")
                     for name in ("edit", "pinch", "retrieval")}

@@ -9,12 +9,15 @@ Two files: the SessionStart hook goes into Claude Code's settings
 Rules: a symlinked file (dotfile managers) is edited at its target and the link
 kept; every other key is kept in its order; a file that is not valid JSON (or
 has the wrong shape where we write) is reported and never overwritten; writes
-are atomic (temp file + rename, same mode) and leave the previous content in
-`<file>.ctxlamp-backup`; a file another program changed after we read it is not
-replaced (compare before rename; the command plans again); running install twice changes nothing the second time;
-uninstall removes our hook entry (recognised by its command) and our MCP server,
-the containers that this leaves empty unless the backup shows they were there
-before, and a file that ctxlamp itself created.
+are atomic (temp file + rename, same mode) and keep the file's own layout (its indent, compact or
+not, its last newline); the user's own file (holding nothing of ctxlamp's) is kept in
+`<file>.ctxlamp-backup` by install, never a state that already holds ctxlamp's entries; a file
+another program changed after we read it is not replaced (compare before rename; the command plans
+again); running install twice changes nothing the second time; uninstall gives the backup back
+byte for byte when the file holds nothing else new, else removes our hook entry (recognised by
+its command), our status line and our MCP server, the containers that this leaves empty unless
+the backup shows they were there before, and a file that ctxlamp itself created; then the backup
+goes (the file is the user's own again).
 """
 from __future__ import annotations
 
@@ -141,6 +144,39 @@ def _followed(path: Path) -> tuple[Path, Path | None]:
     return Path(os.path.realpath(path)), path
 
 
+_STRING = re.compile(r'"(?:\\.|[^"\\])*"')
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a JSON file is written, read from the file itself, so an edit changes only what it must."""
+
+    indent: int | str | None = 2     # None: all on one line
+    item: str = ","                  # the separators of a one-line file
+    key: str = ": "
+    newline: bool = True             # ends with a line break
+    ascii_only: bool = False         # non-ASCII written as \uXXXX
+
+    @classmethod
+    def of(cls, text: str) -> "Layout":
+        if not text.strip():
+            return cls()
+        body = _STRING.sub('""', text.strip())  # the separators are read outside strings
+        found = re.search(r"\n([ \t]+)\S", body)
+        indent: int | str | None = None
+        if found:
+            lead = found.group(1)
+            indent = lead if "\t" in lead else len(lead)
+        key = ": " if re.search(r'":\s', body) or not re.search(r'":\S', body) else ":"
+        item = "," if indent is not None or not re.search(r",\s", body) else ", "
+        return cls(indent, item, key, text.endswith("\n"), "\\u" in text and not any(ord(c) > 127 for c in text))
+
+    def dumps(self, data: object) -> str:
+        text = json.dumps(data, indent=self.indent, ensure_ascii=self.ascii_only,
+                          separators=(",", self.key) if self.indent is not None else (self.item, self.key))
+        return text + ("\n" if self.newline else "")
+
+
 @dataclass
 class Document:
     path: Path                 # the file itself (a symlink's target)
@@ -148,6 +184,9 @@ class Document:
     text: str
     data: dict
     link: Path | None = None   # the symlink that named it, kept as it is
+    restore: str | None = None  # uninstall: the backup's text, given back whole (nothing else changed)
+    keep_backup: bool = True    # write: keep the text we replace as the backup (the user's own state)
+    drop_backup: bool = False   # write: then remove the backup (uninstall: the file is the user's own again)
 
     @classmethod
     def read(cls, named: Path) -> "Document":
@@ -169,7 +208,9 @@ class Document:
         return cls(path, True, text, data, link)
 
     def render(self) -> str:
-        return json.dumps(self.data, indent=2, ensure_ascii=False) + "\n"
+        if self.restore is not None:
+            return self.restore
+        return Layout.of(self.text).dumps(self.data)
 
     def diff(self) -> str:
         new = self.render() if (self.data or self.existed) else ""
@@ -183,13 +224,16 @@ class Document:
         return named.with_name(named.name + BACKUP_SUFFIX)
 
     def write(self) -> None:
-        """Atomic replace keeping the file's mode; the old content goes to the backup file."""
+        """Atomic replace keeping the file's mode; the old content goes to the backup file when it is the
+        user's own (`keep_backup`), and an uninstall's write drops the backup (the file is theirs again)."""
         _refuse_read_only(self)
         mode = stat.S_IMODE(self.path.stat().st_mode) if self.existed else 0o600
         try:
-            if self.existed:
+            if self.existed and self.keep_backup:
                 _atomic_write(self.backup, self.text, mode)
             _atomic_write(self.path, self.render(), mode, expect=self.text if self.existed else None)
+            if self.drop_backup:
+                self.backup.unlink(missing_ok=True)
         except OSError as exc:
             raise SettingsError(f"cannot write {self.path} ({exc})") from exc
 
@@ -436,12 +480,20 @@ class Plan:
             doc.remove() if doc in self.delete else doc.write()
 
 
+def _holds_ours(doc: Document, strip) -> bool:
+    """Does the file already hold something of ctxlamp's (then it is not the user's own state to back up)?"""
+    probe = Document(doc.path, doc.existed, doc.text, json.loads(json.dumps(doc.data)) if doc.data else {})
+    return bool(strip(probe))
+
+
 def plan_install(launcher: Launcher | None = None) -> Plan:
     """Read both files and compute the change; raises SettingsError before anything is written."""
     from service.statusline import settings as status_line
 
     launcher = launcher or find_launcher()
     settings, mcp = Document.read(settings_file()), Document.read(mcp_config_file())
+    settings.keep_backup = not _holds_ours(settings, _remove_ours_from_settings)
+    mcp.keep_backup = not _holds_ours(mcp, remove_server)
     settings_changed = add_hook(settings, hook_entry(launcher))
     settings_changed = status_line.add(settings) or settings_changed
     return Plan(settings, mcp, settings_changed, add_server(mcp, mcp_entry(launcher)))
@@ -460,7 +512,26 @@ def plan_uninstall() -> Plan:
                 remove_server(mcp, containers_before(mcp)))
     plan.delete = tuple(doc for doc, strip in ((settings, _remove_ours_from_settings), (mcp, remove_server))
                         if doc in plan.changed() and not doc.data and _created_by_us(doc, strip))
+    for doc in plan.changed():
+        doc.keep_backup, doc.drop_backup = False, True
+        doc.restore = _as_backed_up(doc)
     return plan
+
+
+def _as_backed_up(doc: Document) -> str | None:
+    """The backup's text when the file, ctxlamp's entries taken out, is what the backup holds (nothing else
+    changed it since install, key order included): uninstall then gives it back byte for byte."""
+    try:
+        earlier = _text_or_none(doc.backup)
+    except (OSError, UnicodeDecodeError):
+        return None
+    if earlier is None:
+        return None
+    try:
+        before = json.loads(earlier) if earlier.strip() else {}
+    except ValueError:
+        return None
+    return earlier if json.dumps(before) == json.dumps(doc.data) else None
 
 
 def _refuse_read_only(doc: Document) -> None:

@@ -23,8 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "would have saved, your budgets and the savings channels (Edits, Trimming, Search)"),
     "hook": ("service.cli.hook", "Claude Code hook entry points"),
     "mcp": ("service.cli.mcp", "stdio MCP server for Claude Code"),
-    "install": ("service.cli.install", "register the hook and MCP server with Claude Code"),
-    "uninstall": ("service.cli.uninstall", "remove what `ctxlamp install` added"),
+    "install": ("service.cli.install", "put ctxlamp into Claude Code: its status line (the lamp under the "
+                "prompt), a SessionStart hook and the MCP server (history and handoff tools)"),
+    "uninstall": ("service.cli.uninstall", "take out what `ctxlamp install` added (the status line, the hook, "
+                  "the MCP server), giving your settings back as they were"),
     "statusline": ("service.cli.statusline", "the line Claude Code shows under its prompt (reads its JSON)"),
     "calibrate": ("service.cli.calibrate", "fit how Claude's token counts compare with the tokenizer "
                   "ctxlamp counts with (o200k)"),

@@ -54,6 +54,9 @@ def run(args) -> int:
         print(f"calibrate: not enough tool results in {len(files)} transcripts to fit a ratio "
               f"(need 3 or more results of 200+ tokens per model family).")
         return 1
+    print("Claude's tokens per counted token (o200k), per model family. Developer output: ratio the fitted "
+          "figure, ± stderr its standard error, error the mean relative error of the fit, overhead the fixed "
+          "tokens per tool result, points the tool results fitted.")
     print(f"{'family':<10} {'ratio':>7} {'± stderr':>9} {'error':>7} {'overhead':>9} {'points':>6}")
     for f in fits:
         print(f"{f.family:<10} {f.ratio:>7.3f} {f.stderr:>9.3f} {f.rel_error_pct:>6.1f}% {f.overhead:>9.0f} {f.points:>6}")

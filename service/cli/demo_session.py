@@ -93,7 +93,7 @@ def generate(cwd: str, seed: int = 3, calls: int = 120, start: datetime | None =
                 stock, cached = 18_500 + meta["postTokens"], 0
             n += 1
             path = rnd.choice(FILES)
-            tool_id = f"toolu_demo{n:04d}"
+            tool_id = f"toolu_{tag}{n:04d}"  # unique across demo sessions too: the report folds edits by it
             kind = rnd.choices(["Read", "Edit", "Write", "Grep", "Bash"], weights=[4, 3, 1, 2, 3])[0]
             inp: dict[str, Any]
             tur: dict[str, Any] | str

@@ -167,9 +167,39 @@ def diagnose(platform: str | None = None, *, try_qt: bool | None = None) -> Diag
     return result
 
 
+def settings_problem() -> str | None:
+    """Why config.toml stops the service (it does not parse), else why its last start failed; None: fine."""
+    from service.config import check_file
+    from service.client import start_failure
+    from service.client.paths import app_paths
+
+    paths = app_paths()
+    unreadable = check_file(paths.config_file)
+    if unreadable is not None:
+        return f"the service cannot start: {unreadable}."
+    why = start_failure.last(paths)
+    return f"the service's last start failed: {why}." if why else None
+
+
+def _installed_problem() -> str | None:
+    """An installed command (status line, hook, MCP server) that runs a file no longer there."""
+    from service.claude.installed import problem
+
+    found = problem()
+    return f"{found}." if found else None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     for_tests = "--for-tests" in argv
+    settings = None if for_tests else settings_problem() or _installed_problem()  # tests: their own settings
+    if settings:
+        print(f"ctxlamp doctor: {settings}", file=sys.stderr)
+    elif not for_tests:
+        from service.claude.installed import moving_breaks
+
+        if note := moving_breaks():
+            print(f"ctxlamp doctor: {note}.")
     headless = qt_problem("offscreen")
     if headless:
         print(f"ctxlamp doctor: Qt cannot start ({headless}).\n  Install its libraries with:\n  {QT_APT}",
@@ -181,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
         if for_tests:
             print("  The on-screen tests skip with this reason.", file=sys.stderr)
         return 0 if for_tests else 1
+    if settings:
+        print(f"ctxlamp doctor: {tray.text()}")
+        return 1
     if not for_tests:
         print(f"ctxlamp doctor: {tray.text()} Everything ctxlamp needs is here.")
         from service.cli import keeping

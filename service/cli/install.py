@@ -1,4 +1,4 @@
-"""`ctxlamp install`: register the SessionStart hook and the MCP server with Claude Code."""
+"""`ctxlamp install`: put ctxlamp's status line, its SessionStart hook and its MCP server into Claude Code."""
 from __future__ import annotations
 
 import argparse
@@ -16,7 +16,13 @@ def run(args: argparse.Namespace) -> int:
     if plan is None:
         return 1
     if not args.dry_run and (plan.settings_changed or plan.mcp_changed):
-        print("Start a new Claude Code session to pick it up; backups end in .ctxlamp-backup.")
+        print("Start a new Claude Code session to pick it up. Your own settings, as they were before "
+              "ctxlamp, are kept in the files ending in .ctxlamp-backup until `ctxlamp uninstall`.")
+    if not args.dry_run:
+        from service.claude.installed import moving_breaks
+
+        if note := moving_breaks():
+            print(f"{note[:1].upper()}{note[1:]}.")
     return 0
 
 

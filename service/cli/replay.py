@@ -114,8 +114,17 @@ def session_spend(path: str, prices, max_line: int) -> dict:
             "calls": sp["calls"]}
 
 
+DEVELOPER_NOTE = ("developer output: the engine's figures by their identifiers (docs/measurement.md section 11). "
+                  "lamp: its colour (W white, G green, A amber, R red) and state; x: context Nx its useful part; "
+                  "xSweet: the sweet spot (as x); u: the sweet spot's measure; stock: context tokens; rent $: rent "
+                  "on dead weight so far; laps: reminders. `ctxlamp status` says the same in plain words.")
+
+
 def _table(events, colour: bool, own_id: str = "", subagents: dict | None = None) -> None:
+    from service.client.terminal import fit, width
+
     w = sys.stdout.write
+    w("\n".join(fit([DEVELOPER_NOTE], width() or 100)) + "\n\n")
     events = iter(events)
     first = next(events, None)
     if first is not None:
@@ -147,7 +156,8 @@ def _table(events, colour: bool, own_id: str = "", subagents: dict | None = None
                   f"{subagents['calls']} calls = main chain ${subagents['main_usd']:.4f} "
                   f"+ subagents ${subagents['subagents_usd']:.4f} (as the report books them)\n")
             held = f", held back: {ev['held_back_bytes']} bytes of an unfinished last line" if ev["held_back_bytes"] else ""
-            w(f"\nsegments ({len(ev['segments'])}), skipped lines: {ev['skipped_lines']}{held}\n")
+            w(f"\nsegments ({len(ev['segments'])}), lines skipped (not JSON objects, entries of a shape "
+              f"it cannot read, or longer than [transcripts] max_line_mb): {ev['skipped_lines']}{held}\n")
             for s in ev["segments"]:
                 w(f"  #{s['segment']} {printable(s['model'], 80)}: {s['calls']} calls, {s['turns']} turns, "
                   f"in ${s['bill_in_usd']:.4f} out ${s['bill_out_usd']:.4f}, rent ${s['rent_usd']:.4f}, "

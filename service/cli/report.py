@@ -88,8 +88,14 @@ def run(args: argparse.Namespace) -> int:
         print("ctxlamp report: --since is after --until", file=sys.stderr)
         return 2
     from service.client.textsafe import printable
+    from service.config import check_file
+    from service.client.paths import app_paths
     from service.days import UnknownZone, Zone
 
+    unreadable = check_file(app_paths().config_file)  # its time zone and budgets are the report's too
+    if unreadable is not None:
+        print(f"ctxlamp report: {printable(unreadable, 2000)}.", file=sys.stderr)
+        return 2
     try:
         zone = Zone.named(args.timezone if args.timezone is not None else _configured_zone())
     except UnknownZone as exc:
@@ -120,10 +126,13 @@ def run(args: argparse.Namespace) -> int:
     elif args.csv:
         _write_csv(summary, sys.stdout)
     else:  # model names, paths: from transcripts
+        from service.client.terminal import fit, width
         from service.sync.report import device_lines
 
-        text = render_text(summary, _budgets(summary)) + _where_data_is(summary)
-        sys.stdout.write(printable_lines(text + "".join(line + "\n" for line in device_lines(summary))))
+        columns = width()
+        text = render_text(summary, _budgets(summary), columns) + _where_data_is(summary)
+        text += "".join(line + "\n" for line in device_lines(summary))
+        sys.stdout.write(printable_lines("\n".join(fit(text.split("\n"), columns))))
     sys.stdout.flush()
     return 0
 
@@ -260,21 +269,26 @@ def _write_csv(summary: dict, out) -> None:
                         label])
 
 
-def day_table(sp: dict) -> list[str]:
+def day_table(sp: dict, columns: int | None = None) -> list[str]:
     """Per day, in `ccusage daily`'s columns: models (named as the window names them), input, output, cache
     write, cache read, total tokens and what was billed; a Total row. An older service's report has no
-    token columns: cost alone then."""
+    token columns: cost alone then. Narrower than the full table (`columns`), ccusage's compact columns:
+    models, total tokens and cost (the rest in --json, --csv or a wider terminal)."""
     days = sp.get("days") or {}
     billed = (sp.get("billed") or {}).get("by_day") or sp.get("by_day") or {}
-    cols = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "total_tokens")
-    head = f"{'Date':<10}  {'Models':<22} {'Input':>11} {'Output':>11} {'Cache write':>13} {'Cache read':>14} " \
-           f"{'Total tokens':>14} {'Cost':>10}"
+    cols: tuple[str, ...] = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens",
+                             "total_tokens")
+    widths: tuple[int, ...] = (11, 11, 13, 14, 14)
+    names: tuple[str, ...] = ("Input", "Output", "Cache write", "Cache read", "Total tokens")
+    if columns is not None and columns < WIDE_TABLE:
+        cols, widths, names = cols[-1:], widths[-1:], names[-1:]
+    head = f"{'Date':<10}  {'Models':<22} " + " ".join(f"{n:>{w}}" for n, w in zip(names, widths)) + f" {'Cost':>10}"
     lines = [head, "-" * len(head)]
     sums = dict.fromkeys(cols, 0)
     for day in sorted(set(days) | set(billed)):
         row = days.get(day) or {}
         models = list(dict.fromkeys(model_name(m) for m in row.get("models") or [])) or ["-"]  # dated ids: one name
-        figures = " ".join(f"{row.get(c, 0):>{w},}" for c, w in zip(cols, (11, 11, 13, 14, 14)))
+        figures = " ".join(f"{row.get(c, 0):>{w},}" for c, w in zip(cols, widths))
         lines.append(f"{day:<10}  {models[0][:22]:<22} {figures} {'$' + format(billed.get(day, 0.0), ',.2f'):>10}")
         lines += [f"{'':<10}  {m[:22]}" for m in models[1:]]
         for c in cols:
@@ -282,9 +296,14 @@ def day_table(sp: dict) -> list[str]:
     if len(lines) == 2:
         return ["No calls in this period."]
     total = (sp.get("billed") or {}).get("usd", sp.get("total_usd", 0.0))
-    figures = " ".join(f"{sums[c]:>{w},}" for c, w in zip(cols, (11, 11, 13, 14, 14)))
+    figures = " ".join(f"{sums[c]:>{w},}" for c, w in zip(cols, widths))
     lines += ["-" * len(head), f"{'Total':<10}  {'':<22} {figures} {'$' + format(total, ',.2f'):>10}"]
+    if len(cols) == 1:
+        lines.append("(input, output and cache columns: a wider terminal, --csv or --json)")
     return lines
+
+
+WIDE_TABLE = 113  # the full day table's width
 
 
 def _spend_lines(sp: dict) -> list[str]:
@@ -293,7 +312,7 @@ def _spend_lines(sp: dict) -> list[str]:
     lines = []
     if billed:
         lines.append(f"Billed: ${billed['usd']:.2f} = written calls ${billed['written_usd']:.2f} "
-                     f"+ requests Claude Code billed without writing them down ${billed['unwritten_measured_usd']:.2f}"
+                     f"+ not written down ${billed['unwritten_measured_usd']:.2f}"
                      + (f" + ${billed['unwritten_statusline_usd']:.2f} (from its status line)"
                         if billed.get("unwritten_statusline_usd") else ""))
     lines.append(f"  written calls (measured): ${sp['total_usd']:.2f} over {sp['calls']} calls, "
@@ -364,7 +383,7 @@ def channel_lines(e: dict, p: dict, r: dict) -> list[str]:
     lines = ["Savings channels",
              f"  Edits (measured): {said['Edits']}",
              f"    missed: {count(misses['not_found'])} text not found, {count(misses['ambiguous'])} ambiguous",
-             f"    edits by line anchor (lean-ctx's ctx_patch): {e['anchored_calls']}, {e['anchored_ops']} changes, "
+             f"    edits by line number (lean-ctx's, quoting no text): {e['anchored_calls']}, {e['anchored_ops']} changes, "
              f"{e['anchored_avoided_output_tokens']} output tokens avoided, {e['anchored_conflicts']} conflicts",
              f"  Trimming (measured): {said['Trimming']}",
              f"    {plural(p['events'], 'tool result')} trimmed, median {count(p['tokens_saved_median'])} tokens saved",
@@ -375,13 +394,16 @@ def channel_lines(e: dict, p: dict, r: dict) -> list[str]:
     return lines
 
 
-def render_text(s: dict, budgets: dict | None = None) -> str:
+def render_text(s: dict, budgets: dict | None = None, columns: int | None = None) -> str:
+    """The report as text; `columns`: the terminal's width (service/client/terminal.py), None for no limit."""
+    from service.client.terminal import fit
+
     e, p, r, sp, dq = s["edit"], s["pinch"], s["retrieval"], s["spend"], s["data_quality"]
     period = s["period"]
     head = (f"ctxlamp report  {period.get('since') or 'start'} .. {period.get('until') or 'now'} "
             f"(days in {period.get('timezone') or 'UTC'})")
     lines = [head, ""]
-    lines += day_table(sp)
+    lines += day_table(sp, columns)
     lines += [""] + _spend_lines(sp)
     rs = s.get("restart_savings")
     lines += [""] + rent_lines(rs) + restart_lines(rs)
@@ -404,10 +426,12 @@ def render_text(s: dict, budgets: dict | None = None) -> str:
     for x in dq.get("cost_state_explained") or []:
         if x.get("kind") != "equal":
             lines.append(f"    {str(x.get('project') or x.get('session_id'))[-30:]}: {x.get('text')}")
-    lines.append(f"  malformed lines: {dq['malformed_lines']['transcripts']} in transcripts, "
-                 f"{dq['malformed_lines']['ledgers']} in ledgers")
+    lines.append(f"  lines that are not JSON objects, skipped: {dq['malformed_lines']['transcripts']} in "
+                 f"transcripts, {dq['malformed_lines']['ledgers']} in ledgers")
+    for found in dq.get("malformed_files") or []:
+        lines.append(f"    {plural(found['lines'], 'line')} in {found['path']}")
     if dq.get("long_lines"):
         lines.append(f"  lines longer than the bound ([transcripts] max_line_mb), skipped: {dq['long_lines']}")
     for row in dq.get("skipped_files") or []:
         lines.append(f"  skipped {row['path']}: {row['reason']}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(fit(lines, columns)) + "\n"

@@ -15,6 +15,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from service import config as config_mod
     from service.daemon.lock import AlreadyRunning, LockUnavailable, ServiceLock
+    from service.client import start_failure
     from service.client.paths import app_paths
 
     paths = app_paths().ensure()
@@ -26,23 +27,25 @@ def run(args: argparse.Namespace) -> int:
               f"`ctxlamp status` shows it.", file=sys.stderr)
         return 1
     except LockUnavailable as exc:
-        print(f"ctxlamp: the service cannot start: {exc}", file=sys.stderr)
-        return 1
+        from service.daemon.runtime import cannot_start
+
+        return cannot_start(paths, exc, lasting=False)
     try:
-        from service.daemon.runtime import Service, setup_logging
+        from service.daemon.runtime import Service, cannot_start, setup_logging
 
         setup_logging(paths)  # before the settings: a bad value is named in the log
         problems: list[str] = []
         try:
             cfg = config_mod.load(paths.config_file, problems)
         except config_mod.ConfigError as exc:
-            print(f"ctxlamp: cannot read the settings: {exc}", file=sys.stderr)
-            return 2
+            return cannot_start(paths, exc)
         for problem in problems:  # named, its default used: measurement goes on
             logging.getLogger("ctxlamp.config").warning("%s", problem)
             print(f"ctxlamp: {problem}", file=sys.stderr)
+        start_failure.clear(paths)
 
         polling = bool(getattr(args, "polling", False) or os.environ.get("CTXLAMP_POLLING"))
         return Service(paths, cfg, force_polling=polling).run()
     finally:
         lock.release()
+

@@ -54,11 +54,22 @@ def ending_words(snapshot: dict) -> str:
     return text + "."
 
 
-def render(status: dict, tty: bool, notices: list[str] | None = None) -> str:
-    """The table as text (pure: tests call it); every text from outside passes `printable`."""
+WIDE = 150  # the table's width; a narrower terminal gets a block of lines per session
+
+
+def render(status: dict, tty: bool, notices: list[str] | None = None, columns: int | None = None) -> str:
+    """The table as text (pure: tests call it); every text from outside passes `printable`. `columns`: the
+    terminal's width (service/client/terminal.py), None for no limit; narrower than WIDE, each session
+    is a few lines, wrapped between words."""
+    from service.client.terminal import fit
+
+    return "\n".join(fit(_lines(status, tty, notices, columns is not None and columns < WIDE), columns))
+
+
+def _lines(status: dict, tty: bool, notices: list[str] | None, narrow: bool) -> list[str]:
     from service.client.textsafe import printable as p
-    from service.client.figures import plural, usd
-    from service.client.words import advice, colour_of, position, session_name
+    from service.client.figures import plural
+    from service.client.words import session_name
 
     svc = status.get("service") or {}
     scan = svc.get("scan") or {}
@@ -76,26 +87,61 @@ def render(status: dict, tty: bool, notices: list[str] | None = None) -> str:
     lines = [head]
     if not sessions:
         lines.append("No live session: a Claude Code session that is being written shows here.")
-        return "\n".join(lines + list(notices or []))
-    lines.append(f"    {'lamp':6} {'advice':20} {'session':34} {'context':>8} {'sweet spot':>10}  "
-                 f"{'position':28} {'rent so far':>11} {'per hour':>8}  reminders")  # the tray's words
-    for s in sessions:
-        mark = "→" if s.get("session_id") == status.get("followed") else " "
-        colour = colour_of(s)
-        rem = s.get("reminder") or {}
-        reminders = str(int(s.get("laps") or 0))
-        if rem.get("call") is not None:
-            reminders += f", the last after call {p(rem.get('call'), 12)}"
-        lines.append(
-            f"{mark} {_dot(colour, tty)} {colour:6} {p(advice(s), 20):20} {p(session_name(s), 80):34} "
-            f"{_x(s.get('x')):>8} {_x(s.get('xSweet')):>10}  {position(s):28} "
-            f"{usd(s.get('bill_cycle_usd')):>11} {usd(s.get('br')):>8}  {reminders}")
+        return lines + list(notices or [])
+    if narrow:
+        for s in sessions:
+            lines += _block(s, s.get("session_id") == status.get("followed"), tty)
+    else:
+        lines += _table(status, sessions, tty)
     followed = next((s for s in sessions if s.get("session_id") == status.get("followed")), sessions[0])
     lines.append("context: how many times bigger than its useful part · rent so far: paid on dead weight in this "
                  "stretch of work")
     if (followed.get("restart_savings") or {}).get("first_reminder_call") is not None:
         lines.append(f"{p(session_name(followed), 80)}: {ending_words(followed)}")
-    return "\n".join(lines + list(notices or []))
+    return lines + list(notices or [])
+
+
+def _reminders(s: dict) -> str:
+    from service.client.textsafe import printable as p
+
+    rem = s.get("reminder") or {}
+    reminders = str(int(s.get("laps") or 0))
+    if rem.get("call") is not None:
+        reminders += f", the last after call {p(rem.get('call'), 12)}"
+    return reminders
+
+
+def _block(s: dict, followed: bool, tty: bool) -> list[str]:
+    """One session in a few lines, for a narrow terminal: the same figures and words as the table's row."""
+    from service.client.figures import usd
+    from service.client.textsafe import printable as p
+    from service.client.words import advice, colour_of, per_hour, position, session_name
+
+    colour = colour_of(s)
+    return [f"{'→' if followed else ' '} {_dot(colour, tty)} {colour} · {p(advice(s), 40)} · "
+            f"{p(session_name(s), 80)}",
+            f"    context {_x(s.get('x'))}, sweet spot {_x(s.get('xSweet'))} · {position(s)}",
+            f"    rent so far {usd(s.get('bill_cycle_usd'))} · {per_hour(s)} · reminders "
+            f"{_reminders(s)}"]
+
+
+def _table(status: dict, sessions: list[dict], tty: bool) -> list[str]:
+    from service.client.figures import usd
+    from service.client.textsafe import printable as p
+    from service.client.words import advice, colour_of, position, rent_rate, session_name
+
+    lines = []
+    lines.append(f"    {'lamp':6} {'advice':20} {'session':34} {'context':>8} {'sweet spot':>10}  "
+                 f"{'position':28} {'rent so far':>11} {'per hour':>8}  reminders")  # the tray's words
+    for s in sessions:
+        mark = "→" if s.get("session_id") == status.get("followed") else " "
+        colour = colour_of(s)
+        reminders = _reminders(s)
+        lines.append(
+            f"{mark} {_dot(colour, tty)} {colour:6} {p(advice(s), 20):20} {p(session_name(s), 80):34} "
+            f"{_x(s.get('x')):>8} {_x(s.get('xSweet')):>10}  {position(s):28} "
+            f"{usd(s.get('bill_cycle_usd')):>11} {usd(rent_rate(s)):>8}  {reminders}")
+    return lines
 
 
 def notice_for(event: str, data: dict, told: set, colours: dict) -> str | None:
@@ -121,24 +167,37 @@ def notice_for(event: str, data: dict, told: set, colours: dict) -> str | None:
     return None
 
 
+def _start_failed() -> str | None:
+    """Why the user's service (else the demo's) is not running, when its last start failed."""
+    from service.client import start_failure
+    from service.client.paths import app_paths
+    from service.client.running import demo_paths
+
+    why = start_failure.not_running(app_paths()) or start_failure.not_running(demo_paths())
+    return why[:-1] if why and why.endswith(".") else why
+
+
 def run(args: argparse.Namespace) -> int:
     from service.client.api import ApiClient, ApiError
     from service.client.running import service_api_file, where_to_look
     from service.client.textsafe import printable
+    from service.client.terminal import width
     from service.client.words import colour_of
 
     try:
         client = ApiClient(api_file=service_api_file())  # the user's service, else the demo's
         status = client.status()
     except ApiError as exc:
-        print(f"ctxlamp: {where_to_look() if exc.down else printable(exc, 500)}.", file=sys.stderr)
+        print(f"ctxlamp: {printable(_start_failed() or where_to_look(), 2000) if exc.down else printable(exc, 500)}.",
+              file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(status, indent=2))
         return 0
     tty = sys.stdout.isatty()
+    columns = width()
     if args.once:
-        print(render(status, tty))
+        print(render(status, tty, columns=columns))
         return 0
     sessions = {s["session_id"]: s for s in status["sessions"]}
     state = {"followed": status.get("followed"), "service": status.get("service")}
@@ -165,9 +224,9 @@ def run(args: argparse.Namespace) -> int:
             ordered = sorted(sessions.values(), key=lambda s: s.get("updated_at") or "", reverse=True)
             if tty:  # the screen is redrawn: the last notices stay under the table
                 sys.stdout.write("\033[H\033[2J")
-                print(render({"sessions": ordered, **state}, tty, notices), flush=True)
+                print(render({"sessions": ordered, **state}, tty, notices, columns), flush=True)
             else:  # a log: each notice once, where it came
-                print(render({"sessions": ordered, **state}, tty) + (f"\n{said}" if said else ""), flush=True)
+                print(render({"sessions": ordered, **state}, tty, [said] if said else None, columns), flush=True)
     except ApiError as exc:
         print(f"ctxlamp: lost the service ({printable(exc, 500)})", file=sys.stderr)
         return 1

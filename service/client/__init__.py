@@ -9,7 +9,9 @@ the status line use it too, so each rule is written once:
 - `api`: the one client of the local HTTP API (`ApiClient`, `ApiError`, the event stream);
 - `payloads`: the types of the API's answers (the OpenAPI document is made from them);
 - `textsafe`: text from outside made safe for a terminal or a rich-text label;
+- `start_failure`: why the service last failed to start, where the tray and `status` read it;
 - `own_python`: the command line of a Python of ctxlamp's own, never with the user's folder on its path;
 - `figures`: how money, counts and sizes read, in the tray, the window, the terminal and the status line alike;
+- `terminal`: how wide the terminal is, and lines wrapped to it between words;
 - `words`: the glossary's words for the lamp and its advice, as the terminal prints them.
 """

@@ -28,6 +28,13 @@ def demo_claude_dir(paths: Paths | None = None) -> Path:
     return demo_home(paths) / "claude"
 
 
+def plays_demo(paths: Paths | None = None) -> bool:
+    """Whether these folders (this process's, by default) are the demo's: the tray and its window that
+    `ctxlamp start` runs for the demo, whose settings last only as long as the demo plays."""
+    data = (paths or app_paths()).data
+    return data.parts[-2:] == ("demo", "ctxlamp") and (data.parent / "claude").is_dir()
+
+
 def answers(api_file: Path, timeout: float = 2.0) -> bool:
     """Whether the service announced in `api_file` answers now and proves it is this user's (a killed
     one leaves its file, and another user may then listen on its port)."""

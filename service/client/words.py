@@ -71,6 +71,28 @@ def when(value, now: float | None = None, short: bool = False) -> str:
     return f"{local.day} {local:%b %Y %H:%M}"
 
 
+# Rent per hour is the rent of the last half hour of work scaled to an hour; over a shorter span the scaling
+# says more about the span than the session (a minute of demo read "$128 per hour"), so it waits for this much.
+RATE_SPAN_S = 600.0
+
+
+def rent_rate(snapshot: dict) -> float | None:
+    """Rent per hour (`br`) once the session has RATE_SPAN_S of calls behind it, else None."""
+    br = snapshot.get("br")
+    began, last = parse_time(snapshot.get("started_at")), parse_time(snapshot.get("updated_at"))
+    if br is None or began is None or last is None or last - began < RATE_SPAN_S:
+        return None
+    return float(br)
+
+
+def per_hour(snapshot: dict) -> str:
+    """"$0.45 per hour", or when it is too early to say so."""
+    from service.client.figures import usd
+
+    rate = rent_rate(snapshot)
+    return f"{usd(rate)} per hour" if rate is not None else f"per hour: after {int(RATE_SPAN_S // 60)} minutes of work"
+
+
 FAST_SUFFIX = "-fast"  # the report books a model's fast-mode calls as "<model>-fast" (docs/api.md)
 
 

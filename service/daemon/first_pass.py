@@ -21,6 +21,7 @@ reads it (the same functions).
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -43,6 +44,8 @@ _replay_with: tuple[Any, Any, bool] | None = None   # (prices, engine config, st
 # CPU than building the encoder. A text it cannot count still goes to tiktoken.
 SPAWNED_SMALL_TEXT_BUDGET = 1 << 40
 
+
+log = logging.getLogger("ctxlamp.history")
 
 def init_worker(remembered: dict[str, int], max_line: int, prices: Any, engine_cfg: Any, store_prompts: bool,
                 spawned: bool = False) -> None:
@@ -198,6 +201,8 @@ def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engin
         if isinstance(result, dict):
             scan.settle(result, scan.lazy_counter)
             cache.put(path, plan_.fps[path], result)
+            if result.get("malformed"):  # named where a user looks for why a count is off
+                log.warning("%s: %d lines are not JSON objects; skipped", path, result["malformed"])
         if new_sizes:
             cache.sizes.update(new_sizes)
             cache.dirty = True

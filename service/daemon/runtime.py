@@ -75,6 +75,19 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
         return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 
 
+def cannot_start(paths: Paths, why: Any, *, lasting: bool = True) -> int:
+    """The service will not start: say why on stderr and in the log (once it is set up), and keep it where
+    the tray and `ctxlamp status` read it. Returns the exit code that says so: CANNOT_START when a restart
+    would fail alike (`lasting`: settings, the prices file), else 1 (a lock that may be free later)."""
+    from service.client import start_failure
+
+    if log.hasHandlers():  # before setup_logging, logging's last resort would print the line twice
+        log.error("cannot start: %s", why)
+    print(f"ctxlamp: the service cannot start: {why}.", file=sys.stderr, flush=True)
+    start_failure.record(paths, str(why))
+    return start_failure.CANNOT_START if lasting else 1
+
+
 def setup_logging(paths: Paths) -> None:
     try:
         handler: logging.Handler = PrivateRotatingFileHandler(paths.log_file, maxBytes=1 << 20, backupCount=3,
@@ -251,9 +264,7 @@ class Service:
         try:
             self._build()
         except (OSError, ValueError) as exc:  # e.g. an unreadable prices override: say which, do not start
-            log.error("cannot start: %s", exc)
-            print(f"ctxlamp: cannot start the service: {exc}", file=sys.stderr, flush=True)
-            return 2
+            return cannot_start(self.paths, exc)
         self.jobs.load_checkpoint()
         self.following.learn_advice_basis()  # before any session is read: its first snapshots use the History
         self.watcher = Watcher(self.projects, self.on_file_event, force_polling=self.force_polling)

@@ -15,6 +15,7 @@ Thread safety: the runtime's main loop mutates, API threads read; both hold
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from service.ingest.fairlock import FairLock
 from service.ingest.tail import FileTail
 
 EngineFactory = Callable[[Path], Any]
+log = logging.getLogger("ctxlamp.ingest")
 
 
 def classify(path: Path, projects: Path) -> str | None:
@@ -115,10 +117,14 @@ class LiveSession:
             if chunk.data:
                 out.bytes_read += len(chunk.data)
                 sink = self.entry_sink
+                skipped = self.engine.skipped_lines
                 for line in self.splitter.feed(chunk.data):
                     entry = self.engine.feed_line(line)
                     if sink is not None and entry is not None:
                         sink(self, entry)
+                if self.engine.skipped_lines != skipped:  # the service's log names the file
+                    log.warning("%s: %d more lines that are not JSON objects (or too long) skipped, %d in all",
+                                self.path, self.engine.skipped_lines - skipped, self.engine.skipped_lines)
                 out.events.extend(self.engine.drain_events())
             if not chunk.more:
                 break

@@ -138,6 +138,7 @@ class Replay:
             path, prices, counter=shared_counter(), full_events=False, call_rows=False, restart_only=True)
         self.on_entry = on_entry
         self._long_lines = 0
+        self.malformed = 0  # lines that are not JSON objects, counted where `ctxlamp replay` counts them
 
     def feed_buffer(self, data: bytes, stop: int, long_lines: int) -> tuple[dict[int, Any], list[tuple[int, int]]]:
         """Feed the whole lines of data[:stop] to the engine, as replay_file feeds them; `long_lines` is the
@@ -176,11 +177,12 @@ class Replay:
                 entry = decode_line(line)
             except Malformed:
                 engine.skipped_lines += 1
+                self.malformed += 1
                 decoded[start] = MALFORMED
                 continue
             try:
                 ingest(entry)
-            except Malformed:
+            except Malformed:  # a JSON object of a shape the engine cannot read: its own count only
                 engine.skipped_lines += 1
             else:
                 if on_entry is not None:

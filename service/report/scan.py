@@ -260,7 +260,8 @@ def _split(data: bytes, stop: int, complete: bool) -> Iterator[tuple[int, int]]:
 
 
 def wanted_lines(data: bytes, stop: int, complete: bool, pending: tuple[dict, ...],
-                 lines: Iterable[tuple[int, int]] | None = None) -> Iterator[tuple[int, int]]:
+                 lines: Iterable[tuple[int, int]] | None = None,
+                 bad: list[int] | None = None) -> Iterator[tuple[int, int]]:
     """(start, end) of each line of data[:stop] worth parsing, in order.
 
     `pending` holds the calls the meters wait for; it is read as the caller
@@ -269,6 +270,9 @@ def wanted_lines(data: bytes, stop: int, complete: bool, pending: tuple[dict, ..
     values would be kept at the top level (the top-level one is among them).
     `lines`: the lines of data[:stop] to judge when another reader split the buffer already (the
     restart replay's walk: every line but those it knows this rule leaves).
+    `bad`: gets the start of each line left here that is not a JSON object (one without a "type" key,
+    garbage; one that does not end in "}", a torn write), so the count of bad lines is `ctxlamp
+    replay`'s without a replay to ask (a line that ends in "}" and breaks inside is not looked at).
     """
     # type_value_at and _wanted_type, inlined: this loop runs once per line of the history
     find, rfind, startswith = data.find, data.rfind, data.startswith
@@ -279,6 +283,8 @@ def wanted_lines(data: bytes, stop: int, complete: bool, pending: tuple[dict, ..
         if i < 0:
             if _spaced_wanted(data[start:end], pending):
                 yield start, end
+            elif bad is not None and complete and data[start:end].strip() and not _json_object(data[start:end]):
+                bad.append(start)
             continue
         if find(b"{", start + 1, i) >= 0:  # the first "type" is nested: is the last one at the top level?
             i = rfind(_TYPE_KEY, i, end)
@@ -290,6 +296,15 @@ def wanted_lines(data: bytes, stop: int, complete: bool, pending: tuple[dict, ..
         # most lines' type is none of these: one test, then the one that matches
         if startswith(_WANTED_VALUES, i + 8) and _wanted_type(data, i + 8, start, end, pending):
             yield start, end
+        elif bad is not None and complete and data[end - 1] != 125 and not _json_object(data[start:end]):
+            bad.append(start)  # left by the rule and not ending in "}": a torn write, parsed to be sure
+
+
+def _json_object(line: bytes) -> bool:
+    try:
+        return isinstance(orjson.loads(line), dict)
+    except orjson.JSONDecodeError:
+        return False
 
 
 def scan_bytes(data: bytes, tf: TranscriptFile, sizes: SizeMemo,
@@ -321,6 +336,7 @@ def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
     loads = orjson.loads
     splitter = LineSplitter(_max_line)
     decoded: dict[int, Any] = {}
+    bad: list[int] | None = [] if replay is None else None  # a replay counts them itself
     for data, stop, complete in complete_buffers(chunks, splitter):
         size += stop
         lines = None
@@ -328,7 +344,7 @@ def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
             decoded, lines = replay.feed_buffer(data, stop, splitter.long_lines)
         elif decoded:
             decoded = {}
-        for start, end in wanted_lines(data, stop, complete, pending, lines):
+        for start, end in wanted_lines(data, stop, complete, pending, lines, bad):
             entry = decoded.get(start) if decoded else None
             if entry is None:
                 try:
@@ -353,6 +369,9 @@ def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
                 events.append(ev.to_dict())
     if replay is not None:
         replay.at_end(splitter.pending, splitter.long_lines)
+        malformed = replay.malformed  # every line the engine read: the count `ctxlamp replay` gives
+    else:
+        malformed += len(bad or ())
     result = {
         "session_id": session_id or tf.session_hint, "project": tf.project, "cwd": cwd, "subagent": tf.subagent,
         "events": events, "calls": list(spend.calls.values()), "cost_state": spend.cost_state,

@@ -149,8 +149,9 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
         "edit": edit,
         "pinch": pinch,
         "retrieval": retrieval,
-        "data_quality": _data_quality(spend, tally, files, cs_rows, cost_state_diff, remaining, explained,
-                                      ledger_stats or {}),
+        "data_quality": {**_data_quality(spend, tally, files, cs_rows, cost_state_diff, remaining, explained,
+                                         ledger_stats or {}),
+                         "malformed_files": malformed_files(paths, files)},
     }
 
 
@@ -205,6 +206,16 @@ def _spend_section(spend: dict, booked: dict, guessed: dict, billed: dict) -> di
         "billed_usd": billed["usd"],
         "billed": billed,
     }
+
+
+MALFORMED_FILES_SHOWN = 10
+
+
+def malformed_files(paths: list[str], files: list[dict]) -> list[dict]:
+    """The transcripts holding lines that are not JSON objects, most first (at most MALFORMED_FILES_SHOWN):
+    a count a user can act on names its files."""
+    found = [(int(fr.get("malformed") or 0), path) for path, fr in zip(paths, files) if fr.get("malformed")]
+    return [{"path": path, "lines": n} for n, path in sorted(found, key=lambda f: (-f[0], f[1]))][:MALFORMED_FILES_SHOWN]
 
 
 def _data_quality(spend: dict, tally: SpendTally, files: list[dict], cs_rows: list[dict],

@@ -93,7 +93,7 @@ def test_the_report_table_shows_them_apart(tmp_path):
                          timeout=120)
     assert "not in the billed figure: 1 compaction Claude Code gave no cost for (estimated): $0.33 .. $0.68" in out.stdout
     billed = next(line for line in out.stdout.splitlines() if line.startswith("Billed:"))
-    assert billed.startswith("Billed: $0.02 = written calls $0.02 + requests Claude Code billed without writing")
+    assert billed.startswith("Billed: $0.02 = written calls $0.02 + not written down $")  # the glossary's words
 
 
 FIXTURES = CC

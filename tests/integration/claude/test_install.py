@@ -236,8 +236,9 @@ def test_install_then_uninstall_restores_any_settings(tmp_path_factory, monkeypa
     assert sum(1 for g in installed["hooks"]["SessionStart"] for h in g["hooks"] if cs.is_our_hook(h)) == 1
     assert cs.plan_install(launcher).changed() == []  # idempotent
     cs.plan_uninstall().apply()
-    assert json.loads((folder / "settings.json").read_text()) == user_settings
-    assert json.loads((folder / ".claude.json").read_text()) == user_claude
+    assert (folder / "settings.json").read_text() == json.dumps(user_settings)  # byte for byte (issue 51)
+    assert (folder / ".claude.json").read_text() == json.dumps(user_claude)
+    assert not any(p.name.endswith(cs.BACKUP_SUFFIX) for p in folder.iterdir())
 
 
 @pytest.fixture
@@ -302,3 +303,81 @@ def test_a_link_to_a_file_not_there_yet_is_created_at_its_target_and_uninstall_t
     assert (config / "settings.json").is_symlink() and (dotfiles / "settings.json").is_file()
     assert ctxlamp(["uninstall"], env).returncode == 0
     assert (config / "settings.json").is_symlink() and not (dotfiles / "settings.json").exists()
+
+
+# -- issue 51: byte for byte, layouts kept, backups that are the user's own ----------------------------
+
+LAYOUTS = st.builds(cs.Layout, st.sampled_from([None, 1, 2, 4, "\t"]), st.sampled_from([",", ", "]),
+                    st.sampled_from([": ", ":"]), st.booleans(), st.booleans())
+
+
+@given(st.dictionaries(st.text(max_size=5), JSON, max_size=4), LAYOUTS)
+@settings(max_examples=200, deadline=None)
+def test_a_file_s_layout_is_read_back_from_the_file_itself(data, layout):
+    text = layout.dumps(data)
+    assert cs.Layout.of(text).dumps(data) == text
+
+
+def test_uninstall_gives_a_compact_file_back_byte_for_byte_and_keeps_no_backup(claude_env):
+    env, config, _ = claude_env
+    raw = b'{"model":"opus","env":{"FOO":"1"},"theme":"dark"}'  # compact, no last newline
+    (config / "settings.json").write_bytes(raw)
+    assert ctxlamp(["install"], env).returncode == 0
+    assert (config / "settings.json.ctxlamp-backup").read_bytes() == raw
+    installed = (config / "settings.json").read_text()
+    assert "\n" not in installed and '"model":"opus"' in installed  # the layout kept while installed too
+    out = ctxlamp(["uninstall"], env)
+    assert out.returncode == 0, out.stderr
+    assert (config / "settings.json").read_bytes() == raw
+    assert not (config / "settings.json.ctxlamp-backup").exists()
+
+
+def test_a_second_install_never_backs_up_the_installed_state(claude_env):
+    env, config, _ = claude_env
+    raw = write_json(config / "settings.json", USER_SETTINGS)
+    assert ctxlamp(["install"], env).returncode == 0
+    # the clone moved: install again from elsewhere rewrites our commands, and the backup stays the user's
+    settings_now = json.loads((config / "settings.json").read_text())
+    hook = settings_now["hooks"]["SessionStart"][1]["hooks"][0]
+    hook["command"] = "/old/clone/.venv/bin/ctxlamp hook session-start"
+    write_json(config / "settings.json", settings_now)
+    again = ctxlamp(["install"], env)
+    assert again.returncode == 0 and "installed in" in again.stdout
+    assert (config / "settings.json.ctxlamp-backup").read_bytes() == raw
+    assert ctxlamp(["uninstall"], env).returncode == 0
+    assert json.loads((config / "settings.json").read_text()) == USER_SETTINGS
+
+
+def test_a_file_changed_since_install_loses_only_ctxlamp_s_keys_and_keeps_its_tabs(claude_env):
+    env, config, _ = claude_env
+    (config / "settings.json").write_text(json.dumps({"model": "opus"}, indent="\t") + "\n")
+    assert ctxlamp(["install"], env).returncode == 0
+    now = json.loads((config / "settings.json").read_text())
+    now["env"] = {"ADDED": "later"}  # the user (or Claude Code) changed the file since
+    (config / "settings.json").write_text(json.dumps(now, indent="\t") + "\n")
+    assert ctxlamp(["uninstall"], env).returncode == 0
+    text = (config / "settings.json").read_text()
+    assert text == json.dumps({"model": "opus", "env": {"ADDED": "later"}}, indent="\t") + "\n"
+    assert not (config / "settings.json.ctxlamp-backup").exists()
+
+
+def test_install_help_names_the_status_line():
+    out = ctxlamp(["install", "--help"], dict(os.environ))
+    assert out.returncode == 0 and "status line" in out.stdout
+
+
+def test_doctor_says_what_moving_the_clone_breaks_and_names_a_command_whose_file_is_gone(claude_env, tmp_path):
+    env, config, _ = claude_env
+    env = dict(env, CTXLAMP_HOME=str(tmp_path / "ctx"), QT_QPA_PLATFORM="offscreen")
+    out = ctxlamp(["install"], env)
+    assert out.returncode == 0 and "moving or deleting that folder breaks them" in out.stdout
+    doctor = ctxlamp(["doctor"], env)
+    assert doctor.returncode == 0 and str(ROOT) in doctor.stdout and "run `ctxlamp install` again" in doctor.stdout
+    moved = tmp_path / "moved-away" / "python3"
+    settings_now = json.loads((config / "settings.json").read_text())
+    settings_now["statusLine"]["command"] = f"{moved} -S {ROOT}/service/statusline/fast.py"
+    (config / "settings.json").write_text(json.dumps(settings_now))
+    doctor = ctxlamp(["doctor"], env)
+    assert doctor.returncode == 1 and "Traceback" not in doctor.stderr
+    assert f"status line runs {moved}, which is not there any more" in doctor.stderr
+    assert "Everything ctxlamp needs is here" not in doctor.stdout

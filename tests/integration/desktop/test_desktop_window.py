@@ -234,7 +234,7 @@ def test_settings_send_only_what_changed(qtbot, tmp_path):
     tab.rows["engine.eps_amber"].reset.click()
     assert tab.rows["engine.eps_amber"].value() == 0.05
     tab.validate()
-    assert "Fix" not in tab.status.text() and tab.rows["engine.eps_crit"].error.isHidden()
+    assert "Fix" not in tab.status.text() and tab.rows["engine.eps_crit"].error.text() == ""
 
 
 def test_saving_a_team_server_opens_the_team_tab_at_once_and_says_so(qtbot):
@@ -373,9 +373,9 @@ def test_a_file_name_from_a_transcript_is_shown_as_written_in_every_label(qtbot,
         assert not (MARKUP in label.text() and _renders_markup(label)), label.text()
 
 
-def test_the_cost_curves_bands_say_the_lamps_words(qtbot):
-    """Each band of the curve is named as the tray, the window's header and the terminal name that lamp state
-    (docs/glossary.md): the white one says "warming up", as `ctxlamp status` does."""
+def test_the_cost_curves_bands_say_where_they_lie(qtbot):
+    """Each band of the curve is named by where it lies on the curve (docs/glossary.md): green runs past the
+    sweet spot too, so the amber band is "well past it" (issue 51), the red one says the lamp's "restart pays"."""
     import pyqtgraph as pg
 
     from service.client.words import STATE_WORDS
@@ -386,8 +386,7 @@ def test_the_cost_curves_bands_say_the_lamps_words(qtbot):
     win.load(src.status()["followed"])
     labels = [item.toPlainText() for item in win.session_tab.curve_plot.getPlotItem().items
               if isinstance(item, pg.TextItem)]
-    assert labels[:4] == [STATE_WORDS[s] for s in ("warming", "good", "warning", "critical")]
-    assert labels[0] == "warming up"
+    assert labels[:4] == ["early", "around the sweet spot", "well past it", STATE_WORDS["critical"]]
 
 
 def test_the_settings_show_the_size_of_the_kept_transcripts(qtbot, ctx_home):

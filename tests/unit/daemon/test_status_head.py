@@ -25,7 +25,8 @@ def test_the_table_heads_its_rent_columns_in_the_trays_words():
     """The tray's tooltip says "rent so far $0.21 · $0.45 per hour"; the terminal's two columns said "rent" and
     "per hour" side by side, which read as one heading ("rent per hour") over two amounts."""
     snap = {"session_id": "s", "project": "/home/dev/webshop", "lamp": {"colour": "green", "state": "good"},
-            "bill_cycle_usd": 0.21, "br": 0.45, "laps": 0}
+            "bill_cycle_usd": 0.21, "br": 0.45, "laps": 0, "started_at": "2026-11-30T09:00:00Z",
+            "updated_at": "2026-11-30T10:00:00Z"}  # an hour of calls: the rate is shown (issue 51)
     head, row = render({"service": {"pid": 7}, "sessions": [snap], "followed": "s"}, tty=False).splitlines()[1:3]
     assert "rent so far" in head and "per hour" in head
     assert row.index("$0.21") + len("$0.21") == head.index("rent so far") + len("rent so far")  # right-aligned

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -194,12 +195,23 @@ def test_no_snapshot_is_grey_and_says_service_down():
 
 def test_tooltip_carries_state_position_rent_and_cache():
     now = fmt.parse_time("2026-01-01T12:00:00Z")
-    text = tooltip_text(SNAP, now)
+    text = tooltip_text({**SNAP, "started_at": "2026-01-01T11:00:00Z", "updated_at": "2026-01-01T11:59:00Z"}, now)
     assert "amber" in text and "2.50" in text and "2.00" in text
     assert "8 calls past the sweet spot" in text
     assert "$1.23" in text and "$0.90 per hour" in text and "burn" not in text  # the glossary's "rent per hour"
     assert "cache warm until" in text and "$0.45" in text
     assert "cache expired" in tooltip_text(SNAP, now + 600)
+
+
+@pytest.mark.parametrize("minutes, shown", [(1, False), (9.9, False), (10, True), (45, True)])
+def test_rent_per_hour_waits_for_ten_minutes_of_work(minutes, shown):
+    """A minute of demo scaled to an hour read "$128 per hour" (issue 51): no rate before 10 minutes of calls."""
+    began = fmt.parse_time("2026-01-01T11:00:00Z")
+    snap = {**SNAP, "started_at": "2026-01-01T11:00:00Z",
+            "updated_at": datetime.fromtimestamp(began + minutes * 60, timezone.utc).isoformat()}
+    text = tooltip_text(snap, began + minutes * 60)
+    assert ("$0.90 per hour" in text) is shown
+    assert ("per hour: after 10 minutes of work" in text) is not shown
 
 
 def test_tooltip_of_a_gated_snapshot_has_no_sweet_spot():
@@ -301,7 +313,7 @@ def test_channel_view_and_csv():
     assert csv_text.splitlines()[0] == "start,calls,bytes,label"
     assert csv_text.splitlines()[2] == "2026-01-02T00:00:00Z,2,20,measured"
     assert channel_view(None).xs == []
-    assert v.span == (v.xs[0] - 86400, v.xs[1] + 86400)
+    assert v.span == (v.xs[0] - 43200, v.xs[1] + 43200)  # from the first day's start to the last day's end
 
 
 def test_an_empty_channel_chart_spans_its_period_not_the_epoch():
