@@ -41,7 +41,7 @@ from service.ingest.transcript_file import Skipped
 from service.report.restart import MALFORMED
 
 SHARED_ENCODER_MIN_BYTES = 64 * 1024 * 1024  # unscanned history from which the workers share one encoder
-CACHE_VERSION = f"8/{__version__}"  # bump the number when a meter's output changes
+CACHE_VERSION = f"9/{__version__}"  # bump the number when a meter's output changes
 
 
 @dataclass(frozen=True)
