@@ -224,7 +224,7 @@ class SpendTally:
         be counted once. The same kept revisions, period and project rules as `breakdown`."""
         session_project = self._session_projects()
         groups: dict[tuple[str, str, str, str], dict] = {}
-        for _, _path, rec, fr, usd, family in self.best.values():
+        for _, _path, rec, fr, usd, family, _est in self.best.values():
             ts = rec[TS]
             if self.in_period is not None and not self.in_period(ts):
                 continue
