@@ -170,6 +170,9 @@ def diagnose(platform: str | None = None, *, try_qt: bool | None = None) -> Diag
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     for_tests = "--for-tests" in argv
+    from service.engine_setup.compiled import describe
+
+    print(f"ctxlamp doctor: {describe()}")  # which build of the engine this Python runs
     headless = qt_problem("offscreen")
     if headless:
         print(f"ctxlamp doctor: Qt cannot start ({headless}).\n  Install its libraries with:\n  {QT_APT}",

@@ -28,6 +28,10 @@ prices and the offline tokenizer the same way everywhere):
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from service.engine_setup.compiled import select as _select_build
+
+_select_build()  # the mypyc build of these modules when it matches their source, else this source
+
 if TYPE_CHECKING:  # what the lazy exports are, for the type checker (imported for real on first use)
     from service.engine.lines import LineSplitter as LineSplitter
     from service.engine.parse import Entry as Entry

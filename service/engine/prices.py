@@ -146,11 +146,12 @@ def _version_key(model: str) -> tuple[int, ...]:
 class PriceTable:
     """Immutable price table; `lookup` is memoized."""
 
-    def __init__(self, raw: Mapping[str, Mapping[str, Any]], source: str = "", source_date: str = ""):
+    def __init__(self, raw: Mapping[str, Any], source: str = "", source_date: str = ""):
         self.source = source
         self.source_date = source_date
-        self._raw = {mid: copy.deepcopy(dict(entry)) if isinstance(entry, Mapping) else entry
-                     for mid, entry in raw.items()}
+        # Any: an entry is checked by _parse_entry, which names a malformed one (a ValueError, compiled too)
+        self._raw: dict[str, Any] = {mid: copy.deepcopy(dict(entry)) if isinstance(entry, Mapping) else entry
+                                     for mid, entry in raw.items()}
         self._prices: dict[str, Price] = {}
         self._released: dict[str, tuple[int, int, int]] = {}
         self._index: dict[str, str] = {}
