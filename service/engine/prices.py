@@ -219,13 +219,14 @@ class PriceTable:
         return PriceTable(raw, source=source, source_date=str(override.get("source_date", self.source_date)))
 
     # -- queries ------------------------------------------------------------
-    def lookup(self, model: str, speed: str | None = None, geo: str | None = None) -> tuple[Price | None, str]:
+    # speed, geo and at come from transcripts as written (Any: the compiled engine checks annotated types at the
+    # call, and an odd value is read as no modifier or no time, never refused)
+    def lookup(self, model: str, speed: Any = None, geo: Any = None) -> tuple[Price | None, str]:
         """Today's rates of `model` (a label: `<model>-fast` is the model at fast speed), with the modifiers
         of `speed` and `geo` (usage values; None or a standard value: none) at their latest figures."""
         return self.lookup_at(model, None, speed, geo)
 
-    def lookup_at(self, model: str, at: float | str | None, speed: str | None = None,
-                  geo: str | None = None) -> tuple[Price | None, str]:
+    def lookup_at(self, model: str, at: Any, speed: Any = None, geo: Any = None) -> tuple[Price | None, str]:
         """The price of a call of `model` made at `at` (epoch seconds or ISO-8601 text from the transcript):
         the rates and modifiers in force then. Without a readable time, today's rates (as `lookup`)."""
         if isinstance(model, str) and model.endswith(FAST_SUFFIX):
