@@ -1,112 +1,26 @@
-"""The engine compiled from its own source with mypyc, used only while it matches that source.
+"""Building the engine with mypyc (it ships with mypy), and saying which build runs.
 
-The engine (`service/engine/`) is strictly typed, so mypyc (it ships with mypy) compiles the same
-files to C extension modules: one source, two builds. `build()` writes them beside the checkout, in
-`build/mypyc/`, never next to the `.py` files (Python prefers an extension module to the source of
-the same name, so a developer editing `service/engine/*.py` would test the old build). With them it
-writes a manifest: the sha256 of every engine module and of the one module outside the engine it
-imports (`service/client/payloads.py`), read before compiling.
-
-`select()` runs when `service.engine` is imported. It loads the compiled modules only when the
-manifest names exactly the engine's modules as they are now, byte for byte, for this interpreter;
-otherwise the pure-Python engine runs (no build, an edited file, another Python), and nothing is
-mixed: the compiled modules call each other directly, so it is all of them or none.
-`CTXLAMP_ENGINE=pure` forces the pure engine (the differential test runs both).
-This module imports nothing of the engine: it decides how the engine is imported.
+The engine (`service/engine/`) is strictly typed, so mypyc compiles the same files to C extension modules:
+one source, two builds. `build()` writes them into `build/mypyc/` beside the checkout with a manifest of the
+sha256 of every source it compiled, read before compiling; `service/engine/__init__.py` loads them only while
+that manifest matches the source byte for byte (a developer who edits an engine file tests the edit, in pure
+Python, until the next build). `ctxlamp doctor` prints `describe()`.
 """
 from __future__ import annotations
 
-import hashlib
-import importlib.machinery
-import importlib.util
 import json
 import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]            # the checkout (or site-packages for a wheel)
-ENGINE = ROOT / "service" / "engine"
-DEPENDENCIES = ("service/client/payloads.py",)        # what the engine imports from outside itself
-BUILD = ROOT / "build" / "mypyc"
-MANIFEST = "manifest.json"
-FORCE_PURE = "CTXLAMP_ENGINE"                         # =pure: never the compiled build
-
-# What select() decided, for `ctxlamp doctor`: "compiled" or "pure", and why.
-state: dict[str, str] = {"engine": "pure", "why": "not imported yet"}
-
-
-def engine_modules(root: Path = ROOT) -> list[str]:
-    """The engine's modules mypyc compiles: every one but the package's `__init__` (the lazy exports)."""
-    return sorted(p.stem for p in (root / "service" / "engine").glob("*.py") if p.stem != "__init__")
-
-
-def source_hashes(root: Path = ROOT) -> dict[str, str]:
-    files = [f"service/engine/{m}.py" for m in engine_modules(root)] + list(DEPENDENCIES)
-    return {f: hashlib.sha256((root / f).read_bytes()).hexdigest() for f in files}
-
-
-def _suffix() -> str:
-    return importlib.machinery.EXTENSION_SUFFIXES[0]
-
-
-class _CompiledFinder:
-    """Finds the compiled engine's modules (and mypyc's shared library) in the build folder."""
-
-    def __init__(self, files: dict[str, Path]) -> None:
-        self.files = files
-
-    def find_spec(self, name: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
-        file = self.files.get(name)
-        return importlib.util.spec_from_file_location(name, file) if file is not None else None
-
-
-def _usable(build: Path, root: Path) -> tuple[dict[str, Path] | None, str]:
-    """The compiled files by module name when the build in `build` matches the sources in `root`, else why not."""
-    try:
-        manifest = json.loads((build / MANIFEST).read_bytes())
-    except FileNotFoundError:
-        return None, "no compiled build (make compiled)"
-    except (OSError, ValueError) as exc:
-        return None, f"unreadable compiled build ({exc.__class__.__name__})"
-    if not isinstance(manifest, dict) or manifest.get("suffix") != _suffix():
-        return None, "compiled for another Python"
-    try:
-        if manifest.get("sources") != source_hashes(root):
-            return None, "compiled build is older than the engine's source (make compiled)"
-    except OSError:
-        return None, "engine source unreadable"
-    files = {f"service.engine.{m}": build / "service" / "engine" / f"{m}{_suffix()}" for m in engine_modules(root)}
-    shared = manifest.get("shared")
-    if isinstance(shared, str) and shared:
-        files[shared] = build / f"{shared}{_suffix()}"
-    if not all(f.is_file() for f in files.values()):
-        return None, "compiled build incomplete (make compiled)"
-    return files, "built from these sources"
-
-
-def select() -> str:
-    """Load the compiled engine when it matches the source (see the module's doc); returns "compiled" or "pure"."""
-    if any(isinstance(f, _CompiledFinder) for f in sys.meta_path):
-        return state["engine"]
-    if os.environ.get(FORCE_PURE) == "pure":
-        state.update(engine="pure", why=f"{FORCE_PURE}=pure")
-        return "pure"
-    files, why = _usable(BUILD, ROOT)
-    if files is None or any(name in sys.modules for name in files):
-        state.update(engine="pure", why=why if files is None else "pure modules already imported")
-        return "pure"
-    sys.meta_path.insert(0, _CompiledFinder(files))
-    state.update(engine="compiled", why=why)
-    return "compiled"
+from service.engine import BUILD, MANIFEST, ROOT, build_state, engine_modules, extension_suffix, source_hashes
 
 
 def describe() -> str:
     """One line for `ctxlamp doctor`: which engine runs, and why."""
-    import service.engine  # noqa: F401  # runs select()
-
-    if state["engine"] == "compiled":
-        return f"the engine runs compiled (mypyc, {state['why']})."
-    return f"the engine runs as pure Python ({state['why']})."
+    if build_state["engine"] == "compiled":
+        return f"the engine runs compiled (mypyc, {build_state['why']})."
+    return f"the engine runs as pure Python ({build_state['why']})."
 
 
 def build(out: Path = BUILD, root: Path = ROOT, opt_level: str = "3", quiet: bool = True) -> Path:
@@ -128,8 +42,8 @@ def build(out: Path = BUILD, root: Path = ROOT, opt_level: str = "3", quiet: boo
         # -P: the build imports the checkout's own files by path, nothing from the working folder.
         subprocess.run([sys.executable, "-P", "-c", script, str(lib), str(work / "c"), opt_level, *files],
                        cwd=root, check=True, stdout=subprocess.DEVNULL if quiet else None)
-        shared = sorted(p.name[:-len(_suffix())] for p in lib.glob(f"*__mypyc{_suffix()}"))
-        (lib / MANIFEST).write_text(json.dumps({"suffix": _suffix(), "sources": sources,
+        shared = sorted(p.name[:-len(extension_suffix())] for p in lib.glob(f"*__mypyc{extension_suffix()}"))
+        (lib / MANIFEST).write_text(json.dumps({"suffix": extension_suffix(), "sources": sources,
                                                 "shared": shared[0] if shared else ""}, indent=1) + "\n")
         old = out.parent / f".old-{out.name}-{os.getpid()}"
         if out.exists():

@@ -1,7 +1,7 @@
 """The compiled engine (mypyc, `make compiled`) against the pure-Python one: byte-identical output.
 
-One source, two builds (service/engine_setup/compiled.py). Every fixture transcript and the demo session are
-replayed (`ctxlamp replay --jsonl`) and the fixtures, with the demo, reported (`ctxlamp report --json`) by
+One source, two builds (service/engine_setup/compiled.py builds, service/engine/__init__.py selects). Every
+fixture transcript and the demo session are replayed (`ctxlamp replay --jsonl`) and the fixtures, with the demo, reported (`ctxlamp report --json`) by
 both builds, in fresh interpreters (`CTXLAMP_ENGINE=pure` for the pure one); the outputs must be the same
 bytes. The third-party transcripts beside the checkout join when present. The comparison skips, saying
 why, when no compiled build matches the engine's source (CI builds one for its compiled leg; locally
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from service.engine_setup import compiled
+import service.engine as compiled  # the build's selection lives in the engine package
 from service.cli.demo_session import generate
 from tests.support.corpus import CC, REAL_FIXTURES, ROOT, copy_fixtures
 
-BUILD_FILES, WHY_NOT = compiled._usable(compiled.BUILD, compiled.ROOT)
+BUILD_FILES, WHY_NOT = compiled.usable_build(compiled.BUILD, compiled.ROOT)
 needs_build = pytest.mark.skipif(BUILD_FILES is None, reason=f"no compiled engine to compare: {WHY_NOT}")
 
 
@@ -32,7 +32,7 @@ def run_cli(build: str, args: list[str], env: dict[str, str]) -> bytes:
     env.pop(compiled.FORCE_PURE, None)
     if build == "pure":
         env[compiled.FORCE_PURE] = "pure"
-    probe = "import service.engine, service.engine_setup.compiled as c; print(c.state['engine'])"
+    probe = "import service.engine as e; print(e.build_state['engine'])"
     chosen = subprocess.run([sys.executable, "-P", "-c", probe], cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
                             capture_output=True, text=True, check=True).stdout.strip()
     assert chosen == build, f"asked for the {build} engine, {chosen} ran"
@@ -96,7 +96,7 @@ def fake_checkout(tmp_path: Path) -> Path:
 
 def fake_build(root: Path, build: Path) -> None:
     """A build folder as `compiled.build` leaves it: a file per module and the manifest of the sources."""
-    suffix = compiled._suffix()
+    suffix = compiled.extension_suffix()
     (build / "service" / "engine").mkdir(parents=True)
     for m in compiled.engine_modules(root):
         (build / "service" / "engine" / f"{m}{suffix}").write_bytes(b"")
@@ -108,7 +108,7 @@ def fake_build(root: Path, build: Path) -> None:
 def test_a_build_of_the_same_sources_is_chosen(tmp_path):
     root = fake_checkout(tmp_path)
     fake_build(root, tmp_path / "build")
-    files, why = compiled._usable(tmp_path / "build", root)
+    files, why = compiled.usable_build(tmp_path / "build", root)
     assert files is not None, why
     assert set(files) == {f"service.engine.{m}" for m in compiled.engine_modules(root)} | {"abc__mypyc"}
 
@@ -118,7 +118,7 @@ def test_an_edited_engine_file_makes_the_build_stale(tmp_path):
     fake_build(root, tmp_path / "build")
     window = root / "service" / "engine" / "window.py"
     window.write_text(window.read_text() + "\n# edited\n")
-    files, why = compiled._usable(tmp_path / "build", root)
+    files, why = compiled.usable_build(tmp_path / "build", root)
     assert files is None and "older than the engine's source" in why
 
 
@@ -126,12 +126,12 @@ def test_a_new_engine_module_or_an_edited_dependency_makes_the_build_stale(tmp_p
     root = fake_checkout(tmp_path)
     fake_build(root, tmp_path / "build")
     (root / "service" / "engine" / "extra.py").write_text("X = 1\n")
-    assert compiled._usable(tmp_path / "build", root)[0] is None
+    assert compiled.usable_build(tmp_path / "build", root)[0] is None
     (root / "service" / "engine" / "extra.py").unlink()
-    assert compiled._usable(tmp_path / "build", root)[0] is not None
+    assert compiled.usable_build(tmp_path / "build", root)[0] is not None
     payloads = root / compiled.DEPENDENCIES[0]
     payloads.write_text(payloads.read_text() + "\n")
-    assert compiled._usable(tmp_path / "build", root)[0] is None
+    assert compiled.usable_build(tmp_path / "build", root)[0] is None
 
 
 def test_a_build_for_another_python_or_missing_a_module_is_not_used(tmp_path):
@@ -139,11 +139,11 @@ def test_a_build_for_another_python_or_missing_a_module_is_not_used(tmp_path):
     build = tmp_path / "build"
     fake_build(root, build)
     next((build / "service" / "engine").iterdir()).unlink()
-    assert "incomplete" in compiled._usable(build, root)[1]
+    assert "incomplete" in compiled.usable_build(build, root)[1]
     manifest = json.loads((build / compiled.MANIFEST).read_text())
     (build / compiled.MANIFEST).write_text(json.dumps({**manifest, "suffix": ".cpython-39-x.so"}))
-    assert "another Python" in compiled._usable(build, root)[1]
-    assert "no compiled build" in compiled._usable(tmp_path / "none", root)[1]
+    assert "another Python" in compiled.usable_build(build, root)[1]
+    assert "no compiled build" in compiled.usable_build(tmp_path / "none", root)[1]
 
 
 def test_pure_is_forced_and_doctor_says_which_engine_runs(tmp_path):
