@@ -34,6 +34,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from typing import Any, Mapping
 
+from service.engine.pickling import by_fields
+
 PER_MILLION = 1_000_000
 RATE_FIELDS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
 
@@ -60,6 +62,9 @@ class LongContextRates:
     p_w5: float
     p_w1h: float
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return by_fields(self)  # a worker rebuilds it (service/engine/pickling.py)
+
 
 @dataclass(frozen=True)
 class Price:
@@ -74,6 +79,9 @@ class Price:
     context_window: int
     long_context: LongContextRates | None = None
     unknown_modifiers: tuple[str, ...] = ()  # "speed=fast" etc.: values priced at standard for want of a figure
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return by_fields(self)  # a worker rebuilds it (service/engine/pickling.py)
 
     def for_prompt(self, prompt_tokens: int) -> "Price":
         """The rates a request with this many prompt tokens (input + cache reads + writes) pays."""
@@ -145,6 +153,10 @@ def _version_key(model: str) -> tuple[int, ...]:
 
 class PriceTable:
     """Immutable price table; `lookup` is memoized."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A worker rebuilds the table from its entries (the compiled build cannot set a class's attributes back)."""
+        return PriceTable, (self._raw, self.source, self.source_date)
 
     def __init__(self, raw: Mapping[str, Any], source: str = "", source_date: str = ""):
         self.source = source

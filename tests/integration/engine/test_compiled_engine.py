@@ -81,6 +81,37 @@ def test_report_is_byte_identical_compiled_and_pure(claude_dir, tmp_path):
     assert outputs["compiled"] == outputs["pure"]
 
 
+_PICKLED = """
+import pickle
+from service.engine import EngineConfig
+from service.engine.advice import AdviceBasis
+from service.engine_setup.engines import load_prices
+prices = load_prices()
+config = EngineConfig(ratios={"opus": 1.3}, exclude_globs=("*.lock",), advice=AdviceBasis(horizon_calls=12.0))
+p, c = pickle.loads(pickle.dumps(prices)), pickle.loads(pickle.dumps(config))
+same = c == config and p.source == prices.source and all(
+    p.lookup_at(m, "2026-11-01T09:00:00Z", "fast", "us") == prices.lookup_at(m, "2026-11-01T09:00:00Z", "fast", "us")
+    for m in ("claude-opus-4-6", "claude-sonnet-4-5-20250929", "claude-haiku-4-5", "no-such-model"))
+print(same)
+"""
+
+
+@pytest.mark.parametrize("build", ["pure", "compiled"])
+def test_what_a_spawned_worker_is_sent_comes_back_equal(build, tmp_path):
+    """The price table and the engine's settings go pickled to spawned workers; the compiled build pickles a
+    class as its attributes, which a frozen dataclass refused, so they are rebuilt from their fields."""
+    if build == "compiled" and BUILD_FILES is None:
+        pytest.skip(f"no compiled engine: {WHY_NOT}")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CTXLAMP_HOME": str(tmp_path)}
+    env.pop(compiled.FORCE_PURE, None)
+    if build == "pure":
+        env[compiled.FORCE_PURE] = "pure"
+    out = subprocess.run([sys.executable, "-P", "-c", _PICKLED], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "True"
+
+
 # ---- the selection: a build is used only while it matches the source, byte for byte ----
 
 def fake_checkout(tmp_path: Path) -> Path:
