@@ -58,6 +58,7 @@ def build(out: Path = BUILD, root: Path = ROOT, opt_level: str = "3", quiet: boo
 def main(argv: list[str] | None = None) -> int:
     """`python -m service.engine_setup.compiled [--if-compiler]`: build the compiled engine."""
     import shutil
+    import subprocess
     import sysconfig
     import time
 
@@ -73,7 +74,13 @@ def main(argv: list[str] | None = None) -> int:
         print("compiled engine: mypyc is not installed (it ships with mypy: make lint installs it)", file=sys.stderr)
         return 1
     started = time.monotonic()
-    out = build()
+    try:
+        out = build()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        what = f"exit status {exc.returncode}" if isinstance(exc, subprocess.CalledProcessError) else str(exc)
+        print(f"compiled engine: the build failed ({what}); build/mypyc is unchanged (`ctxlamp doctor` says "
+              "which engine runs).", file=sys.stderr)
+        return 1
     print(f"compiled engine: built {out.relative_to(ROOT)} in {time.monotonic() - started:.0f} s")
     return 0
 
