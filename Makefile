@@ -8,7 +8,7 @@ BIN := $(VENV)/$(if $(filter Windows_NT,$(OS)),Scripts,bin)
 RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast lint bench clean dist
+.PHONY: run test test-fast lint bench clean dist compiled
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -53,6 +53,12 @@ lint: $(STAMP)
 # The unit tests alone (no processes, servers, sockets or Qt): the fast loop.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
+
+# The engine compiled with mypyc (it ships with mypy) into build/mypyc/; used only while it matches the
+# engine's source (service/engine_setup/compiled.py), so an edited engine file runs as pure Python until this
+# runs again. `ctxlamp doctor` says which engine runs.
+compiled: $(STAMP)
+	$(BIN)/python -m service.engine_setup.compiled --if-compiler
 
 bench: $(STAMP)
 	@$(COMPILE)

@@ -192,6 +192,9 @@ def _installed_problem() -> str | None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     for_tests = "--for-tests" in argv
+    from service.engine_setup.compiled import describe
+
+    print(f"ctxlamp doctor: {describe()}")  # which build of the engine this Python runs
     settings = None if for_tests else settings_problem() or _installed_problem()  # tests: their own settings
     if settings:
         print(f"ctxlamp doctor: {settings}", file=sys.stderr)

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
+from service.engine.pickling import by_fields
 from service.client.payloads import Advice, Move
 
 MOVES: tuple[Move, ...] = ("continue", "compact", "restart")  # on a tie the earlier: never a move for nothing
@@ -47,6 +49,9 @@ class AdviceBasis:
     compact_keep: float = DEFAULT_COMPACT_KEEP
     compact_write_share: float = DEFAULT_COMPACT_WRITE_SHARE
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return by_fields(self)  # a worker rebuilds it (service/engine/pickling.py)
+
     def bounded(self) -> AdviceBasis:
         """The same basis inside its ranges (history can hold anything a transcript wrote)."""
         def clamp(v: float, lo: float, hi: float, default: float) -> float:
@@ -65,6 +70,9 @@ class MovePrices:
     p_w: float
     p_w5: float
     p_out: float
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return by_fields(self)  # a worker rebuilds it (service/engine/pickling.py)
 
 
 def carry(prompt: float, growth: float, horizon: float, p: MovePrices) -> float:

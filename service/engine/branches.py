@@ -24,6 +24,9 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
+from typing import Any
+
+from service.engine.pickling import by_fields
 
 PROMPT = -1  # mark of a human prompt; a model response's mark is its ordinal (1, 2, ...); 0 for the rest
 
@@ -36,6 +39,9 @@ class Fork:
     mark: int
     left: list[int]  # from the latest entry up to the common ancestor: leave the context
     taken: list[int]  # from the parent up to the common ancestor: come back
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return by_fields(self)  # a worker rebuilds it (service/engine/pickling.py)
 
 
 class LiveBranch:

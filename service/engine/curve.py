@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
+from service.engine.pickling import by_fields
 from service.client.payloads import Skeleton
 
 SKELETON_POINTS = 64
@@ -20,6 +22,9 @@ class Curve:
     p_r: float
     B0: float
     g: float
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return by_fields(self)  # a worker rebuilds it (service/engine/pickling.py)
 
     def A(self, n: float) -> float:
         return self.p_w * self.B0 / n + self.p_r * self.B0 + self.p_w * self.g + self.p_r * self.g * (n - 1) / 2

@@ -33,17 +33,12 @@ _SKIP_PREFIX = re.compile(
 SKIP_AT = re.compile(_SKIP_PREFIX.pattern.removeprefix(b"^"))
 
 
-class _Link(msgspec.Struct):
-    """The fields any reader takes from an attachment line (its place on the tree, its time)."""
-    type: Any = msgspec.UNSET
-    uuid: Any = msgspec.UNSET
-    parentUuid: Any = msgspec.UNSET
-    isSidechain: Any = msgspec.UNSET
-    timestamp: Any = msgspec.UNSET
-    sessionId: Any = msgspec.UNSET
-
-
-_LINK_FIELDS = _Link.__struct_fields__
+# The fields any reader takes from an attachment line (its place on the tree, its time). Made with
+# defstruct, not a class body: msgspec reads a class's annotations, which the compiled engine (mypyc)
+# does not keep as Python sees them, and this way both builds decode with the same struct.
+_Link = msgspec.defstruct("_Link", [(name, Any, msgspec.UNSET) for name in (
+    "type", "uuid", "parentUuid", "isSidechain", "timestamp", "sessionId")])
+_LINK_FIELDS: tuple[str, ...] = _Link.__struct_fields__
 _decode_link = msgspec.json.Decoder(_Link).decode
 _LINK_VALUES = (str, bool, type(None))
 # Claude Code writes `parentUuid`, `isSidechain`, then the attachment object, its type after it.
@@ -69,7 +64,7 @@ def _link_entry(line: bytes) -> Entry | None:
         link = _decode_link(line)
     except (UnicodeDecodeError, msgspec.DecodeError, RecursionError):
         return None
-    if link.type != "attachment":
+    if getattr(link, "type") != "attachment":  # noqa: B009  # a struct made at run time: no attribute to type
         return None
     entry: Entry = {}
     for name in _LINK_FIELDS:

@@ -34,6 +34,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from typing import Any, Mapping
 
+from service.engine.pickling import by_fields
+
 PER_MILLION = 1_000_000
 RATE_FIELDS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
 
@@ -60,6 +62,9 @@ class LongContextRates:
     p_w5: float
     p_w1h: float
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return by_fields(self)  # a worker rebuilds it (service/engine/pickling.py)
+
 
 @dataclass(frozen=True)
 class Price:
@@ -74,6 +79,9 @@ class Price:
     context_window: int
     long_context: LongContextRates | None = None
     unknown_modifiers: tuple[str, ...] = ()  # "speed=fast" etc.: values priced at standard for want of a figure
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return by_fields(self)  # a worker rebuilds it (service/engine/pickling.py)
 
     def for_prompt(self, prompt_tokens: int) -> "Price":
         """The rates a request with this many prompt tokens (input + cache reads + writes) pays."""
@@ -146,11 +154,16 @@ def _version_key(model: str) -> tuple[int, ...]:
 class PriceTable:
     """Immutable price table; `lookup` is memoized."""
 
-    def __init__(self, raw: Mapping[str, Mapping[str, Any]], source: str = "", source_date: str = ""):
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A worker rebuilds the table from its entries (the compiled build cannot set a class's attributes back)."""
+        return PriceTable, (self._raw, self.source, self.source_date)
+
+    def __init__(self, raw: Mapping[str, Any], source: str = "", source_date: str = ""):
         self.source = source
         self.source_date = source_date
-        self._raw = {mid: copy.deepcopy(dict(entry)) if isinstance(entry, Mapping) else entry
-                     for mid, entry in raw.items()}
+        # Any: an entry is checked by _parse_entry, which names a malformed one (a ValueError, compiled too)
+        self._raw: dict[str, Any] = {mid: copy.deepcopy(dict(entry)) if isinstance(entry, Mapping) else entry
+                                     for mid, entry in raw.items()}
         self._prices: dict[str, Price] = {}
         self._released: dict[str, tuple[int, int, int]] = {}
         self._index: dict[str, str] = {}
@@ -218,13 +231,14 @@ class PriceTable:
         return PriceTable(raw, source=source, source_date=str(override.get("source_date", self.source_date)))
 
     # -- queries ------------------------------------------------------------
-    def lookup(self, model: str, speed: str | None = None, geo: str | None = None) -> tuple[Price | None, str]:
+    # speed, geo and at come from transcripts as written (Any: the compiled engine checks annotated types at the
+    # call, and an odd value is read as no modifier or no time, never refused)
+    def lookup(self, model: str, speed: Any = None, geo: Any = None) -> tuple[Price | None, str]:
         """Today's rates of `model` (a label: `<model>-fast` is the model at fast speed), with the modifiers
         of `speed` and `geo` (usage values; None or a standard value: none) at their latest figures."""
         return self.lookup_at(model, None, speed, geo)
 
-    def lookup_at(self, model: str, at: float | str | None, speed: str | None = None,
-                  geo: str | None = None) -> tuple[Price | None, str]:
+    def lookup_at(self, model: str, at: Any, speed: Any = None, geo: Any = None) -> tuple[Price | None, str]:
         """The price of a call of `model` made at `at` (epoch seconds or ISO-8601 text from the transcript):
         the rates and modifiers in force then. Without a readable time, today's rates (as `lookup`)."""
         if isinstance(model, str) and model.endswith(FAST_SUFFIX):

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from service.engine.pickling import by_fields
 from service.client.payloads import RestartSavings
 
 MAX_DEPTH = 48  # the walk's bound; lines that still tie for a leaf this narrow are all kept there
@@ -157,6 +158,9 @@ class RestartFigures:
     calls_after_reminder: int | None  # calls of the segment after its first reminder's call
     compact_first_reminder_usd: float = 0.0  # a /compact at the first reminder instead (section 14); signed
     compaction_keep: float | None = None  # the segment opened after a /compact: the share of the grown prompt kept
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return by_fields(self)  # a worker rebuilds it (service/engine/pickling.py)
 
     @classmethod
     def from_dict(cls, doc: object) -> RestartFigures | None:

@@ -644,7 +644,7 @@ class SessionEngine:
         key = (id(seg), seg.floor, seg.contrib_version, self._selection_version)
         if self._b_default_key != key:
             self._b_default_key = key
-            self._b_default = seg.floor + self._selected_total()
+            self._b_default = float(seg.floor + self._selected_total())
         return self._b_default
 
     def _selected_total(self) -> int:

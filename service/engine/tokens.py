@@ -10,6 +10,11 @@ import math
 from typing import Callable
 
 
+# Texts remembered before the cache starts afresh: a long-lived service must not grow without bound
+# (about 100 bytes an entry).
+MAX_CACHED = 200_000
+
+
 class TokenCounter:
     def __init__(self, encode_len: Callable[[str], int], use_cache: bool = True) -> None:
         self._encode_len = encode_len
@@ -28,6 +33,8 @@ class TokenCounter:
         n = self._cache.get(key)
         if n is None:
             self.misses += 1
+            if len(self._cache) >= MAX_CACHED:
+                self._cache.clear()
             n = self._cache[key] = self._encode_len(text)
         else:
             self.hits += 1

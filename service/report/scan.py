@@ -391,22 +391,23 @@ def settle(result: dict, count_tokens: Callable[[str], int]) -> None:
     count_placeholders(result, count_tokens)
 
 
-_counted: dict[str, int] = {}
-
-
 def lazy_counter(text: str) -> int:
     """o200k count, loading the tokenizer only when a file really has an edit to count.
 
-    Remembered per text: a resumed session repeats its edits in the new file,
-    and a model often retries the same old_string.
+    Through the process's one content-keyed counter (`shared_counter`, the engine's), so a text is
+    counted once per process whoever asks: a resumed session repeats its edits in the new file, a model
+    often retries the same old_string, and the replay has counted the same edits for the engine.
     """
-    n = _counted.get(text)
-    if n is None:
-        from service.engine_setup.tokenizer import encode_len
-        if len(_counted) >= 50_000:  # a long-lived service process must not grow without bound
-            _counted.clear()
-        n = _counted[text] = encode_len(text)
-    return n
+    from service.engine_setup.engines import shared_counter
+
+    return shared_counter().count(text)
+
+
+def load_tokenizer() -> None:
+    """The o200k table and the Python counter, loaded now (a parent does it while its workers scan)."""
+    from service.engine_setup.tokenizer import encode_len
+
+    encode_len("")
 
 
 _remembered: dict[str, int] = {}
@@ -443,8 +444,11 @@ def scan_one(tf: TranscriptFile) -> ScanItem:
     unread: list[dict] | None = [] if replay is not None else None  # an unreadable file has no segments
     try:
         chunks = file_chunks(tf.path)
-        # old_strings are counted by `scan`'s collect, once per distinct text, never in a pool worker
+        # old_strings are counted by `scan`'s collect, once per distinct text, in the parent; a worker that
+        # replays the file counts them itself: its engine has counted the same edits (the cache answers)
         result = scan_chunks(chunks, tf, sizes, defer_tokens=True, replay=replay)
+        if replay is not None:
+            settle_tokens(result["events"], lazy_counter)
         return tf.path, result, sizes.new, replay.segments() if replay is not None else None
     except Skipped as exc:
         return tf.path, None if exc.gone else exc.reason, {}, unread
@@ -600,7 +604,7 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
             load_o200k()
         with collector_paused(), forked.pool(scan_one, jobs, workers,
                                              init=functools.partial(init_worker, cache.sizes, max_line, replay)) as scanned:
-            lazy_counter("")
+            load_tokenizer()
             if meanwhile:
                 meanwhile()
             for item in scanned:

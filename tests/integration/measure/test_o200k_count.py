@@ -64,3 +64,21 @@ def test_encode_len_counts_small_texts_without_building_tiktoken_then_switches(t
     big = ["x = 1\n" * (ts.SMALL_TEXT_BUDGET // 6 + 1)] + texts  # past the budget: tiktoken from then on
     after = _encode_len_in_a_fresh_process(home, big)
     assert after == {"counts": [tiktoken_len(encoding, t) for t in big], "tiktoken_built": True}
+
+
+def test_text_outside_ascii_spends_the_small_budget_at_its_cost(tmp_path, encoding):
+    """The Python counter reads a text with non-ASCII characters at a quarter of its ASCII pace, so such a
+    text weighs NON_ASCII_COST characters a character: real histories (mostly such text) build tiktoken's
+    encoder sooner, ASCII text as before. The counts are tiktoken's either way."""
+    home = tmp_path / "home"
+    ts.ensure_o200k_cache(home / "tiktoken")
+    ts._save_table(home / "tiktoken", encoding)
+    unit = "naïve → 🎯 x = 1\n"
+    mixed = unit * (ts.SMALL_TEXT_BUDGET // ts.NON_ASCII_COST // len(unit) + 1)  # over the budget at its cost
+    plain = ("x = 1\n" * len(mixed))[:len(mixed)]  # the same length in ASCII: within it
+    assert len(mixed) < ts.SMALL_TEXT_BUDGET
+    tail = ["def f(x):\n    return x\n", "plain words " * 50]
+    assert _encode_len_in_a_fresh_process(home, [plain, *tail]) == {
+        "counts": [tiktoken_len(encoding, t) for t in (plain, *tail)], "tiktoken_built": False}
+    assert _encode_len_in_a_fresh_process(home, [mixed, *tail]) == {
+        "counts": [tiktoken_len(encoding, t) for t in (mixed, *tail)], "tiktoken_built": True}
