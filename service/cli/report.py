@@ -20,7 +20,7 @@ from service.report.build import ReportRequest, build_report
 from service.client.figures import count, plural, size
 from service.client.textsafe import printable_lines
 from service.client.textsafe import printable
-from service.client.words import model_name
+from service.client.words import compactions_sentence, model_name
 
 DATE_RE = re.compile(r"^(\d{4})-?(\d{2})-?(\d{2})$")
 
@@ -331,6 +331,10 @@ def render_text(s: dict, budgets: dict | None = None) -> str:
     lines = [head, ""]
     lines += day_table(sp)
     lines += [""] + _spend_lines(sp)
+    compacted = compactions_sentence((s.get("compactions") or {}).get("by_trigger"),
+                                     (s.get("compactions") or {}).get("cost_usd"))
+    if compacted:
+        lines.append(f"  Claude Code's {compacted[0].lower()}{compacted[1:]}")
     rs = s.get("restart_savings")
     lines += [""] + rent_lines(rs) + restart_lines(rs)
     lines += budget_lines(budgets)

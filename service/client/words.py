@@ -196,3 +196,22 @@ def channel_sentences(ch: dict) -> list[tuple[str, str]]:
                 f"and spared an estimated {size(r.get('bytes_saved') or 0)} of whole-file reads.")
         out.append(("Search", text))
     return out
+
+
+# ---- Claude Code's own moves: its compactions, the cold cache (issue 47) ----------------------------
+
+COMPACTED_BY = {"manual": "by you", "auto": "automatic", "idle": "while you were idle"}
+
+
+def compactions_sentence(counts: dict | None, cost_usd: float | None = None) -> str:
+    """ "3 compactions: 1 by you, 2 while you were idle; about $0.42 (estimate)." (empty when none): the report,
+    the Overview and the Session tab say a session's or a period's compactions so."""
+    counts = counts if isinstance(counts, dict) else {}
+    by = [(k, int(n)) for k in COMPACTED_BY if isinstance(n := counts.get(k), int) and not isinstance(n, bool)
+          and n > 0]
+    if not by:
+        return ""
+    text = f"{plural(sum(n for _, n in by), 'compaction')}: " + ", ".join(f"{n} {COMPACTED_BY[k]}" for k, n in by)
+    if isinstance(cost_usd, (int, float)) and not isinstance(cost_usd, bool) and cost_usd > 0:
+        text += f"; about {usd(cost_usd)} (estimate)"
+    return text + "."
