@@ -215,3 +215,32 @@ def compactions_sentence(counts: dict | None, cost_usd: float | None = None) -> 
     if isinstance(cost_usd, (int, float)) and not isinstance(cost_usd, bool) and cost_usd > 0:
         text += f"; about {usd(cost_usd)} (estimate)"
     return text + "."
+
+
+def _amount(value) -> float | None:
+    """A non-negative finite figure, else None (snapshots and hook inputs are outside text)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if 0 <= value < 1e12 else None
+
+
+def cold_cache_lines(cache: dict | None, handoff: bool = False) -> list[str]:
+    """What a cold prompt cache costs, each line within 80 columns (docs/measurement.md section 16): going on
+    rewrites the whole prompt at the write price; a fresh session writes only the useful part. The restart
+    is named only when a handoff from before the break exists; without one both prices stand, and when a
+    handoff pays is said. `cache`: a snapshot's `cache` (cold_rewrite_*, fresh_start_*)."""
+    cache = cache if isinstance(cache, dict) else {}
+    rewrite, rewrite_tokens = _amount(cache.get("cold_rewrite_usd")), _amount(cache.get("cold_rewrite_tokens"))
+    fresh, fresh_tokens = _amount(cache.get("fresh_start_usd")), _amount(cache.get("fresh_start_tokens"))
+    if rewrite is None:
+        return ["Cache cold: your next message rewrites the whole prompt."]
+    what = f"{tokens(rewrite_tokens)} tokens " if rewrite_tokens is not None else ""
+    lines = [f"Cache cold: your next message rewrites {what}({usd(rewrite)})."]
+    if fresh is None or fresh >= rewrite:
+        return lines
+    size_ = f"{tokens(fresh_tokens)} " if fresh_tokens is not None else ""
+    if handoff:
+        lines.append(f"A fresh session with your handoff writes {size_}({usd(fresh)}).")
+    else:
+        lines.append(f"A fresh start writes {size_}({usd(fresh)}); a handoff is cheapest made before a break.")
+    return lines

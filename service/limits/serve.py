@@ -8,6 +8,7 @@ only reads the registry under its lock: the main loop is never waited on.
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from service.statusline.reading import parse, to_epoch
@@ -32,14 +33,28 @@ def answer(service: ServiceView, body: dict[str, Any]) -> dict[str, Any]:
                          daemon=True).start()
     turns = book.turn_costs(sid) if sid else []
     cfg = service.cfg.get("statusline") or {}
+    expires = to_epoch((fields.get("cache") or {}).get("expires_at"))
+    cold = (reading.get("prompt_cache") or {}).get("warm") is False or (expires is not None and expires <= time.time())
     return {
+        "handoff": cold and snap is not None and _handoff_ready(service, snap),
         "known": snap is not None,
         "session": {k: fields.get(k) for k in SESSION_FIELDS} if snap else None,
         "limits": book.limits(epoch=True),
         "turn": turns[-1] if turns else None,
-        "cache_expires_at": to_epoch((fields.get("cache") or {}).get("expires_at")),
+        "cache_expires_at": expires,
         "format": cfg.get("format"),
     }
+
+
+def _handoff_ready(service: ServiceView, snap: Snapshot) -> bool:
+    """Whether the session left a handoff before its break (asked only of a cold cache: one store read)."""
+    from service.client.breaks import handoff_before_break
+
+    try:
+        rows = service.reads.handoffs(project=snap.get("project"), undelivered=True)
+    except Exception:  # the database cannot answer: the line says both prices, which is never wrong
+        return False
+    return handoff_before_break(list(rows), snap.get("session_id"), snap.get("updated_at")) is not None
 
 
 def limits_view(service, session_id: str | None) -> dict:

@@ -215,7 +215,8 @@ def _local_facts(reading: dict) -> dict:
     """What Claude Code's own input tells, for when the service cannot add to it."""
     cache = reading.get("prompt_cache") or {}
     return {"session": None, "service": "down", "limits": reading.get("rate_limits") or {},
-            "cache_expires_at": cache.get("expires_at"),
+            "cache_expires_at": cache.get("expires_at"), "cache_warm": cache.get("warm"),
+            "recache_tokens": cache.get("recache_tokens_if_cold"),
             "context_pct": (reading.get("context_window") or {}).get("used_percentage")}
 
 
@@ -226,6 +227,7 @@ def _merge(facts: dict, answer: dict) -> dict:
     if out["cache_expires_at"] is None:
         out["cache_expires_at"] = answer.get("cache_expires_at")
     out["turn"] = answer.get("turn")
+    out["handoff"] = answer.get("handoff") is True
     return out
 
 
