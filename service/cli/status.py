@@ -46,8 +46,22 @@ def ending_words(snapshot: dict) -> str:
     return text + "."
 
 
-def render(status: dict, tty: bool, notices: list[str] | None = None) -> str:
-    """The table as text (pure: tests call it); every text from outside passes `printable`."""
+def cold_words(snapshot: dict, now: float, handoff: bool = False) -> list[str]:
+    """A session whose prompt cache has expired: the rewrite beside the fresh start, lines of at most 80
+    columns (service/client/words.py); nothing while the cache is warm."""
+    from service.client.words import cold_cache_lines, parse_time
+
+    cache = snapshot.get("cache") or {}
+    expires = parse_time(cache.get("expires_at"))
+    return cold_cache_lines(cache, handoff) if expires is not None and expires <= now else []
+
+
+def render(status: dict, tty: bool, notices: list[str] | None = None, now: float | None = None,
+           handoff_ready: frozenset[str] = frozenset()) -> str:
+    """The table as text (pure but for the clock when `now` is None: tests pass it); every text from outside
+    passes `printable`. `handoff_ready`: the sessions that left a handoff before their break."""
+    import time
+
     from service.client.textsafe import printable as p
     from service.client.figures import plural, usd
     from service.client.words import advice, colour_of, position, session_name
@@ -87,7 +101,27 @@ def render(status: dict, tty: bool, notices: list[str] | None = None) -> str:
                  "stretch of work")
     if (followed.get("restart_savings") or {}).get("first_reminder_call") is not None:
         lines.append(f"{p(session_name(followed), 80)}: {ending_words(followed)}")
+    lines += cold_words(followed, time.time() if now is None else now, followed.get("session_id") in handoff_ready)
     return "\n".join(lines + list(notices or []))
+
+
+def handoff_ready(client, status: dict) -> frozenset[str]:
+    """The followed session, when its cache is cold and it left a handoff before the break (one request)."""
+    import time
+
+    from service.client.api import ApiError
+    from service.client.breaks import handoff_before_break
+
+    sid = status.get("followed")
+    snap = next((s for s in status.get("sessions") or [] if s.get("session_id") == sid), None)
+    if snap is None or not cold_words(snap, time.time()) or not snap.get("project"):
+        return frozenset()
+    try:
+        rows = client.request("GET", "/api/v1/handoffs",
+                              query={"project": snap["project"], "undelivered": 1}).get("handoffs")
+    except (ApiError, AttributeError):
+        return frozenset()
+    return frozenset({str(sid)}) if handoff_before_break(rows, sid, snap.get("updated_at")) else frozenset()
 
 
 def notice_for(event: str, data: dict, told: set, colours: dict) -> str | None:
@@ -129,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     tty = sys.stdout.isatty()
     if args.once:
-        print(render(status, tty))
+        print(render(status, tty, handoff_ready=handoff_ready(client, status)))
         return 0
     sessions = {s["session_id"]: s for s in status["sessions"]}
     state = {"followed": status.get("followed"), "service": status.get("service")}

@@ -242,5 +242,19 @@ def cold_cache_lines(cache: dict | None, handoff: bool = False) -> list[str]:
     if handoff:
         lines.append(f"A fresh session with your handoff writes {size_}({usd(fresh)}).")
     else:
-        lines.append(f"A fresh start writes {size_}({usd(fresh)}); a handoff is cheapest made before a break.")
+        lines.append(f"Fresh start: {size_}({usd(fresh)}); a handoff is cheapest made before a break.")
     return lines
+
+
+def idle_compaction_line(cache: dict | None, clock: str) -> str:
+    """On a 1-hour cache with a long prompt: Claude Code compacts it at 0.9 of the TTL after the last call
+    (unless its `idleCompaction` setting is false), priced against a handoff before the break; empty otherwise.
+    `clock`: when, as the caller shows times."""
+    cache = cache if isinstance(cache, dict) else {}
+    compact, fresh = _amount(cache.get("idle_compact_usd")), _amount(cache.get("fresh_start_usd"))
+    if compact is None or not cache.get("idle_compact_at"):
+        return ""
+    text = f"Claude Code compacts it idle at {clock} ({usd(compact)})"
+    if fresh is not None:
+        text += f"; a handoff before the break: {usd(fresh)}"
+    return text + "."
