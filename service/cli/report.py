@@ -20,7 +20,7 @@ from service.report.build import ReportRequest, build_report
 from service.client.figures import count, plural, size
 from service.client.textsafe import printable_lines
 from service.client.textsafe import printable
-from service.client.words import compactions_sentence, model_name
+from service.client.words import compactions_sentence, misses_sentence, model_name
 
 DATE_RE = re.compile(r"^(\d{4})-?(\d{2})-?(\d{2})$")
 
@@ -335,6 +335,9 @@ def render_text(s: dict, budgets: dict | None = None) -> str:
                                      (s.get("compactions") or {}).get("cost_usd"))
     if compacted:
         lines.append(f"  Claude Code's {compacted[0].lower()}{compacted[1:]}")
+    missed = misses_sentence(s.get("cache_misses"))
+    if missed:
+        lines.append(f"  As Claude Code's status line counted them, {missed[0].lower()}{missed[1:]}")
     rs = s.get("restart_savings")
     lines += [""] + rent_lines(rs) + restart_lines(rs)
     lines += budget_lines(budgets)

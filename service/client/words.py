@@ -258,3 +258,32 @@ def idle_compaction_line(cache: dict | None, clock: str) -> str:
     if fresh is not None:
         text += f"; a handoff before the break: {usd(fresh)}"
     return text + "."
+
+
+# what Claude Code names a cache miss's cause, in the glossary's words
+MISS_CAUSES = {"ttl_expired_5m": "after a break past 5 minutes", "ttl_expired_1h": "after a break past an hour",
+               "model_changed": "model switch", "fast_mode_changed": "fast mode switch",
+               "tools_changed": "tools changed", "system_prompt_changed": "system prompt changed",
+               "effort_changed": "effort changed", "messages_rewritten": "earlier messages rewritten"}
+
+
+def misses_sentence(block: dict | None) -> str:
+    """ "3 cache misses: 2 after a break past 5 minutes, 1 model switch; they rewrote $1.20." from what Claude
+    Code's status line counted (empty without a miss); an unknown cause is "other"."""
+    block = block if isinstance(block, dict) else {}
+    misses = block.get("misses")
+    if not isinstance(misses, int) or isinstance(misses, bool) or misses <= 0:
+        return ""
+    by: dict[str, int] = {}
+    causes = block.get("miss_causes") or block.get("by_cause") or {}
+    for cause, n in (causes.items() if isinstance(causes, dict) else ()):
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            word = MISS_CAUSES.get(cause, "other")
+            by[word] = by.get(word, 0) + n
+    text = plural(misses, "cache miss", "cache misses")
+    if by:
+        text += ": " + ", ".join(f"{n} {word}" for word, n in sorted(by.items(), key=lambda kv: -kv[1]))
+    rewrote = _amount(block.get("rewrote_usd"))
+    if rewrote is not None and rewrote > 0:
+        text += f"; {'it' if misses == 1 else 'they'} rewrote {usd(rewrote)}"
+    return text + "."

@@ -347,3 +347,24 @@ def test_on_a_cold_cache_the_line_prices_the_rewrite_and_the_fresh_start_and_nam
                           if s["session_id"] == T.SID)["calls"] > snap["calls"], what="the answer read")
     proc, _ = run_line(env, cold_json(warm=False))
     assert "· restart w/ handoff $" in proc.stdout.decode()
+
+
+def test_the_service_keeps_the_sessions_misses_by_cause_and_the_report_and_session_view_say_them(env, service):
+    from service.client.figures import usd
+    from service.client.words import misses_sentence
+
+    doc = json.loads(subscriber_json())
+    doc["prompt_cache"].update(requests=40, misses=3, miss_recache_tokens=380_000,
+                               miss_causes={"ttl_expired_5m": 2, "model_changed": 1, "Bad Cause!": 7},
+                               last_miss_cause={"causes": ["model_changed"]})
+    assert run_line(env, json.dumps(doc).encode())[0].returncode == 0
+    snap = next(s for s in api(service, "GET", "/api/v1/status")[1]["sessions"] if s["session_id"] == T.SID)
+    per_token = snap["cache"]["cold_rewrite_usd"] / snap["cache"]["cold_rewrite_tokens"]
+    view = api(service, "GET", f"/api/v1/limits?session={T.SID}")[1]["session"]["cache_misses"]
+    assert view["misses"] == 3 and view["miss_causes"] == {"ttl_expired_5m": 2, "model_changed": 1}
+    assert view["rewrote_usd"] == pytest.approx(380_000 * per_token, abs=1e-6) and view["rewrote_label"] == "estimated"
+    assert misses_sentence(view) == (f"3 cache misses: 2 after a break past 5 minutes, 1 model switch; they rewrote "
+                                     f"{usd(view['rewrote_usd'])}.")
+    report = api(service, "GET", "/api/v1/report")[1]["cache_misses"]
+    assert report["misses"] == 3 and report["by_cause"] == {"model_changed": 1, "ttl_expired_5m": 2}
+    assert report["by_session"][T.SID]["misses"] == 3

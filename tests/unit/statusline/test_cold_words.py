@@ -57,3 +57,13 @@ def test_a_handoff_from_before_the_break_is_the_sessions_own_unloaded_and_saved_
     assert newest["token"] == "h-new234"
     assert handoff_before_break("junk", "s1", LAST) is None and handoff_before_break([row()], None, LAST) is None
     assert handoff_before_break([row(created_at=5), row(created_at="never"), "x"], "s1", LAST) is None
+
+
+def test_misses_by_cause_in_words():
+    from service.client.words import misses_sentence
+    assert misses_sentence({"misses": 1, "miss_causes": {"ttl_expired_1h": 1}, "rewrote_usd": 0.5}) == \
+        f"1 cache miss: 1 after a break past an hour; it rewrote {usd(0.5)}."
+    assert misses_sentence({"misses": 4, "miss_causes": {"tools_changed": 1, "new_cause": 2, "model_changed": 1}}) \
+        == "4 cache misses: 2 other, 1 tools changed, 1 model switch."
+    assert misses_sentence({"misses": 0}) == "" and misses_sentence(None) == ""
+    assert misses_sentence({"misses": True, "miss_causes": {"model_changed": 1}}) == ""
