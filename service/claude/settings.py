@@ -127,6 +127,31 @@ def hook_entry(launcher: Launcher, subcommand: str = "session-start") -> dict:
     return {"type": "command", "command": launcher.shell("hook", subcommand), "timeout": HOOK_TIMEOUT_S}
 
 
+_IDLE_SEEN: tuple[tuple[int, int] | None, bool] = (None, True)
+
+
+def idle_compaction_on() -> bool:
+    """Whether Claude Code compacts a long idle session on a 1-hour cache: on unless its settings say
+    `"idleCompaction": false`. Read again only when the file changed (the service asks per status)."""
+    global _IDLE_SEEN
+    path = settings_file()
+    try:
+        st = path.stat()
+        key: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = None
+    if key == _IDLE_SEEN[0]:
+        return _IDLE_SEEN[1]
+    on = True
+    if key is not None and key[1] <= 1 << 20:
+        try:
+            on = json.loads(path.read_text(encoding="utf-8")).get("idleCompaction") is not False
+        except (OSError, ValueError, AttributeError):
+            on = True
+    _IDLE_SEEN = (key, on)
+    return on
+
+
 def offered_hooks(version: tuple[int, ...] | None) -> list[tuple[str, str]]:
     """(event, subcommand) of the hooks a Claude Code of this version offers (None: not known)."""
     return [(event, sub) for event, sub, since in HOOKS

@@ -85,3 +85,14 @@ def test_the_version_is_the_installed_claude_codes_own(config, monkeypatch):
     assert ours(json.loads((config / "settings.json").read_text()), "PreModelSwitch")
     monkeypatch.setenv("PATH", "/nonexistent")
     assert cs.claude_version() is None and cs.offered_hooks(None) == [("SessionStart", "session-start")]
+
+
+def test_idle_compaction_is_on_unless_claude_codes_settings_turn_it_off(config):
+    assert cs.idle_compaction_on()  # no settings file: Claude Code's default
+    path = config / "settings.json"
+    path.write_text(json.dumps({"idleCompaction": False}))
+    assert not cs.idle_compaction_on()
+    path.write_text(json.dumps({"idleCompaction": True, "model": "opus"}) + "\n")  # another size: read again
+    assert cs.idle_compaction_on()
+    path.write_text("{broken")
+    assert cs.idle_compaction_on()

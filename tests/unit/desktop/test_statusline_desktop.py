@@ -80,6 +80,9 @@ def test_the_tooltip_foresees_claude_codes_idle_compaction_on_a_one_hour_cache()
     (line,) = [x for x in text.splitlines() if "compacts" in x]
     assert line.startswith("Claude Code compacts it idle at ") and line.endswith(
         f"({fmt.usd(0.41)}); a handoff before the break: {fmt.usd(0.13)}.")
+    # Claude Code's settings turned it off: nothing foreseen
+    off = tooltip_text(dict(snap, lamp={"state": "good", "colour": "green"}), NOW, idle_compaction=False)
+    assert "compacts" not in off and "cache warm until" in off
 
 
 def fmt_iso(epoch: float) -> str:
