@@ -47,6 +47,7 @@ TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 _started = time.monotonic()
 _writing = threading.Event()
+_ready: list[str] = []  # an answer already made (the resume's message): the watchdog still gives it
 
 
 def _left() -> float:
@@ -54,9 +55,17 @@ def _left() -> float:
 
 
 def _watchdog() -> threading.Timer:
-    """Hard stop: exit 0 silently unless the answer is already being written."""
+    """Hard stop: exit 0 unless the answer is already being written; an answer already made (the message for
+    the user on a resume) is written first, so a slow rotation after it does not lose it."""
     def fire() -> None:
         if not _writing.is_set():
+            _writing.set()
+            if _ready:
+                try:
+                    sys.stdout.write(_ready[0] + "\n")
+                    sys.stdout.flush()
+                except BaseException:
+                    pass
             os._exit(0)
     timer = threading.Timer(max(0.05, _left()), fire)
     timer.daemon = True
@@ -313,11 +322,13 @@ def _run(stdin, stdout, event: str = "session-start") -> int:
             from service.claude.hook_moves import model_switch_message
 
             message = model_switch_message(payload)
+        elif isinstance(payload, dict) and payload.get("source") in RESUME_SOURCES:
+            message = user_message(payload)  # first: the user's message must not wait on the rotation
+            if message:
+                _ready.append(json.dumps({"systemMessage": message}))
+            answer(payload)  # the rotation; nothing goes into the session's context on a resume (the spec)
         elif isinstance(payload, dict):
             text = answer(payload)
-            message = user_message(payload)
-            if payload.get("source") in RESUME_SOURCES:
-                text = None  # nothing goes into the session's context on a resume (the spec)
     except BaseException:  # garbage, a broken pipe, a bug: the session starts anyway
         return 0
     if not text and not message:
