@@ -1,10 +1,14 @@
 """End to end (issue 47): the REAL Claude Code CLI (the pinned version, tests/integration/e2e/install_claude.sh)
 in interactive mode under tmux against the project's fake API, with `ctxlamp install` applied and a real
-`ctxlamp serve`. A session runs two turns and ends; its transcript is then backdated by an
-hour (the cache the CLI wrote has gone cold: a 5-minute cache on an API key), the service starts and reads
-it, and `claude --resume` starts it again. Claude Code runs the SessionStart hook with source resume and prompt_cache_likely_expired; the
-pane must show the hook's systemMessage with both prices (and ctxlamp's status line its short form), and
-nothing of it may reach the model.
+`ctxlamp serve`. A session runs two turns and ends; its transcript is then backdated by an hour (the cache
+the CLI wrote has gone cold: a 5-minute cache on an API key), the service starts again and reads it, and
+`claude --resume` starts it again. Claude Code runs the SessionStart hook with source resume and
+prompt_cache_likely_expired; the pane must show the hook's systemMessage with both prices (and ctxlamp's
+status line its short form), and nothing of it may reach the model.
+
+The first session runs with the service up, as a user's does: in runs where it ran with the service down
+(the startup hook then injecting its rotation fallback), the CLI did not show the resume hook's message,
+though the hook answered it (seen with `tee` on the hook's output); that is not understood yet.
 
 What is not driven here: Claude Code's idle compaction (54 minutes of a 1-hour cache, which an API-key
 session does not get); its transcript lines are built in the shape the CLI writes them in
