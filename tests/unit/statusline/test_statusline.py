@@ -273,3 +273,11 @@ def test_every_cold_form_fits_one_status_line_of_80_columns(rewrite, share, hand
     text = line.cache_part(facts, False, NOW)
     assert "\n" not in text and len(text) <= 80
     assert text.startswith("cache cold")
+
+
+def test_claude_codes_word_on_warmth_counts_only_where_it_saw_caching():
+    from service.statusline.run import _local_facts
+    cold = _local_facts(reading.parse({"prompt_cache": {"warm": False, "caching_observed": True}}))
+    assert cold["cache_warm"] is False
+    never = _local_facts(reading.parse({"prompt_cache": {"warm": False, "caching_observed": False}}))
+    assert never["cache_warm"] is None and line.cache_part(never, False, NOW) == ""
