@@ -72,6 +72,7 @@ class TrayController(QObject):
         self._tray_timer.setSingleShot(True)
         self._tray_timer.timeout.connect(self._try_show_tray)
         self.limits: dict | None = None  # plan limits last seen by Claude Code's status line
+        self.idle_compaction = True  # Claude Code's idle compaction on (its settings, from the status)
         self.budgets: dict | None = None  # billed today and this month against the budgets
         self.limit_notices, self.idle_notice = LimitNotices(), IdleCacheNotice()
         self._idle_timer = QTimer(self)
@@ -135,7 +136,7 @@ class TrayController(QObject):
             if self.catching_up:
                 return "ctxlamp — reading your recent Claude Code sessions…\nThe lamp lights up when they are read."
             return "ctxlamp — no live Claude Code session yet\nThe lamp lights up when a transcript grows."
-        text = tooltip_text(snap, now)
+        text = tooltip_text(snap, now, idle_compaction=self.idle_compaction)
         limits = limits_text(self.limits, now)
         budget = budgets_text(self.budgets)
         return "\n".join(t for t in (text, limits, budget) if t)
@@ -162,6 +163,7 @@ class TrayController(QObject):
         for sid, snap in self.sessions.items():  # the lamps as they stand now: shown, not announced
             self.coalescer.observe(sid, int(snap.get("segment") or 0), lamp_colour(snap), time.time(), quiet=True)
         self.service_followed = status.get("followed")
+        self.idle_compaction = (status.get("claude_code") or {}).get("idle_compaction") is not False
         self.down_reason = None
         self.on_limits(status.get("limits"))
         self.budgets = status.get("budgets") if isinstance(status.get("budgets"), dict) else None

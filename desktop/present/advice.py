@@ -27,8 +27,10 @@ class Notice:
 
 # ---------- the tooltip ----------
 
-def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = None) -> str:
-    """The tray tooltip. Computed when shown (the cache countdown is not ticked)."""
+def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = None,
+                 idle_compaction: bool = True) -> str:
+    """The tray tooltip. Computed when shown (the cache countdown is not ticked). `idle_compaction`: Claude
+    Code's settings leave its idle compaction on (the status's `claude_code`)."""
     if not snapshot:
         return "\n".join(["ctxlamp — service down", down_reason or "The ctxlamp service is not running."])
     lamp = snapshot.get("lamp") or {}
@@ -48,20 +50,30 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
     move = move_sentence(snapshot)
     if move:
         lines.append(move)
-    cache = snapshot.get("cache") or {}
+    return "\n".join(lines + cache_lines(snapshot.get("cache") or {}, now, idle_compaction))
+
+
+def cache_lines(cache: dict, now: float, idle_compaction: bool = True) -> list[str]:
+    """The prompt cache in the tooltip: warm until when and what its expiry will cost, or, once cold, the
+    rewrite beside the fresh start (docs/measurement.md 16); Claude Code's idle compaction when it is due."""
     exp = fmt.parse_time(cache.get("expires_at"))
     cold = cache.get("cold_rewrite_usd")
-    if exp is not None:
-        left = exp - now
-        if left > 0:
-            # a clock time stays true without ticking; the menu shows the live countdown when opened
-            clock = datetime.fromtimestamp(exp).strftime("%H:%M:%S")
-            lines.append(f"cache warm until {clock}; after that the next turn re-writes {fmt.usd(cold)}")
-            if cold:  # the cache is per model: a switch (or fast mode on or off) misses it now
-                lines.append(f"switching model now re-writes {fmt.usd(cold)}")
-        else:
-            lines.append(f"cache expired: the next turn re-writes {fmt.usd(cold)}")
-    return "\n".join(lines)
+    if exp is None:
+        return []
+    if exp - now <= 0:
+        return [line[0].lower() + line[1:] for line in words.cold_cache_lines(cache)]
+    # a clock time stays true without ticking; the menu shows the live countdown when opened
+    clock = datetime.fromtimestamp(exp).strftime("%H:%M:%S")
+    lines = [f"cache warm until {clock}; after that the next turn re-writes {fmt.usd(cold)}"]
+    fresh = words.cold_cache_lines(cache)[1:]
+    if fresh:
+        lines.append(fresh[0][0].lower() + fresh[0][1:])
+    idle_at = fmt.parse_time(cache.get("idle_compact_at"))
+    if idle_at is not None and idle_at > now and idle_compaction:
+        lines.append(words.idle_compaction_line(cache, datetime.fromtimestamp(idle_at).strftime("%H:%M")))
+    if cold:  # the cache is per model: a switch (or fast mode on or off) misses it now
+        lines.append(f"switching model now re-writes {fmt.usd(cold)}")
+    return lines
 
 
 def move_sentence(snapshot: dict | None) -> str:

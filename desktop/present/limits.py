@@ -10,6 +10,7 @@ import time
 from desktop.present import fmt
 from desktop.present.lamp import session_name
 from desktop.present.overview import run_out_at
+from service.client import words
 
 WINDOW_LABELS = {"five_hour": "5h", "seven_day": "week", "spend_limit": "spend"}
 DEFAULTS = {"notice_pct": 80.0, "alert_pct": 95.0, "idle_rewrite_usd": 0.5, "idle_notice_s": 60}
@@ -95,7 +96,8 @@ class LimitNotices:
 
 
 class IdleCacheNotice:
-    """Before an idle session's prompt cache expires: what the next message will re-write and cost.
+    """Before an idle session's prompt cache expires: what the next message will re-write and cost, and what
+    a fresh session would write instead (the useful part, at the write price).
 
     Status lines freeze between updates; the tray does not. Due `idle_notice_s` before the
     expiry, for sessions whose re-write costs at least `idle_rewrite_usd`; once per expiry.
@@ -138,7 +140,9 @@ class IdleCacheNotice:
             ratio = ((limits or {}).get("five_hour") or {}).get("pct_per_usd")
             if isinstance(ratio, (int, float)) and ratio > 0:
                 body += f" (likely {cold * ratio:.1f}% of your 5-hour window)"
-            out.append(("ctxlamp: cache about to expire", body + "."))
+            # beside it, the fresh start: the useful part written once (a cache notice: it informs)
+            fresh = words.cold_cache_lines(snap.get("cache"))[1:]
+            out.append(("ctxlamp: cache about to expire", body + "." + (f" {fresh[0]}" if fresh else "")))
         return out
 
 

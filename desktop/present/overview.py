@@ -12,7 +12,8 @@ from datetime import date
 
 from desktop.present import fmt
 from desktop.present.lamp import project_name, session_label
-from service.client.words import channel_sentences, model_name, unrecorded_output  # noqa: F401 (the tabs' model names)
+from service.client.words import (channel_sentences, compactions_sentence, model_name,  # noqa: F401 (the tabs' model names)
+                                  unrecorded_output)
 
 PERIODS = ((1, "Today"), (7, "Last 7 days"), (30, "Last 30 days"))
 MAX_STACKS = 6  # bars stack the dearest few; the rest is one "other" layer
@@ -221,8 +222,14 @@ def rent_sentence(doc: dict | None) -> str:
 
 
 def channel_headlines(doc: dict | None) -> list[tuple[str, str]]:
-    """(channel title, one sentence) for edits, trimming and search: the command line's report says them too."""
-    return channel_sentences((doc or {}).get("channels") or {})
+    """(channel title, one sentence) for edits, trimming and search, then Claude Code's own compactions: the
+    command line's report says them too."""
+    out = channel_sentences((doc or {}).get("channels") or {})
+    block = (doc or {}).get("compactions") or {}
+    compacted = compactions_sentence(block.get("by_trigger"), block.get("cost_usd"))
+    if compacted:
+        out.append(("Compactions", compacted))
+    return out
 
 
 @dataclass

@@ -8,7 +8,7 @@ from __future__ import annotations
 from desktop.present import fmt
 from desktop.present.advice import notices_line, position_words
 from service.client.textsafe import html_text
-from service.client.words import RATE_SPAN_S, rent_rate
+from service.client.words import RATE_SPAN_S, compactions_sentence, rent_rate
 from desktop.present.lamp import STATE_WORDS, lamp_colour, lamp_state, session_name
 
 TIPS = {
@@ -18,6 +18,8 @@ TIPS = {
              "starts paying for itself.",
     "rent": "What the calls of this session paid to re-read dead weight: context a fresh session would not need.",
     "burn": "Rent paid per hour over the last half hour of work.",
+    "compactions": "Compactions of this session: the ones you asked for (/compact), the ones Claude Code made "
+                   "near the window's end, and those it made while you were idle.",
     "context": "Tokens re-sent with every call now, and the useful part of them: what a restart would carry over, "
                "the files ticked in the Files tab.",
 }
@@ -48,4 +50,10 @@ def header_facts(snapshot: dict | None) -> list[tuple[str, str, str]]:
         ("Restart notice", *notices_line(snapshot)),
         ("Rent per hour", fmt.usd(rent_rate(snapshot)) if rent_rate(snapshot) is not None else
          f"after {int(RATE_SPAN_S // 60)} min of work", TIPS["burn"]),
-    ]
+    ] + compaction_fact(snapshot.get("compactions"))
+
+
+def compaction_fact(counts: dict | None) -> list[tuple[str, str, str]]:
+    """The Compactions figure, for a session that had any (live from its snapshot, ended from the overview)."""
+    text = compactions_sentence(counts)
+    return [("Compactions", text.split(": ", 1)[-1].rstrip("."), TIPS["compactions"])] if text else []

@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt
 
 from desktop.widgets import charts
 from desktop.present.limits import TURN_COLUMNS, limits_text, turn_rows, usage_points
+from service.client.words import misses_sentence
 
 PENS = {"five_hour": pg.mkPen("#d9480f", width=2), "seven_day": pg.mkPen("#1c7ed6", width=2)}
 NAMES = {"five_hour": "5-hour window", "seven_day": "weekly window"}
@@ -64,6 +65,9 @@ class LimitsPanel(QWidget):
             f"Plan limits: {summary}. A turn's share is the change of the 5-hour window across it, measured "
             "(an upper bound when another session moved the window meanwhile)." if summary else
             "Plan limits: none seen yet (Claude Code reports them to `ctxlamp statusline` for claude.ai plans).")
+        missed = misses_sentence(session.get("cache_misses"))
+        if missed:  # what Claude Code's status line counted for this session
+            self.note.setText(f"{self.note.text()}\n{missed}")
         self.plot.clear()
         drawn = False
         for window in ("five_hour", "seven_day"):

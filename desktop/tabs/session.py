@@ -11,7 +11,7 @@ from desktop.present.advice import session_advice
 from desktop.widgets import charts
 from desktop.present.curve import curve_view, series_view
 from desktop.present.lamp import session_label
-from desktop.present.session import header_facts, header_title
+from desktop.present.session import compaction_fact, header_facts, header_title
 from desktop.tabs.base import Tab
 from service.client.textsafe import html_text
 from desktop.tabs.limits import LimitsPanel
@@ -104,7 +104,8 @@ class SessionTab(Tab):
                      ("Restart notices", f"{advised} of {fmt.plural(len(segments), 'stretch', 'stretches')}"
                       if segments else fmt.DASH,
                       "Stretches of work in which the rent on dead weight reached a restart's cost: the tray "
-                      "gave its notice once in each (finished stretches, History tab).")])
+                      "gave its notice once in each (finished stretches, History tab).")]
+                    + compaction_fact(row.get("compactions")))
         charts.draw_curve(self.curve_plot, curve_view(None))
         self.show_series(None)
 

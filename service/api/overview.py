@@ -123,10 +123,12 @@ def build(days: int, report: dict, splits: dict, rent: dict, live_ids: set[str |
         return float(billed_of.get(sid, row.get("usd") or 0.0))
 
     sessions = sorted((spend.get("by_session") or {}).items(), key=lambda kv: (-session_billed(*kv), kv[0]))
+    compacted = (report.get("compactions") or {}).get("by_session") or {}
     top = [{"session_id": sid, "project": s.get("project"), "usd": s.get("usd"),
             "billed_usd": session_billed(sid, s), "unwritten_usd": round(session_billed(sid, s) - s["usd"], 9),
             "subagents_usd": s.get("subagents_usd"), "calls": s.get("calls"),
-            "started_at": splits["first_at"].get(sid), "last_at": splits["last_at"].get(sid), "live": sid in live_ids}
+            "started_at": splits["first_at"].get(sid), "last_at": splits["last_at"].get(sid), "live": sid in live_ids,
+           "compactions": compacted.get(sid)}
            for sid, s in sessions[:TOP_SESSIONS]]
     d0 = date.fromisoformat(since)
     day_list = [(d0 + timedelta(days=i)).isoformat() for i in range(days)]
@@ -154,6 +156,8 @@ def build(days: int, report: dict, splits: dict, rent: dict, live_ids: set[str |
         "rent": rent,
         "restart_savings": restart_savings,
         "channels": {name: report.get(name) or {} for name in ("edit", "pinch", "retrieval")},
+        # Claude Code's own compactions in the period, by who started them (the session rows carry theirs)
+        "compactions": {k: v for k, v in (report.get("compactions") or {}).items() if k != "by_session"},
     }
 
 

@@ -277,11 +277,11 @@ class ApiServer:
 
     def get_report(self, q, body):
         from service.report import cached
-        from service.limits.serve import book_unwritten
+        from service.limits.serve import book_misses, book_unwritten
 
         since, until = _period(q)
         doc = cached.report(since, until, self._zone(q), record=(self._segments(), self.service.status()["sessions"]))
-        return book_unwritten(doc, self.service.readings, not since and not until)
+        return book_misses(book_unwritten(doc, self.service.readings, not since and not until), self.service)
 
     def _segments(self) -> list[dict]:
         """Every archived segment profile (none while the store is unavailable)."""

@@ -2,7 +2,9 @@
 
 From transcripts, per session and on the main chain only:
 - a compaction: `compact_boundary` `compactMetadata.preTokens` -> `postTokens`,
-  or, when `postTokens` is absent, the next main-chain call's totalStock;
+  or, when `postTokens` is absent, the next main-chain call's totalStock; who started it
+  (`started_by`: manual, auto or idle, service/engine/compactions.py) is the boundary's trigger, made
+  idle by a precomputed summary or by the idle note Claude Code writes after the summary;
 - a client context edit: totalStock falls between two consecutive main-chain
   calls of the same model with no boundary between them.
 Counts are what the API billed (input + cache writes + cache reads), so the
@@ -19,6 +21,7 @@ from typing import Iterable
 
 from service.channels.entries import Parts, is_sidechain, parts
 from service.channels.events import ChannelEvent
+from service.engine.compactions import boundary_trigger, is_idle_note
 
 SYNTHETIC = "<synthetic>"
 
@@ -71,6 +74,10 @@ class PinchMeter:
         self._boundary = False
         self._pending: tuple[int, str | None, str | None] | None = None  # (preTokens, ts, trigger)
         self._pending_id: str | None = None
+        self._pending_by: str = "auto"  # who started the pending compaction
+        # the data of the compaction emitted last, until a call comes: an idle note after it makes it idle
+        # (the emitted event's own dict, so the note marks the event the scan already holds)
+        self._last_compaction: dict | None = None
 
     @property
     def cache_rate(self) -> float:
@@ -80,6 +87,9 @@ class PinchMeter:
         t = p.type if p is not None else entry.get("type")
         if t == "system" and entry.get("subtype") == "compact_boundary":
             return self._boundary_seen(entry)
+        if t == "system" and is_idle_note(entry):
+            self._idle_note()
+            return []
         if t != "assistant" or is_sidechain(entry):
             return []
         p = p or parts(entry)
@@ -88,6 +98,7 @@ class PinchMeter:
         if model == SYNTHETIC or tokens is None or key is None or key in self._seen:
             return []
         self._seen.add(key)
+        self._last_compaction = None
         self.requests += 1
         inp, cw, cr = tokens[0], tokens[1] + tokens[2], tokens[3]
         self.tokens_in += inp
@@ -99,8 +110,8 @@ class PinchMeter:
         if self._pending is not None:
             pre, _bts, trigger = self._pending
             out.append(pinch_event(pre, stock, ts=entry.get("timestamp"), session_id=sid, source="transcript",
-                                   kind="compaction", trigger=trigger, final_from="next_call", model=model,
-                                   id=self._pending_id))
+                                   kind="compaction", trigger=trigger, started_by=self._pending_by,
+                                   final_from="next_call", model=model, id=self._pending_id))
             self._pending = None
         elif (self._prev_stock is not None and not self._boundary and stock < self._prev_stock
               and model == self._prev_model):
@@ -117,10 +128,21 @@ class PinchMeter:
             return []  # a boundary without a size: a reset, nothing measurable
         post = meta.get("postTokens")
         trigger = meta.get("trigger")
+        by = boundary_trigger(meta)
+        self._last_compaction = None
         if isinstance(post, (int, float)):
-            return [pinch_event(pre, post, ts=entry.get("timestamp"), session_id=entry.get("sessionId") or self.session_id,
-                                source="transcript", kind="compaction", trigger=trigger, final_from="postTokens",
-                                model=self._prev_model, id=entry.get("uuid"))]
+            ev = pinch_event(pre, post, ts=entry.get("timestamp"), session_id=entry.get("sessionId") or self.session_id,
+                             source="transcript", kind="compaction", trigger=trigger, started_by=by,
+                             final_from="postTokens", model=self._prev_model, id=entry.get("uuid"))
+            self._last_compaction = ev.data
+            return [ev]
         self._pending = (int(pre), entry.get("timestamp"), trigger)
-        self._pending_id = entry.get("uuid")
+        self._pending_id, self._pending_by = entry.get("uuid"), by
         return []
+
+    def _idle_note(self) -> None:
+        """Claude Code's note that the compaction just written ran while the user was idle."""
+        if self._last_compaction is not None:
+            self._last_compaction["started_by"] = "idle"
+        elif self._pending is not None:
+            self._pending_by = "idle"

@@ -15,7 +15,11 @@ What it does, from the hook JSON on stdin:
 - on `startup` and `clear` (not `resume`, not `compact`), finds the project's
   undelivered handoffs (from the service, else read-only from the database) and
   injects a reminder: `load token: <token>`, age and task preview, newest first,
-  at most MAX_SHOWN.
+  at most MAX_SHOWN;
+- on `resume` and `fork` injects nothing; onto a cold cache it tells the user (a `systemMessage`)
+  what the next message rewrites and what a fresh session writes (service/claude/hook_moves.py).
+
+`ctxlamp hook pre-model-switch` (Claude Code's PreModelSwitch) tells the user what the switch rewrites.
 """
 from __future__ import annotations
 
@@ -38,10 +42,12 @@ MAX_STDIN = 1 << 20
 MAX_SHOWN = 3
 PREVIEW_CHARS = 120
 DISCOVERY_SOURCES = ("startup", "clear")
+RESUME_SOURCES = ("resume", "fork")  # a resume injects nothing into the context; a cold cache is told the user
 TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 _started = time.monotonic()
 _writing = threading.Event()
+_ready: list[str] = []  # an answer already made (the resume's message): the watchdog still gives it
 
 
 def _left() -> float:
@@ -49,9 +55,17 @@ def _left() -> float:
 
 
 def _watchdog() -> threading.Timer:
-    """Hard stop: exit 0 silently unless the answer is already being written."""
+    """Hard stop: exit 0 unless the answer is already being written; an answer already made (the message for
+    the user on a resume) is written first, so a slow rotation after it does not lose it."""
     def fire() -> None:
         if not _writing.is_set():
+            _writing.set()
+            if _ready:
+                try:
+                    sys.stdout.write(_ready[0] + "\n")
+                    sys.stdout.flush()
+                except BaseException:
+                    pass
             os._exit(0)
     timer = threading.Timer(max(0.05, _left()), fire)
     timer.daemon = True
@@ -178,11 +192,11 @@ def handoffs_from_database(db_path, project: str) -> list[dict]:
     try:
         con.execute("PRAGMA query_only = 1")
         rows = con.execute(
-            "SELECT token, task, created_at FROM handoff WHERE project = ? AND delivered_at IS NULL "
+            "SELECT token, task, created_at, from_session FROM handoff WHERE project = ? AND delivered_at IS NULL "
             "ORDER BY created_at DESC, id DESC LIMIT 20", (project,)).fetchall()
     finally:
         con.close()
-    return [{"token": t, "task": task, "created_at": c} for t, task, c in rows]
+    return [{"token": t, "task": task, "created_at": c, "from_session": f} for t, task, c, f in rows]
 
 
 def age_text(created_at: str | None, now: datetime | None = None) -> str:
@@ -274,28 +288,57 @@ def answer(payload: dict) -> str | None:
     return "\n\n".join(parts) if parts else None
 
 
-def main(stdin=None, stdout=None) -> int:
+def user_message(payload: dict) -> str | None:
+    """The systemMessage for the user: on a resume onto a cold cache, both prices (service/claude/hook_moves.py)."""
+    from service.claude.hook_moves import cold_resume
+
+    if payload.get("source") not in RESUME_SOURCES:
+        return None
+    paths = _paths()
+    try:
+        api: Api | None = Api(paths.api_file)
+    except ServiceDown:
+        api = None
+    return cold_resume(payload, api.call if api is not None else None,
+                       lambda project: handoffs_from_database(paths.db, os.path.normpath(project)))
+
+
+def main(stdin=None, stdout=None, event: str = "session-start") -> int:
     global _started
     _started = time.monotonic()
     timer = _watchdog()
     try:
-        return _run(stdin, stdout)
+        return _run(stdin, stdout, event)
     finally:
         timer.cancel()
 
 
-def _run(stdin, stdout) -> int:
+def _run(stdin, stdout, event: str = "session-start") -> int:
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
+    text = message = None
     try:
         raw = stdin.buffer.read(MAX_STDIN) if hasattr(stdin, "buffer") else stdin.read(MAX_STDIN)
         payload = json.loads(raw)
-        text = answer(payload) if isinstance(payload, dict) else None
+        if isinstance(payload, dict) and event == "pre-model-switch":
+            from service.claude.hook_moves import model_switch_message
+
+            message = model_switch_message(payload)
+        elif isinstance(payload, dict) and payload.get("source") in RESUME_SOURCES:
+            message = user_message(payload)  # first: the user's message must not wait on the rotation
+            if message:
+                _ready.append(json.dumps({"systemMessage": message}))
+            answer(payload)  # the rotation; nothing goes into the session's context on a resume (the spec)
+        elif isinstance(payload, dict):
+            text = answer(payload)
     except BaseException:  # garbage, a broken pipe, a bug: the session starts anyway
         return 0
-    if not text:
+    if not text and not message:
         return 0
-    out = json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
+    doc: dict = {"systemMessage": message} if message else {}
+    if text:
+        doc["hookSpecificOutput"] = {"hookEventName": "SessionStart", "additionalContext": text}
+    out = json.dumps(doc)
     _writing.set()
     try:
         stdout.write(out + "\n")

@@ -1,6 +1,7 @@
 """Registering ctxlamp with Claude Code, and taking it back out.
 
-Two files: the SessionStart hook goes into Claude Code's settings
+Two files: the hooks (SessionStart, and PreModelSwitch where the installed Claude Code offers it) go
+into Claude Code's settings
 (`~/.claude/settings.json`), the user-scoped MCP server into `~/.claude.json`
 (`mcpServers.ctxlamp`, what `claude mcp add --scope user` writes). With
 `$CLAUDE_CONFIG_DIR` set, Claude Code keeps both inside that folder
@@ -35,10 +36,15 @@ from typing import TypeVar
 SERVER_NAME = "ctxlamp"
 HOOK_EVENT = "SessionStart"
 HOOK_TIMEOUT_S = 5
+# The Claude Code hook events ctxlamp answers: (event, `ctxlamp hook` subcommand, the first Claude Code
+# version known to offer the event; None: every version ctxlamp supports). An older or unknown Claude Code
+# gets only what it is known to offer (docs/decisions.md 356).
+HOOKS = (("SessionStart", "session-start", None), ("PreModelSwitch", "pre-model-switch", (2, 1, 332)))
 BACKUP_SUFFIX = ".ctxlamp-backup"
 ROOT = Path(__file__).resolve().parents[1]
-# Our hook entry: a command that runs ctxlamp (the script or `-m service.cli`) with `hook session-start`.
-_OUR_HOOK = re.compile(r"(?:(?:^|[\s/\\'\"])ctxlamp(?:\.exe)?['\"]?|-m\s+service\.cli)\s+hook\s+session-start\s*$")
+# Our hook entry: a command that runs ctxlamp (the script or `-m service.cli`) with `hook <subcommand>`.
+_OUR_HOOK = re.compile(r"(?:(?:^|[\s/\\'\"])ctxlamp(?:\.exe)?['\"]?|-m\s+service\.cli)\s+hook\s+"
+                       r"(session-start|pre-model-switch)\s*$")
 SCRIPT_NAMES = ("ctxlamp", "ctxlamp.exe")
 
 
@@ -112,12 +118,63 @@ def mcp_config_file() -> Path:
     return Path(env).expanduser() / ".claude.json" if env else Path.home() / ".claude.json"
 
 
-def is_our_hook(hook: object) -> bool:
-    return isinstance(hook, dict) and isinstance(hook.get("command"), str) and bool(_OUR_HOOK.search(hook["command"]))
+def is_our_hook(hook: object, subcommand: str | None = None) -> bool:
+    """A hook entry that runs `ctxlamp hook ...` (that subcommand, when given)."""
+    if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
+        return False
+    found = _OUR_HOOK.search(hook["command"])
+    return found is not None and (subcommand is None or found.group(1) == subcommand)
 
 
-def hook_entry(launcher: Launcher) -> dict:
-    return {"type": "command", "command": launcher.shell("hook", "session-start"), "timeout": HOOK_TIMEOUT_S}
+def hook_entry(launcher: Launcher, subcommand: str = "session-start") -> dict:
+    return {"type": "command", "command": launcher.shell("hook", subcommand), "timeout": HOOK_TIMEOUT_S}
+
+
+_IDLE_SEEN: tuple[tuple[int, int] | None, bool] = (None, True)
+
+
+def idle_compaction_on() -> bool:
+    """Whether Claude Code compacts a long idle session on a 1-hour cache: on unless its settings say
+    `"idleCompaction": false`. Read again only when the file changed (the service asks per status)."""
+    global _IDLE_SEEN
+    path = settings_file()
+    try:
+        st = path.stat()
+        key: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = None
+    if key == _IDLE_SEEN[0]:
+        return _IDLE_SEEN[1]
+    on = True
+    if key is not None and key[1] <= 1 << 20:
+        try:
+            on = json.loads(path.read_text(encoding="utf-8")).get("idleCompaction") is not False
+        except (OSError, ValueError, AttributeError):
+            on = True
+    _IDLE_SEEN = (key, on)
+    return on
+
+
+def offered_hooks(version: tuple[int, ...] | None) -> list[tuple[str, str]]:
+    """(event, subcommand) of the hooks a Claude Code of this version offers (None: not known)."""
+    return [(event, sub) for event, sub, since in HOOKS
+            if since is None or (version is not None and version >= since)]
+
+
+def claude_version(timeout: float = 10.0) -> tuple[int, ...] | None:
+    """The installed Claude Code's version (`claude --version`: "2.1.332 (Claude Code)"), else None."""
+    import shutil
+
+    exe = shutil.which("claude")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=timeout,
+                             stdin=subprocess.DEVNULL).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.match(r"\s*(\d+)\.(\d+)\.(\d+)", out or "")
+    return tuple(int(x) for x in found.groups()) if found else None
 
 
 def mcp_entry(launcher: Launcher) -> dict:
@@ -349,10 +406,10 @@ def _container(data: dict, key: str, kind: type[_Container], where: Path, label:
     return value
 
 
-def add_hook(doc: Document, entry: dict) -> bool:
-    """Put our SessionStart hook in (replacing an older ctxlamp one). True when something changed."""
+def add_hook(doc: Document, entry: dict, event: str = HOOK_EVENT) -> bool:
+    """Put our hook for `event` in (replacing an older ctxlamp one). True when something changed."""
     hooks = _container(doc.data, "hooks", dict, doc.path, "hooks")
-    groups = _container(hooks, HOOK_EVENT, list, doc.path, f"hooks.{HOOK_EVENT}") if hooks is not None else None
+    groups = _container(hooks, event, list, doc.path, f"hooks.{event}") if hooks is not None else None
     ours = [(g, h) for g in (groups or []) if isinstance(g, dict) and isinstance(g.get("hooks"), list)
             for h in g["hooks"] if is_our_hook(h)]
     if len(ours) == 1 and ours[0][1] == entry:
@@ -370,16 +427,24 @@ def add_hook(doc: Document, entry: dict) -> bool:
     if hooks is None:
         hooks = doc.data["hooks"] = {}
     if groups is None:
-        groups = hooks[HOOK_EVENT] = []
+        groups = hooks[event] = []
     groups.append({"matcher": "", "hooks": [entry]})
     return True
 
 
-def remove_hook(doc: Document, keep: frozenset[str] = frozenset()) -> bool:
+def remove_hooks(doc: Document, keep: frozenset[str] = frozenset()) -> bool:
+    """Take out our hook of every event ctxlamp answers. True when something changed."""
+    changed = False
+    for event, _sub, _since in HOOKS:
+        changed = remove_hook(doc, keep, event) or changed
+    return changed
+
+
+def remove_hook(doc: Document, keep: frozenset[str] = frozenset(), event: str = HOOK_EVENT) -> bool:
     hooks = _container(doc.data, "hooks", dict, doc.path, "hooks")
     if hooks is None:
         return False
-    groups = _container(hooks, HOOK_EVENT, list, doc.path, f"hooks.{HOOK_EVENT}")
+    groups = _container(hooks, event, list, doc.path, f"hooks.{event}")
     if not groups:
         return False
     changed = False
@@ -394,8 +459,8 @@ def remove_hook(doc: Document, keep: frozenset[str] = frozenset()) -> bool:
     if not changed:
         return False
     groups[:] = kept_groups
-    if not groups and f"hooks.{HOOK_EVENT}" not in keep:
-        del hooks[HOOK_EVENT]
+    if not groups and f"hooks.{event}" not in keep:
+        del hooks[event]
         if not hooks and "hooks" not in keep:
             del doc.data["hooks"]
     return True
@@ -431,8 +496,9 @@ def containers_before(doc: Document) -> frozenset[str]:
     found = set()
     if isinstance(earlier.get("hooks"), dict):
         found.add("hooks")
-        if isinstance(earlier["hooks"].get(HOOK_EVENT), list):
-            found.add(f"hooks.{HOOK_EVENT}")
+        for event, _sub, _since in HOOKS:
+            if isinstance(earlier["hooks"].get(event), list):
+                found.add(f"hooks.{event}")
     if isinstance(earlier.get("mcpServers"), dict):
         found.add("mcpServers")
     return frozenset(found)
@@ -486,15 +552,18 @@ def _holds_ours(doc: Document, strip) -> bool:
     return bool(strip(probe))
 
 
-def plan_install(launcher: Launcher | None = None) -> Plan:
-    """Read both files and compute the change; raises SettingsError before anything is written."""
+def plan_install(launcher: Launcher | None = None, version: tuple[int, ...] | None | bool = True) -> Plan:
+    """Read both files and compute the change; raises SettingsError before anything is written. `version`:
+    the Claude Code to register for (True: ask the installed one), which decides the hooks it gets."""
     from service.statusline import settings as status_line
 
     launcher = launcher or find_launcher()
     settings, mcp = Document.read(settings_file()), Document.read(mcp_config_file())
     settings.keep_backup = not _holds_ours(settings, _remove_ours_from_settings)
     mcp.keep_backup = not _holds_ours(mcp, remove_server)
-    settings_changed = add_hook(settings, hook_entry(launcher))
+    settings_changed = False
+    for event, sub in offered_hooks(claude_version() if version is True else version or None):
+        settings_changed = add_hook(settings, hook_entry(launcher, sub), event) or settings_changed
     settings_changed = status_line.add(settings) or settings_changed
     return Plan(settings, mcp, settings_changed, add_server(mcp, mcp_entry(launcher)))
 
@@ -502,7 +571,7 @@ def plan_install(launcher: Launcher | None = None) -> Plan:
 def _remove_ours_from_settings(doc: Document, keep: frozenset[str] = frozenset()) -> bool:
     from service.statusline import settings as status_line
 
-    removed_hook = remove_hook(doc, keep)
+    removed_hook = remove_hooks(doc, keep)
     return status_line.remove(doc) or removed_hook
 
 

@@ -1,4 +1,4 @@
-"""`ctxlamp hook session-start`: the SessionStart hook Claude Code runs (see service/claude/hook.py).
+"""`ctxlamp hook session-start|pre-model-switch`: the hooks Claude Code runs (see service/claude/hook.py).
 
 Kept tiny: nothing heavy is imported, and every failure ends in exit 0.
 """
@@ -8,7 +8,7 @@ import argparse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("event", choices=["session-start"], help="the Claude Code hook event")
+    parser.add_argument("event", choices=["session-start", "pre-model-switch"], help="the Claude Code hook event")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -16,4 +16,4 @@ def run(args: argparse.Namespace) -> int:
         from service.claude import hook
     except BaseException:
         return 0
-    return hook.main()
+    return hook.main(event=args.event)

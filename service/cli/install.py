@@ -41,7 +41,7 @@ def apply(args: argparse.Namespace, command: str, make_plan, nothing: str, verbs
     except (cs.SettingsError, Unquotable) as exc:
         print(f"ctxlamp {command}: {exc}", file=sys.stderr)
         return None
-    for doc, changed, what in ((plan.settings, plan.settings_changed, "SessionStart hook"),
+    for doc, changed, what in ((plan.settings, plan.settings_changed, "hooks and status line"),
                                (plan.mcp, plan.mcp_changed, "MCP server `ctxlamp`")):
         via = f" (the target of the link {doc.link})" if doc.link is not None else ""
         print(f"{what}: {verbs[0] if changed else verbs[1]} {doc.path}{via}")

@@ -20,7 +20,7 @@ from service.report.build import ReportRequest, build_report
 from service.client.figures import count, plural, size
 from service.client.textsafe import printable_lines
 from service.client.textsafe import printable
-from service.client.words import model_name, unrecorded_output
+from service.client.words import compactions_sentence, misses_sentence, model_name, unrecorded_output
 
 DATE_RE = re.compile(r"^(\d{4})-?(\d{2})-?(\d{2})$")
 
@@ -405,6 +405,13 @@ def render_text(s: dict, budgets: dict | None = None, columns: int | None = None
     lines = [head, ""]
     lines += day_table(sp, columns)
     lines += [""] + _spend_lines(sp)
+    compacted = compactions_sentence((s.get("compactions") or {}).get("by_trigger"),
+                                     (s.get("compactions") or {}).get("cost_usd"))
+    if compacted:
+        lines.append(f"  Claude Code's {compacted[0].lower()}{compacted[1:]}")
+    missed = misses_sentence(s.get("cache_misses"))
+    if missed:
+        lines.append(f"  As Claude Code's status line counted them, {missed[0].lower()}{missed[1:]}")
     rs = s.get("restart_savings")
     lines += [""] + rent_lines(rs) + restart_lines(rs)
     lines += budget_lines(budgets)

@@ -57,16 +57,33 @@ def ending_words(snapshot: dict) -> str:
 WIDE = 150  # the table's width; a narrower terminal gets a block of lines per session
 
 
-def render(status: dict, tty: bool, notices: list[str] | None = None, columns: int | None = None) -> str:
-    """The table as text (pure: tests call it); every text from outside passes `printable`. `columns`: the
-    terminal's width (service/client/terminal.py), None for no limit; narrower than WIDE, each session
-    is a few lines, wrapped between words."""
+def cold_words(snapshot: dict, now: float, handoff: bool = False) -> list[str]:
+    """A session whose prompt cache has expired: the rewrite beside the fresh start, lines of at most 80
+    columns (service/client/words.py); nothing while the cache is warm."""
+    from service.client.words import cold_cache_lines, parse_time
+
+    cache = snapshot.get("cache") or {}
+    expires = parse_time(cache.get("expires_at"))
+    return cold_cache_lines(cache, handoff) if expires is not None and expires <= now else []
+
+
+def render(status: dict, tty: bool, notices: list[str] | None = None, columns: int | None = None,
+           now: float | None = None, handoff_ready: frozenset[str] = frozenset()) -> str:
+    """The table as text (pure but for the clock when `now` is None: tests pass it); every text from outside
+    passes `printable`. `columns`: the terminal's width (service/client/terminal.py), None for no limit;
+    narrower than WIDE, each session is a few lines, wrapped between words. `handoff_ready`: the sessions
+    that left a handoff before their break."""
+    import time
+
     from service.client.terminal import fit
 
-    return "\n".join(fit(_lines(status, tty, notices, columns is not None and columns < WIDE), columns))
+    lines = _lines(status, tty, notices, columns is not None and columns < WIDE,
+                   time.time() if now is None else now, handoff_ready)
+    return "\n".join(fit(lines, columns))
 
 
-def _lines(status: dict, tty: bool, notices: list[str] | None, narrow: bool) -> list[str]:
+def _lines(status: dict, tty: bool, notices: list[str] | None, narrow: bool, now: float,
+           handoff_ready: frozenset[str]) -> list[str]:
     from service.client.textsafe import printable as p
     from service.client.figures import plural
     from service.client.words import session_name
@@ -98,6 +115,7 @@ def _lines(status: dict, tty: bool, notices: list[str] | None, narrow: bool) -> 
                  "stretch of work")
     if (followed.get("restart_savings") or {}).get("first_reminder_call") is not None:
         lines.append(f"{p(session_name(followed), 80)}: {ending_words(followed)}")
+    lines += cold_words(followed, now, followed.get("session_id") in handoff_ready)
     return lines + list(notices or [])
 
 
@@ -142,6 +160,25 @@ def _table(status: dict, sessions: list[dict], tty: bool) -> list[str]:
             f"{_x(s.get('x')):>8} {_x(s.get('xSweet')):>10}  {position(s):28} "
             f"{usd(s.get('bill_cycle_usd')):>11} {usd(rent_rate(s)):>8}  {reminders}")
     return lines
+
+
+def handoff_ready(client, status: dict) -> frozenset[str]:
+    """The followed session, when its cache is cold and it left a handoff before the break (one request)."""
+    import time
+
+    from service.client.api import ApiError
+    from service.client.breaks import handoff_before_break
+
+    sid = status.get("followed")
+    snap = next((s for s in status.get("sessions") or [] if s.get("session_id") == sid), None)
+    if snap is None or not cold_words(snap, time.time()) or not snap.get("project"):
+        return frozenset()
+    try:
+        rows = client.request("GET", "/api/v1/handoffs",
+                              query={"project": snap["project"], "undelivered": 1}).get("handoffs")
+    except (ApiError, AttributeError):
+        return frozenset()
+    return frozenset({str(sid)}) if handoff_before_break(rows, sid, snap.get("updated_at")) else frozenset()
 
 
 def notice_for(event: str, data: dict, told: set, colours: dict) -> str | None:
@@ -197,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
     tty = sys.stdout.isatty()
     columns = width()
     if args.once:
-        print(render(status, tty, columns=columns))
+        print(render(status, tty, columns=columns, handoff_ready=handoff_ready(client, status)))
         return 0
     sessions = {s["session_id"]: s for s in status["sessions"]}
     state = {"followed": status.get("followed"), "service": status.get("service")}

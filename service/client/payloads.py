@@ -56,11 +56,26 @@ class Window(TypedDict):
 
 
 class Cache(TypedDict):
-    """The prompt cache: its lifetime, when it runs out, and what rewriting the whole prompt costs (USD)."""
+    """The prompt cache: its lifetime, when it runs out, what rewriting the whole prompt costs once it is cold
+    and what a fresh session writing only the useful part costs (USD, at the cache's write price); on a
+    1-hour cache with a long prompt, when Claude Code would compact it idle and what that costs."""
 
     ttl_s: int
     expires_at: str | None
     cold_rewrite_usd: float
+    cold_rewrite_tokens: int
+    fresh_start_usd: float
+    fresh_start_tokens: int
+    idle_compact_at: str | None
+    idle_compact_usd: float | None
+
+
+class Compactions(TypedDict):
+    """A session's compactions by who started them: the user, Claude Code near the window's end, or idle."""
+
+    manual: int
+    auto: int
+    idle: int
 
 
 class RestartSavings(TypedDict):
@@ -130,6 +145,7 @@ class Snapshot(TypedDict):
     spend: SegmentSpend
     window: Window
     cache: Cache
+    compactions: Compactions
     skipped_lines: int
     started_at: str | None  # the session's first call: a session is named by its folder and when it started
     updated_at: str | None

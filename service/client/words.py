@@ -262,3 +262,94 @@ def channel_sentences(ch: dict) -> list[tuple[str, str]]:
                 f"and spared an estimated {size(r.get('bytes_saved') or 0)} of whole-file reads.")
         out.append(("Search", text))
     return out
+
+
+# ---- Claude Code's own moves: its compactions, the cold cache (issue 47) ----------------------------
+
+COMPACTED_BY = {"manual": "by you", "auto": "automatic", "idle": "while you were idle"}
+
+
+def compactions_sentence(counts: dict | None, cost_usd: float | None = None) -> str:
+    """ "3 compactions: 1 by you, 2 while you were idle; about $0.42 (estimate)." (empty when none): the report,
+    the Overview and the Session tab say a session's or a period's compactions so."""
+    counts = counts if isinstance(counts, dict) else {}
+    by = [(k, int(n)) for k in COMPACTED_BY if isinstance(n := counts.get(k), int) and not isinstance(n, bool)
+          and n > 0]
+    if not by:
+        return ""
+    text = f"{plural(sum(n for _, n in by), 'compaction')}: " + ", ".join(f"{n} {COMPACTED_BY[k]}" for k, n in by)
+    if isinstance(cost_usd, (int, float)) and not isinstance(cost_usd, bool) and cost_usd > 0:
+        text += f"; about {usd(cost_usd)} (estimate)"
+    return text + "."
+
+
+def _amount(value) -> float | None:
+    """A non-negative finite figure, else None (snapshots and hook inputs are outside text)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if 0 <= value < 1e12 else None
+
+
+def cold_cache_lines(cache: dict | None, handoff: bool = False) -> list[str]:
+    """What a cold prompt cache costs, each line within 80 columns (docs/measurement.md section 16): going on
+    rewrites the whole prompt at the write price; a fresh session writes only the useful part. The restart
+    is named only when a handoff from before the break exists; without one both prices stand, and when a
+    handoff pays is said. `cache`: a snapshot's `cache` (cold_rewrite_*, fresh_start_*)."""
+    cache = cache if isinstance(cache, dict) else {}
+    rewrite, rewrite_tokens = _amount(cache.get("cold_rewrite_usd")), _amount(cache.get("cold_rewrite_tokens"))
+    fresh, fresh_tokens = _amount(cache.get("fresh_start_usd")), _amount(cache.get("fresh_start_tokens"))
+    if rewrite is None:
+        return ["Cache cold: your next message rewrites the whole prompt."]
+    what = f"{tokens(rewrite_tokens)} tokens " if rewrite_tokens is not None else ""
+    lines = [f"Cache cold: your next message rewrites {what}({usd(rewrite)})."]
+    if fresh is None or fresh >= rewrite:
+        return lines
+    size_ = f"{tokens(fresh_tokens)} " if fresh_tokens is not None else ""
+    if handoff:
+        lines.append(f"A fresh session with your handoff writes {size_}({usd(fresh)}).")
+    else:
+        lines.append(f"Fresh start: {size_}({usd(fresh)}); a handoff is cheapest made before a break.")
+    return lines
+
+
+def idle_compaction_line(cache: dict | None, clock: str) -> str:
+    """On a 1-hour cache with a long prompt: Claude Code compacts it at 0.9 of the TTL after the last call
+    (unless its `idleCompaction` setting is false), priced against a handoff before the break; empty otherwise.
+    `clock`: when, as the caller shows times."""
+    cache = cache if isinstance(cache, dict) else {}
+    compact, fresh = _amount(cache.get("idle_compact_usd")), _amount(cache.get("fresh_start_usd"))
+    if compact is None or not cache.get("idle_compact_at"):
+        return ""
+    text = f"Claude Code compacts it idle at {clock} ({usd(compact)})"
+    if fresh is not None:
+        text += f"; a handoff before the break: {usd(fresh)}"
+    return text + "."
+
+
+# what Claude Code names a cache miss's cause, in the glossary's words
+MISS_CAUSES = {"ttl_expired_5m": "after a break past 5 minutes", "ttl_expired_1h": "after a break past an hour",
+               "model_changed": "model switch", "fast_mode_changed": "fast mode switch",
+               "tools_changed": "tools changed", "system_prompt_changed": "system prompt changed",
+               "effort_changed": "effort changed", "messages_rewritten": "earlier messages rewritten"}
+
+
+def misses_sentence(block: dict | None) -> str:
+    """ "3 cache misses: 2 after a break past 5 minutes, 1 model switch; they rewrote $1.20." from what Claude
+    Code's status line counted (empty without a miss); an unknown cause is "other"."""
+    block = block if isinstance(block, dict) else {}
+    misses = block.get("misses")
+    if not isinstance(misses, int) or isinstance(misses, bool) or misses <= 0:
+        return ""
+    by: dict[str, int] = {}
+    causes = block.get("miss_causes") or block.get("by_cause") or {}
+    for cause, n in (causes.items() if isinstance(causes, dict) else ()):
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            word = MISS_CAUSES.get(cause, "other")
+            by[word] = by.get(word, 0) + n
+    text = plural(misses, "cache miss", "cache misses")
+    if by:
+        text += ": " + ", ".join(f"{n} {word}" for word, n in sorted(by.items(), key=lambda kv: -kv[1]))
+    rewrote = _amount(block.get("rewrote_usd"))
+    if rewrote is not None and rewrote > 0:
+        text += f"; {'it' if misses == 1 else 'they'} rewrote {usd(rewrote)}"
+    return text + "."

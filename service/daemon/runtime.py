@@ -411,9 +411,13 @@ class Service:
                 sess = self._live.sessions.get(path)
                 if sess is not None and sess.snapshot is not None:
                     by_project[sess.snapshot.get("project") or sess.project_dir] = sess.session_id
-            return {"sessions": snaps, "followed": followed.session_id if followed else None,
-                    "followed_by_project": by_project, "service": self.service_block(),
-                    "limits": self.readings.limits(), "budgets": self.budget_watch.block}
+        from service.claude.settings import idle_compaction_on
+
+        return {"sessions": snaps, "followed": followed.session_id if followed else None,
+                "followed_by_project": by_project, "service": self.service_block(),
+                "limits": self.readings.limits(), "budgets": self.budget_watch.block,
+                # what Claude Code's settings say of its own moves (its idle compaction on a 1-hour cache)
+                "claude_code": {"idle_compaction": idle_compaction_on()}}
 
     # ---- endings -------------------------------------------------------------------------------
     def _close_io(self) -> None:

@@ -20,18 +20,22 @@ from typing import Any, Callable, cast
 
 from service.engine.advice import AdviceBasis
 from service.engine.branches import PROMPT, Fork, LiveBranch
+from service.engine.compactions import boundary_trigger, is_idle_note
 from service.engine.curve import Curve
 from service.engine.model_mix import ModelMix
 from service.engine.parse import Entry, Malformed, human_prompt, parse_line
 from service.engine.moves import SegmentMoves, compacted_from
 from service.engine.prices import Price, PriceTable, call_label, family_of, modifier_value, split_label
 from service.engine.restart_savings import RestartLedger, restart_now
-from service.client.payloads import Lamp, LastReminder, Skeleton, Snapshot
+from service.client.payloads import Cache, Lamp, LastReminder, Skeleton, Snapshot
 from service.engine.tokens import TokenCounter
 from service.engine.window import SlidingSum, rounded_sum
 
 _EDIT_TOOLS = ("Edit", "MultiEdit")
 _FILE_TOOLS = ("Read", "Write", "Edit", "MultiEdit")
+# Claude Code's idle compaction (2.1.332): on a 1-hour cache, at 0.9 of the TTL after the last call, for a
+# prompt of at least 200k tokens (its CLAUDE_CODE_IDLE_COMPACT_MIN_TOKENS default)
+IDLE_COMPACT_AT, IDLE_COMPACT_MIN_TOKENS = 0.9, 200_000
 
 
 @dataclass
@@ -214,6 +218,8 @@ class SessionEngine:
         self.last_reminder: LastReminder | None = None
         self.series: list[dict[str, Any]] = []
         self.resets: list[dict[str, Any]] = []
+        self.compactions: dict[str, int] = {"manual": 0, "auto": 0, "idle": 0}  # by who started them
+        self._last_trigger: str | None = None  # the latest compaction's, while no call has come since it
         self.rewinds: list[dict[str, Any]] = []  # {call, at, segment} of each continuation from an ancestor
         self._branch = LiveBranch()
         self.reminders: list[dict[str, Any]] = []
@@ -252,11 +258,14 @@ class SessionEngine:
         if t is not None:
             self._last_t = t
         if kind == "assistant":
+            self._last_trigger = None  # a call came: a later note is about no compaction of ours
             self._assistant(e, t)
         elif kind == "user":
             self._user(e, prompt)
         elif e.get("subtype") == "compact_boundary":
             self._reset(e, t)
+        elif self._last_trigger is not None and is_idle_note(e):
+            self._idle_note()
 
     def _note_identity(self, e: Entry) -> None:
         if self.session_id is None and isinstance(e.get("sessionId"), str):
@@ -620,7 +629,16 @@ class SessionEngine:
                  "trigger": meta.get("trigger"), "preTokens": meta.get("preTokens"),
                  "postTokens": meta.get("postTokens")}
         self.resets.append({k: reset[k] for k in ("call", "at", "segment")})
+        self._last_trigger = boundary_trigger(meta)
+        self.compactions[self._last_trigger] += 1
         self._events.append(reset)
+
+    def _idle_note(self) -> None:
+        """Claude Code says the compaction just written ran while the user was idle: counted as idle."""
+        if self._last_trigger != "idle":
+            self.compactions[self._last_trigger or "auto"] -= 1
+            self.compactions["idle"] += 1
+        self._last_trigger = "idle"
 
     # ---- selection and revaluation (section 5) -------------------------------------------
 
@@ -856,12 +874,28 @@ class SessionEngine:
             "advice": self._moves().advice(last, b_def, g),
             "spend": {"bill_in_usd": seg.bill_in, "bill_out_usd": seg.bill_out},
             "window": {"tokens": stock, "limit": limit, "pct": 100.0 * stock / limit if limit else None},
-            "cache": {"ttl_s": ttl, "expires_at": _iso(seg.last_t + ttl) if seg.last_t is not None else None,
-                      "cold_rewrite_usd": p_w * stock},
+            "cache": self._cache(ttl, stock, b_def, p_w, last),
+            "compactions": {"manual": self.compactions["manual"], "auto": self.compactions["auto"],
+                            "idle": self.compactions["idle"]},
             "skipped_lines": self.skipped_lines,
             "started_at": _iso(next(iter(self._calls.values())).t) if self._calls else None,
             "updated_at": _iso(self._last_t),
         }
+
+    def _cache(self, ttl: int, stock: int, b_def: float, p_w: float, last: _Call | None) -> Cache:
+        """The prompt cache and what a cold one costs: the next message rewrites the whole prompt, a fresh
+        session with a handoff writes its useful part (section 16). On a 1-hour cache a long prompt is
+        compacted by Claude Code at 0.9 of the TTL after the last call, unless the user turned that off."""
+        last_t = self._seg.last_t
+        idle_at = idle_usd = None
+        if ttl == 3600 and stock >= IDLE_COMPACT_MIN_TOKENS and last_t is not None and last is not None:
+            priced = self._moves().compact_at(last)
+            if priced is not None:
+                idle_at, idle_usd = _iso(last_t + IDLE_COMPACT_AT * ttl), priced[1]
+        return {"ttl_s": ttl, "expires_at": _iso(last_t + ttl) if last_t is not None else None,
+                "cold_rewrite_usd": p_w * stock, "cold_rewrite_tokens": stock,
+                "fresh_start_usd": p_w * b_def, "fresh_start_tokens": int(b_def),
+                "idle_compact_at": idle_at, "idle_compact_usd": idle_usd}
 
     def _lamp(self, gate_open: bool, u: float | None, skeleton: Skeleton | None) -> Lamp:
         if self.transcript_missing:

@@ -57,7 +57,10 @@ def session_point(reading: dict, turns, calls) -> dict:
     cost, ctx, cache = reading.get("cost") or {}, reading.get("context_window") or {}, reading.get("prompt_cache") or {}
     point = {"turns": turns if isinstance(turns, int) else None, "calls": calls if isinstance(calls, int) else None,
              **_limit_fields(reading), "cost_usd": cost.get("total_cost_usd"), "ctx_pct": ctx.get("used_percentage"),
-             "ctx_tokens": ctx.get("total_input_tokens"), "cache_expires_at": cache.get("expires_at")}
+             "ctx_tokens": ctx.get("total_input_tokens"), "cache_expires_at": cache.get("expires_at"),
+             # the cache misses Claude Code counted for the session, by cause (display only: never the engine's)
+             "requests": cache.get("requests"), "misses": cache.get("misses"),
+             "miss_causes": cache.get("miss_causes"), "miss_recache_tokens": cache.get("miss_recache_tokens")}
     return {k: v for k, v in point.items() if v is not None}
 
 
@@ -159,6 +162,17 @@ class Book:
         return changed
 
     # ---- reading back ----------------------------------------------------------------------
+    def cache_misses(self, session_id: str) -> dict | None:
+        """The cache misses Claude Code last reported for the session: {misses, requests, miss_causes,
+        miss_recache_tokens, at}, or None when its status line never said."""
+        self.load()
+        with self.lock:
+            points = list(self.sessions.get(session_id) or ())
+        for p in reversed(points):
+            if isinstance(p.get("misses"), int):
+                return {k: p[k] for k in ("misses", "requests", "miss_causes", "miss_recache_tokens", "at") if k in p}
+        return None
+
     def limits(self, *, epoch: bool = False) -> dict:
         """The `limits` object of GET /api/v1/status: what was last seen per window, null when never.
         `epoch`: times as epoch seconds and no `pct_per_usd` (what the status-line command needs)."""

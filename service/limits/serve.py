@@ -8,6 +8,7 @@ only reads the registry under its lock: the main loop is never waited on.
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from service.statusline.reading import parse, to_epoch
@@ -32,14 +33,28 @@ def answer(service: ServiceView, body: dict[str, Any]) -> dict[str, Any]:
                          daemon=True).start()
     turns = book.turn_costs(sid) if sid else []
     cfg = service.cfg.get("statusline") or {}
+    expires = to_epoch((fields.get("cache") or {}).get("expires_at"))
+    cold = (reading.get("prompt_cache") or {}).get("warm") is False or (expires is not None and expires <= time.time())
     return {
+        "handoff": cold and snap is not None and _handoff_ready(service, snap),
         "known": snap is not None,
         "session": {k: fields.get(k) for k in SESSION_FIELDS} if snap else None,
         "limits": book.limits(epoch=True),
         "turn": turns[-1] if turns else None,
-        "cache_expires_at": to_epoch((fields.get("cache") or {}).get("expires_at")),
+        "cache_expires_at": expires,
         "format": cfg.get("format"),
     }
+
+
+def _handoff_ready(service: ServiceView, snap: Snapshot) -> bool:
+    """Whether the session left a handoff before its break (asked only of a cold cache: one store read)."""
+    from service.client.breaks import handoff_before_break
+
+    try:
+        rows = service.reads.handoffs(project=snap.get("project"), undelivered=True)
+    except Exception:  # the database cannot answer: the line says both prices, which is never wrong
+        return False
+    return handoff_before_break(list(rows), snap.get("session_id"), snap.get("updated_at")) is not None
 
 
 def limits_view(service, session_id: str | None) -> dict:
@@ -55,8 +70,48 @@ def limits_view(service, session_id: str | None) -> dict:
     out = {"limits": book.limits(), "account": dated(book.account_readings())}
     if session_id:
         out["session"] = {"session_id": session_id, "readings": dated(book.session_readings(session_id)),
-                          "turns": book.turn_costs(session_id)}
+                          "turns": book.turn_costs(session_id),
+                          "cache_misses": priced_misses(book.cache_misses(session_id), service.snapshot_of(session_id))}
     return out
+
+
+def priced_misses(misses: dict | None, snap) -> dict | None:
+    """A session's cache misses as Claude Code counted them, with what their rewrites cost at the session's
+    write price now (the snapshot's whole-prompt rewrite per token; an estimate) when it is live."""
+    from service.limits.book import iso
+
+    if misses is None:
+        return None
+    out = {**misses, "at": iso(misses.get("at"))}
+    cache = (snap or {}).get("cache") or {}
+    usd, tokens = cache.get("cold_rewrite_usd"), cache.get("cold_rewrite_tokens")
+    if isinstance(misses.get("miss_recache_tokens"), int) and isinstance(usd, (int, float)) and tokens:
+        out["rewrote_usd"] = round(misses["miss_recache_tokens"] * usd / tokens, 6)
+        out["rewrote_label"] = "estimated"
+    return out
+
+
+def book_misses(doc: dict, service) -> dict:
+    """Add to a report the cache misses Claude Code's status line counted for its sessions (display only)."""
+    book = service.readings
+    rows = {}
+    for sid in (doc.get("spend") or {}).get("by_session") or {}:
+        found = priced_misses(book.cache_misses(sid), service.snapshot_of(sid))
+        if found and found.get("misses"):
+            rows[sid] = found
+    by_cause: dict[str, int] = {}
+    for row in rows.values():
+        for cause, n in (row.get("miss_causes") or {}).items():
+            by_cause[cause] = by_cause.get(cause, 0) + n
+    priced = [r["rewrote_usd"] for r in rows.values() if "rewrote_usd" in r]
+    doc["cache_misses"] = {
+        "label": "measured", "misses": sum(r["misses"] for r in rows.values()), "by_cause": dict(sorted(by_cause.items())),
+        "rewrote_usd": round(sum(priced), 6) if priced else None, "rewrote_label": "estimated",
+        "by_session": rows,
+        "source": "Claude Code's status line prompt_cache (misses, miss_causes, miss_recache_tokens), the latest "
+                  "reading of each session; rewrote_usd prices the rewritten tokens of live sessions at their "
+                  "write price"}
+    return doc
 
 
 def book_unwritten(doc: dict, book, whole_history: bool) -> dict:

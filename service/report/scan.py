@@ -33,6 +33,7 @@ from service.report import forked
 from service.channels.edit import settle_tokens
 from service.channels.entries import parts
 from service.channels.meters import ChannelMeters
+from service.engine.compactions import IDLE_NOTE_MARK
 from service.channels.spend import SpendCollector, count_placeholders
 
 from service import __version__
@@ -41,7 +42,7 @@ from service.ingest.transcript_file import Skipped
 from service.report.restart import MALFORMED
 
 SHARED_ENCODER_MIN_BYTES = 64 * 1024 * 1024  # unscanned history from which the workers share one encoder
-CACHE_VERSION = f"9/{__version__}"  # bump the number when a meter's output changes
+CACHE_VERSION = f"10/{__version__}"  # bump the number when a meter's output changes
 
 
 @dataclass(frozen=True)
@@ -158,8 +159,9 @@ def file_chunks(path: str) -> Iterator[bytes]:
 #
 # Most bytes of a transcript are tool output, attachments and request copies that no meter
 # reads. A line is parsed only when its top-level "type" can matter: assistant (usage, tool
-# calls), user lines answering a tool call a meter waits for, system compact boundaries,
-# cost-state and the progress lines that carry a subagent's call. The top-level type is found without parsing, from how JSON text is built: the
+# calls), user lines answering a tool call a meter waits for, system compact boundaries (and the
+# notes saying one ran while the user was idle), cost-state and the progress lines that carry a subagent's
+# call. The top-level type is found without parsing, from how JSON text is built: the
 # bytes `"type":"` outside a string are always a key named type with a string value (a quote
 # inside a string is escaped), and such a key is at the top level when no `{` opens before it
 # on the line, or when no `}` closes after it except the line's last. A line where neither test
@@ -215,8 +217,8 @@ def _wanted_type(data: bytes, v: int, start: int, end: int, pending: tuple[dict,
         return True
     if startswith(b'user"', v):
         return bool(pending[0] or pending[1]) and answers_pending(data, start, end, pending)
-    if startswith(b'system"', v):
-        return data.find(b"compact_boundary", start, end) >= 0
+    if startswith(b'system"', v):  # compaction boundaries, and the note that one ran while the user was idle
+        return data.find(b"compact_boundary", start, end) >= 0 or data.find(IDLE_NOTE_MARK, start, end) >= 0
     if startswith(b'progress"', v):  # a subagent's call reported to the main transcript
         return data.find(b'"agent_progress"', start, end) >= 0 and data.find(b'"usage"', start, end) >= 0
     return False
@@ -246,7 +248,8 @@ def _spaced_wanted(line: bytes, pending: tuple[dict, ...]) -> bool:
         return True
     if b'"tool_result"' in line:
         return any(tid.encode() in line for p in pending for tid in p)
-    return b"compact_boundary" in line or b'"cost-state"' in line or b'"agent_progress"' in line
+    return (b"compact_boundary" in line or b'"cost-state"' in line or b'"agent_progress"' in line
+            or IDLE_NOTE_MARK in line)
 
 
 def _split(data: bytes, stop: int, complete: bool) -> Iterator[tuple[int, int]]:

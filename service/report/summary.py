@@ -20,6 +20,7 @@ from service.channels.events import LABELS
 from service.channels.ledgers import iso_ts
 from service.channels.pinch import blended_rate, cache_rate
 from service.report import unwritten
+from service.engine.compactions import TRIGGERS
 from service.days import UTC_NAME, ZONE_UTC, DayOf, Zone
 from service.report.tally import SpendTally
 
@@ -143,12 +144,14 @@ def build_summary(results: dict[str, dict], lookup: Lookup, *, since: str | None
                         for found in covered if found["session_id"] in left_by_session),
                        key=lambda e: e["session_id"])
     billed = billed_block(spend, booked, guessed, since, until)
+    compactions = compactions_block(events, tally.prices, local_day)
     return {
         "period": {"since": since, "until": until, "timezone": getattr(local_day, "name", UTC_NAME)},
         "spend": _spend_section(spend, booked, guessed, billed),  # first: what a user looks for in --json
         "edit": edit,
         "pinch": pinch,
         "retrieval": retrieval,
+        "compactions": compactions,
         "data_quality": {**_data_quality(spend, tally, files, cs_rows, cost_state_diff, remaining, explained,
                                          ledger_stats or {}),
                          "malformed_files": malformed_files(paths, files)},
@@ -187,6 +190,32 @@ def _unwritten_requests(covered: list[dict], files: list[dict], events: list[dic
                                    and e["source"] == "transcript" and e.get("session_id") not in with_cost_state],
                                   prices, local_day)
     return booked, guessed
+
+
+def compactions_block(events: list[dict], prices: Callable, local_day: Callable[[Any], str | None]) -> dict:
+    """Claude Code's compactions in the period by who started them (manual, auto, idle; a precomputed summary
+    counts as idle), each priced by the report's one estimate of compaction requests (unwritten.estimated):
+    the range from the prompt read all from the cache to all written, `cost_usd` its middle."""
+    mine = [e for e in events if e["channel"] == "pinch" and e["kind"] == "compaction" and e["source"] == "transcript"]
+    by_trigger: dict[str, int] = dict.fromkeys(TRIGGERS, 0)
+    by_session: dict[str, dict[str, int]] = {}
+    for e in mine:
+        by = e["data"].get("started_by")
+        by = by if by in by_trigger else "auto"  # a scan cached before started_by: the boundary's trigger
+        by_trigger[by] += 1
+        row = by_session.setdefault(str(e.get("session_id") or "?"), dict.fromkeys(TRIGGERS, 0))
+        row[by] += 1
+    priced = {by: unwritten.estimated([e for e in mine if (e["data"].get("started_by") or "auto") == by],
+                                      prices, local_day) for by in TRIGGERS}
+    low, high = fsum(p["low_usd"] for p in priced.values()), fsum(p["high_usd"] for p in priced.values())
+    return {"label": "estimated", "by_trigger": by_trigger, "count": len(mine),
+            "cost_usd": _r((low + high) / 2), "cost_range_usd": {"low": _r(low), "high": _r(high)},
+            "cost_usd_by_trigger": {by: _r((p["low_usd"] + p["high_usd"]) / 2) for by, p in priced.items()},
+            "unpriced": sum(p["unpriced_compactions"] for p in priced.values()),
+            "by_session": dict(sorted(by_session.items())),
+            "source": "transcripts: compact_boundary compactMetadata.trigger; idle when precomputed or followed by "
+                      "Claude Code's 'Compacted while idle' note; priced as spend.unwritten.estimated prices a "
+                      "compaction, cost_usd the middle of that range"}
 
 
 def _spend_section(spend: dict, booked: dict, guessed: dict, billed: dict) -> dict:

@@ -3,15 +3,17 @@
 Facts: `session` (the service's compact view of the session: lamp, dhat, bill_cycle_usd,
 advice, cache) or None, `service` ("up", "down", "busy"), `limits` (window -> {used_percentage,
 resets_at epoch s}), `turn` (the last turn's share of the 5-hour window) or None,
-`cache_expires_at` (epoch s) and `context_pct`. A window's `runs_out_at` (epoch s, from the service)
-shows as "full 15:40" in place of its reset when the pace fills it first. The template picks and orders the parts:
+`cache_expires_at` (epoch s), `cache_warm` (Claude Code's own word), `recache_tokens` (what it says a
+cold next message rewrites), `handoff` (a handoff from before the break exists) and `context_pct`. A
+window's `runs_out_at` (epoch s, from the service) shows as "full 15:40" in place of its reset when the
+pace fills it first. The template picks and orders the parts:
 pieces separated by `|`, each holding `{part}` placeholders and literal text; a piece whose
 parts are all empty is left out, the rest are joined with " · ".
 """
 
 import time
 
-from service.client.figures import usd
+from service.client.figures import tokens, usd
 
 PARTS = ("lamp", "position", "advice", "rent", "limits", "turn", "cache", "context", "rewrite")
 DEFAULT_FORMAT = "{lamp} {position} | {advice} | rent {rent} | {limits} | {turn} | {cache}"
@@ -140,13 +142,35 @@ def turn_part(f: dict, color: bool) -> str:
     return f"last turn {bound}{turn['delta_pct']:.1f}% of 5h"
 
 
+def _money(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e9 \
+        else None
+
+
+def cold_words(f: dict) -> str:
+    """A cold cache priced (docs/measurement.md 16): "cache cold: next msg rewrites $0.90 · fresh start $0.13";
+    the restart is named ("restart w/ handoff") only when a handoff from before the break exists. Without the
+    service, Claude Code's own count of what the next message rewrites, else the bare fact."""
+    cache = (f.get("session") or {}).get("cache") or {}
+    rewrite, fresh = _money(cache.get("cold_rewrite_usd")), _money(cache.get("fresh_start_usd"))
+    if rewrite is None:
+        recache = f.get("recache_tokens")
+        return f"cache cold: next msg rewrites {tokens(recache)} tokens" if isinstance(recache, int) and recache > 0 \
+            else "cache cold"
+    text = f"cache cold: next msg rewrites {usd(rewrite)}"
+    if fresh is not None and fresh < rewrite:
+        text += f"{SEP}{'restart w/ handoff' if f.get('handoff') is True else 'fresh start'} {usd(fresh)}"
+    return text
+
+
 def cache_part(f: dict, color: bool, now: float) -> str:
     expires = f.get("cache_expires_at")
+    warm = f.get("cache_warm")
+    if warm is False or (isinstance(expires, (int, float)) and expires - now < 1):  # Claude Code's word first
+        return paint(cold_words(f), "amber", color)
     if not isinstance(expires, (int, float)):
         return ""
     left = int(expires - now)
-    if left <= 0:
-        return paint("cache cold", "amber", color)
     return f"cache {left // 60}:{left % 60:02d}"
 
 

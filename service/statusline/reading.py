@@ -74,6 +74,72 @@ def _window(obj) -> dict | None:
     return out
 
 
+_CACHE_COUNTS = ("requests", "misses", "expected_rebuilds")
+_CACHE_TOKENS = ("cache_write_tokens", "miss_recache_tokens", "recache_tokens_if_cold")
+_TTL_UNITS = {"s": 1, "m": 60, "h": 3600}
+MAX_CAUSES = 16
+
+
+def _ttl_s(value) -> float | None:
+    """The cache's lifetime in seconds: Claude Code writes "5m" or "1h"; a number is seconds. At most a day."""
+    if isinstance(value, str) and 1 < len(value) <= 8 and value[-1] in _TTL_UNITS and value[:-1].isdigit():
+        return _number(int(value[:-1]) * _TTL_UNITS[value[-1]], 0, 86400)
+    return _number(value, 0, 86400)
+
+
+def _cause(value) -> str | None:
+    """A miss cause's name (`ttl_expired_5m`, `model_changed`, ...): lower-case letters, digits and _ only."""
+    if isinstance(value, str) and 0 < len(value) <= 40 and all(c.isdigit() or "a" <= c <= "z" or c == "_"
+                                                               for c in value):
+        return value
+    return None
+
+
+def prompt_cache(obj) -> dict:
+    """The known fields of Claude Code's `prompt_cache`, each of its type and within its range; the
+    rest dropped. Misses by cause keep at most MAX_CAUSES names."""
+    if not isinstance(obj, dict):
+        return {}
+    cache: dict = {}
+    for key in ("warm", "caching_observed"):
+        if isinstance(obj.get(key), bool):
+            cache[key] = obj[key]
+    ttl = _ttl_s(obj.get("ttl"))
+    if ttl is not None:
+        cache["ttl"] = ttl
+    for key in ("expires_at", "last_miss_at"):
+        at = to_epoch(obj.get(key))
+        if at is not None:
+            cache[key] = at
+    for key in _CACHE_COUNTS:
+        n = _number(obj.get(key), 0, 1e9)
+        if n is not None:
+            cache[key] = int(n)
+    for key in _CACHE_TOKENS:
+        n = _number(obj.get(key), 0, 1e10)
+        if n is not None:
+            cache[key] = int(n)
+    ratio = _number(obj.get("hit_ratio"), 0, 1)
+    if ratio is not None:
+        cache["hit_ratio"] = ratio
+    last = obj.get("last_miss_cause")
+    causes = last.get("causes") if isinstance(last, dict) else None
+    if isinstance(causes, list):
+        named = [c for c in (_cause(x) for x in causes[:MAX_CAUSES]) if c is not None]
+        if named:
+            cache["last_miss_cause"] = {"causes": named}
+    by_cause = obj.get("miss_causes")
+    if isinstance(by_cause, dict):
+        counted = {}
+        for name, n in list(by_cause.items())[:MAX_CAUSES]:
+            name, n = _cause(name), _number(n, 0, 1e9)
+            if name is not None and n is not None:
+                counted[name] = int(n)
+        if counted:
+            cache["miss_causes"] = counted
+    return cache
+
+
 def parse(obj) -> dict:
     """The known fields of one status-line object (any input: a non-dict gives {})."""
     if not isinstance(obj, dict):
@@ -99,16 +165,9 @@ def parse(obj) -> dict:
                                                "used_percentage", "remaining_percentage"))
     if ctx:
         out["context_window"] = ctx
-    cache_in = obj.get("prompt_cache")
-    if isinstance(cache_in, dict):
-        cache = _numbers(cache_in, ("ttl", "requests", "misses", "hit_ratio"))
-        expires = to_epoch(cache_in.get("expires_at"))
-        if expires is not None:
-            cache["expires_at"] = expires
-        if isinstance(cache_in.get("warm"), bool):
-            cache["warm"] = cache_in["warm"]
-        if cache:
-            out["prompt_cache"] = cache
+    cache = prompt_cache(obj.get("prompt_cache"))
+    if cache:
+        out["prompt_cache"] = cache
     limits_in = obj.get("rate_limits")
     if isinstance(limits_in, dict):
         limits = {name: w for name in LIMIT_WINDOWS if (w := _window(limits_in.get(name))) is not None}

@@ -236,6 +236,9 @@ def _local_facts(reading: dict) -> dict:
     cache = reading.get("prompt_cache") or {}
     return {"session": None, "service": "down", "limits": reading.get("rate_limits") or {},
             "cache_expires_at": cache.get("expires_at"),
+            # its word on warmth counts where it saw caching at all (a provider without caching is never "warm")
+            "cache_warm": cache.get("warm") if cache.get("caching_observed") is not False else None,
+            "recache_tokens": cache.get("recache_tokens_if_cold"),
             "context_pct": (reading.get("context_window") or {}).get("used_percentage")}
 
 
@@ -246,6 +249,7 @@ def _merge(facts: dict, answer: dict) -> dict:
     if out["cache_expires_at"] is None:
         out["cache_expires_at"] = answer.get("cache_expires_at")
     out["turn"] = answer.get("turn")
+    out["handoff"] = answer.get("handoff") is True
     return out
 
 

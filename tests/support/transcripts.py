@@ -64,6 +64,27 @@ def compact(t: float = 0, pre: int = 100_000, post: int = 20_000) -> dict:
             "compactMetadata": {"trigger": "auto", "preTokens": pre, "postTokens": post}}
 
 
+def idle_note(t: float = 0, *, away: bool = False) -> dict:
+    """The `system` `informational` line Claude Code 2.1.332 writes after an idle compaction's summary
+    (`away`: the summary was prepared while the user was away)."""
+    text = ("Compacted using a summary written while you were away" if away
+            else "Compacted while idle to save the cost of re-reading 212k tokens when you return")
+    return {"type": "system", "subtype": "informational", "content": text, "isMeta": False, "level": "info",
+            "sessionId": SID, "cwd": CWD, "isSidechain": False, "timestamp": ts(t), "uuid": f"i-{t}",
+            "parentUuid": f"u-This ses-{t - 1}", "userType": "external", "entrypoint": "cli", "version": "2.1.332"}
+
+
+def idle_compaction(t: float = 0, pre: int = 212_000, post: int = 9_000, *, precomputed: bool = False,
+                    trigger: str = "auto", note: bool = True) -> list[dict]:
+    """An idle compaction as Claude Code writes it: the boundary (trigger auto; 2.1.285-2.1.300 wrote manual),
+    the summary, then the note (a precomputed summary also marks its boundary)."""
+    boundary = compact(t, pre=pre, post=post)
+    boundary["compactMetadata"]["trigger"] = trigger
+    if precomputed:
+        boundary["compactMetadata"]["precomputed"] = True
+    return [boundary, summary_user(t + 1)] + ([idle_note(t + 2, away=precomputed)] if note else [])
+
+
 def summary_user(t: float = 0) -> dict:
     return {**prompt("This session is being continued from a previous conversation.", t), "isCompactSummary": True}
 

@@ -307,3 +307,64 @@ def test_the_event_stream_sends_limits_on_connect_and_when_they_change(env, serv
     api(service, "POST", "/api/v1/statusline", json.loads(subscriber_json(41.0)))  # the same: no event
     with pytest.raises(queue.Empty):
         got.get(timeout=1.0)
+
+
+# ---- the cold cache (issue 47) -------------------------------------------------------------------
+
+def cold_json(warm: bool | None = None) -> bytes:
+    """Claude Code's status-line input for the session after its cache expired (its own prompt_cache)."""
+    doc = json.loads(subscriber_json())
+    now = time.time()
+    doc["prompt_cache"].update(expires_at=now - 30, recache_tokens_if_cold=123_000)
+    if warm is not None:
+        doc["prompt_cache"]["warm"] = warm
+    return json.dumps(doc).encode()
+
+
+def test_on_a_cold_cache_the_line_prices_the_rewrite_and_the_fresh_start_and_names_the_restart_with_a_handoff(
+        env, service):
+    from service.client.figures import usd
+    from tests.support.harness import wait_for
+
+    snap = next(s for s in api(service, "GET", "/api/v1/status")[1]["sessions"] if s["session_id"] == T.SID)
+    cache = snap["cache"]
+    assert 0 < cache["fresh_start_usd"] < cache["cold_rewrite_usd"]
+    proc, _ = run_line(env, cold_json())
+    assert proc.returncode == 0
+    text = proc.stdout.decode().strip()
+    assert text.endswith(f"cache cold: next msg rewrites {usd(cache['cold_rewrite_usd'])} · fresh start "
+                         f"{usd(cache['fresh_start_usd'])}")
+    # the session saves a handoff and answers once more; Claude Code then says its cache went cold
+    status, saved = api(service, "POST", "/api/v1/handoffs", {"task": "go on", "body": "notes", "project": T.CWD,
+                                                              "session_id": T.SID})
+    assert status == 200 and saved["token"]
+    transcript = Path(env["CLAUDE_CONFIG_DIR"]) / "projects" / "-home-user-proj" / f"{T.SID}.jsonl"
+    answer = T.call("after-handoff", 0, inn=3, cr=snap["totalStock"], out=40)
+    answer["timestamp"] = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+    with transcript.open("ab") as fh:
+        fh.write(T.to_bytes([answer]))
+    wait_for(lambda: next(s for s in api(service, "GET", "/api/v1/status")[1]["sessions"]
+                          if s["session_id"] == T.SID)["calls"] > snap["calls"], what="the answer read")
+    proc, _ = run_line(env, cold_json(warm=False))
+    assert "· restart w/ handoff $" in proc.stdout.decode()
+
+
+def test_the_service_keeps_the_sessions_misses_by_cause_and_the_report_and_session_view_say_them(env, service):
+    from service.client.figures import usd
+    from service.client.words import misses_sentence
+
+    doc = json.loads(subscriber_json())
+    doc["prompt_cache"].update(requests=40, misses=3, miss_recache_tokens=380_000,
+                               miss_causes={"ttl_expired_5m": 2, "model_changed": 1, "Bad Cause!": 7},
+                               last_miss_cause={"causes": ["model_changed"]})
+    assert run_line(env, json.dumps(doc).encode())[0].returncode == 0
+    snap = next(s for s in api(service, "GET", "/api/v1/status")[1]["sessions"] if s["session_id"] == T.SID)
+    per_token = snap["cache"]["cold_rewrite_usd"] / snap["cache"]["cold_rewrite_tokens"]
+    view = api(service, "GET", f"/api/v1/limits?session={T.SID}")[1]["session"]["cache_misses"]
+    assert view["misses"] == 3 and view["miss_causes"] == {"ttl_expired_5m": 2, "model_changed": 1}
+    assert view["rewrote_usd"] == pytest.approx(380_000 * per_token, abs=1e-6) and view["rewrote_label"] == "estimated"
+    assert misses_sentence(view) == (f"3 cache misses: 2 after a break past 5 minutes, 1 model switch; they rewrote "
+                                     f"{usd(view['rewrote_usd'])}.")
+    report = api(service, "GET", "/api/v1/report")[1]["cache_misses"]
+    assert report["misses"] == 3 and report["by_cause"] == {"model_changed": 1, "ttl_expired_5m": 2}
+    assert report["by_session"][T.SID]["misses"] == 3

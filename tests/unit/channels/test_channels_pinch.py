@@ -9,7 +9,7 @@ from hypothesis import given, strategies as st
 from service.channels.ledgers import read_router_db
 from service.channels.pinch import PinchMeter, blended_rate, cache_rate, saved_usd, summarize
 from service.report.summary import build_summary
-from tests.support.transcripts import call, compact, sidechain
+from tests.support.transcripts import SID, call, compact, sidechain
 
 from tests.support.channels import price_lookup, result_file
 
@@ -138,3 +138,67 @@ def test_router_db_without_table_reports_an_error_not_a_crash(tmp_path):
     sqlite3.connect(db).execute("CREATE TABLE x (a)").connection.close()
     assert read_router_db(db)["requests"] == [] and read_router_db(db)["error"]
     assert read_router_db(tmp_path / "missing.db")["requests"] == []
+
+
+# ---- who compacted: manual, auto, idle (Claude Code 2.1.332) --------------------------------------
+
+def test_idle_note_after_the_summary_makes_the_compaction_idle():
+    from tests.support.transcripts import idle_compaction, summary_user
+    manual = compact(5, pre=100_000, post=20_000)
+    manual["compactMetadata"]["trigger"] = "manual"
+    entries = [call("m1", 0, cr=90_000), manual, summary_user(6), call("m2", 10, cr=19_997),
+               *idle_compaction(20, pre=212_000, post=9_000), call("m3", 4000, cw5=9_000),
+               compact(4100, pre=150_000, post=30_000)]
+    _, ev = feed(entries)
+    assert [e.data["started_by"] for e in ev] == ["manual", "idle", "auto"]
+
+
+def test_an_old_claude_codes_manual_trigger_with_the_idle_note_is_idle_and_precomputed_is_idle_without_one():
+    from tests.support.transcripts import idle_compaction
+    _, ev = feed([call("m1", 0, cr=90_000), *idle_compaction(10, trigger="manual")])
+    assert [e.data["started_by"] for e in ev] == ["idle"]
+    _, ev = feed([call("m1", 0, cr=90_000), *idle_compaction(10, precomputed=True, note=False)])
+    assert [e.data["started_by"] for e in ev] == ["idle"]
+
+
+def test_a_note_after_a_call_marks_nothing():
+    from tests.support.transcripts import idle_note
+    _, ev = feed([call("m1", 0, cr=90_000), compact(5), call("m2", 10, cr=19_997), idle_note(11)])
+    assert [e.data["started_by"] for e in ev] == ["auto"]
+
+
+def test_idle_note_before_the_next_call_when_the_boundary_has_no_post_tokens():
+    from tests.support.transcripts import idle_compaction
+    entries = idle_compaction(10)
+    without_post(entries[0])
+    _, ev = feed([call("m1", 0, cr=90_000), *entries, call("m2", 4000, cw5=9_000)])
+    assert [(e.data["started_by"], e.data["final_from"]) for e in ev] == [("idle", "next_call")]
+
+
+def test_report_counts_compactions_by_who_started_them_and_prices_each_with_the_compaction_estimate():
+    from service.report import unwritten
+    from service.report.summary import day_of
+    from tests.support.transcripts import idle_compaction, summary_user
+    manual = compact(5, pre=100_000, post=20_000)
+    manual["compactMetadata"]["trigger"] = "manual"
+    entries = [call("m1", 0, cr=99_997), manual, summary_user(6), call("m2", 10, cr=19_997),
+               *idle_compaction(20, pre=212_000, post=9_000), call("m3", 4000, cw5=8_997),
+               *idle_compaction(9000, pre=150_000, post=7_000, precomputed=True), call("m4", 12000, cw5=6_997),
+               compact(12100, pre=180_000, post=30_000)]
+    fr = result_file(entries)
+    assert fr["events"] == every_line_reference_events(entries)  # the scanner keeps the idle notes
+    block = build_summary({"f": fr}, price_lookup())["compactions"]
+    assert block["by_trigger"] == {"manual": 1, "auto": 1, "idle": 2}
+    assert block["label"] == "estimated" and block["by_session"] == {SID: {"manual": 1, "auto": 1, "idle": 2}}
+    # the report's one estimate of a compaction request, over the same boundaries
+    est = unwritten.estimated([e for e in fr["events"] if e["kind"] == "compaction"], price_lookup(), day_of)
+    assert block["cost_range_usd"] == {"low": pytest.approx(est["low_usd"]), "high": pytest.approx(est["high_usd"])}
+    assert block["cost_usd"] == pytest.approx((est["low_usd"] + est["high_usd"]) / 2)
+    assert sum(block["cost_usd_by_trigger"].values()) == pytest.approx(block["cost_usd"])
+
+
+def every_line_reference_events(entries):
+    from service.report.scan import TranscriptFile
+    from tests.support.channels import every_line_reference
+    from tests.support.transcripts import to_bytes
+    return every_line_reference(to_bytes(entries), TranscriptFile("/virtual/s1.jsonl", "-p", False, "s1"))[0]

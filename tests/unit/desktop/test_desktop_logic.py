@@ -200,7 +200,7 @@ def test_tooltip_carries_state_position_rent_and_cache():
     assert "8 calls past the sweet spot" in text
     assert "$1.23" in text and "$0.90 per hour" in text and "burn" not in text  # the glossary's "rent per hour"
     assert "cache warm until" in text and "$0.45" in text
-    assert "cache expired" in tooltip_text(SNAP, now + 600)
+    assert "cache cold: your next message rewrites" in tooltip_text(SNAP, now + 600)
 
 
 @pytest.mark.parametrize("minutes, shown", [(1, False), (9.9, False), (10, True), (45, True)])

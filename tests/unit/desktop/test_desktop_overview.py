@@ -137,6 +137,21 @@ def test_channel_headlines_are_sentences_with_units():
     assert "Context trimming saved" in lines["Trimming"] and "kB" in lines["Search"]
 
 
+
+def test_claude_codes_compactions_are_a_headline_and_a_session_figure():
+    from desktop.present.session import compaction_fact, header_facts
+    doc = {"compactions": {"by_trigger": {"manual": 1, "auto": 0, "idle": 2}, "cost_usd": 0.4213,
+                           "label": "estimated"}}
+    assert dict(om.channel_headlines(doc))["Compactions"] == \
+        "3 compactions: 1 by you, 2 while you were idle; about $0.42 (estimate)."
+    assert "Compactions" not in dict(om.channel_headlines({"compactions": {"by_trigger": {"manual": 0}}}))
+    (fact,) = compaction_fact({"manual": 0, "auto": 1, "idle": 1})
+    assert fact[:2] == ("Compactions", "1 automatic, 1 while you were idle")
+    assert compaction_fact({"manual": 0, "auto": 0, "idle": 0}) == [] and compaction_fact(None) == []
+    snap = {"totalStock": 1000, "compactions": {"manual": 2, "auto": 0, "idle": 0}}
+    assert ("Compactions", "2 by you") in [f[:2] for f in header_facts(snap)]
+
+
 # ---------------- the tab ----------------
 
 

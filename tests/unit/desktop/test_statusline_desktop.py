@@ -51,6 +51,45 @@ def test_idle_cache_notice_before_expiry_once_with_window_share():
     assert n.next_due(sessions, NOW) == NOW + 340
 
 
+def test_idle_cache_notice_prices_the_fresh_start_beside_the_rewrite_and_informs():
+    from desktop.present.advice import tooltip_text
+    n = IdleCacheNotice({"limits": {"idle_rewrite_usd": 0.5, "idle_notice_s": 60}})
+    snap = cached(cold=0.9)
+    snap["cache"].update(cold_rewrite_tokens=150_000, fresh_start_usd=0.13, fresh_start_tokens=25_000)
+    (title, body), = n.due({"s1": snap}, None, NOW)
+    assert title == "ctxlamp: cache about to expire"
+    assert body.endswith(f"about {fmt.usd(0.9)}. Fresh start: 25k ({fmt.usd(0.13)}); a handoff is cheapest "
+                         "made before a break.")
+    # once expired, the tooltip says both amounts, each line within 80 columns
+    snap["cache"]["expires_at"] = "2026-01-01T12:00:00Z"
+    text = tooltip_text(dict(snap, lamp={"state": "good", "colour": "green"}), NOW + 10**9)
+    cold = [line for line in text.splitlines() if "cache cold" in line or "fresh start" in line]
+    assert cold == [f"cache cold: your next message rewrites 150k tokens ({fmt.usd(0.9)}).",
+                    f"fresh start: 25k ({fmt.usd(0.13)}); a handoff is cheapest made before a break."]
+    assert all(len(line) <= 80 for line in cold)
+
+
+def test_the_tooltip_foresees_claude_codes_idle_compaction_on_a_one_hour_cache():
+    from desktop.present.advice import tooltip_text
+    snap = cached(expires=NOW + 3000)
+    snap["cache"].update(ttl_s=3600, fresh_start_usd=0.13, fresh_start_tokens=25_000, idle_compact_usd=0.41,
+                         idle_compact_at=NOW + 2640)
+    snap["cache"]["expires_at"] = fmt_iso(NOW + 3000)
+    snap["cache"]["idle_compact_at"] = fmt_iso(NOW + 2640)
+    text = tooltip_text(dict(snap, lamp={"state": "good", "colour": "green"}), NOW)
+    (line,) = [x for x in text.splitlines() if "compacts" in x]
+    assert line.startswith("Claude Code compacts it idle at ") and line.endswith(
+        f"({fmt.usd(0.41)}); a handoff before the break: {fmt.usd(0.13)}.")
+    # Claude Code's settings turned it off: nothing foreseen
+    off = tooltip_text(dict(snap, lamp={"state": "good", "colour": "green"}), NOW, idle_compaction=False)
+    assert "compacts" not in off and "cache warm until" in off
+
+
+def fmt_iso(epoch: float) -> str:
+    import time
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
 def test_turn_rows_and_points():
     turns = [{"turn": 2, "turns": 1, "before_pct": 10, "after_pct": 12.5, "delta_pct": 2.5, "cost_usd": 0.5,
               "label": "measured"},

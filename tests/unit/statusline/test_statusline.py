@@ -32,7 +32,7 @@ def test_recorded_subscriber_json_gives_its_limits_cost_context_and_cache():
     assert r["cost"]["total_cost_usd"] == 1.8342
     assert r["context_window"]["used_percentage"] == 42
     assert r["prompt_cache"] == {"ttl": 300, "requests": 14, "misses": 1, "hit_ratio": 0.93,
-                                 "expires_at": 1795000300.0, "warm": True}
+                                 "expires_at": 1795000300.0, "warm": True}  # what this older shape held
     assert "output_style" not in r and "workspace" not in r  # unknown or unused fields are dropped
 
 
@@ -201,5 +201,83 @@ def test_recorded_api_key_json_of_the_real_cli_parses():
     r = reading.parse(recorded)
     assert r["session_id"] == recorded["session_id"] and "rate_limits" not in r
     assert r["prompt_cache"]["expires_at"] == recorded["prompt_cache"]["expires_at"]
-    assert "ttl" not in r["prompt_cache"]  # "5m" in 2.1.328: a text, not the number of seconds: dropped
+    cache = recorded["prompt_cache"]
+    assert r["prompt_cache"] == {"ttl": 300, "warm": True, "caching_observed": True,  # "5m" read as 300 s
+                                 "requests": cache["requests"], "misses": 0, "expected_rebuilds": 0, "hit_ratio": 0,
+                                 "cache_write_tokens": cache["cache_write_tokens"], "miss_recache_tokens": 0,
+                                 "recache_tokens_if_cold": cache["recache_tokens_if_cold"],
+                                 "expires_at": cache["expires_at"]}  # null cause, empty causes: nothing kept
     assert r["cost"]["total_cost_usd"] == recorded["cost"]["total_cost_usd"]
+
+
+# ---- the cold cache (issue 47) -------------------------------------------------------------------
+
+MISSED = {"warm": False, "caching_observed": True, "ttl": "1h", "expires_at": NOW - 5, "requests": 40, "misses": 3,
+          "expected_rebuilds": 1, "hit_ratio": 0.91, "cache_write_tokens": 400_000, "miss_recache_tokens": 380_000,
+          "last_miss_at": NOW - 3700, "last_miss_cause": {"causes": ["ttl_expired_5m", "model_changed"]},
+          "miss_causes": {"ttl_expired_5m": 2, "model_changed": 1}, "recache_tokens_if_cold": 181_000}
+
+
+def test_the_whole_prompt_cache_of_2_1_332_is_read_field_by_field():
+    r = reading.parse({"prompt_cache": MISSED})["prompt_cache"]
+    assert r == {**MISSED, "ttl": 3600}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(list(MISSED)), st.one_of(
+    st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True), st.text(max_size=60),
+    st.lists(st.text(max_size=50), max_size=40), st.dictionaries(st.text(max_size=50), st.integers(-5, 10**12),
+                                                                  max_size=40),
+    st.fixed_dictionaries({"causes": st.lists(st.one_of(st.text(max_size=50), st.integers()), max_size=40)}))))
+def test_any_prompt_cache_input_comes_out_typed_and_in_range(raw):
+    r = reading.parse({"prompt_cache": raw}).get("prompt_cache", {})
+    for key in ("warm", "caching_observed"):
+        assert type(r.get(key, True)) is bool
+    assert 0 <= r.get("ttl", 0) <= 86400 and 0 <= r.get("hit_ratio", 0) <= 1
+    for key in ("requests", "misses", "expected_rebuilds"):
+        assert type(r.get(key, 0)) is int and 0 <= r.get(key, 0) <= 1e9
+    for key in ("cache_write_tokens", "miss_recache_tokens", "recache_tokens_if_cold"):
+        assert type(r.get(key, 0)) is int and 0 <= r.get(key, 0) <= 1e10
+    names = list(r.get("miss_causes", {})) + (r.get("last_miss_cause") or {}).get("causes", [])
+    assert len(r.get("miss_causes", {})) <= reading.MAX_CAUSES
+    assert all(0 < len(n) <= 40 and n.replace("_", "").isalnum() and n == n.lower() and n.isascii() for n in names)
+    assert all(type(n) is int and 0 <= n <= 1e9 for n in r.get("miss_causes", {}).values())
+
+
+def cold_facts(**extra):
+    session = {"lamp": {"state": "good", "colour": "green"},
+               "cache": {"cold_rewrite_usd": 0.9, "fresh_start_usd": 0.13, "expires_at": "x"}}
+    return {"session": session, "service": "up", "limits": {}, "cache_expires_at": NOW - 1, **extra}
+
+
+def test_a_cold_cache_prices_the_rewrite_beside_the_fresh_start_and_names_the_restart_only_with_a_handoff():
+    assert line.cache_part(cold_facts(), False, NOW) == "cache cold: next msg rewrites $0.90 · fresh start $0.13"
+    assert line.cache_part(cold_facts(handoff=True), False, NOW) == \
+        "cache cold: next msg rewrites $0.90 · restart w/ handoff $0.13"
+    # Claude Code's own word that the cache is cold comes first, whatever the clock says
+    assert line.cache_part(cold_facts(cache_expires_at=NOW + 100, cache_warm=False), False, NOW).startswith(
+        "cache cold: next msg rewrites $0.90")
+    assert line.cache_part(cold_facts(cache_expires_at=NOW + 100), False, NOW) == "cache 1:40"
+    # without the service: Claude Code's count of what the next message rewrites
+    down = {"session": None, "service": "down", "limits": {}, "cache_expires_at": NOW - 1, "recache_tokens": 181_000}
+    assert line.cache_part(down, False, NOW) == "cache cold: next msg rewrites 181k tokens"
+    assert line.cache_part(dict(down, recache_tokens=None), False, NOW) == "cache cold"
+
+
+@settings(max_examples=200, deadline=None)
+@given(rewrite=st.floats(0, 1e9, allow_nan=False), share=st.floats(0, 1), handoff=st.booleans(),
+       others=st.booleans())
+def test_every_cold_form_fits_one_status_line_of_80_columns(rewrite, share, handoff, others):
+    facts = cold_facts(handoff=handoff)
+    facts["session"]["cache"] = {"cold_rewrite_usd": rewrite, "fresh_start_usd": rewrite * share}
+    text = line.cache_part(facts, False, NOW)
+    assert "\n" not in text and len(text) <= 80
+    assert text.startswith("cache cold")
+
+
+def test_claude_codes_word_on_warmth_counts_only_where_it_saw_caching():
+    from service.statusline.run import _local_facts
+    cold = _local_facts(reading.parse({"prompt_cache": {"warm": False, "caching_observed": True}}))
+    assert cold["cache_warm"] is False
+    never = _local_facts(reading.parse({"prompt_cache": {"warm": False, "caching_observed": False}}))
+    assert never["cache_warm"] is None and line.cache_part(never, False, NOW) == ""
