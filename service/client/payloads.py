@@ -63,6 +63,19 @@ class Cache(TypedDict):
     cold_rewrite_usd: float
 
 
+class Schedule(TypedDict):
+    """A segment's schedules of moves (docs/measurement.md section 14): the best in hindsight, of both moves
+    and of restarts alone, and what following every notice saved (signed); USD, estimates."""
+
+    best_usd: float
+    best_restarts_only_usd: float
+    followed_usd: float
+    restarts_best: int
+    compactions_best: int
+    restarts_followed: int
+    compactions_followed: int
+
+
 class RestartSavings(TypedDict):
     """What one restart of the open segment would have saved (docs/measurement.md section 14): at its first
     reminder, and the best single restart in hindsight, with their calls; estimates."""
@@ -74,6 +87,7 @@ class RestartSavings(TypedDict):
     calls_after_reminder: int | None
     compact_first_reminder_usd: float
     compaction_keep: float | None
+    schedule: Schedule | None
 
 
 class Advice(TypedDict):

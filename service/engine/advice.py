@@ -32,6 +32,8 @@ DEFAULT_HORIZON_CALLS = 30.0
 DEFAULT_COMPACT_KEEP = 0.06
 DEFAULT_COMPACT_WRITE_SHARE = 1.0
 HORIZON_RANGE = (1.0, 2000.0)
+DEFAULT_NOTICE_GAP_S = 600.0  # reminders.min_gap's default: at most one notice per session this often
+NOTICE_GAP_RANGE = (0.0, 7 * 86400.0)
 
 
 @dataclass(frozen=True)
@@ -40,12 +42,14 @@ class AdviceBasis:
 
     horizon_calls: how many more calls the segment runs (this user's median run after a reminder);
     compact_keep: the summary's size against the prompt it summarized (`postTokens / preTokens`);
-    compact_write_share: the share of the compaction request's prompt written to the cache.
+    compact_write_share: the share of the compaction request's prompt written to the cache;
+    notice_gap_s: the least time between two notices (`reminders.min_gap`), for the followed schedule.
     """
 
     horizon_calls: float = DEFAULT_HORIZON_CALLS
     compact_keep: float = DEFAULT_COMPACT_KEEP
     compact_write_share: float = DEFAULT_COMPACT_WRITE_SHARE
+    notice_gap_s: float = DEFAULT_NOTICE_GAP_S
 
     def bounded(self) -> AdviceBasis:
         """The same basis inside its ranges (history can hold anything a transcript wrote)."""
@@ -54,7 +58,8 @@ class AdviceBasis:
 
         return AdviceBasis(clamp(self.horizon_calls, *HORIZON_RANGE, DEFAULT_HORIZON_CALLS),
                            clamp(self.compact_keep, 0.0, 1.0, DEFAULT_COMPACT_KEEP),
-                           clamp(self.compact_write_share, 0.0, 1.0, DEFAULT_COMPACT_WRITE_SHARE))
+                           clamp(self.compact_write_share, 0.0, 1.0, DEFAULT_COMPACT_WRITE_SHARE),
+                           clamp(self.notice_gap_s, *NOTICE_GAP_RANGE, DEFAULT_NOTICE_GAP_S))
 
 
 @dataclass(frozen=True)

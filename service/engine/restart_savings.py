@@ -1,10 +1,11 @@
 """What one restart would have saved in a segment: the counterfactual of docs/measurement.md section 14.
 
 A restart after call k carries the useful stock `B_default(k)` over with a
-handoff. Every later call j of the segment then reads `a_k = totalStock(k) -
-B_default(k)` fewer tokens at its own cache-read price, and the restart writes
+handoff. Every later call j of the segment then carries `a_k = totalStock(k) -
+B_default(k)` fewer tokens at what it paid for them (its cache-read price, or
+its cache-write price where it missed the cache), and the restart writes
 the useful stock once at the 5-minute cache-write price instead of reading it:
-`c_k = B_default(k) * (p_w5(k) - p_r(k))`. With `P(n)` the sum of the read
+`c_k = B_default(k) * (p_w5(k) - p_r(k))`. With `P(n)` the sum of those carry
 prices of calls 1..n, a restart at k saves by call n
 
     savings_k(n) = a_k * (P(n) - P(k)) - c_k,
@@ -22,9 +23,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
-from service.client.payloads import RestartSavings
+from service.client.payloads import RestartSavings, Schedule
 
 MAX_DEPTH = 48  # the walk's bound; lines that still tie for a leaf this narrow are all kept there
 FIRST_DOMAIN = 2.0 ** -16  # USD per token summed: about 30 calls at $0.50/MTok before the first doubling
@@ -82,6 +83,13 @@ class Envelope:
             while self.width <= line.p_at * 2:  # room for queries up to twice the sum so far
                 self.width *= 2
             self._root, self._placed = None, 0  # built again from every line at the new width
+
+    def cover(self, p: float) -> None:
+        """Widen the domain so a query at p walks the tree (the tree is built again when next read)."""
+        if math.isfinite(p) and p >= self.width:
+            while self.width <= p:
+                self.width *= 2
+            self._root, self._placed = None, 0
 
     @property
     def root(self) -> _Node | None:
@@ -157,6 +165,7 @@ class RestartFigures:
     calls_after_reminder: int | None  # calls of the segment after its first reminder's call
     compact_first_reminder_usd: float = 0.0  # a /compact at the first reminder instead (section 14); signed
     compaction_keep: float | None = None  # the segment opened after a /compact: the share of the grown prompt kept
+    schedule: Schedule | None = None  # the segment's schedules of moves (service/engine/schedule.py)
 
     @classmethod
     def from_dict(cls, doc: object) -> RestartFigures | None:
@@ -183,13 +192,38 @@ class RestartFigures:
 
         return cls(call("first_reminder_call"), usd("first_reminder_usd"), call("best_call"), usd("best_usd"),
                    call("calls_after_reminder"), optional("compact_first_reminder_usd") or 0.0,
-                   optional("compaction_keep"))
+                   optional("compaction_keep"), _schedule(doc.get("schedule")))
 
     def as_dict(self) -> RestartSavings:
         return {"first_reminder_call": self.first_reminder_call, "first_reminder_usd": self.first_reminder_usd,
                 "best_call": self.best_call, "best_usd": self.best_usd,
                 "calls_after_reminder": self.calls_after_reminder,
-                "compact_first_reminder_usd": self.compact_first_reminder_usd, "compaction_keep": self.compaction_keep}
+                "compact_first_reminder_usd": self.compact_first_reminder_usd, "compaction_keep": self.compaction_keep,
+                "schedule": self.schedule}
+
+
+SCHEDULE_AMOUNTS = ("best_usd", "best_restarts_only_usd", "followed_usd")
+SCHEDULE_COUNTS = ("restarts_best", "compactions_best", "restarts_followed", "compactions_followed")
+
+
+def _schedule(doc: object) -> Schedule | None:
+    """A stored or received `schedule`, types checked; None when absent (an older row)."""
+    if doc is None:
+        return None
+    if not isinstance(doc, dict):
+        raise TypeError("restart_savings.schedule is not an object")
+    out: dict[str, float | int] = {}
+    for name in SCHEDULE_AMOUNTS:
+        v = doc.get(name)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise TypeError(f"restart_savings.schedule.{name} is not an amount")
+        out[name] = float(v)
+    for name in SCHEDULE_COUNTS:
+        v = doc.get(name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise TypeError(f"restart_savings.schedule.{name} is not a count")
+        out[name] = v
+    return cast("Schedule", out)
 
 
 class RestartLedger:
@@ -204,9 +238,11 @@ class RestartLedger:
         self.compaction_keep: float | None = None
 
     def add_call(self, call: int, read_price: float, write5_price: float, total_stock: int,
-                 b_default: float) -> None:
-        """Call `call` (numbers rise by one within a segment) at its own prices and tier."""
-        self.p_sum += read_price
+                 b_default: float, carry_price: float | None = None) -> None:
+        """Call `call` (numbers rise by one within a segment) at its own prices and tier; `carry_price`: what
+        it paid per prompt token it carried (the read price, or the write price where it missed the cache;
+        the read price when not given)."""
+        self.p_sum += read_price if carry_price is None else carry_price
         slope = total_stock - b_default
         rebuild = b_default * (write5_price - read_price)
         self.envelope.add(Line(call, slope, -slope * self.p_sum - rebuild, self.p_sum, rebuild))
@@ -234,17 +270,17 @@ class RestartLedger:
         pos = call - lines[0].call
         return lines[pos] if 0 <= pos < len(lines) else None
 
-    def figures(self, pending: tuple[int, float, float, int, float] | None = None,
+    def figures(self, pending: tuple[int, float, float, int, float, float] | None = None,
                 pending_compact: tuple[float, float] | None = None) -> RestartFigures:
-        """The figures now; `pending` (call, read price, write price, totalStock, B_default): the latest
-        call, whose replay line is not written yet, as it stands (counted without being added);
+        """The figures now; `pending` (call, read price, write price, totalStock, B_default, carry price): the
+        latest call, whose replay line is not written yet, as it stands (counted without being added);
         `pending_compact` (tokens saved per read, price): a /compact after it, when it is the first reminder's."""
         p = self.p_sum
         extra: Line | None = None
         last = self.last_call
         if pending is not None:
-            call, read_price, write5_price, total_stock, b_default = pending
-            p += read_price
+            call, read_price, write5_price, total_stock, b_default, carry_price = pending
+            p += carry_price
             slope = total_stock - b_default
             rebuild = b_default * (write5_price - read_price)
             extra = Line(call, slope, -slope * p - rebuild, p, rebuild)

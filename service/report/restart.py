@@ -18,12 +18,17 @@ from math import fsum
 from pathlib import Path
 from typing import Any
 
-CACHE_VERSION = 2  # 2: a segment keeps its rent and reminders
+CACHE_VERSION = 3  # 2: a segment keeps its rent and reminders; 3: misses priced, and the schedules
 LABEL = "estimated"
 DEFINITION = ("per segment: a restart after call k with a handoff of B_default(k) saves "
-              "(totalStock(k) - B_default(k)) x the cache-read price of each later call, less "
+              "(totalStock(k) - B_default(k)) x what each later call paid per prompt token (its cache-read "
+              "price, or its cache-write price where it missed the cache), less "
               "B_default(k) x (5-minute cache-write price - cache-read price); one restart per segment "
               "(a second restart's extra is left out)")
+SCHEDULE_DEFINITION = ("per segment: best_usd, the best schedule of restarts and /compacts in hindsight; "
+                       "best_restarts_only_usd, of restarts alone; followed_usd, what a user who takes the move "
+                       "each notice names would have saved (the counterfactual session's own notices, the notice "
+                       "gap included); capture = followed / best; dead weight priced as in `definition`")
 
 
 def _day(ts: Any) -> str | None:
@@ -55,6 +60,7 @@ def block(segments: Iterable[dict], live: Iterable[dict], since: str | None, unt
     missed: list[float] = []
     rent: list[float] = []
     counted = reminded = missed_n = laps = 0
+    schedules: list[dict] = []
     for _key, (day, row) in sorted(rows.items(), key=lambda kv: str(kv[0])):
         fig = figures_of(row)
         if fig is None or day is None or (since and day < since) or (until and day > until):
@@ -63,6 +69,8 @@ def block(segments: Iterable[dict], live: Iterable[dict], since: str | None, unt
         rent.append(float(row.get("rent_usd", row.get("bill_cycle_usd")) or 0.0))  # a profile's, a snapshot's
         laps += int(row.get("laps") or 0)
         best.append(float(fig.get("best_usd") or 0.0))
+        if isinstance(fig.get("schedule"), dict):
+            schedules.append(fig["schedule"])
         if fig.get("first_reminder_call") is not None:
             reminded += 1
             first.append(float(fig.get("first_reminder_usd") or 0.0))
@@ -84,7 +92,24 @@ def block(segments: Iterable[dict], live: Iterable[dict], since: str | None, unt
         "reminders": laps,
         "capture": round(fsum(first) / best_with_reminders, 6) if best_with_reminders > 0 else None,
         "definition": DEFINITION,
+        "schedule": schedule_sums(schedules),
     }
+
+
+def schedule_sums(rows: list[dict]) -> dict:
+    """The segments' schedules summed (segments without one, from before they existed, left out)."""
+    def total(name: str) -> float:
+        return round(fsum(float(r.get(name) or 0.0) for r in rows), 9)
+
+    def count(name: str) -> int:
+        return sum(int(r.get(name) or 0) for r in rows)
+
+    best, followed = total("best_usd"), total("followed_usd")
+    return {"best_usd": best, "best_restarts_only_usd": total("best_restarts_only_usd"), "followed_usd": followed,
+            "capture": round(followed / best, 6) if best > 0 else None,
+            "restarts_followed": count("restarts_followed"), "restarts_best": count("restarts_best"),
+            "compactions_followed": count("compactions_followed"), "compactions_best": count("compactions_best"),
+            "segments": len(rows), "label": LABEL, "definition": SCHEDULE_DEFINITION}
 
 
 def median_calls_after_reminder(segments: Iterable[dict]) -> float | None:
