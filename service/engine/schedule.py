@@ -23,8 +23,10 @@ depends on the drop before it), less the move's price. The lines go into a Li Ch
 lived it: the counterfactual session keeps its own rent ledger (section 9's wallet, fed by the
 smaller context; it starts again after each move), its reminder becomes a notice when the last
 notice is at least the notice gap old (held until then), and the user takes the move the
-notice names, priced by the advice (section 15) at the counterfactual prompt. Its moves are a
-schedule the programme above also prices, so the best schedule is never below it.
+notice names, priced by the advice (section 15) at the counterfactual prompt, after that call
+("at your next break"): it is made, and paid, when the next call comes, so a notice at a
+segment's last call costs nothing. Its moves are a schedule the programme above also prices, so
+the best schedule is never below it.
 
 Pure and deterministic, fed call by call as the replay lines are written.
 """
@@ -42,13 +44,26 @@ from service.engine.restart_savings import Envelope, Line
 MF_RANGE = (0.5, 4.0)  # the reminder interval's stakes, clamped (section 9): the one rule's constants
 
 
-def reminder_interval(p_w: float, p_r: float, b0: float, g: float, stock: float) -> float:
+@dataclass(frozen=True)
+class NoticeRule:
+    """The choices the seeds leave open (bench/advice.py tunes them): the interval's stakes range, and which
+    move a notice names ("cheaper": the advice's cheaper of restart and /compact; "restart": always)."""
+
+    mf_range: tuple[float, float] = MF_RANGE
+    name: str = "cheaper"
+
+
+RULE = NoticeRule()
+
+
+def reminder_interval(p_w: float, p_r: float, b0: float, g: float, stock: float,
+                      mf_range: tuple[float, float] = MF_RANGE) -> float:
     """Section 9's interval `I = p_w·B0 / clamp(mf)`: a restart's worth of rent, shorter at higher stakes."""
     if b0 <= 0 or g <= 0 or p_w <= 0 or p_r <= 0:
         return 0.0
     a_star = Curve(p_w, p_r, b0, g).a_star
     mf = (p_r * stock + p_w * g) / a_star if a_star > 0 else 1.0
-    return (p_w * b0) / min(MF_RANGE[1], max(MF_RANGE[0], mf))
+    return (p_w * b0) / min(mf_range[1], max(mf_range[0], mf))
 
 
 class ScheduleCall(NamedTuple):
@@ -80,15 +95,19 @@ class _Follower:
     saved: float = 0.0
     restarts: int = 0
     compactions: int = 0
+    taken: tuple[ScheduleCall, str] | None = None  # the move a notice named, made when the next call comes
 
-    def step(self, c: ScheduleCall, basis: AdviceBasis) -> None:
+    def step(self, c: ScheduleCall, basis: AdviceBasis, rule: NoticeRule = RULE) -> None:
+        if self.taken is not None:  # the user came back to work: the move is made, and paid, now
+            (before, move), self.taken = self.taken, None
+            self.act(before, move, basis)
         self.saved += self.drop * c.carry
         stock = c.stock - self.drop
         b0 = c.b0 + self.offset
         bill = max(0.0, c.bill_in - self.drop * c.carry)
         rho = bill * max(0.0, stock - b0) / stock if stock > 0 and b0 > 0 else 0.0
         drent, self.rho = (self.rho + rho) / 2, rho
-        interval = reminder_interval(c.wallet_p_w, c.wallet_p_r, b0, c.g, stock)
+        interval = reminder_interval(c.wallet_p_w, c.wallet_p_r, b0, c.g, stock, rule.mf_range)
         if interval > 0:
             self.phase += drent / interval
             if self.phase >= 1.0:
@@ -101,7 +120,7 @@ class _Follower:
         self.held = False
         if c.t is not None:
             self.last_notice = c.t
-        self.act(c, named_move(stock, b0, c, basis), basis)
+        self.taken = (c, named_move(stock, b0, c, basis, rule))
 
     def act(self, c: ScheduleCall, move: str, basis: AdviceBasis) -> None:
         if move == "restart":
@@ -118,8 +137,10 @@ class _Follower:
         self.phase = self.rho = 0.0  # the counterfactual session's wallet starts again
 
 
-def named_move(stock: float, b0: float, c: ScheduleCall, basis: AdviceBasis) -> str:
+def named_move(stock: float, b0: float, c: ScheduleCall, basis: AdviceBasis, rule: NoticeRule = RULE) -> str:
     """The move a notice names: the advice's cheaper of restart and /compact over the horizon (section 15)."""
+    if rule.name == "restart":
+        return "restart"
     a = advise(int(stock), b0, min(c.floor, stock), c.g, c.rates, basis)
     return "compact" if a["compact_usd"] < a["restart_usd"] else "restart"
 
