@@ -196,3 +196,26 @@ def channel_sentences(ch: dict) -> list[tuple[str, str]]:
                 f"and spared an estimated {size(r.get('bytes_saved') or 0)} of whole-file reads.")
         out.append(("Search", text))
     return out
+
+
+def followed_sentence(schedule: dict | None) -> str:
+    """What following every notice would have saved against the best schedule in hindsight (docs/measurement.md
+    14): the text report's and the Overview's lead. Empty when no schedule was measured."""
+    if not schedule or not schedule.get("segments"):
+        return ""
+    best, followed = schedule.get("best_usd") or 0.0, schedule.get("followed_usd") or 0.0
+    if best <= 0:
+        return "No restart or /compact would have saved anything in hindsight (estimate)."
+    return (f"Following every notice would have saved {usd(followed)}, {percent(followed / best, 0)} of the "
+            f"best in hindsight (estimate).")
+
+
+def schedule_detail(schedule: dict | None) -> str:
+    """The best schedule and the moves behind both figures, in one line."""
+    if not schedule or not (schedule.get("best_usd") or 0) > 0:
+        return ""
+    moves = plural(int(schedule.get("restarts_followed") or 0), "restart")
+    if schedule.get("compactions_followed"):
+        moves += f" and {plural(int(schedule['compactions_followed']), '/compact')}"
+    return (f"The best in hindsight: {usd(schedule.get('best_usd'))} ({usd(schedule.get('best_restarts_only_usd'))} "
+            f"with restarts alone); following the notices meant {moves}.")

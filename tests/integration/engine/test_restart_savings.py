@@ -374,9 +374,17 @@ def test_the_overview_sums_the_demo_segments_and_says_so():
     assert got["first_reminder_usd"] == pytest.approx(sum(r["first_reminder_usd"] for r in reminded), abs=1e-8)
     assert got["best_single_usd"] == pytest.approx(sum(r["best_usd"] for r in rows), abs=1e-8)
     assert got["missed_usd"] == pytest.approx(sum(r["best_usd"] for r in rows if r not in reminded), abs=1e-8)
-    tile = [f for f in spend_figures(overview) if f.caption == "Restarts save (est.)"]
-    assert tile and tile[0].value == fmt.usd(got["first_reminder_usd"])
+    schedules = [r["schedule"] for r in rows]
+    followed = sum(s["followed_usd"] for s in schedules)
+    best = sum(s["best_usd"] for s in schedules)
+    assert got["schedule"]["followed_usd"] == pytest.approx(followed, abs=1e-8)
+    assert got["schedule"]["best_usd"] == pytest.approx(best, abs=1e-8) and best >= followed
+    tile = [f for f in spend_figures(overview) if f.caption == "Notices save (est.)"]
+    assert tile and tile[0].value == fmt.usd(got["schedule"]["followed_usd"])
     sentence = rent_sentence(overview)
+    # the Overview leads with what following every notice saved, against the best in hindsight
+    assert sentence.startswith(f"Following every notice would have saved {fmt.usd(followed)}, "
+                               f"{got['schedule']['capture'] * 100:.0f} % of the best in hindsight")
     assert fmt.usd(got["best_single_usd"]) in sentence and f"{got['capture'] * 100:.0f}%" in sentence
 
 
