@@ -212,9 +212,7 @@ class TrayController(QObject):
         self.refresh()
         if self.window is not None:
             self.window.on_live_snapshot(snap)
-        told = self.coalescer.observe(sid, int(snap.get("segment") or 0), lamp_colour(snap), time.time())
-        if told is not None:
-            self.show_notice(told)
+        self.coalescer.observe(sid, int(snap.get("segment") or 0), lamp_colour(snap), time.time())
 
     def on_limits(self, limits: dict | None) -> None:
         """The plan limits (status, or a `limits` event): tooltip and menu, and a notice per threshold passed."""

@@ -220,8 +220,7 @@ def rent_sentence(doc: dict | None) -> str:
         # the notices the tray gives (one a stretch), not the rent's laps that count restarts' worth of rent
         each = ", once each," if advised != 1 else ","
         text += (f" The restart notice was given in {fmt.plural(advised, 'stretch', 'stretches')}{each} when "
-                 f"the rent first reached a restart's cost (in all the rent paid for "
-                 f"{fmt.plural(n, 'restart')}).")
+                 f"the rent first reached a restart's cost.")
     else:
         text += " No restart notice: no stretch paid a restart's worth of rent on dead weight."
     rs = (doc or {}).get("restart_savings") or {}

@@ -270,9 +270,9 @@ def rent_lines(rs: dict | None) -> list[str]:
     restart estimates."""
     if not rs or rs.get("rent_usd") is None:
         return []
-    n = int(rs.get("reminders") or 0)
+    n = int(rs.get("segments_with_reminders") or 0)
     return [f"Rent on dead weight: ${rs['rent_usd']:.2f} over {_stretches(rs['segments'])}, "
-            f"{plural(n, 'reminder')} (each when the rent reached a restart's cost)"]
+            f"{plural(n, 'notice')} (one per stretch, when its rent first reached a restart's cost)"]
 
 
 def followed_lines(schedule: dict | None) -> list[str]:
