@@ -275,7 +275,8 @@ class TrayController(QObject):
         self.last_reminder = told
         self.notices_shown += 1
         if self.tray.isVisible() and self.tray.supportsMessages():
-            self.tray.showMessage(text.title, text.body, lamp_icon(self.colour()), 20000)
+            # a notice speaks of a move: its icon claims no colour (the lamp shows the colour)
+            self.tray.showMessage(text.title, text.body, QSystemTrayIcon.MessageIcon.Information, 20000)
             via = "tray"
         else:
             self._ensure_popup().show_message(text.title, text.body, text.why)

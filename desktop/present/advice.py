@@ -48,6 +48,8 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
     move = move_sentence(snapshot)
     if move:
         lines.append(move)
+        if lamp_colour(snapshot) in ("white", "green"):  # one sentence reconciles the colour and the move
+            lines.append(words.MOVE_WHILE_GREEN)
     cache = snapshot.get("cache") or {}
     exp = fmt.parse_time(cache.get("expires_at"))
     cold = cache.get("cold_rewrite_usd")

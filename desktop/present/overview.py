@@ -200,8 +200,6 @@ def restart_sentence(rs: dict) -> str:
                 f"{fmt.usd(rs.get('best_single_usd'))}")
         capture = rs.get("capture")
         text += f", so that first notice got {capture * 100:.0f}% of it." if capture is not None else "."
-        if rs.get("compact_first_reminder_usd") is not None:
-            text += f" A /compact there instead: about {fmt.usd(rs['compact_first_reminder_usd'])}."
     if rs.get("missed_segments"):
         text += (f" {fmt.plural(rs['missed_segments'], 'stretch', 'stretches')} without a notice could have "
                  f"saved {fmt.usd(rs.get('missed_usd'))} by a restart.")

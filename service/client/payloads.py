@@ -21,6 +21,7 @@ class Lamp(TypedDict, total=False):
     state: LampState
     colour: LampColour
     reason: str
+    held: bool  # published: the colour of a notice younger than a minute, not the engine's lamp now
 
 
 class Skeleton(TypedDict):

@@ -117,6 +117,9 @@ NOTICE_DO = {False: "Rent on dead weight has reached a restart's cost: prepare a
 
 
 MOVE_NOW = {"compact": "/compact now", "restart": "A restart now"}
+# said under a move while the lamp is white or green: the colour and the move answer two questions
+MOVE_WHILE_GREEN = ("The lamp is green because the context is still short of its sweet spot; the move pays "
+                    "because the calls already re-read enough dead weight.")
 MOVE_ALSO = {"compact": "/compact", "restart": "a restart"}
 
 

@@ -38,6 +38,16 @@ def test_the_tooltip_names_the_move_its_saving_and_the_other_moves():
     assert want + " (estimate)." in text.splitlines()
 
 
+@pytest.mark.parametrize("colour", ["white", "green", "amber", "red"])
+def test_a_move_under_a_green_lamp_is_reconciled_in_one_sentence(colour):
+    """"good (green)" over "A restart now saves …" read as a contradiction: one sentence says why both hold."""
+    from service.client.words import MOVE_WHILE_GREEN
+
+    text = vm.tooltip_text({**LATE, "lamp": {**LATE["lamp"], "colour": colour}}, now=0.0).splitlines()
+    assert (MOVE_WHILE_GREEN in text) == (colour in ("white", "green"))
+    assert MOVE_WHILE_GREEN not in vm.tooltip_text({**FRESH, "lamp": {"colour": "green"}}, now=0.0)  # no move
+
+
 def test_a_fresh_segment_says_no_move_and_a_warm_cache_prices_a_model_switch():
     assert FRESH["advice"]["move"] == "continue"
     assert vm.move_sentence(FRESH) == ""
