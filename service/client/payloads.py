@@ -89,6 +89,8 @@ class RestartSavings(TypedDict):
     compact_first_reminder_usd: float
     compaction_keep: float | None
     schedule: Schedule | None
+    calls: int | None  # the calls counted, and those that missed the cache (the advice's miss share)
+    missed_calls: int | None
 
 
 class Advice(TypedDict):

@@ -301,6 +301,15 @@ class Following(ServicePart):
         except Exception:  # no History to read: the documented defaults
             profiles = []
         basis, _ = advice_basis(profiles)
+        try:  # the followed schedule's notices keep the user's own gap (docs/measurement.md 14)
+            from dataclasses import replace
+
+            from service.config import ConfigError, parse_duration
+
+            gap = parse_duration(str(self._svc.cfg["reminders"]["min_gap"]))
+            basis = replace(basis, notice_gap_s=float(gap)).bounded()
+        except (KeyError, TypeError, ValueError, ConfigError):  # a config without it: the default gap
+            pass
         cfg = self._svc.engine_cfg
         if cfg is None or cfg.advice == basis:
             return

@@ -166,6 +166,8 @@ class RestartFigures:
     compact_first_reminder_usd: float = 0.0  # a /compact at the first reminder instead (section 14); signed
     compaction_keep: float | None = None  # the segment opened after a /compact: the share of the grown prompt kept
     schedule: Schedule | None = None  # the segment's schedules of moves (service/engine/schedule.py)
+    calls: int | None = None  # calls counted, and those that missed the cache: the advice learns the share
+    missed_calls: int | None = None
 
     @classmethod
     def from_dict(cls, doc: object) -> RestartFigures | None:
@@ -187,19 +189,26 @@ class RestartFigures:
                 raise TypeError(f"restart_savings.{name} is not an amount")
             return float(v)
 
+        def count(name: str) -> int | None:
+            v = call(name)
+            if v is not None and v < 0:
+                raise TypeError(f"restart_savings.{name} is not a count")
+            return v
+
         def optional(name: str) -> float | None:
             return usd(name) if doc.get(name) is not None else None  # older rows do not have it
 
         return cls(call("first_reminder_call"), usd("first_reminder_usd"), call("best_call"), usd("best_usd"),
                    call("calls_after_reminder"), optional("compact_first_reminder_usd") or 0.0,
-                   optional("compaction_keep"), _schedule(doc.get("schedule")))
+                   optional("compaction_keep"), _schedule(doc.get("schedule")), count("calls"),
+                   count("missed_calls"))
 
     def as_dict(self) -> RestartSavings:
         return {"first_reminder_call": self.first_reminder_call, "first_reminder_usd": self.first_reminder_usd,
                 "best_call": self.best_call, "best_usd": self.best_usd,
                 "calls_after_reminder": self.calls_after_reminder,
                 "compact_first_reminder_usd": self.compact_first_reminder_usd, "compaction_keep": self.compaction_keep,
-                "schedule": self.schedule}
+                "schedule": self.schedule, "calls": self.calls, "missed_calls": self.missed_calls}
 
 
 SCHEDULE_AMOUNTS = ("best_usd", "best_restarts_only_usd", "followed_usd")
@@ -236,6 +245,8 @@ class RestartLedger:
         self.first_reminder: int | None = None
         self.compact_line: Line | None = None  # a /compact after the first reminder's call
         self.compaction_keep: float | None = None
+        self.calls = 0
+        self.missed = 0  # calls that paid more than the read price for what they carried
 
     def add_call(self, call: int, read_price: float, write5_price: float, total_stock: int,
                  b_default: float, carry_price: float | None = None) -> None:
@@ -243,6 +254,8 @@ class RestartLedger:
         it paid per prompt token it carried (the read price, or the write price where it missed the cache;
         the read price when not given)."""
         self.p_sum += read_price if carry_price is None else carry_price
+        self.calls += 1
+        self.missed += carry_price is not None and carry_price > read_price
         slope = total_stock - b_default
         rebuild = b_default * (write5_price - read_price)
         self.envelope.add(Line(call, slope, -slope * self.p_sum - rebuild, self.p_sum, rebuild))
@@ -307,8 +320,9 @@ class RestartLedger:
         best_usd, best_call = 0.0, None
         if top is not None and top.at(p) > 0:
             best_usd, best_call = top.at(p), top.call
+        missed = self.missed + (pending is not None and pending[5] > pending[1])
         return RestartFigures(self.first_reminder, first_usd, best_call, best_usd, after, compact_usd,
-                              self.compaction_keep)
+                              self.compaction_keep, None, self.calls + (pending is not None), missed)
 
 
 def restart_now(total_stock: int, b_default: float, read_price: float, write5_price: float,

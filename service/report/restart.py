@@ -130,11 +130,16 @@ def advice_basis(segments: Iterable[dict]) -> tuple[Any, dict]:
     horizon = median_calls_after_reminder(rows)
     keeps = [float(k) for k in ((figures_of(p) or {}).get("compaction_keep") for p in rows)
              if isinstance(k, (int, float)) and not isinstance(k, bool)]
+    counted = [(f["calls"], f["missed_calls"]) for f in (figures_of(p) or {} for p in rows)
+               if isinstance(f.get("calls"), int) and isinstance(f.get("missed_calls"), int) and f["calls"] > 0]
+    calls = sum(c for c, _ in counted)
     default = AdviceBasis()
     basis = AdviceBasis(horizon_calls=max(1.0, horizon) if horizon is not None else default.horizon_calls,
-                        compact_keep=float(statistics.median(keeps)) if keeps else default.compact_keep).bounded()
+                        compact_keep=float(statistics.median(keeps)) if keeps else default.compact_keep,
+                        miss_share=sum(m for _, m in counted) / calls if calls else default.miss_share).bounded()
     return basis, {"horizon": "history" if horizon is not None else "default",
-                   "compact_keep": "history" if keeps else "default"}
+                   "compact_keep": "history" if keeps else "default",
+                   "miss_share": "history" if calls else "default"}
 
 
 # ---- the report's own replay of the transcripts ---------------------------------------------------
