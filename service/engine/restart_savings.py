@@ -151,7 +151,11 @@ class Envelope:
                     node.right = _Node(line)
                     return
                 node, lo = node.right, mid
-        node.kept.append(line)  # two lines crossing within a leaf: both kept, the query weighs both
+        self._keep(node, line, lo, hi)  # two lines crossing within a leaf: the query weighs both
+
+    def _keep(self, node: _Node, line: Line, lo: float, hi: float) -> None:
+        """A line that reached the deepest level beside `node.line`: every one is kept."""
+        node.kept.append(line)
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from typing import NamedTuple
 from service.engine.advice import AdviceBasis, MovePrices, advise, compacted_prompt, compaction_request
 from service.engine.curve import Curve
 from service.client.payloads import Schedule
-from service.engine.restart_savings import Envelope, Line
+from service.engine.restart_savings import Envelope, Line, _better, _Node
 
 MF_RANGE = (0.5, 4.0)  # the reminder interval's stakes, clamped (section 9): the one rule's constants
 
@@ -162,12 +162,31 @@ def _alpha(c: ScheduleCall, basis: AdviceBasis) -> float:
     return w * c.rates.p_w5 + (1 - w) * c.rates.p_r
 
 
+class _FrontierEnvelope(Envelope):
+    """The schedule's lines: each new move's line starts at the frontier, where the best of the earlier ones
+    is, so many meet within one leaf of the deepest level (a width below a dollar amount's rounding). A leaf
+    keeps, beside its own line, only the lines best at either end of its interval: the query stays a walk
+    of bounded depth, off the true maximum by at most a slope difference times that width."""
+
+    def _keep(self, node: _Node, line: Line, lo: float, hi: float) -> None:
+        group = [*node.kept, line]
+        ends = []
+        for at in (lo, hi):
+            top = group[0]
+            for other in group[1:]:
+                if _better(other, top, at):
+                    top = other
+            if top not in ends:
+                ends.append(top)
+        node.kept = ends
+
+
 class _Programme:
     """The best schedule in hindsight so far (restarts, and compactions when `compact`)."""
 
     def __init__(self, compact: bool) -> None:
         self.compact = compact
-        self.envelope = Envelope()
+        self.envelope: Envelope = _FrontierEnvelope()
         self.p = 0.0
         self.counts: list[tuple[int, int]] = [(0, 0)]  # per line (its `call` field): restarts, compactions
         self.envelope.add(Line(0, 0.0, 0.0, 0.0, 0.0))  # no move yet: nothing saved
@@ -182,6 +201,7 @@ class _Programme:
     def add(self, c: ScheduleCall, basis: AdviceBasis) -> None:
         self.p += c.carry
         p = self.p
+        self.envelope.cover(2 * p)  # room for a snapshot's query past the latest call without widening then
         before = self._query(p)
         moves = [(before.at(p) - restart_price(c), c.stock - c.b0, before, (1, 0))]
         if self.compact:
@@ -191,6 +211,8 @@ class _Programme:
             price = alpha * c.stock + summary * c.rates.p_out + compacted * (c.rates.p_w5 - c.rates.p_r)
             moves.append((prior.at(p + alpha) - price, c.stock - compacted, prior, (0, 1)))
         for value, drop, parent, (r, k) in moves:
+            if value <= before.at(p) and drop <= before.slope:
+                continue  # never above the best line from here on (P only grows): not kept, the tree stays lean
             pr, pk = self.counts[parent.call]
             self.counts.append((pr + r, pk + k))
             self.envelope.add(Line(len(self.counts) - 1, drop, value - drop * p, p, 0.0))
