@@ -44,17 +44,17 @@ class Line(NamedTuple):
         return self.slope * p + self.icept
 
 
-class _Node:
+class Node:
     __slots__ = ("kept", "left", "line", "right")
 
     def __init__(self, line: Line) -> None:
         self.line = line
-        self.left: _Node | None = None
-        self.right: _Node | None = None
+        self.left: Node | None = None
+        self.right: Node | None = None
         self.kept: list[Line] = []  # at the deepest level: every line that lost here, so none is lost
 
 
-def _better(a: Line, b: Line, p: float) -> bool:
+def better(a: Line, b: Line, p: float) -> bool:
     """a beats b at p: more saved, the earlier call on a tie (as the brute force picks)."""
     va, vb = a.at(p), b.at(p)
     return va > vb or (va == vb and a.call < b.call)
@@ -73,7 +73,7 @@ class Envelope:
 
     def __init__(self) -> None:
         self.width = FIRST_DOMAIN
-        self._root: _Node | None = None
+        self._root: Node | None = None
         self._placed = 0  # lines[:_placed] are in the tree
         self.lines: list[Line] = []
 
@@ -92,7 +92,7 @@ class Envelope:
             self._root, self._placed = None, 0
 
     @property
-    def root(self) -> _Node | None:
+    def root(self) -> Node | None:
         """The tree of every line added so far."""
         lines = self.lines
         for k in range(self._placed, len(lines)):
@@ -107,14 +107,14 @@ class Envelope:
         if p >= self.width:
             found: Line | None = None
             for line in self.lines:
-                if found is None or _better(line, found, p):
+                if found is None or better(line, found, p):
                     found = line
             return found
         node, lo, hi = self.root, 0.0, self.width
         found = None
         while node is not None:
             for line in (node.line, *node.kept):
-                if found is None or _better(line, found, p):
+                if found is None or better(line, found, p):
                     found = line
             mid = (lo + hi) / 2
             if p < mid:
@@ -125,10 +125,10 @@ class Envelope:
 
     def _insert(self, line: Line) -> None:
         if self._root is None:
-            self._root = _Node(line)
+            self._root = Node(line)
             return
         node, lo, hi = self._root, 0.0, self.width
-        # _better(line, node.line, x) written out (the same arithmetic): this walk runs once or twice per call
+        # better(line, node.line, x) written out (the same arithmetic): this walk runs once or twice per call
         slope, icept, call = line.slope, line.icept, line.call
         for _ in range(MAX_DEPTH):
             mid = (lo + hi) / 2
@@ -143,17 +143,17 @@ class Envelope:
                 slope, icept, call = o_slope, o_icept, other.call
             if low_wins != mid_wins:  # the loser can still win left of mid
                 if node.left is None:
-                    node.left = _Node(line)
+                    node.left = Node(line)
                     return
                 node, hi = node.left, mid
             else:
                 if node.right is None:
-                    node.right = _Node(line)
+                    node.right = Node(line)
                     return
                 node, lo = node.right, mid
         self._keep(node, line, lo, hi)  # two lines crossing within a leaf: the query weighs both
 
-    def _keep(self, node: _Node, line: Line, lo: float, hi: float) -> None:
+    def _keep(self, node: Node, line: Line, lo: float, hi: float) -> None:
         """A line that reached the deepest level beside `node.line`: every one is kept."""
         node.kept.append(line)
 
@@ -319,7 +319,7 @@ class RestartLedger:
             if last is not None:
                 after = max(0, last - self.first_reminder)
         top = self.envelope.best(p)
-        if extra is not None and (top is None or _better(extra, top, p)):
+        if extra is not None and (top is None or better(extra, top, p)):
             top = extra
         best_usd, best_call = 0.0, None
         if top is not None and top.at(p) > 0:

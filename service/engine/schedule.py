@@ -39,7 +39,7 @@ from typing import NamedTuple
 from service.engine.advice import AdviceBasis, MovePrices, advise, compacted_prompt, compaction_request
 from service.engine.curve import Curve
 from service.client.payloads import Schedule
-from service.engine.restart_savings import Envelope, Line, _better, _Node
+from service.engine.restart_savings import Envelope, Line, better, Node
 
 MF_RANGE = (0.5, 4.0)  # the reminder interval's stakes, clamped (section 9): the one rule's constants
 
@@ -168,13 +168,13 @@ class _FrontierEnvelope(Envelope):
     keeps, beside its own line, only the lines best at either end of its interval: the query stays a walk
     of bounded depth, off the true maximum by at most a slope difference times that width."""
 
-    def _keep(self, node: _Node, line: Line, lo: float, hi: float) -> None:
+    def _keep(self, node: Node, line: Line, lo: float, hi: float) -> None:
         group = [*node.kept, line]
         ends = []
         for at in (lo, hi):
             top = group[0]
             for other in group[1:]:
-                if _better(other, top, at):
+                if better(other, top, at):
                     top = other
             if top not in ends:
                 ends.append(top)
