@@ -120,6 +120,9 @@ def median_calls_after_reminder(segments: Iterable[dict]) -> float | None:
     return float(statistics.median(runs)) if runs else None
 
 
+MISS_HISTORY_SEGMENTS = 5  # archived segments with their calls counted before the miss share is learnt
+
+
 def advice_basis(segments: Iterable[dict]) -> tuple[Any, dict]:
     """What the priced moves assume, from this user's archived segments (docs/measurement.md 15):
     the horizon is the median run after a first reminder, the compaction's summary the median share its
@@ -132,7 +135,7 @@ def advice_basis(segments: Iterable[dict]) -> tuple[Any, dict]:
              if isinstance(k, (int, float)) and not isinstance(k, bool)]
     counted = [(f["calls"], f["missed_calls"]) for f in (figures_of(p) or {} for p in rows)
                if isinstance(f.get("calls"), int) and isinstance(f.get("missed_calls"), int) and f["calls"] > 0]
-    calls = sum(c for c, _ in counted)
+    calls = sum(c for c, _ in counted) if len(counted) >= MISS_HISTORY_SEGMENTS else 0
     default = AdviceBasis()
     basis = AdviceBasis(horizon_calls=max(1.0, horizon) if horizon is not None else default.horizon_calls,
                         compact_keep=float(statistics.median(keeps)) if keeps else default.compact_keep,

@@ -235,6 +235,7 @@ def test_the_basis_learns_the_miss_share_from_the_archived_segments():
 
     rows = [{"restart_savings": {"calls": 40, "missed_calls": 2}}, {"restart_savings": {"calls": 60, "missed_calls": 8}},
             {"restart_savings": {"best_usd": 0.0}}]  # an older row: no counts, left out
-    basis, where = advice_basis(rows)
+    assert advice_basis(rows)[0].miss_share == 0.0  # two segments are too few to go by
+    basis, where = advice_basis(rows * 3)  # six: the share over all their calls
     assert basis.miss_share == pytest.approx(0.1) and where["miss_share"] == "history"
     assert advice_basis([])[0].miss_share == 0.0
