@@ -22,10 +22,18 @@ before each real compaction beside what that request cost: the fake API's log (`
 `projects/` folder: the requests the transcript does not hold), priced at the bundled rates. (The
 compacted prompt's first write is a call the transcript holds; it is not in either figure.)
 
+**The rule as a policy** (`--policy`): per corpus, what following every notice saved against the
+best schedule of restarts and /compacts in hindsight (docs/measurement.md 14, misses priced), the
+engine's own `restart_savings.schedule` summed; and, with `--people DIR`, the open choices of the
+notice rule (service/engine/schedule.py's `NoticeRule` and the advice's horizon) tried on every
+person under DIR but `--holdout NAME`, the best on those tried on the held-out person apart.
+
     python bench/advice.py                   # the repo's fixtures and the demo
     python bench/advice.py --extra DIR       # and the transcripts under DIR, as a corpus of their own
     python bench/advice.py --json            # the figures as JSON
     python bench/advice.py PATH...           # these transcripts or folders
+    python bench/advice.py --policy [--extra DIR]...   # capture of the schedule, per corpus
+    python bench/advice.py --people DIR --holdout NAME # tune the rule on DIR's people, NAME apart
 """
 from __future__ import annotations
 
@@ -309,15 +317,145 @@ def show(name: str, got: dict) -> None:
               f"before {usd(c['predicted_usd'])}, in the fake API's log {usd(c['real_usd'])}")
 
 
+# ---- the rule as a policy: following every notice against the best schedule in hindsight -------------
+
+SCHEDULE_KEYS = ("best_usd", "best_restarts_only_usd", "followed_usd", "restarts_followed", "restarts_best",
+                 "compactions_followed", "compactions_best")
+
+
+def schedules(paths: list[Path]) -> list[dict]:
+    """Every segment's `restart_savings.schedule`, as the engine's replay closes it."""
+    out = []
+    for label, path, _ in transcripts(paths):
+        for e in replay_file(path, PRICES):
+            if e["event"] == "end":
+                out += [{"segment": f"{label}#{p['segment']}", **p["restart_savings"]["schedule"]}
+                        for p in e["segments"] if (p.get("restart_savings") or {}).get("schedule")]
+    return out
+
+
+def schedule_totals(rows: list[dict]) -> dict:
+    got: dict = {k: fsum(r[k] for r in rows) if k.endswith("usd") else sum(r[k] for r in rows)
+                 for k in SCHEDULE_KEYS}
+    got["segments"] = len(rows)
+    got["capture"] = got["followed_usd"] / got["best_usd"] if got["best_usd"] > 0 else None
+    return got
+
+
+def show_policy(name: str, t: dict) -> None:
+    print(f"{name}: following every notice {usd(t['followed_usd'])} = {pct(t['capture'])} of the best schedule "
+          f"{usd(t['best_usd'])} (restarts alone {usd(t['best_restarts_only_usd'])}); "
+          f"{t['restarts_followed']} restarts and {t['compactions_followed']} /compacts followed, the best "
+          f"{t['restarts_best']} and {t['compactions_best']}; {t['segments']} segments")
+
+
+def recorded_calls(paths: list[Path]) -> list[list]:
+    """Each segment's calls as the schedule reads them (ScheduleCall rows), recorded from the engine's replay."""
+    from service.engine import schedule as sch
+
+    segments: list[list] = []
+    feed = sch.ScheduleLedger.add_call
+
+    def recording(ledger: sch.ScheduleLedger, call: sch.ScheduleCall, basis: AdviceBasis) -> None:
+        if not hasattr(ledger, "recorded"):
+            ledger.recorded = []  # type: ignore[attr-defined]
+            segments.append(ledger.recorded)  # type: ignore[attr-defined]
+        ledger.recorded.append(call)  # type: ignore[attr-defined]
+        feed(ledger, call, basis)
+
+    sch.ScheduleLedger.add_call = recording  # type: ignore[method-assign]
+    try:
+        for _, path, _ in transcripts(paths):
+            for _ in replay_file(path, PRICES):
+                pass
+    finally:
+        sch.ScheduleLedger.add_call = feed  # type: ignore[method-assign]
+    return segments
+
+
+def replayed(segments: list[list], basis: AdviceBasis, rule: object) -> tuple[float, float]:
+    """(best, followed) of these segments under another basis and notice rule."""
+    from service.engine import schedule as sch
+
+    best, followed = [], []
+    for calls in segments:
+        programme, follower = sch._Programme(compact=True), sch._Follower()
+        for call in calls:
+            programme.add(call, basis)
+            follower.step(call, basis, rule)  # type: ignore[arg-type]
+        best.append(programme.best()[0])
+        followed.append(follower.saved)
+    return fsum(best), fsum(followed)
+
+
+def tune(people_dir: Path, holdout: str) -> dict:
+    """The rule's open choices tried on every person but `holdout`; the best on them, tried on `holdout`."""
+    from service.engine.schedule import NoticeRule
+
+    people = {p.name: recorded_calls([p]) for p in sorted(people_dir.iterdir()) if p.is_dir()}
+    if holdout not in people:
+        raise SystemExit(f"no person {holdout!r} under {people_dir}: {', '.join(people)}")
+    grid = [(NoticeRule(mf_range=(lo, hi), name=name), horizon)
+            for lo, hi in ((0.25, 4.0), (0.5, 4.0), (1.0, 4.0), (0.5, 8.0), (1.0, 16.0))
+            for name in ("cheaper", "restart") for horizon in (10.0, 30.0, 60.0)]
+    rows = []
+    for rule, horizon in grid:
+        basis = replace(BASIS, horizon_calls=horizon).bounded()
+        train = [replayed(segs, basis, rule) for name, segs in people.items() if name != holdout]
+        best, followed = fsum(b for b, _ in train), fsum(f for _, f in train)
+        rows.append({"mf_range": rule.mf_range, "name": rule.name, "horizon": horizon,
+                     "train_capture": followed / best if best > 0 else None, "rule": rule, "basis": basis})
+    chosen = max(rows, key=lambda r: (r["train_capture"] or 0.0))
+    best, followed = replayed(people[holdout], chosen["basis"], chosen["rule"])
+    default = max(rows, key=lambda r: (r["mf_range"] == (0.5, 4.0), r["name"] == "cheaper", r["horizon"] == 30.0))
+    d_best, d_followed = replayed(people[holdout], default["basis"], default["rule"])
+    return {"grid": [{k: v for k, v in r.items() if k not in ("rule", "basis")} for r in rows],
+            "chosen": {k: v for k, v in chosen.items() if k not in ("rule", "basis")},
+            "default": {k: v for k, v in default.items() if k not in ("rule", "basis")},
+            "holdout": {"person": holdout, "best_usd": best, "followed_usd": followed,
+                        "capture": followed / best if best > 0 else None,
+                        "default_followed_usd": d_followed,
+                        "default_capture": d_followed / d_best if d_best > 0 else None}}
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="*", type=Path)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--extra", action="append", type=Path, default=[], metavar="DIR",
                     help="one more corpus beside the defaults (repeatable)")
+    ap.add_argument("--policy", action="store_true", help="the rule as a policy: capture of the best schedule")
+    ap.add_argument("--people", type=Path, metavar="DIR", help="tune the notice rule on DIR's people (folders)")
+    ap.add_argument("--holdout", metavar="NAME", help="the person of --people left out of the tuning")
     args = ap.parse_args(argv)
+    if args.people is not None:
+        tuned = tune(args.people, args.holdout or "")
+        if args.json:
+            print(json.dumps(tuned, indent=1))
+            return
+        for r in tuned["grid"]:
+            print(f"mf in {r['mf_range']}, notice names {r['name']:<8}, horizon {r['horizon']:>4.0f}: "
+                  f"{pct(r['train_capture'])} on the others")
+        print(f"chosen: {tuned['chosen']}; the default: {tuned['default']}")
+        h = tuned["holdout"]
+        print(f"held out, {h['person']}: following every notice {usd(h['followed_usd'])} = {pct(h['capture'])} "
+              f"of the best schedule {usd(h['best_usd'])} with the chosen rule; {usd(h['default_followed_usd'])} = "
+              f"{pct(h['default_capture'])} with the default")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         groups = {"given": args.paths} if args.paths else corpus(Path(tmp), args.extra)
+        if args.policy:
+            totals_of = {name: schedule_totals(schedules(paths)) for name, paths in groups.items()}
+            everything = {k: sum(t[k] for t in totals_of.values()) for k in SCHEDULE_KEYS + ("segments",)}
+            everything["capture"] = (everything["followed_usd"] / everything["best_usd"]
+                                     if everything["best_usd"] > 0 else None)
+            totals_of["all"] = everything
+            if args.json:
+                print(json.dumps(totals_of, indent=1))
+                return
+            for name, t in totals_of.items():
+                show_policy(name, t)
+            return
         results = {name: measure(paths) for name, paths in groups.items()}
     if args.json:
         print(json.dumps(results, indent=1))

@@ -220,9 +220,7 @@ class TrayController(QObject):
         self._retire_notice(sid, snap)
         if self.window is not None:
             self.window.on_live_snapshot(snap)
-        told = self.coalescer.observe(sid, int(snap.get("segment") or 0), lamp_colour(snap), time.time())
-        if told is not None:
-            self.show_notice(told)
+        self.coalescer.observe(sid, int(snap.get("segment") or 0), lamp_colour(snap), time.time())
 
     def on_limits(self, limits: dict | None) -> None:
         """The plan limits (status, or a `limits` event): tooltip and menu, and a notice per threshold passed."""
@@ -286,8 +284,9 @@ class TrayController(QObject):
         self.notices_shown += 1
         self.notice_lamp = (str(told.get("session_id")), lamp_colour(snap) if snap else None)
         if self.tray.isVisible() and self.tray.supportsMessages():
-            # the system's notice cannot be taken back when the lamp moves on: it stays up for NOTICE_MS only
-            self.tray.showMessage(text.title, text.body, lamp_icon(self.colour()), NOTICE_MS)
+            # a notice speaks of a move: its icon claims no colour (the lamp shows the colour); the system's
+            # notice cannot be taken back when the lamp moves on: it stays up for NOTICE_MS only
+            self.tray.showMessage(text.title, text.body, QSystemTrayIcon.MessageIcon.Information, NOTICE_MS)
             via = "tray"
         else:
             self._ensure_popup().show_message(text.title, text.body, text.why)

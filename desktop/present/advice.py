@@ -45,11 +45,13 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
             lines.append(position_words(snapshot))
     elif x is not None:
         lines.append(f"context {fmt.number(x)}x its useful part")
-    lines.append(f"rent so far {fmt.usd(snapshot.get('bill_cycle_usd'))}{rent_worth(snapshot)}"
+    lines.append(f"rent so far {fmt.usd(snapshot.get('bill_cycle_usd'))}{notice_given(snapshot)}"
                  f" · {words.per_hour(snapshot)}")
     move = move_sentence(snapshot)
     if move:
         lines.append(move)
+        if lamp_colour(snapshot) in ("white", "green"):  # one sentence reconciles the colour and the move
+            lines.append(words.MOVE_WHILE_GREEN)
     return "\n".join(lines + cache_lines(snapshot.get("cache") or {}, now, idle_compaction))
 
 
@@ -86,12 +88,10 @@ def position_words(snapshot: dict) -> str:
     return words.position(snapshot)
 
 
-def rent_worth(snapshot: dict) -> str:
-    """' (3 restarts' worth)' once the rent has paid for restarts: how later laps show, without a notice."""
-    laps = int(snapshot.get("laps") or 0)
-    if laps <= 0:
-        return ""
-    return " (a restart's worth)" if laps == 1 else f" ({laps} restarts' worth)"
+def notice_given(snapshot: dict) -> str:
+    """' (notice at call 32)' once this stretch's notice was given: money and notices, not the rent's laps."""
+    first = (snapshot.get("restart_savings") or {}).get("first_reminder_call")
+    return f" (notice at call {first})" if first is not None else ""
 
 
 # ---------- the notices ----------
@@ -122,7 +122,8 @@ def notice_why(red: bool, reminder: dict, snapshot: dict | None, notice: bool = 
                      "the context is well past its sweet spot.")
     else:
         parts.append(f"The calls have paid {fmt.usd(rent)} to re-read dead weight (context a fresh session "
-                     "would not need), as much as rebuilding the useful part once costs.")
+                     "would not need); the notice comes when that rent first reaches what rebuilding the useful "
+                     "part once costs.")
         if colour in ("white", "green"):
             dhat = (snapshot or {}).get("dhat")
             when = f" in about {fmt.plural(math.ceil(float(dhat)), 'call')}" if dhat is not None and float(dhat) > 0 \
@@ -136,7 +137,7 @@ def notice_why(red: bool, reminder: dict, snapshot: dict | None, notice: bool = 
         parts.append("The saving counts the calls your sessions usually run after this advice, at what they "
                      "would re-read without the dead weight, less one rebuild.")
     parts.append("Later rent adds to the figures in the tooltip and the Session tab, without another notice; "
-                 "the lamp turning red gives one more.")
+                 "the lamp's colour is shown, not announced.")
     return " ".join(parts)
 
 
@@ -152,14 +153,14 @@ def session_advice(snapshot: dict | None) -> tuple[str, str]:
         return notice_text({"kind": RED}, snapshot).body.splitlines()[0], notice_why(True, {}, snapshot, False)
     if laps:
         first = ((snapshot.get("restart_savings") or {}).get("first_reminder_call"))
-        since = f" since call {first}" if first is not None else ""
-        return (f"Restart at your next break: the rent on dead weight has paid for "
-                f"{'a restart' if laps == 1 else f'{laps} restarts'}{since}.",
+        at = f" (the notice came at call {first})" if first is not None else ""
+        return (f"Restart at your next break{at}: rent on dead weight so far "
+                f"{fmt.usd(snapshot.get('bill_cycle_usd'))}.",
                 notice_why(False, {}, snapshot, False))
     if colour == "amber":
         return ("Past the sweet spot: a restart soon pays for itself.",
                 "The lamp is amber: the average cost per call, counting one restart, is past its lowest. A notice "
-                "comes when the rent on dead weight reaches a restart's cost, and when the lamp turns red.")
+                "comes when the rent on dead weight reaches a restart's cost.")
     if colour == "green":
         return (f"No restart needed: {position_words(snapshot)}.",
                 "The lamp is green: the context carries little dead weight yet.")
@@ -170,11 +171,10 @@ def session_advice(snapshot: dict | None) -> tuple[str, str]:
 def notices_line(snapshot: dict | None) -> tuple[str, str]:
     """The Session header's figure for the advice: when it was given, apart from the rent's laps."""
     laps = int((snapshot or {}).get("laps") or 0)
-    tip = ("The tray gives one notice per stretch of work, at the first time the rent on dead weight reaches a "
-           "restart's cost, and one more if the lamp turns red; each further restart's worth of rent updates "
-           "the figures only.")
+    tip = ("The tray gives one notice per stretch of work, the first time the rent on dead weight reaches a "
+           "restart's cost; later rent updates the figures only. The lamp's colour is shown, not announced.")
     if not laps:
         return "none yet", tip
     first = ((snapshot or {}).get("restart_savings") or {}).get("first_reminder_call")
     at = f"at call {first}" if first is not None else "given"
-    return f"{at}; rent {rent_worth(snapshot or {}).strip(' ()')}", tip
+    return f"{at}; rent so far {fmt.usd((snapshot or {}).get('bill_cycle_usd'))}", tip

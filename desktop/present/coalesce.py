@@ -1,18 +1,16 @@
-"""When the tray speaks: the lamp and the rent reminders become one notice per moment (pure; times are
-explicit seconds).
+"""When the tray speaks: the rent ledger's reminder is the one rule that raises a notice naming a move
+(pure; times are explicit seconds).
 
 The engine raises a reminder at every rent lap, and past the sweet spot laps come
-every few calls; the lamp changes colour on its own clock. A user is told one
-piece of advice, per stretch of work (a segment) and session:
+every few calls. A user is told one piece of advice, per stretch of work (a segment)
+and session:
 
 - the first reminder of a stretch is a notice ("restart at your next break", or
   "restart pays now" when the lamp is already red);
 - later laps of that stretch update the figures and the tooltip, never a notice;
-- the lamp turning red raises one notice, unless that advice was already given in
-  the stretch (the first reminder came while red);
+- the lamp's colour is shown, not announced: turning red raises no notice;
 - at most one notice per `min_gap` per session: a notice that comes sooner is held
-  and shown when the gap has passed, a red one replacing a held one. The red notice
-  is never held: it is the last the stretch can give.
+  and shown when the gap has passed.
 
 Nothing is shown while snoozed or paused; what arrives then is dropped (the lamp
 carries the continuous signal). docs/architecture.md ("What the tray says") gives
@@ -25,7 +23,7 @@ from dataclasses import dataclass, field
 DEFAULT_MIN_GAP_S = 600.0
 DEFAULT_SNOOZE_S = 1800.0
 RENT = "rent"  # the rent paid on dead weight reached a restart's cost: restart at the next break
-RED = "red"    # the lamp is red: a restart pays now
+RED = "red"    # the lamp's red colour, which a notice raised while red is worded for ("restart pays now")
 
 
 @dataclass
@@ -33,14 +31,14 @@ class _SessionState:
     segment: int = -1
     last_lap: tuple[int, int] = (-1, -1)  # (segment, lap) of the newest reminder seen
     told: set[str] = field(default_factory=set)  # the kinds of notice decided in this stretch
-    colour: str | None = None  # the lamp's colour at the last snapshot seen
     last_shown_at: float | None = None
     pending: dict | None = None
     snoozed_until: float = 0.0
 
 
 def notice(kind: str, session_id: str, segment: int, reminder: dict | None) -> dict:
-    """One notice: its kind, its session and stretch, and the reminder that raised it (None for the lamp)."""
+    """One notice: its kind (RED: raised while the lamp was red, worded so), its session and stretch, and the
+    reminder that raised it."""
     return {"kind": kind, "session_id": session_id, "segment": segment, "reminder": reminder,
             "lap": int((reminder or {}).get("lap") or 0)}
 
@@ -75,24 +73,18 @@ class ReminderCoalescer:
             return None  # a later lap of the stretch: the figures and the tooltip say it
         return self._speak(st, notice(RED if colour == RED else RENT, sid, segment, reminder), now)
 
-    def observe(self, session_id: str, segment: int, colour: str, now: float, quiet: bool = False) -> dict | None:
-        """A snapshot: the lamp turning red gives its notice, once a stretch. `quiet` (the status read at
-        connecting) only notes the colour: a lamp already red when the tray starts is shown, not announced."""
+    def observe(self, session_id: str, segment: int, colour: str, now: float, quiet: bool = False) -> None:
+        """A snapshot: a new stretch starts its advice afresh. The colour is shown, never announced."""
         st = self._state(session_id)
-        before, st.colour = st.colour, colour
-        if segment < st.segment:
-            return None
-        self._enter(st, segment)
-        if quiet or colour != RED or before in (None, RED) or RED in st.told:
-            return None
-        return self._speak(st, notice(RED, session_id, segment, None), now)
+        if segment >= st.segment:
+            self._enter(st, segment)
 
     def _speak(self, st: _SessionState, told: dict, now: float) -> dict | None:
-        st.told.update((RENT, RED) if told["kind"] == RED else (RENT,))
+        st.told.add(RENT)
         if self.paused or now < st.snoozed_until:
             st.pending = None
             return None
-        if told["kind"] == RED or st.last_shown_at is None or now >= st.last_shown_at + self.min_gap_s:
+        if st.last_shown_at is None or now >= st.last_shown_at + self.min_gap_s:
             st.pending = None
             st.last_shown_at = now
             return told

@@ -12,8 +12,8 @@ from datetime import date
 
 from desktop.present import fmt
 from desktop.present.lamp import project_name, session_label
-from service.client.words import (channel_sentences, compactions_sentence, model_name,  # noqa: F401 (the tabs' model names)
-                                  unrecorded_output)
+from service.client.words import (channel_sentences, compactions_sentence, followed_sentence,  # noqa: F401
+                                  model_name, unrecorded_output)  # (model_name: the tabs' model names)
 
 PERIODS = ((1, "Today"), (7, "Last 7 days"), (30, "Last 30 days"))
 MAX_STACKS = 6  # bars stack the dearest few; the rest is one "other" layer
@@ -174,8 +174,17 @@ def session_rows(doc: dict | None, now: float | None = None) -> list[SessionRow]
 
 
 def restart_figure(doc: dict | None) -> Figure:
-    """What restarting at the first reminder would have saved (an estimate, docs/measurement.md 14)."""
+    """What following every notice would have saved (an estimate, docs/measurement.md 14); from a service
+    without the schedules, what restarting at the first notice would have saved."""
     rs = (doc or {}).get("restart_savings") or {}
+    schedule = rs.get("schedule")
+    if isinstance(schedule, dict):
+        return Figure("Notices save (est.)", fmt.usd(schedule.get("followed_usd")),
+                      "What following every notice would have saved, an estimate per stretch of work: the move "
+                      "each notice names, made at the next call, against what the later calls paid for what it "
+                      "would have left behind (at the cache-write price where a call missed the cache), less "
+                      f"each move's own price. The best schedule in hindsight: {fmt.usd(schedule.get('best_usd'))}; "
+                      f"the best single restart: {fmt.usd(rs.get('best_single_usd'))}.")
     return Figure("Restarts save (est.)", fmt.usd(rs.get("first_reminder_usd")),
                   "What restarting at the restart notices would have saved, an estimate per stretch of work: a "
                   "restart with a handoff at its notice, against what the "
@@ -189,13 +198,11 @@ def restart_sentence(rs: dict) -> str:
         return ""
     text = ""
     if rs.get("segments_with_reminders"):
-        text = (f" Restarting at each notice would have saved about "
+        text = (f" One restart per stretch, at its first notice, would have saved about "
                 f"{fmt.usd(rs.get('first_reminder_usd'))} (estimate); the best single restart in hindsight, "
                 f"{fmt.usd(rs.get('best_single_usd'))}")
         capture = rs.get("capture")
-        text += f", so the notices got {capture * 100:.0f}% of it." if capture is not None else "."
-        if rs.get("compact_first_reminder_usd") is not None:
-            text += f" A /compact there instead: about {fmt.usd(rs['compact_first_reminder_usd'])}."
+        text += f", so that first notice got {capture * 100:.0f}% of it." if capture is not None else "."
     if rs.get("missed_segments"):
         text += (f" {fmt.plural(rs['missed_segments'], 'stretch', 'stretches')} without a notice could have "
                  f"saved {fmt.usd(rs.get('missed_usd'))} by a restart.")
@@ -214,11 +221,12 @@ def rent_sentence(doc: dict | None) -> str:
         # the notices the tray gives (one a stretch), not the rent's laps that count restarts' worth of rent
         each = ", once each," if advised != 1 else ","
         text += (f" The restart notice was given in {fmt.plural(advised, 'stretch', 'stretches')}{each} when "
-                 f"the rent first reached a restart's cost (in all the rent paid for "
-                 f"{fmt.plural(n, 'restart')}).")
+                 f"the rent first reached a restart's cost.")
     else:
         text += " No restart notice: no stretch paid a restart's worth of rent on dead weight."
-    return text + restart_sentence((doc or {}).get("restart_savings") or {})
+    rs = (doc or {}).get("restart_savings") or {}
+    lead = followed_sentence(rs.get("schedule"))
+    return (lead + " " if lead else "") + text + restart_sentence(rs)
 
 
 def channel_headlines(doc: dict | None) -> list[tuple[str, str]]:

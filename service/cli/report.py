@@ -341,9 +341,18 @@ def rent_lines(rs: dict | None) -> list[str]:
     restart estimates."""
     if not rs or rs.get("rent_usd") is None:
         return []
-    n = int(rs.get("reminders") or 0)
+    n = int(rs.get("segments_with_reminders") or 0)
     return [f"Rent on dead weight: ${rs['rent_usd']:.2f} over {_stretches(rs['segments'])}, "
-            f"{plural(n, 'reminder')} (each when the rent reached a restart's cost)"]
+            f"{plural(n, 'notice')} (one per stretch, when its rent first reached a restart's cost)"]
+
+
+def followed_lines(schedule: dict | None) -> list[str]:
+    """The report's lead: what following every notice would have saved, against the best in hindsight."""
+    from service.client.words import followed_sentence, schedule_detail
+
+    lead = followed_sentence(schedule)
+    detail = schedule_detail(schedule) if lead else ""
+    return [lead] + (["  " + detail] if detail else []) if lead else []
 
 
 def restart_lines(rs: dict | None) -> list[str]:
@@ -355,7 +364,8 @@ def restart_lines(rs: dict | None) -> list[str]:
               f"restarting at the first reminder, ${rs['best_single_usd']:.2f} with the best single restart, "
               f"over {_stretches(rs['segments'])}")]
     lines.append(f"  stretches with a reminder: {rs['segments_with_reminders']}"
-                 + (f"; following the lamp got {capture * 100:.0f}% of the best" if capture is not None else ""))
+                 + (f"; its first reminder got {capture * 100:.0f}% of the best single restart"
+                    if capture is not None else ""))
     lines.append(f"  missed (no reminder, a restart would have saved): ${rs['missed_usd']:.2f} "
                  f"in {_stretches(rs.get('missed_segments', 0))}")
     return lines
@@ -403,6 +413,8 @@ def render_text(s: dict, budgets: dict | None = None, columns: int | None = None
     head = (f"ctxlamp report  {period.get('since') or 'start'} .. {period.get('until') or 'now'} "
             f"(days in {period.get('timezone') or 'UTC'})")
     lines = [head, ""]
+    lead = followed_lines((s.get("restart_savings") or {}).get("schedule"))
+    lines += lead + ([""] if lead else [])
     lines += day_table(sp, columns)
     lines += [""] + _spend_lines(sp)
     compacted = compactions_sentence((s.get("compactions") or {}).get("by_trigger"),

@@ -2,8 +2,8 @@
 
 No timer: the view changes only when the service publishes something. The words are
 docs/glossary.md's (the window's); `--json` prints GET /api/v1/status once, identifiers and all.
-Notices follow the tray's rule: the first reminder of a stretch of work and turning red speak,
-later reminders only move the figures.
+Notices follow the tray's rule: the first reminder of a stretch of work speaks, later reminders
+only move the figures, and the lamp's colour is shown, not announced.
 """
 from __future__ import annotations
 
@@ -119,14 +119,12 @@ def _lines(status: dict, tty: bool, notices: list[str] | None, narrow: bool, now
     return lines + list(notices or [])
 
 
-def _reminders(s: dict) -> str:
+def _notice(s: dict) -> str:
+    """When the stretch's one notice came, or "none yet"."""
     from service.client.textsafe import printable as p
 
-    rem = s.get("reminder") or {}
-    reminders = str(int(s.get("laps") or 0))
-    if rem.get("call") is not None:
-        reminders += f", the last after call {p(rem.get('call'), 12)}"
-    return reminders
+    first = (s.get("restart_savings") or {}).get("first_reminder_call")
+    return f"at call {p(first, 12)}" if first is not None else "none yet"
 
 
 def _block(s: dict, followed: bool, tty: bool) -> list[str]:
@@ -139,8 +137,8 @@ def _block(s: dict, followed: bool, tty: bool) -> list[str]:
     return [f"{'→' if followed else ' '} {_dot(colour, tty)} {colour} · {p(advice(s), 40)} · "
             f"{p(session_name(s), 80)}",
             f"    context {_x(s.get('x'))}, sweet spot {_x(s.get('xSweet'))} · {position(s)}",
-            f"    rent so far {usd(s.get('bill_cycle_usd'))} · {per_hour(s)} · reminders "
-            f"{_reminders(s)}"]
+            f"    rent so far {usd(s.get('bill_cycle_usd'))} · {per_hour(s)} · notice "
+            f"{_notice(s)}"]
 
 
 def _table(status: dict, sessions: list[dict], tty: bool) -> list[str]:
@@ -150,15 +148,15 @@ def _table(status: dict, sessions: list[dict], tty: bool) -> list[str]:
 
     lines = []
     lines.append(f"    {'lamp':6} {'advice':20} {'session':34} {'context':>8} {'sweet spot':>10}  "
-                 f"{'position':28} {'rent so far':>11} {'per hour':>8}  reminders")  # the tray's words
+                 f"{'position':28} {'rent so far':>11} {'per hour':>8}  notice")  # the tray's words
     for s in sessions:
         mark = "→" if s.get("session_id") == status.get("followed") else " "
         colour = colour_of(s)
-        reminders = _reminders(s)
+        told = _notice(s)
         lines.append(
             f"{mark} {_dot(colour, tty)} {colour:6} {p(advice(s), 20):20} {p(session_name(s), 80):34} "
             f"{_x(s.get('x')):>8} {_x(s.get('xSweet')):>10}  {position(s):28} "
-            f"{usd(s.get('bill_cycle_usd')):>11} {usd(rent_rate(s)):>8}  {reminders}")
+            f"{usd(s.get('bill_cycle_usd')):>11} {usd(rent_rate(s)):>8}  {told}")
     return lines
 
 
@@ -183,7 +181,8 @@ def handoff_ready(client, status: dict) -> frozenset[str]:
 
 def notice_for(event: str, data: dict, told: set, colours: dict) -> str | None:
     """The terminal's notice, by the tray's rule and in its words: the first reminder of a stretch of work
-    speaks, later reminders only move the figures; turning red speaks once. None: nothing to say."""
+    speaks (worded for red while the lamp is red), later reminders only move the figures, the colour is
+    never announced. None: nothing to say."""
     from service.client.textsafe import printable as p
     from service.client.words import NOTICE_DO, NOTICE_HEAD, colour_of, saving_line, session_name
 
@@ -194,13 +193,9 @@ def notice_for(event: str, data: dict, told: set, colours: dict) -> str | None:
         if key in told:
             return None
         told.add(key)
-        return f"{who}: {NOTICE_HEAD[False]}. {NOTICE_DO[False]} {saving_line(data)}"
-    colour, before = colour_of(data), colours.get(sid)
-    colours[sid] = colour
-    key = (sid, data.get("segment"), "red")
-    if colour == "red" and before not in (None, "red") and key not in told:
-        told.add(key)
-        return f"{who}: {NOTICE_HEAD[True]}. {NOTICE_DO[True]} {saving_line({}, data)}"
+        red = colours.get(sid) == "red"
+        return f"{who}: {NOTICE_HEAD[red]}. {NOTICE_DO[red]} {saving_line(data, data)}"  # the tray's move
+    colours[sid] = colour_of(data)  # the colour a later reminder is worded for
     return None
 
 

@@ -21,6 +21,7 @@ class Lamp(TypedDict, total=False):
     state: LampState
     colour: LampColour
     reason: str
+    held: bool  # published: the colour of a notice younger than a minute, not the engine's lamp now
 
 
 class Skeleton(TypedDict):
@@ -78,6 +79,19 @@ class Compactions(TypedDict):
     idle: int
 
 
+class Schedule(TypedDict):
+    """A segment's schedules of moves (docs/measurement.md section 14): the best in hindsight, of both moves
+    and of restarts alone, and what following every notice saved (signed); USD, estimates."""
+
+    best_usd: float
+    best_restarts_only_usd: float
+    followed_usd: float
+    restarts_best: int
+    compactions_best: int
+    restarts_followed: int
+    compactions_followed: int
+
+
 class RestartSavings(TypedDict):
     """What one restart of the open segment would have saved (docs/measurement.md section 14): at its first
     reminder, and the best single restart in hindsight, with their calls; estimates."""
@@ -89,6 +103,9 @@ class RestartSavings(TypedDict):
     calls_after_reminder: int | None
     compact_first_reminder_usd: float
     compaction_keep: float | None
+    schedule: Schedule | None
+    calls: int | None  # the calls counted, and those that missed the cache (the advice's miss share)
+    missed_calls: int | None
 
 
 class Advice(TypedDict):

@@ -183,6 +183,9 @@ NOTICE_DO = {False: "Rent on dead weight has reached a restart's cost: prepare a
 
 
 MOVE_NOW = {"compact": "/compact now", "restart": "A restart now"}
+# said under a move while the lamp is white or green: the colour and the move answer two questions
+MOVE_WHILE_GREEN = ("The lamp is green because the context is still short of its sweet spot; the move pays "
+                    "because the calls already re-read enough dead weight.")
 MOVE_ALSO = {"compact": "/compact", "restart": "a restart"}
 
 
@@ -353,3 +356,26 @@ def misses_sentence(block: dict | None) -> str:
     if rewrote is not None and rewrote > 0:
         text += f"; {'it' if misses == 1 else 'they'} rewrote {usd(rewrote)}"
     return text + "."
+
+
+def followed_sentence(schedule: dict | None) -> str:
+    """What following every notice would have saved against the best schedule in hindsight (docs/measurement.md
+    14): the text report's and the Overview's lead. Empty when no schedule was measured."""
+    if not schedule or not schedule.get("segments"):
+        return ""
+    best, followed = schedule.get("best_usd") or 0.0, schedule.get("followed_usd") or 0.0
+    if best <= 0:
+        return "No restart or /compact would have saved anything in hindsight (estimate)."
+    return (f"Following every notice would have saved {usd(followed)}, {percent(followed / best, 0)} of the "
+            f"best in hindsight (estimate).")
+
+
+def schedule_detail(schedule: dict | None) -> str:
+    """The best schedule and the moves behind both figures, in one line."""
+    if not schedule or not (schedule.get("best_usd") or 0) > 0:
+        return ""
+    moves = plural(int(schedule.get("restarts_followed") or 0), "restart")
+    if schedule.get("compactions_followed"):
+        moves += f" and {plural(int(schedule['compactions_followed']), '/compact')}"
+    return (f"The best in hindsight: {usd(schedule.get('best_usd'))} ({usd(schedule.get('best_restarts_only_usd'))} "
+            f"with restarts alone); following the notices meant {moves}.")

@@ -10,7 +10,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 if TYPE_CHECKING:
     from service.client.payloads import Snapshot
@@ -301,6 +301,15 @@ class Following(ServicePart):
         except Exception:  # no History to read: the documented defaults
             profiles = []
         basis, _ = advice_basis(profiles)
+        try:  # the followed schedule's notices keep the user's own gap (docs/measurement.md 14)
+            from dataclasses import replace
+
+            from service.config import ConfigError, parse_duration
+
+            gap = parse_duration(str(self._svc.cfg["reminders"]["min_gap"]))
+            basis = replace(basis, notice_gap_s=float(gap)).bounded()
+        except (KeyError, TypeError, ValueError, ConfigError):  # a config without it: the default gap
+            pass
         cfg = self._svc.engine_cfg
         if cfg is None or cfg.advice == basis:
             return
@@ -333,7 +342,25 @@ class Following(ServicePart):
         self._svc.reminder_log.append(reminder)
         if self._svc.ready.is_set() and not self._quiet_reminders:
             self._outbox.append(reminder)  # published right after the session's snapshot
+            if sess.hold.notice(seg, cast("dict", snap.get("lamp")), time.time()):
+                self._release_hold_later(sess)
         log.info("reminder: session %s segment %s lap %s", sid, seg, lap)
+
+    def _release_hold_later(self, sess: LiveSession) -> None:
+        """Publish the session again when its notice's hold ends, so the colour it held does not linger."""
+        from concurrent.futures import Future
+        from threading import Timer
+
+        from service.ingest.live import NOTICE_HOLD_S
+
+        def release() -> None:
+            if sess.snapshot is not None and self._registry.sessions.get(str(sess.path)) is sess:
+                sess.refresh()
+                self.publish_snapshot(sess)
+
+        timer = Timer(NOTICE_HOLD_S + 0.1, lambda: self._svc.queue.put(("task", release, Future())))
+        timer.daemon = True
+        timer.start()
 
     def _restart_now(self, sess: LiveSession, snap: Snapshot | dict[str, Any]) -> dict | None:
         """What a restart now would save if the session runs on as long as this user's segments usually do

@@ -15,7 +15,11 @@ the move's own price included, at the latest call's model and tier:
   `σ = min(keep·S, S − F)`, F the segment's floor and `keep` what past compactions kept
   (Claude Code's `postTokens / preTokens`).
 
-`H`, `keep` and `w` come from an `AdviceBasis`: this user's history where the service has one,
+A share `m` of the coming calls miss the cache (this user's history: the share of calls that wrote
+more than half their prompt again); those pay the write price `p_w` for what they carry, so
+`carry` reads at `p_r + m·(p_w − p_r)` a token (docs/measurement.md 14's miss pricing).
+
+`H`, `keep`, `w` and `m` come from an `AdviceBasis`: this user's history where the service has one,
 documented defaults otherwise. Pure: the same call, prices and basis give the same advice, so
 replay and live ingestion agree.
 """
@@ -34,6 +38,8 @@ DEFAULT_HORIZON_CALLS = 30.0
 DEFAULT_COMPACT_KEEP = 0.06
 DEFAULT_COMPACT_WRITE_SHARE = 1.0
 HORIZON_RANGE = (1.0, 2000.0)
+DEFAULT_NOTICE_GAP_S = 600.0  # reminders.min_gap's default: at most one notice per session this often
+NOTICE_GAP_RANGE = (0.0, 7 * 86400.0)
 
 
 @dataclass(frozen=True)
@@ -42,12 +48,16 @@ class AdviceBasis:
 
     horizon_calls: how many more calls the segment runs (this user's median run after a reminder);
     compact_keep: the summary's size against the prompt it summarized (`postTokens / preTokens`);
-    compact_write_share: the share of the compaction request's prompt written to the cache.
+    compact_write_share: the share of the compaction request's prompt written to the cache;
+    notice_gap_s: the least time between two notices (`reminders.min_gap`), for the followed schedule;
+    miss_share: the share of calls that miss the cache (they write what they carry).
     """
 
     horizon_calls: float = DEFAULT_HORIZON_CALLS
     compact_keep: float = DEFAULT_COMPACT_KEEP
     compact_write_share: float = DEFAULT_COMPACT_WRITE_SHARE
+    notice_gap_s: float = DEFAULT_NOTICE_GAP_S
+    miss_share: float = 0.0
 
     def __reduce__(self) -> tuple[Any, ...]:
         return by_fields(self)  # a worker rebuilds it (service/engine/pickling.py)
@@ -59,7 +69,9 @@ class AdviceBasis:
 
         return AdviceBasis(clamp(self.horizon_calls, *HORIZON_RANGE, DEFAULT_HORIZON_CALLS),
                            clamp(self.compact_keep, 0.0, 1.0, DEFAULT_COMPACT_KEEP),
-                           clamp(self.compact_write_share, 0.0, 1.0, DEFAULT_COMPACT_WRITE_SHARE))
+                           clamp(self.compact_write_share, 0.0, 1.0, DEFAULT_COMPACT_WRITE_SHARE),
+                           clamp(self.notice_gap_s, *NOTICE_GAP_RANGE, DEFAULT_NOTICE_GAP_S),
+                           clamp(self.miss_share, 0.0, 1.0, 0.0))
 
 
 @dataclass(frozen=True)
@@ -75,9 +87,11 @@ class MovePrices:
         return by_fields(self)  # a worker rebuilds it (service/engine/pickling.py)
 
 
-def carry(prompt: float, growth: float, horizon: float, p: MovePrices) -> float:
-    """The prompt side of `horizon` calls that start at `prompt` tokens and grow by `growth` each."""
-    return horizon * p.p_r * prompt + p.p_r * growth * horizon * (horizon - 1) / 2 + horizon * p.p_w * growth
+def carry(prompt: float, growth: float, horizon: float, p: MovePrices, miss_share: float = 0.0) -> float:
+    """The prompt side of `horizon` calls that start at `prompt` tokens and grow by `growth` each, a share
+    `miss_share` of them missing the cache (paying the write price for what they carry)."""
+    p_carry = p.p_r + miss_share * (p.p_w - p.p_r)
+    return horizon * p_carry * prompt + p_carry * growth * horizon * (horizon - 1) / 2 + horizon * p.p_w * growth
 
 
 def compacted_prompt(stock: float, floor: float, keep: float) -> tuple[float, float]:
@@ -100,12 +114,13 @@ def advise(stock: int, b_default: float, floor: float, growth: float, p: MovePri
            basis: AdviceBasis) -> Advice:
     """The three moves after a call whose prompt was `stock` tokens, over `basis.horizon_calls` calls."""
     h = basis.horizon_calls
-    keep_going = carry(stock, growth, h, p)
-    restart = b_default * (p.p_w5 - p.p_r) + carry(b_default, growth, h, p)
+    m = basis.miss_share
+    keep_going = carry(stock, growth, h, p, m)
+    restart = b_default * (p.p_w5 - p.p_r) + carry(b_default, growth, h, p, m)
     summary, compacted = compacted_prompt(stock, floor, basis.compact_keep)
     own = {"continue": 0.0, "restart": b_default * (p.p_w5 - p.p_r),
            "compact": compaction_price(stock, summary, compacted, p, basis.compact_write_share)}
-    compact = own["compact"] + carry(compacted, growth, h, p)
+    compact = own["compact"] + carry(compacted, growth, h, p, m)
     priced = {"continue": keep_going, "compact": compact, "restart": restart}
     move = min(MOVES, key=lambda m: (priced[m], MOVES.index(m)))
     saves = keep_going - priced[move]

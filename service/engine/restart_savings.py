@@ -1,10 +1,11 @@
 """What one restart would have saved in a segment: the counterfactual of docs/measurement.md section 14.
 
 A restart after call k carries the useful stock `B_default(k)` over with a
-handoff. Every later call j of the segment then reads `a_k = totalStock(k) -
-B_default(k)` fewer tokens at its own cache-read price, and the restart writes
+handoff. Every later call j of the segment then carries `a_k = totalStock(k) -
+B_default(k)` fewer tokens at what it paid for them (its cache-read price, or
+its cache-write price where it missed the cache), and the restart writes
 the useful stock once at the 5-minute cache-write price instead of reading it:
-`c_k = B_default(k) * (p_w5(k) - p_r(k))`. With `P(n)` the sum of the read
+`c_k = B_default(k) * (p_w5(k) - p_r(k))`. With `P(n)` the sum of those carry
 prices of calls 1..n, a restart at k saves by call n
 
     savings_k(n) = a_k * (P(n) - P(k)) - c_k,
@@ -22,10 +23,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from service.engine.pickling import by_fields
-from service.client.payloads import RestartSavings
+from service.client.payloads import RestartSavings, Schedule
 
 MAX_DEPTH = 48  # the walk's bound; lines that still tie for a leaf this narrow are all kept there
 FIRST_DOMAIN = 2.0 ** -16  # USD per token summed: about 30 calls at $0.50/MTok before the first doubling
@@ -44,17 +45,17 @@ class Line(NamedTuple):
         return self.slope * p + self.icept
 
 
-class _Node:
+class Node:
     __slots__ = ("kept", "left", "line", "right")
 
     def __init__(self, line: Line) -> None:
         self.line = line
-        self.left: _Node | None = None
-        self.right: _Node | None = None
+        self.left: Node | None = None
+        self.right: Node | None = None
         self.kept: list[Line] = []  # at the deepest level: every line that lost here, so none is lost
 
 
-def _better(a: Line, b: Line, p: float) -> bool:
+def better(a: Line, b: Line, p: float) -> bool:
     """a beats b at p: more saved, the earlier call on a tie (as the brute force picks)."""
     va, vb = a.at(p), b.at(p)
     return va > vb or (va == vb and a.call < b.call)
@@ -73,7 +74,7 @@ class Envelope:
 
     def __init__(self) -> None:
         self.width = FIRST_DOMAIN
-        self._root: _Node | None = None
+        self._root: Node | None = None
         self._placed = 0  # lines[:_placed] are in the tree
         self.lines: list[Line] = []
 
@@ -84,8 +85,15 @@ class Envelope:
                 self.width *= 2
             self._root, self._placed = None, 0  # built again from every line at the new width
 
+    def cover(self, p: float) -> None:
+        """Widen the domain so a query at p walks the tree (the tree is built again when next read)."""
+        if math.isfinite(p) and p >= self.width:
+            while self.width <= p:
+                self.width *= 2
+            self._root, self._placed = None, 0
+
     @property
-    def root(self) -> _Node | None:
+    def root(self) -> Node | None:
         """The tree of every line added so far."""
         lines = self.lines
         for k in range(self._placed, len(lines)):
@@ -100,14 +108,14 @@ class Envelope:
         if p >= self.width:
             found: Line | None = None
             for line in self.lines:
-                if found is None or _better(line, found, p):
+                if found is None or better(line, found, p):
                     found = line
             return found
         node, lo, hi = self.root, 0.0, self.width
         found = None
         while node is not None:
             for line in (node.line, *node.kept):
-                if found is None or _better(line, found, p):
+                if found is None or better(line, found, p):
                     found = line
             mid = (lo + hi) / 2
             if p < mid:
@@ -118,10 +126,10 @@ class Envelope:
 
     def _insert(self, line: Line) -> None:
         if self._root is None:
-            self._root = _Node(line)
+            self._root = Node(line)
             return
         node, lo, hi = self._root, 0.0, self.width
-        # _better(line, node.line, x) written out (the same arithmetic): this walk runs once or twice per call
+        # better(line, node.line, x) written out (the same arithmetic): this walk runs once or twice per call
         slope, icept, call = line.slope, line.icept, line.call
         for _ in range(MAX_DEPTH):
             mid = (lo + hi) / 2
@@ -136,15 +144,19 @@ class Envelope:
                 slope, icept, call = o_slope, o_icept, other.call
             if low_wins != mid_wins:  # the loser can still win left of mid
                 if node.left is None:
-                    node.left = _Node(line)
+                    node.left = Node(line)
                     return
                 node, hi = node.left, mid
             else:
                 if node.right is None:
-                    node.right = _Node(line)
+                    node.right = Node(line)
                     return
                 node, lo = node.right, mid
-        node.kept.append(line)  # two lines crossing within a leaf: both kept, the query weighs both
+        self._keep(node, line, lo, hi)  # two lines crossing within a leaf: the query weighs both
+
+    def _keep(self, node: Node, line: Line, lo: float, hi: float) -> None:
+        """A line that reached the deepest level beside `node.line`: every one is kept."""
+        node.kept.append(line)
 
 
 @dataclass(frozen=True)
@@ -158,6 +170,9 @@ class RestartFigures:
     calls_after_reminder: int | None  # calls of the segment after its first reminder's call
     compact_first_reminder_usd: float = 0.0  # a /compact at the first reminder instead (section 14); signed
     compaction_keep: float | None = None  # the segment opened after a /compact: the share of the grown prompt kept
+    schedule: Schedule | None = None  # the segment's schedules of moves (service/engine/schedule.py)
+    calls: int | None = None  # calls counted, and those that missed the cache: the advice learns the share
+    missed_calls: int | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         return by_fields(self)  # a worker rebuilds it (service/engine/pickling.py)
@@ -182,18 +197,50 @@ class RestartFigures:
                 raise TypeError(f"restart_savings.{name} is not an amount")
             return float(v)
 
+        def count(name: str) -> int | None:
+            v = call(name)
+            if v is not None and v < 0:
+                raise TypeError(f"restart_savings.{name} is not a count")
+            return v
+
         def optional(name: str) -> float | None:
             return usd(name) if doc.get(name) is not None else None  # older rows do not have it
 
         return cls(call("first_reminder_call"), usd("first_reminder_usd"), call("best_call"), usd("best_usd"),
                    call("calls_after_reminder"), optional("compact_first_reminder_usd") or 0.0,
-                   optional("compaction_keep"))
+                   optional("compaction_keep"), _schedule(doc.get("schedule")), count("calls"),
+                   count("missed_calls"))
 
     def as_dict(self) -> RestartSavings:
         return {"first_reminder_call": self.first_reminder_call, "first_reminder_usd": self.first_reminder_usd,
                 "best_call": self.best_call, "best_usd": self.best_usd,
                 "calls_after_reminder": self.calls_after_reminder,
-                "compact_first_reminder_usd": self.compact_first_reminder_usd, "compaction_keep": self.compaction_keep}
+                "compact_first_reminder_usd": self.compact_first_reminder_usd, "compaction_keep": self.compaction_keep,
+                "schedule": self.schedule, "calls": self.calls, "missed_calls": self.missed_calls}
+
+
+SCHEDULE_AMOUNTS = ("best_usd", "best_restarts_only_usd", "followed_usd")
+SCHEDULE_COUNTS = ("restarts_best", "compactions_best", "restarts_followed", "compactions_followed")
+
+
+def _schedule(doc: object) -> Schedule | None:
+    """A stored or received `schedule`, types checked; None when absent (an older row)."""
+    if doc is None:
+        return None
+    if not isinstance(doc, dict):
+        raise TypeError("restart_savings.schedule is not an object")
+    out: dict[str, float | int] = {}
+    for name in SCHEDULE_AMOUNTS:
+        v = doc.get(name)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise TypeError(f"restart_savings.schedule.{name} is not an amount")
+        out[name] = float(v)
+    for name in SCHEDULE_COUNTS:
+        v = doc.get(name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise TypeError(f"restart_savings.schedule.{name} is not a count")
+        out[name] = v
+    return cast("Schedule", out)
 
 
 class RestartLedger:
@@ -206,11 +253,17 @@ class RestartLedger:
         self.first_reminder: int | None = None
         self.compact_line: Line | None = None  # a /compact after the first reminder's call
         self.compaction_keep: float | None = None
+        self.calls = 0
+        self.missed = 0  # calls that paid more than the read price for what they carried
 
     def add_call(self, call: int, read_price: float, write5_price: float, total_stock: int,
-                 b_default: float) -> None:
-        """Call `call` (numbers rise by one within a segment) at its own prices and tier."""
-        self.p_sum += read_price
+                 b_default: float, carry_price: float | None = None) -> None:
+        """Call `call` (numbers rise by one within a segment) at its own prices and tier; `carry_price`: what
+        it paid per prompt token it carried (the read price, or the write price where it missed the cache;
+        the read price when not given)."""
+        self.p_sum += read_price if carry_price is None else carry_price
+        self.calls += 1
+        self.missed += carry_price is not None and carry_price > read_price
         slope = total_stock - b_default
         rebuild = b_default * (write5_price - read_price)
         self.envelope.add(Line(call, slope, -slope * self.p_sum - rebuild, self.p_sum, rebuild))
@@ -238,17 +291,17 @@ class RestartLedger:
         pos = call - lines[0].call
         return lines[pos] if 0 <= pos < len(lines) else None
 
-    def figures(self, pending: tuple[int, float, float, int, float] | None = None,
+    def figures(self, pending: tuple[int, float, float, int, float, float] | None = None,
                 pending_compact: tuple[float, float] | None = None) -> RestartFigures:
-        """The figures now; `pending` (call, read price, write price, totalStock, B_default): the latest
-        call, whose replay line is not written yet, as it stands (counted without being added);
+        """The figures now; `pending` (call, read price, write price, totalStock, B_default, carry price): the
+        latest call, whose replay line is not written yet, as it stands (counted without being added);
         `pending_compact` (tokens saved per read, price): a /compact after it, when it is the first reminder's."""
         p = self.p_sum
         extra: Line | None = None
         last = self.last_call
         if pending is not None:
-            call, read_price, write5_price, total_stock, b_default = pending
-            p += read_price
+            call, read_price, write5_price, total_stock, b_default, carry_price = pending
+            p += carry_price
             slope = total_stock - b_default
             rebuild = b_default * (write5_price - read_price)
             extra = Line(call, slope, -slope * p - rebuild, p, rebuild)
@@ -270,13 +323,14 @@ class RestartLedger:
             if last is not None:
                 after = max(0, last - self.first_reminder)
         top = self.envelope.best(p)
-        if extra is not None and (top is None or _better(extra, top, p)):
+        if extra is not None and (top is None or better(extra, top, p)):
             top = extra
         best_usd, best_call = 0.0, None
         if top is not None and top.at(p) > 0:
             best_usd, best_call = top.at(p), top.call
+        missed = self.missed + (pending is not None and pending[5] > pending[1])
         return RestartFigures(self.first_reminder, first_usd, best_call, best_usd, after, compact_usd,
-                              self.compaction_keep)
+                              self.compaction_keep, None, self.calls + (pending is not None), missed)
 
 
 def restart_now(total_stock: int, b_default: float, read_price: float, write5_price: float,

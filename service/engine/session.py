@@ -14,11 +14,11 @@ import fnmatch
 import math
 import posixpath
 from bisect import bisect_left
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, cast
 
-from service.engine.advice import AdviceBasis
+from service.engine.advice import AdviceBasis, MovePrices
 from service.engine.branches import PROMPT, Fork, LiveBranch
 from service.engine.compactions import boundary_trigger, is_idle_note
 from service.engine.curve import Curve
@@ -27,7 +27,8 @@ from service.engine.parse import Entry, Malformed, human_prompt, parse_line
 from service.engine.moves import SegmentMoves, compacted_from
 from service.engine.prices import Price, PriceTable, call_label, family_of, modifier_value, split_label
 from service.engine.restart_savings import RestartLedger, restart_now
-from service.client.payloads import Cache, Lamp, LastReminder, Skeleton, Snapshot
+from service.engine.schedule import ScheduleCall, ScheduleLedger, reminder_interval
+from service.client.payloads import Cache, Lamp, LastReminder, RestartSavings, Skeleton, Snapshot
 from service.engine.tokens import TokenCounter
 from service.engine.window import SlidingSum, rounded_sum
 
@@ -172,6 +173,7 @@ class _Segment:
     timed_drent: SlidingSum = field(default_factory=SlidingSum)  # their rent increments, kept as revisions top up
     timed_in_order: bool = True  # timed_t never went back
     restart: RestartLedger = field(default_factory=RestartLedger)  # section 14
+    schedule: ScheduleLedger = field(default_factory=ScheduleLedger)  # section 14's schedules
     compacted_from: tuple[float, float, float | None] | None = None  # the /compact before: (pre, floor, post)
 
 
@@ -581,9 +583,7 @@ class SessionEngine:
             if gate_open:
                 price = seg.price
                 assert price is not None  # the gate opens only with a price (cRatio > 0)
-                p_w, g = self._p_w(), self._g()
-                mf = (price.p_r * stock + p_w * g) / Curve(p_w, price.p_r, call.B0, g).a_star
-                call.interval = (p_w * call.B0) / min(4.0, max(0.5, mf))
+                call.interval = reminder_interval(self._p_w(), price.p_r, call.B0, self._g(), stock)
             added = drent
         else:
             call.rho = max(call.rho, rho)
@@ -723,18 +723,52 @@ class SessionEngine:
             self._events.append(self._reminder_event(reminder))
         self._reminders_waiting.clear()
 
-    def _restart_row(self, call: _Call) -> tuple[int, float, float, int, float]:
-        """(call, read price, write price, totalStock, B_default) of a call for section 14: its own model,
-        speed, geography and tier, and B_default as its replay line shows it."""
+    def _restart_row(self, call: _Call) -> tuple[int, float, float, int, float, float]:
+        """(call, read price, write price, totalStock, B_default, carry price) of a call for section 14: its own
+        model, speed, geography and tier, and B_default as its replay line shows it."""
         p, _ = self.prices.lookup(call.model, call.speed, call.geo)
         tier = p.for_prompt(call.stock) if p is not None else None
+        carry = 0.0
+        if tier is not None:
+            carry = tier.p_r
+            written = call.inn + call.cw5 + call.cw1h
+            if written > call.cr:  # a miss: more than half the prompt written again, at what it wrote
+                carry = max(((call.inn, tier.p_in), (call.cw5, tier.p_w5), (call.cw1h, tier.p_w1h)))[1]
         return (call.index, tier.p_r if tier else 0.0, tier.p_w5 if tier else 0.0, call.stock,
-                float(int(self.b_default())))
+                float(int(self.b_default())), carry)
+
+    def _schedule_call(self, call: _Call) -> ScheduleCall | None:
+        """The call as section 14's schedules read it; None without a price (it carries nothing priced)."""
+        seg = self._seg
+        p, _ = self.prices.lookup(call.model, call.speed, call.geo)
+        if p is None or seg.price is None or seg.floor is None:
+            return None
+        tier = p.for_prompt(call.stock)
+        index, _, _, stock, b0, carry = self._restart_row(call)
+        rates = MovePrices(p_r=tier.p_r, p_w=tier.p_w1h if self._p_w_is_1h() else tier.p_w5, p_w5=tier.p_w5,
+                           p_out=tier.p_out)
+        return ScheduleCall(index, call.t, carry, rates, stock, b0, float(seg.floor), self._g(), call.bill_in,
+                            seg.price.p_r, self._p_w())
 
     def _count_restart(self, call: _Call) -> None:
         """Feed the call, as its replay line shows it, to the segment's restart counterfactual (section 14)."""
         self._seg.restart.add_call(*self._restart_row(call))
         self._count_compact(call)
+        row = self._schedule_call(call)
+        if row is not None:
+            self._seg.schedule.add_call(row, self.config.advice)
+
+    def _restart_figures(self, pending: bool) -> RestartSavings:
+        """The open segment's `restart_savings`, its schedules in it; `pending`: the latest call counted as it
+        stands while its line waits (a snapshot), else the calls whose lines are written (a profile)."""
+        seg = self._seg
+        if not pending:
+            return replace(seg.restart.figures(),
+                           schedule=seg.schedule.figures(None, self.config.advice).as_dict()).as_dict()
+        call = self._pending_line
+        row = self._schedule_call(call) if call is not None and call.segment == seg.index else None
+        figures = seg.restart.figures(self._restart_pending(), self._compact_pending())
+        return replace(figures, schedule=seg.schedule.figures(row, self.config.advice).as_dict()).as_dict()
 
     def _count_compact(self, call: _Call) -> None:
         """A /compact after the segment's first reminder's call, once that call's line is written (section 14)."""
@@ -743,7 +777,7 @@ class SessionEngine:
             if compact is not None:
                 self._seg.restart.mark_compact(call.index, *compact)
 
-    def _restart_pending(self) -> tuple[int, float, float, int, float] | None:
+    def _restart_pending(self) -> tuple[int, float, float, int, float, float] | None:
         """The latest call while its line waits for revisions: counted as it stands, not added."""
         call = self._pending_line
         if call is None or call.segment != self._seg.index:
@@ -870,7 +904,7 @@ class SessionEngine:
             "skeleton": skeleton,
             "reminder": self.last_reminder,
             "rewinds": len(self.rewinds),
-            "restart_savings": seg.restart.figures(self._restart_pending(), self._compact_pending()).as_dict(),
+            "restart_savings": self._restart_figures(True),
             "advice": self._moves().advice(last, b_def, g),
             "spend": {"bill_in_usd": seg.bill_in, "bill_out_usd": seg.bill_out},
             "window": {"tokens": stock, "limit": limit, "pct": 100.0 * stock / limit if limit else None},
@@ -953,7 +987,7 @@ class SessionEngine:
         ended = t if t is not None else seg.last_t
         if self.restart_only:
             lean = {"session_id": self._session_id(), "segment": seg.index, "started_at": _iso(seg.started_t),
-                    "ended_at": _iso(ended), "end_reason": reason, "restart_savings": seg.restart.figures().as_dict(),
+                    "ended_at": _iso(ended), "end_reason": reason, "restart_savings": self._restart_figures(False),
                     "rent_usd": seg.bill_cycle, "laps": seg.laps}
             self.profiles.append(lean)
             return lean
@@ -969,7 +1003,7 @@ class SessionEngine:
             "model": seg.mix.opening_model(), "calls": len(seg.calls), "turns": seg.turns,
             "B": snap["B"], "L_peak": seg.L_peak, "g": snap["g"], "br": snap["br"], "mf": snap["mf"],
             "bill_in_usd": seg.bill_in, "bill_out_usd": seg.bill_out, "rent_usd": seg.bill_cycle,
-            "laps": seg.laps, "restart_savings": seg.restart.figures().as_dict(),
+            "laps": seg.laps, "restart_savings": self._restart_figures(False),
             "duration_s": (ended - seg.started_t) if ended is not None and seg.started_t is not None else 0.0,
             "path_totals": {p: int(math.floor(c * scale)) for p, c in sorted(seg.contrib.items())},
         }

@@ -27,6 +27,36 @@ from service.ingest.tail import FileTail
 
 EngineFactory = Callable[[Path], Any]
 log = logging.getLogger("ctxlamp.ingest")
+NOTICE_HOLD_S = 60.0  # the colour published does not step back while the session's last notice is this young
+_RANK = {"white": 0, "green": 1, "amber": 2, "red": 3}
+
+
+@dataclass
+class LampHold:
+    """The lamp the service publishes while a notice is young: never a step back from the colour shown since
+    the notice (amber after red while the red notice is up reads as a contradiction). The engine's lamp does
+    not change; the tray, the status line and `ctxlamp status` read the published one, so they agree."""
+
+    since: float | None = None  # wall time of the session's last notice
+    segment: int = -1  # the stretch whose notice it was (one notice a stretch)
+    lamp: dict | None = None  # the highest lamp published since
+
+    def notice(self, segment: int, lamp: dict | None, now: float) -> bool:
+        """A reminder was published; True when it is its stretch's notice (the first), which starts a hold."""
+        if segment <= self.segment:
+            return False
+        self.since, self.segment, self.lamp = now, segment, dict(lamp or {})
+        return True
+
+    def shown(self, lamp: dict, now: float) -> dict:
+        """The lamp to publish for the engine's `lamp` now."""
+        if self.since is None or now - self.since >= NOTICE_HOLD_S or self.lamp is None:
+            self.since = None
+            return lamp
+        if _RANK.get(str(lamp.get("colour")), 0) >= _RANK.get(str(self.lamp.get("colour")), 0):
+            self.lamp = dict(lamp)
+            return lamp
+        return {**self.lamp, "held": True}
 
 
 def classify(path: Path, projects: Path) -> str | None:
@@ -69,6 +99,7 @@ class LiveSession:
         self.tail = FileTail(self.path)
         self._new_engine()
         self.snapshot: Snapshot | None = None
+        self.hold = LampHold()        # the published colour's hold while a notice is young
         self.last_active = 0.0        # wall time of the latest bytes read
         self.missing = False
         self.finished = False
@@ -142,6 +173,7 @@ class LiveSession:
         """Take a new snapshot from the engine (after ingest or revaluation)."""
         snap = cast("Snapshot", dict(self.engine.snapshot()))
         snap.setdefault("transcript", str(self.path))
+        snap["lamp"] = cast("Any", self.hold.shown(dict(snap.get("lamp") or {}), time.time()))
         self.snapshot = snap
         return snap
 

@@ -18,12 +18,17 @@ from math import fsum
 from pathlib import Path
 from typing import Any
 
-CACHE_VERSION = 2  # 2: a segment keeps its rent and reminders
+CACHE_VERSION = 3  # 2: a segment keeps its rent and reminders; 3: misses priced, and the schedules
 LABEL = "estimated"
 DEFINITION = ("per segment: a restart after call k with a handoff of B_default(k) saves "
-              "(totalStock(k) - B_default(k)) x the cache-read price of each later call, less "
+              "(totalStock(k) - B_default(k)) x what each later call paid per prompt token (its cache-read "
+              "price, or its cache-write price where it missed the cache), less "
               "B_default(k) x (5-minute cache-write price - cache-read price); one restart per segment "
               "(a second restart's extra is left out)")
+SCHEDULE_DEFINITION = ("per segment: best_usd, the best schedule of restarts and /compacts in hindsight; "
+                       "best_restarts_only_usd, of restarts alone; followed_usd, what a user who takes the move "
+                       "each notice names would have saved (the counterfactual session's own notices, the notice "
+                       "gap included); capture = followed / best; dead weight priced as in `definition`")
 
 
 def _day(ts: Any) -> str | None:
@@ -55,6 +60,7 @@ def block(segments: Iterable[dict], live: Iterable[dict], since: str | None, unt
     missed: list[float] = []
     rent: list[float] = []
     counted = reminded = missed_n = laps = 0
+    schedules: list[dict] = []
     for _key, (day, row) in sorted(rows.items(), key=lambda kv: str(kv[0])):
         fig = figures_of(row)
         if fig is None or day is None or (since and day < since) or (until and day > until):
@@ -63,6 +69,8 @@ def block(segments: Iterable[dict], live: Iterable[dict], since: str | None, unt
         rent.append(float(row.get("rent_usd", row.get("bill_cycle_usd")) or 0.0))  # a profile's, a snapshot's
         laps += int(row.get("laps") or 0)
         best.append(float(fig.get("best_usd") or 0.0))
+        if isinstance(fig.get("schedule"), dict):
+            schedules.append(fig["schedule"])
         if fig.get("first_reminder_call") is not None:
             reminded += 1
             first.append(float(fig.get("first_reminder_usd") or 0.0))
@@ -84,7 +92,24 @@ def block(segments: Iterable[dict], live: Iterable[dict], since: str | None, unt
         "reminders": laps,
         "capture": round(fsum(first) / best_with_reminders, 6) if best_with_reminders > 0 else None,
         "definition": DEFINITION,
+        "schedule": schedule_sums(schedules),
     }
+
+
+def schedule_sums(rows: list[dict]) -> dict:
+    """The segments' schedules summed (segments without one, from before they existed, left out)."""
+    def total(name: str) -> float:
+        return round(fsum(float(r.get(name) or 0.0) for r in rows), 9)
+
+    def count(name: str) -> int:
+        return sum(int(r.get(name) or 0) for r in rows)
+
+    best, followed = total("best_usd"), total("followed_usd")
+    return {"best_usd": best, "best_restarts_only_usd": total("best_restarts_only_usd"), "followed_usd": followed,
+            "capture": round(followed / best, 6) if best > 0 else None,
+            "restarts_followed": count("restarts_followed"), "restarts_best": count("restarts_best"),
+            "compactions_followed": count("compactions_followed"), "compactions_best": count("compactions_best"),
+            "segments": len(rows), "label": LABEL, "definition": SCHEDULE_DEFINITION}
 
 
 def median_calls_after_reminder(segments: Iterable[dict]) -> float | None:
@@ -93,6 +118,9 @@ def median_calls_after_reminder(segments: Iterable[dict]) -> float | None:
             if f is not None and f.get("first_reminder_call") is not None
             and isinstance(f.get("calls_after_reminder"), int)]
     return float(statistics.median(runs)) if runs else None
+
+
+MISS_HISTORY_SEGMENTS = 5  # archived segments with their calls counted before the miss share is learnt
 
 
 def advice_basis(segments: Iterable[dict]) -> tuple[Any, dict]:
@@ -105,11 +133,16 @@ def advice_basis(segments: Iterable[dict]) -> tuple[Any, dict]:
     horizon = median_calls_after_reminder(rows)
     keeps = [float(k) for k in ((figures_of(p) or {}).get("compaction_keep") for p in rows)
              if isinstance(k, (int, float)) and not isinstance(k, bool)]
+    counted = [(f["calls"], f["missed_calls"]) for f in (figures_of(p) or {} for p in rows)
+               if isinstance(f.get("calls"), int) and isinstance(f.get("missed_calls"), int) and f["calls"] > 0]
+    calls = sum(c for c, _ in counted) if len(counted) >= MISS_HISTORY_SEGMENTS else 0
     default = AdviceBasis()
     basis = AdviceBasis(horizon_calls=max(1.0, horizon) if horizon is not None else default.horizon_calls,
-                        compact_keep=float(statistics.median(keeps)) if keeps else default.compact_keep).bounded()
+                        compact_keep=float(statistics.median(keeps)) if keeps else default.compact_keep,
+                        miss_share=sum(m for _, m in counted) / calls if calls else default.miss_share).bounded()
     return basis, {"horizon": "history" if horizon is not None else "default",
-                   "compact_keep": "history" if keeps else "default"}
+                   "compact_keep": "history" if keeps else "default",
+                   "miss_share": "history" if calls else "default"}
 
 
 # ---- the report's own replay of the transcripts ---------------------------------------------------

@@ -227,6 +227,33 @@ def test_advice_bench_judges_the_fixtures_and_prices_their_compactions():
     assert set(by) == {"long-session", "subagent-and-compact"}
 
 
+@pytest.mark.timeout(300)
+def test_advice_bench_judges_the_rule_as_a_policy_on_the_fixtures_and_the_demo():
+    """bench/advice.py --policy: per corpus, following every notice against the best schedule in hindsight
+    (the engine's own figures summed); never above it, and the capture is their ratio."""
+    proc = subprocess.run([PY, str(ROOT / "bench" / "advice.py"), "--policy", "--json"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert set(got) == {"fixtures (2.1.328)", "demo", "all"}
+    for t in got.values():
+        assert t["best_usd"] >= t["best_restarts_only_usd"] >= 0 and t["best_usd"] >= t["followed_usd"]
+        assert t["capture"] == (pytest.approx(t["followed_usd"] / t["best_usd"]) if t["best_usd"] > 0 else None)
+    assert got["demo"]["restarts_followed"] > 0 and got["demo"]["followed_usd"] > 0
+    assert got["all"]["best_usd"] == pytest.approx(got["demo"]["best_usd"] + got["fixtures (2.1.328)"]["best_usd"])
+
+    # the rule's open choices tuned on the other scenarios, the long session held out
+    proc = subprocess.run([PY, str(ROOT / "bench" / "advice.py"), "--json", "--people",
+                           str(ROOT / "tests" / "fixtures" / "claude-code-2.1.328"), "--holdout", "long-session"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    tuned = json.loads(proc.stdout)
+    scores = [r["train_capture"] or 0.0 for r in tuned["grid"]]
+    assert (tuned["chosen"]["train_capture"] or 0.0) == max(scores)
+    held = tuned["holdout"]
+    assert held["person"] == "long-session" and held["best_usd"] >= held["followed_usd"]
+
+
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads Linux's /proc")
 def test_the_tree_peak_counts_a_child_started_from_another_thread():
     """The service starts its first pass's workers from its scan thread: their memory is the first pass's too."""

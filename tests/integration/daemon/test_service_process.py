@@ -682,7 +682,7 @@ def test_status_command_redraws_from_the_event_stream(svc, dirs):
         wait_for_snapshot(s, end["session_id"], end)
         from service.client.words import advice, colour_of, session_name
 
-        last = f"{end['laps']}, the last after call {end['reminder']['call']}"
+        last = f"at call {end['restart_savings']['first_reminder_call']}"  # the stretch's one notice
         deadline = time.monotonic() + 15
         seen = ""
         while time.monotonic() < deadline and last not in seen:  # earlier redraws may show earlier laps

@@ -84,7 +84,7 @@ def test_every_tab_light_and_dark_was_read(ocr):
 @pytest.mark.parametrize("mode", ["", "-dark"])
 def test_the_overview_reads_as_words(ocr, mode):
     text = " ".join(ocr[f"window-overview{mode}.png"].split())
-    for phrase in ("Spent", "Estimated", "Rent", "Restarts save", "Most expensive sessions",
+    for phrase in ("Spent", "Estimated", "Rent", "Notices save", "Most expensive sessions",
                    "Live sessions", "replace edits"):
         assert phrase in text, (phrase, text)
 

@@ -38,14 +38,22 @@ def rates(model: str, prompt: int) -> tuple[float, float]:
     return entry["cache_read"] * M, entry["cache_write_5m"] * M
 
 
-def brute_force(rows: list[tuple[int, float, float, int, float]], first_reminder: int | None = None) -> dict:
+def carried_at(line: dict) -> float:
+    """What a replay line's call paid per prompt token it carried: its read price where it read at least
+    half its prompt from the cache (`L`), else the 5-minute write price (these transcripts write 5-minute)."""
+    p_r, p_w5 = rates(line["model"], line["totalStock"])
+    return p_r if 2 * line["L"] >= line["totalStock"] else p_w5
+
+
+def brute_force(rows: list[tuple], first_reminder: int | None = None) -> dict:
     """Every restart at every call tried against the segment's whole list: O(n^2) and plain.
 
-    rows: (call, read price, write price, totalStock, B_default) in order.
+    rows: (call, read price, write price, totalStock, B_default[, carry price]) in order; each later call
+    carries the dropped tokens at its carry price (its read price when not given).
     """
     best, best_call, first = 0.0, None, 0.0
-    for i, (call, p_r, p_w5, stock, b) in enumerate(rows):
-        saved = sum((stock - b) * later[1] for later in rows[i + 1:]) - b * (p_w5 - p_r)
+    for i, (call, p_r, p_w5, stock, b, *_) in enumerate(rows):
+        saved = sum((stock - b) * later[-1] for later in rows[i + 1:]) - b * (p_w5 - p_r)
         if saved > best:
             best, best_call = saved, call
         if call == first_reminder:
@@ -103,13 +111,14 @@ def test_later_calls_at_their_long_context_tier():
 
 def test_a_model_switch_inside_the_segment():
     # Calls 1-2 on Sonnet 4.5, 3-4 on Opus 4.5 (reads $0.50/MTok, writes $6.25/MTok); no reset.
-    # After call 2: 90,000 fewer on calls 3 and 4 at Opus's read price: 2 x 90,000 x 0.5e-6 = $0.09,
-    #   rebuild at Sonnet's prices: $0.0345 -> $0.0555
+    # The switch is a cache miss: call 3 writes its whole prompt, so what it would not have carried is
+    # priced at Opus's write price, call 4's at its read price (it read the cache).
+    # After call 2: 90,000 x 6.25e-6 + 90,000 x 0.5e-6 = $0.6075, rebuild at Sonnet's prices: $0.0345 -> $0.573
     # After call 3: 110,000 x 0.5e-6 = $0.055 minus 10,000 x (6.25 - 0.5)e-6 = $0.0575 -> -$0.0025
     got = profile_of(segment([10_000, 100_000, 120_000, 130_000],
                              ["claude-sonnet-4-5", "claude-sonnet-4-5", "claude-opus-4-5", "claude-opus-4-5"]))
     assert got["best_call"] == 2
-    assert got["best_usd"] == pytest.approx(0.0555, abs=1e-12)
+    assert got["best_usd"] == pytest.approx(0.573, abs=1e-12)
 
 
 def test_the_first_reminder_is_signed_and_counted_from_its_own_call():
@@ -165,11 +174,12 @@ def test_the_envelope_equals_brute_force_at_every_call(plan, reminder_at):
         call = 100 + i
         p_r *= M
         p_w5 = p_r + extra_w * M
+        carry = p_w5 if stock % 3 == 0 else p_r  # a third of the calls missed the cache
         if i == reminder_at:
             ledger.mark_reminder(call)
-        ahead = ledger.figures((call, p_r, p_w5, stock, b))  # the live view: the call counted, not added
-        ledger.add_call(call, p_r, p_w5, stock, b)
-        rows.append((call, p_r, p_w5, stock, b))
+        ahead = ledger.figures((call, p_r, p_w5, stock, b, carry))  # the live view: the call counted, not added
+        ledger.add_call(call, p_r, p_w5, stock, b, carry)
+        rows.append((call, p_r, p_w5, stock, b, carry))
         assert ledger.figures() == ahead  # to the bit: what a replay line shows later is what live showed
         got, want = ledger.figures(), brute_force(rows, 100 + reminder_at if reminder_at <= i else None)
         assert got.best_usd == pytest.approx(want["best_usd"], rel=1e-9, abs=1e-12)
@@ -178,7 +188,7 @@ def test_the_envelope_equals_brute_force_at_every_call(plan, reminder_at):
         if got.best_call is not None:  # the call named saves what is claimed
             k = got.best_call - 100
             assert brute_force(rows[k:])["best_usd"] >= 0  # a suffix, tried alone
-            mine = sum((rows[k][3] - rows[k][4]) * r[1] for r in rows[k + 1:]) - rows[k][4] * (rows[k][2] - rows[k][1])
+            mine = sum((rows[k][3] - rows[k][4]) * r[5] for r in rows[k + 1:]) - rows[k][4] * (rows[k][2] - rows[k][1])
             assert mine == pytest.approx(got.best_usd, rel=1e-9, abs=1e-12)
 
 
@@ -227,7 +237,8 @@ def test_engine_figures_against_brute_force_and_the_rent(steps, seed):
     for e in calls_of(events):
         rows = by_segment.setdefault(e["segment"], [])
         rows.append(e)
-        plain = [(c["calls"], *rates(c["model"], c["totalStock"]), c["totalStock"], c["B_default"]) for c in rows]
+        plain = [(c["calls"], *rates(c["model"], c["totalStock"]), c["totalStock"], c["B_default"], carried_at(c))
+                 for c in rows]
         want = brute_force(plain, reminders.get(e["segment"]))
         got = e["restart_savings"]
         assert got["best_usd"] == pytest.approx(want["best_usd"], rel=1e-9, abs=1e-12)
@@ -237,7 +248,7 @@ def test_engine_figures_against_brute_force_and_the_rent(steps, seed):
         for i, c in enumerate(rows):
             p_r, p_w5 = rates(c["model"], c["totalStock"])
             b = c["B_default"]
-            saved = sum((c["totalStock"] - b) * rates(r["model"], r["totalStock"])[0] for r in rows[i + 1:]) \
+            saved = sum((c["totalStock"] - b) * carried_at(r) for r in rows[i + 1:]) \
                 - b * (p_w5 - p_r)
             assert saved <= sum(r["bp"] for r in rows[i + 1:]) + 1e-12
     profiles = events[-1]["segments"]
@@ -259,7 +270,7 @@ def compact_at_first_reminder(lines: list[dict], first: int | None) -> float:
         s, f = c["totalStock"], c["floor"]
         summary = min(0.06 * s, s - f)
         price = s * p_w5 + summary * entry["output"] * M + (f + summary) * (p_w5 - p_r)
-        return (s - f - summary) * sum(rates(r["model"], r["totalStock"])[0] for r in lines[i + 1:]) - price
+        return (s - f - summary) * sum(carried_at(r) for r in lines[i + 1:]) - price
     return 0.0
 
 
@@ -271,7 +282,7 @@ def recomputed(events: list[dict]) -> dict[int, dict]:
     for e in events:
         if e["event"] == "call":
             rows.setdefault(e["segment"], []).append(
-                (e["calls"], *rates(e["model"], e["totalStock"]), e["totalStock"], e["B_default"]))
+                (e["calls"], *rates(e["model"], e["totalStock"]), e["totalStock"], e["B_default"], carried_at(e)))
             lines.setdefault(e["segment"], []).append(e)
         elif e["event"] == "reminder":
             first.setdefault(e["segment"], e["call"])
@@ -324,6 +335,22 @@ def test_the_fixture_figures_from_replay_lines_and_in_the_report(scenario, tmp_p
     # the rent on dead weight and the reminders of the same segments, as the replay's profiles book them
     assert block["rent_usd"] == pytest.approx(sum(p["rent_usd"] for p in events[-1]["segments"]), abs=1e-9)
     assert block["reminders"] == sum(p["laps"] for p in events[-1]["segments"])
+    # the schedules: each segment's best is at least its best single restart and what following the notices
+    # saved; the report sums the profiles' own
+    schedules = [p["restart_savings"]["schedule"] for p in events[-1]["segments"]]
+    for p, sched in zip(events[-1]["segments"], schedules):
+        assert sched["best_usd"] >= sched["best_restarts_only_usd"] >= p["restart_savings"]["best_usd"] - 1e-12
+        assert sched["best_usd"] >= sched["followed_usd"] - 1e-12
+    got = block["schedule"]
+    assert got["label"] == "estimated"
+    for key in ("best_usd", "best_restarts_only_usd", "followed_usd"):
+        assert got[key] == pytest.approx(sum(s[key] for s in schedules), abs=1e-9)
+    for key in ("restarts_followed", "restarts_best", "compactions_followed"):
+        assert got[key] == sum(s[key] for s in schedules)
+    assert got["capture"] == (pytest.approx(got["followed_usd"] / got["best_usd"], abs=1e-6)
+                              if got["best_usd"] > 0 else None)
+    if scenario == "long-session":  # the notices were followed, and paid
+        assert got["restarts_followed"] + got["compactions_followed"] >= 1 and got["followed_usd"] > 0
 
 
 def test_the_overview_sums_the_demo_segments_and_says_so():
@@ -347,9 +374,17 @@ def test_the_overview_sums_the_demo_segments_and_says_so():
     assert got["first_reminder_usd"] == pytest.approx(sum(r["first_reminder_usd"] for r in reminded), abs=1e-8)
     assert got["best_single_usd"] == pytest.approx(sum(r["best_usd"] for r in rows), abs=1e-8)
     assert got["missed_usd"] == pytest.approx(sum(r["best_usd"] for r in rows if r not in reminded), abs=1e-8)
-    tile = [f for f in spend_figures(overview) if f.caption == "Restarts save (est.)"]
-    assert tile and tile[0].value == fmt.usd(got["first_reminder_usd"])
+    schedules = [r["schedule"] for r in rows]
+    followed = sum(s["followed_usd"] for s in schedules)
+    best = sum(s["best_usd"] for s in schedules)
+    assert got["schedule"]["followed_usd"] == pytest.approx(followed, abs=1e-8)
+    assert got["schedule"]["best_usd"] == pytest.approx(best, abs=1e-8) and best >= followed
+    tile = [f for f in spend_figures(overview) if f.caption == "Notices save (est.)"]
+    assert tile and tile[0].value == fmt.usd(got["schedule"]["followed_usd"])
     sentence = rent_sentence(overview)
+    # the Overview leads with what following every notice saved, against the best in hindsight
+    assert sentence.startswith(f"Following every notice would have saved {fmt.usd(followed)}, "
+                               f"{got['schedule']['capture'] * 100:.0f} % of the best in hindsight")
     assert fmt.usd(got["best_single_usd"]) in sentence and f"{got['capture'] * 100:.0f}%" in sentence
 
 

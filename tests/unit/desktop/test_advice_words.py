@@ -38,6 +38,16 @@ def test_the_tooltip_names_the_move_its_saving_and_the_other_moves():
     assert want + " (estimate)." in text.splitlines()
 
 
+@pytest.mark.parametrize("colour", ["white", "green", "amber", "red"])
+def test_a_move_under_a_green_lamp_is_reconciled_in_one_sentence(colour):
+    """"good (green)" over "A restart now saves …" read as a contradiction: one sentence says why both hold."""
+    from service.client.words import MOVE_WHILE_GREEN
+
+    text = vm.tooltip_text({**LATE, "lamp": {**LATE["lamp"], "colour": colour}}, now=0.0).splitlines()
+    assert (MOVE_WHILE_GREEN in text) == (colour in ("white", "green"))
+    assert MOVE_WHILE_GREEN not in vm.tooltip_text({**FRESH, "lamp": {"colour": "green"}}, now=0.0)  # no move
+
+
 def test_a_fresh_segment_says_no_move_and_a_warm_cache_prices_a_model_switch():
     assert FRESH["advice"]["move"] == "continue"
     assert vm.move_sentence(FRESH) == ""
@@ -56,16 +66,17 @@ def test_the_notice_says_the_move_and_its_saving_on_its_second_line():
 
 
 def test_the_terminal_gives_the_trays_notice_in_its_words():
-    """`ctxlamp status` prints the notice the tray shows: the same head, what to do and what it saves."""
+    """`ctxlamp status` prints the notice the tray shows: the same head, what to do and what it saves; the
+    lamp turning red is shown, not announced, and a reminder while red is worded for it, as the tray words it."""
     from service.cli.status import notice_for
 
     reminder = {"lap": 1, "restart_usd": 0.2, "rent_usd": 0.3, "payback_calls": 4.0, "session_id": "s", "segment": 0}
-    for kind, event, data, colours in (("rent", "reminder", {**FRESH, **reminder}, {}),
-                                       ("red", "snapshot", {**LATE, "session_id": "s", "segment": 0,
-                                                            "lamp": {"colour": "red", "state": "critical"}},
-                                        {"s": "amber"})):
-        tray = vm.notice_text({"kind": kind, "reminder": reminder if kind == "rent" else {}}, data)
-        said = notice_for(event, data, set(), colours)
+    red = {**LATE, "session_id": "s", "segment": 0, "lamp": {"colour": "red", "state": "critical"}}
+    colours = {"s": "amber"}
+    assert notice_for("snapshot", red, set(), colours) is None  # the colour is never announced
+    for kind, data in (("rent", {**FRESH, **reminder}), ("red", {**red, **reminder})):
+        tray = vm.notice_text({"kind": kind, "reminder": reminder}, data)
+        said = notice_for("reminder", data, set(), {"s": "red"} if kind == "red" else {})
         head = tray.title.split(": ", 1)[1]
         do, saves = tray.body.splitlines()
         assert said is not None and f": {head}. {do} {saves}" in said, (said, tray)

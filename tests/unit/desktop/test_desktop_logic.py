@@ -41,27 +41,23 @@ def test_the_first_reminder_of_a_stretch_is_a_notice_and_later_laps_are_not():
     assert c.due(now=99999) == []  # nothing held for later either
 
 
-def test_turning_red_raises_one_notice_after_the_rent_notice():
+def test_turning_red_is_shown_not_announced():
     c = ReminderCoalescer(min_gap_s=600)
-    assert c.observe("s1", 0, "green", now=0) is None
+    c.observe("s1", 0, "green", now=0)
     assert c.offer(rem(1), now=10, colour="green")["kind"] == RENT
-    assert c.observe("s1", 0, "amber", now=20) is None
-    told = c.observe("s1", 0, "red", now=30)  # within the gap: red is the stretch's last word, never held
-    assert told is not None and told["kind"] == RED and told["reminder"] is None
-    assert c.observe("s1", 0, "amber", now=40) is None
-    assert c.observe("s1", 0, "red", now=50) is None  # red again in the same stretch: said once
+    for at, colour in ((20, "amber"), (30, "red"), (40, "amber"), (50, "red")):
+        c.observe("s1", 0, colour, now=at)
+    assert c.due(now=99999) == []  # the colour raised nothing, held or not
     assert c.offer(rem(2), now=60, colour="red") is None
 
 
-def test_a_first_reminder_while_red_is_the_one_notice_of_its_stretch():
+def test_a_first_reminder_while_red_is_the_one_notice_of_its_stretch_worded_for_red():
     c = ReminderCoalescer(min_gap_s=0)
     c.observe("s1", 0, "amber", now=0)
-    assert c.observe("s1", 0, "red", now=1)["kind"] == RED
-    assert c.offer(rem(1), now=2, colour="red") is None  # the advice was given when the lamp turned red
-    c2 = ReminderCoalescer(min_gap_s=0)
-    c2.observe("s1", 0, "red", now=0, quiet=True)  # already red when the tray started: shown, not announced
-    assert c2.offer(rem(1), now=1, colour="red")["kind"] == RED
-    assert c2.observe("s1", 0, "red", now=2) is None
+    c.observe("s1", 0, "red", now=1)
+    told = c.offer(rem(1), now=2, colour="red")
+    assert told["kind"] == RED and told["reminder"]["lap"] == 1  # the reminder speaks; "restart pays now"
+    assert c.offer(rem(2), now=3, colour="red") is None
 
 
 def test_a_new_stretch_gives_its_advice_afresh():
@@ -70,20 +66,18 @@ def test_a_new_stretch_gives_its_advice_afresh():
     assert c.offer(rem(3), now=100) is None  # the stream sent it again after a reconnect
     assert c.offer(rem(2), now=200) is None
     assert c.offer(rem(1, segment=1), now=300) is not None  # a new segment starts its laps afresh
-    c.observe("s1", 1, "amber", now=310)
-    assert c.observe("s1", 1, "red", now=320)["kind"] == RED
 
 
-def test_a_rent_notice_within_min_gap_of_the_last_is_held_and_a_red_one_replaces_it():
+def test_a_notice_within_min_gap_of_the_last_is_held_even_while_red():
     c = ReminderCoalescer(min_gap_s=600)
     assert c.offer(rem(1), now=1000) is not None
     assert c.offer(rem(1, segment=1), now=1100) is None  # a new stretch 100 s later: held
     assert c.next_due() == 1600
     assert [t["segment"] for t in c.due(now=1600)] == [1]
-    c.offer(rem(1, segment=2), now=1700)
-    c.observe("s1", 2, "amber", now=1701)
-    assert c.observe("s1", 2, "red", now=1702)["kind"] == RED
-    assert c.due(now=5000) == []  # the held rent notice was said by the red one
+    assert c.offer(rem(1, segment=2), now=1641, colour="red") is None  # 41 s later, red or not: held
+    c.observe("s1", 2, "red", now=1642)
+    assert c.due(now=1700) == []
+    assert [t["kind"] for t in c.due(now=2200)] == [RED]
 
 
 def test_sessions_are_told_independently():
@@ -98,8 +92,7 @@ def test_nothing_pops_while_snoozed_or_paused():
     c.snooze("s1", now=0, duration_s=1800)
     assert c.offer(rem(1), now=10) is None
     assert c.due(now=2000) == []
-    c.observe("s1", 0, "amber", now=1000)
-    assert c.observe("s1", 0, "red", now=1801) is not None  # the snooze is over; red still speaks
+    assert c.offer(rem(2), now=1801) is None  # the snooze is over; the stretch's notice was dropped, not owed
     c.set_paused(True)
     assert c.offer(rem(1, segment=1), now=5000) is None
     c.set_paused(False)
@@ -111,7 +104,7 @@ def test_nothing_pops_while_snoozed_or_paused():
                           st.sampled_from(["white", "green", "amber", "red"]), st.floats(0, 500)),
                 min_size=1, max_size=80),
        st.floats(1, 1200))
-def test_at_most_one_rent_and_one_red_notice_per_stretch_and_rent_notices_keep_the_gap(events, gap):
+def test_at_most_one_notice_per_stretch_and_every_notice_keeps_the_gap(events, gap):
     c = ReminderCoalescer(min_gap_s=gap)
     shown: list[tuple[float, dict]] = []
     laps = {"a": 0, "b": 0}
@@ -130,16 +123,14 @@ def test_at_most_one_rent_and_one_red_notice_per_stretch_and_rent_notices_keep_t
             laps[sid] += 1
             t = c.offer(rem(laps[sid], sid, segment[sid]), now, colour)
             shown += [(now, t)] if t else []
-        t = c.observe(sid, segment[sid], colour, now)
-        shown += [(now, t)] if t else []
+        c.observe(sid, segment[sid], colour, now)
     for sid in ("a", "b"):
         mine = [(at, t) for at, t in shown if t["session_id"] == sid]
-        kinds = [(t["segment"], t["kind"]) for _, t in mine]
-        assert len(kinds) == len(set(kinds)), kinds  # each kind once a stretch
-        for seg in {seg for seg, _ in kinds}:
-            assert [k for s_, k in kinds if s_ == seg] in ([RENT], [RED], [RENT, RED]), kinds  # red is the last word
-        times = [at for at, t in mine if t["kind"] == RENT]
-        assert all(b - a >= gap - 1e-6 for a, b in zip(times, times[1:]))
+        stretches = [t["segment"] for _, t in mine]
+        assert len(stretches) == len(set(stretches)), stretches  # one notice a stretch
+        assert all(t["reminder"] is not None for _, t in mine)  # only the rent ledger's reminder speaks
+        times = [at for at, _ in mine]
+        assert all(b - a >= gap - 1e-6 for a, b in zip(times, times[1:]))  # the gap holds for every notice
 
 
 # ---------------- restart policy ----------------
@@ -250,7 +241,8 @@ def test_the_session_tab_gives_the_same_advice_as_the_lamp():
     assert session_advice({**SNAP, "lamp": {"colour": "red"}})[0].startswith("The lamp is red")
     line, why = session_advice({**SNAP, "lamp": {"colour": "green"}, "laps": 3, "dhat": 5.0,
                                 "restart_savings": {"first_reminder_call": 32}})
-    assert "3 restarts" in line and "call 32" in line and "The lamp is green" in why
+    assert "call 32" in line and "The lamp is green" in why
+    assert "3 restarts" not in line and "paid for" not in line  # money and notices, not the rent's laps
     assert "restart" not in session_advice({**SNAP, "lamp": {"colour": "green"}, "laps": 0, "dhat": 5.0})[0].lower() \
         .replace("no restart needed", "")
 

@@ -109,9 +109,10 @@ def test_the_basis_comes_from_the_users_history_else_the_defaults():
 
     basis, sources = advice_basis([seg(4), seg(10, 0.02), seg(40, 0.5), seg(None, 0.04), {"restart_savings": None}])
     assert basis.horizon_calls == 10.0 and basis.compact_keep == 0.04  # medians of (4, 10, 40), (0.02, 0.5, 0.04)
-    assert sources == {"horizon": "history", "compact_keep": "history"}
+    assert sources == {"horizon": "history", "compact_keep": "history", "miss_share": "default"}
     basis, sources = advice_basis([seg(None)])
-    assert basis == AdviceBasis() and sources == {"horizon": "default", "compact_keep": "default"}
+    assert basis == AdviceBasis() and sources == {"horizon": "default", "compact_keep": "default",
+                                                  "miss_share": "default"}
     assert basis.horizon_calls == 30 and basis.compact_keep == 0.06 and basis.compact_write_share == 1.0
     assert advice_basis([seg(0)])[0].horizon_calls == 1.0  # a run of 0 calls still looks one call ahead
     wild = AdviceBasis(horizon_calls=float("inf"), compact_keep=-3, compact_write_share=9).bounded()
@@ -210,3 +211,31 @@ def test_the_long_session_fixture_is_advised_to_go_on_then_to_restart():
     after = [c for c in lines if c["calls"] > reminders[-1]["call"]]
     assert after and all(c["advice"]["move"] in ("compact", "restart") and c["advice"]["saves_usd"] > 0.1
                          for c in after)
+
+
+def test_expected_misses_price_the_dead_weight_at_the_write_price():
+    """A share m of the coming calls miss the cache: each carries its prompt at the write price, so continuing
+    costs more by exactly H·m·(p_w − p_r)·S over the prompt read, and a restart saves that much more on the
+    dead weight it drops (docs/measurement.md 14-15)."""
+    from service.engine.advice import AdviceBasis, MovePrices, advise
+
+    p = MovePrices(p_r=0.3e-6, p_w=3.75e-6, p_w5=3.75e-6, p_out=15e-6)
+    plain = advise(150_000, 40_000.0, 20_000.0, 800.0, p, AdviceBasis())
+    missing = advise(150_000, 40_000.0, 20_000.0, 800.0, p, AdviceBasis(miss_share=0.1))
+    h, extra = 30, 0.1 * (3.75e-6 - 0.3e-6)
+    grown = extra * 800.0 * h * (h - 1) / 2
+    assert missing["continue_usd"] - plain["continue_usd"] == pytest.approx(h * extra * 150_000 + grown)
+    assert missing["restart_usd"] - plain["restart_usd"] == pytest.approx(h * extra * 40_000 + grown)
+    assert missing["saves_usd"] > plain["saves_usd"]
+    assert AdviceBasis(miss_share=7.0).bounded().miss_share == 1.0
+
+
+def test_the_basis_learns_the_miss_share_from_the_archived_segments():
+    from service.report.restart import advice_basis
+
+    rows = [{"restart_savings": {"calls": 40, "missed_calls": 2}}, {"restart_savings": {"calls": 60, "missed_calls": 8}},
+            {"restart_savings": {"best_usd": 0.0}}]  # an older row: no counts, left out
+    assert advice_basis(rows)[0].miss_share == 0.0  # two segments are too few to go by
+    basis, where = advice_basis(rows * 3)  # six: the share over all their calls
+    assert basis.miss_share == pytest.approx(0.1) and where["miss_share"] == "history"
+    assert advice_basis([])[0].miss_share == 0.0

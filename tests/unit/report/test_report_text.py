@@ -15,8 +15,22 @@ def test_restart_lines_count_segments_in_the_singular_and_the_plural():
     assert "in 0 stretches of work" in one
     many = "\n".join(restart_lines(_block(3, 1)))
     assert "over 3 stretches of work\n" in many and many.endswith("in 1 stretch of work")
-    assert "following the lamp got 42% of the best" in many
+    assert "its first reminder got 42% of the best single restart" in many
     assert restart_lines(None) == []
+
+
+def test_the_report_leads_with_what_following_every_notice_saved():
+    from service.cli.report import followed_lines
+
+    schedule = {"best_usd": 54.2, "best_restarts_only_usd": 50.1, "followed_usd": 46.07, "capture": 0.85,
+                "restarts_followed": 75, "restarts_best": 60, "compactions_followed": 1, "segments": 80}
+    lead, detail = followed_lines(schedule)
+    assert lead == "Following every notice would have saved $46.07, 85 % of the best in hindsight (estimate)."
+    assert detail == ("  The best in hindsight: $54.20 ($50.10 with restarts alone); following the notices meant "
+                      "75 restarts and 1 /compact.")
+    nothing = {**schedule, "best_usd": 0.0, "best_restarts_only_usd": 0.0, "followed_usd": 0.0}
+    assert followed_lines(nothing) == ["No restart or /compact would have saved anything in hindsight (estimate)."]
+    assert followed_lines(None) == [] and followed_lines({**schedule, "segments": 0}) == []
 
 
 def test_models_are_named_as_the_window_names_them_a_dated_id_and_its_plain_one_as_one():
