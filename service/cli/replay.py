@@ -124,7 +124,6 @@ def _table(events, colour: bool, own_id: str = "", subagents: dict | None = None
     from service.client.terminal import fit, width
 
     w = sys.stdout.write
-    w("\n".join(fit([DEVELOPER_NOTE], width() or 100)) + "\n\n")
     events = iter(events)
     first = next(events, None)
     if first is not None:
@@ -134,6 +133,7 @@ def _table(events, colour: bool, own_id: str = "", subagents: dict | None = None
             w(f"session {printable(str(sid), 80)} · file {printable(own_id, 80)}\n")
         elif own_id:
             w(f"session {printable(own_id, 80)}\n")
+    w("\n".join(fit([DEVELOPER_NOTE], width() or 100)) + "\n\n")
     w(f"{'call':>5} {'time':>8} {'lamp':<10} {'x':>6} {'xSweet':>6} {'u':>5} {'stock':>8} {'rent $':>9} {'laps':>4}\n")
     for ev in events:
         kind = ev["event"]

@@ -73,17 +73,16 @@ def render(status: dict, tty: bool, notices: list[str] | None = None, columns: i
     passes `printable`. `columns`: the terminal's width (service/client/terminal.py), None for no limit;
     narrower than WIDE, each session is a few lines, wrapped between words. `handoff_ready`: the sessions
     that left a handoff before their break."""
-    import time
-
     from service.client.terminal import fit
 
-    lines = _lines(status, tty, notices, columns is not None and columns < WIDE,
-                   time.time() if now is None else now, handoff_ready)
+    lines = _lines(status, tty, notices, columns is not None and columns < WIDE, now, handoff_ready)
     return "\n".join(fit(lines, columns))
 
 
-def _lines(status: dict, tty: bool, notices: list[str] | None, narrow: bool, now: float,
-           handoff_ready: frozenset[str]) -> list[str]:
+def _lines(status: dict, tty: bool, notices: list[str] | None, narrow: bool, now: float | None = None,
+           handoff_ready: frozenset[str] = frozenset()) -> list[str]:
+    import time
+
     from service.client.textsafe import printable as p
     from service.client.figures import plural
     from service.client.words import session_name
@@ -115,7 +114,7 @@ def _lines(status: dict, tty: bool, notices: list[str] | None, narrow: bool, now
                  "stretch of work")
     if (followed.get("restart_savings") or {}).get("first_reminder_call") is not None:
         lines.append(f"{p(session_name(followed), 80)}: {ending_words(followed)}")
-    lines += cold_words(followed, now, followed.get("session_id") in handoff_ready)
+    lines += cold_words(followed, time.time() if now is None else now, followed.get("session_id") in handoff_ready)
     return lines + list(notices or [])
 
 
