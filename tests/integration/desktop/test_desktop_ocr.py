@@ -96,4 +96,5 @@ def test_no_identifiers_or_reprs_on_screen(ocr):
 
 def test_the_notice_before_amber_agrees_with_the_green_lamp(ocr):
     text = " ".join(ocr["reminder-popup-before-amber.png"].split())
-    assert "restart at your next break" in text and "The lamp is green" in text and "sweet spot" in text
+    # OCR may read a stray mark where a line wraps ("The lamp is. green"): the words are what is checked
+    assert "restart at your next break" in text and re.search(r"The lamp is\W{0,3} green", text) and "sweet spot" in text
