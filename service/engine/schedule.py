@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from service.engine.advice import AdviceBasis, MovePrices, advise, compacted_prompt, compaction_request
 from service.engine.curve import Curve
+from service.engine.pickling import by_fields
 from service.client.payloads import Schedule
 from service.engine.restart_savings import Envelope, Line, better, Node
 
@@ -51,6 +52,9 @@ class NoticeRule:
 
     mf_range: tuple[float, float] = MF_RANGE
     name: str = "cheaper"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return by_fields(self)  # a worker rebuilds it (service/engine/pickling.py)
 
 
 RULE = NoticeRule()
@@ -237,6 +241,9 @@ class ScheduleFigures:
     compactions_best: int
     restarts_followed: int
     compactions_followed: int
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return by_fields(self)  # a worker rebuilds it (service/engine/pickling.py)
 
     def as_dict(self) -> Schedule:
         return {"best_usd": self.best_usd, "best_restarts_only_usd": self.best_restarts_only_usd,
