@@ -14,6 +14,7 @@ For that the figures must not depend on the order files arrive in:
 from __future__ import annotations
 
 from math import fsum
+from collections.abc import Iterator
 from typing import Any, Callable
 
 from service.channels.spend import (
@@ -187,22 +188,26 @@ class SpendTally:
         return {fr["session_id"]: fr.get("cwd") or fr["project"]
                 for _, fr in sorted(self.files.items()) if not fr["subagent"]}
 
+    def _kept_in_period(self) -> Iterator[tuple[Any, str, str, bool, float | None, Any]]:
+        """Each kept call of the period: (its record, session, project, whether a subagent made it, USD, the
+        family it was priced by when estimated). The groups `breakdown` and `session_days` cut."""
+        session_project = self._session_projects()
+        for _, _path, rec, fr, usd, family, _est in self.best.values():
+            if self.in_period is not None and not self.in_period(rec[TS]):
+                continue
+            sid = fr["session_id"]
+            yield (rec, sid, session_project.get(sid) or fr.get("cwd") or fr["project"],
+                   bool(rec[SIDE] or fr["subagent"]), usd, family)
+
     def breakdown(self) -> dict[tuple[str, str, str], dict]:
         """The spend cut by (day, model, project): calls (main-chain apart), USD of the main chain and of
         subagents, USD priced by model family (estimated) and unpriced calls; the team push sends these.
 
         The same kept revisions, period and project rules as `spend`, so the groups add up to its totals.
         """
-        session_project = self._session_projects()
         groups: dict[tuple[str, str, str], list] = {}
-        for _, _path, rec, fr, usd, family, _est in self.best.values():
-            ts = rec[TS]
-            if self.in_period is not None and not self.in_period(ts):
-                continue
-            sid = fr["session_id"]
-            side = rec[SIDE] or fr["subagent"]
-            key = (self.day_of(ts) or "unknown", rec[MODEL] or "(none)",
-                   session_project.get(sid) or fr.get("cwd") or fr["project"])
+        for rec, _sid, project, side, usd, family in self._kept_in_period():
+            key = (self.day_of(rec[TS]) or "unknown", rec[MODEL] or "(none)", project)
             g = groups.get(key)
             if g is None:  # calls, main-chain calls, unpriced calls, main USD, subagent USD, family-priced USD
                 g = groups[key] = [0, 0, 0, [], [], []]
@@ -222,16 +227,10 @@ class SpendTally:
         """The spend cut by (session, day, model, project), with each group's tokens and its latest call's
         time: what a device writes to a sync folder (service/sync/), so a session seen on two devices can
         be counted once. The same kept revisions, period and project rules as `breakdown`."""
-        session_project = self._session_projects()
         groups: dict[tuple[str, str, str, str], dict] = {}
-        for _, _path, rec, fr, usd, family, _est in self.best.values():
+        for rec, sid, project, side, usd, family in self._kept_in_period():
             ts = rec[TS]
-            if self.in_period is not None and not self.in_period(ts):
-                continue
-            sid = fr["session_id"]
-            side = rec[SIDE] or fr["subagent"]
-            key = (sid, self.day_of(ts) or "unknown", rec[MODEL] or "(none)",
-                   session_project.get(sid) or fr.get("cwd") or fr["project"])
+            key = (sid, self.day_of(ts) or "unknown", rec[MODEL] or "(none)", project)
             g = groups.get(key)
             if g is None:
                 g = groups[key] = {"calls": 0, "main_calls": 0, "unpriced_calls": 0, "input_tokens": 0,

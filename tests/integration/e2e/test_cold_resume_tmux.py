@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
-import warnings
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -28,7 +26,7 @@ import pytest
 
 from service.client.api import ApiClient
 from service.client.figures import usd
-from tests.fakeapi.scenario import ClaudeUnavailable, claude_binary
+from tests.support.claude_cli import claude_and_tmux
 from tests.fakeapi.tmux import InteractiveClaude
 from tests.support.corpus import ROOT
 from tests.support.harness import service_env, wait_for
@@ -65,14 +63,7 @@ def backdate(path: Path, hours: int) -> None:
 
 
 def test_a_resume_onto_a_cold_cache_shows_the_hooks_message_with_both_prices(tmp_path):
-    try:
-        binary = claude_binary()
-        why = None if shutil.which("tmux") else "tmux is not installed"
-    except ClaudeUnavailable as exc:
-        why = f"the Claude Code CLI could not be installed from npm ({exc})"
-    if why:
-        warnings.warn(f"E2E SKIPPED: {why}")
-        pytest.skip(f"E2E SKIPPED: {why}")
+    binary = claude_and_tmux()
     ctx_home, home, workspace = tmp_path / "ctx", tmp_path / "home", tmp_path / "demo-project"
     ctx_home.mkdir()
     (home / ".claude" / "projects").mkdir(parents=True)

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import pytest
 
 from service.client.api import ApiClient
-from tests.fakeapi.scenario import ClaudeUnavailable, claude_binary
+from tests.support.claude_cli import claude_and_tmux
 from tests.fakeapi.tmux import InteractiveClaude
 from tests.support.corpus import ROOT
 from tests.support.servicectl import running_service
@@ -55,14 +53,7 @@ def our_line(screen: str) -> str | None:
 
 
 def test_the_pane_shows_ctxlamps_line_and_it_follows_the_session(tmp_path):
-    try:
-        binary = claude_binary()
-        why = None if shutil.which("tmux") else "tmux is not installed"
-    except ClaudeUnavailable as exc:
-        why = f"the Claude Code CLI could not be installed from npm ({exc})"
-    if why:
-        warnings.warn(f"E2E SKIPPED: {why}")
-        pytest.skip(f"E2E SKIPPED: {why}")
+    binary = claude_and_tmux()
     ctx_home, home = tmp_path / "ctx", tmp_path / "home"
     ctx_home.mkdir()
     (home / ".claude" / "projects").mkdir(parents=True)
