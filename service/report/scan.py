@@ -453,7 +453,8 @@ def scan_one(tf: TranscriptFile) -> ScanItem:
     try:
         chunks = file_chunks(tf.path)
         # old_strings are counted by `scan`'s collect, once per distinct text, in the parent; a worker that
-        # replays the file counts them itself: its engine has counted the same edits (the cache answers)
+        # replays the file counts them itself: its engine has counted the same edits (the cache answers). A
+        # worker that shares the parent's encoder counts everything (`scan`)
         result = scan_chunks(chunks, tf, sizes, defer_tokens=True, replay=replay)
         if _count_here:  # the encoder the parent built before the fork counts here, in parallel
             settle(result, lazy_counter)
