@@ -44,7 +44,7 @@ from service.report.restart import MALFORMED
 # Unscanned history from which a replaying report's forked workers share one tiktoken encoder, built before
 # the fork, and count every text they read (decision 460): a real history holds about 60 thousand characters
 # to count a megabyte, so from here each worker would otherwise count half a million in Python and build one.
-SHARED_ENCODER_MIN_BYTES = 12 * 1024 * 1024
+SHARED_ENCODER_MIN_BYTES = 10 * 1024 * 1024
 CACHE_VERSION = f"10/{__version__}"  # bump the number when a meter's output changes
 
 
