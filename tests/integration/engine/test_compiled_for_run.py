@@ -61,7 +61,8 @@ def test_with_no_compiler_the_pure_engine_runs_and_nothing_is_built(small_engine
 
 
 def test_make_runs_install_step_with_no_compiler_prints_one_line_and_succeeds(tmp_path):
-    """`make run`'s step as the Makefile runs it, with CC naming a program that is not there."""
+    """`make run`'s step as the Makefile runs it (tests/integration/packaging/test_make_stamps.py), with CC
+    naming a program that is not there."""
     manifest = ROOT / "build" / "mypyc" / "manifest.json"
     before = manifest.stat().st_mtime_ns if manifest.exists() else None
     env = {**os.environ, "CC": str(tmp_path / "missing-cc"), "PYTHONPATH": str(ROOT)}
@@ -71,9 +72,6 @@ def test_make_runs_install_step_with_no_compiler_prints_one_line_and_succeeds(tm
     assert r.stdout.splitlines() == [f"compiled engine: no C compiler ({tmp_path / 'missing-cc'}); "
                                      "the engine runs as pure Python."]
     assert (manifest.stat().st_mtime_ns if manifest.exists() else None) == before
-    dry = subprocess.run(["make", "-n", "-B", ".venv/.installed-run"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=60)
-    assert "-m service.engine_setup.compiled --for-run" in dry.stdout, "make run's install step builds the engine"
 
 
 @needs_compiler
