@@ -20,11 +20,14 @@ COMPILE := $(BIN)/python -m compileall -q service desktop models resources > /de
 
 # Installs are pinned: the locked dependencies with their hashes, then the project alone (requirements/README.md
 # says how to refresh the locks after a change to pyproject.toml's dependencies).
+# Where a C compiler is found, the engine is compiled too (mypyc from requirements/compile.lock), within a
+# minute; else, or on any failure, it runs as pure Python. One line says which (decision 460).
 $(RUN_STAMP): pyproject.toml requirements/run.lock | $(BIN)/python
 	$(BIN)/pip install --quiet --require-hashes -r requirements/run.lock
 	$(BIN)/pip install --quiet --no-deps -e .
 	@$(BIN)/python -m service.engine_setup.tokenizer > /dev/null  # the parsed o200k table a wheel ships
 	@$(COMPILE)
+	@$(BIN)/python -m service.engine_setup.compiled --for-run
 	@touch $(RUN_STAMP)
 
 # The developer's venv is a superset of the user's: it stamps both, so `make run` after it installs nothing.

@@ -41,7 +41,10 @@ from service.engine.lines import DEFAULT_MAX_LINE, LineSplitter
 from service.ingest.transcript_file import Skipped
 from service.report.restart import MALFORMED
 
-SHARED_ENCODER_MIN_BYTES = 64 * 1024 * 1024  # unscanned history from which the workers share one encoder
+# Unscanned history from which a replaying report's forked workers share one tiktoken encoder, built before
+# the fork, and count every text they read (decision 460): a real history holds about 60 thousand characters
+# to count a megabyte, so from here each worker would otherwise count half a million in Python and build one.
+SHARED_ENCODER_MIN_BYTES = 10 * 1024 * 1024
 CACHE_VERSION = f"10/{__version__}"  # bump the number when a meter's output changes
 
 
@@ -416,14 +419,16 @@ def load_tokenizer() -> None:
 _remembered: dict[str, int] = {}
 _max_line = DEFAULT_MAX_LINE
 _replay: tuple[Any, frozenset[str]] | None = None  # (prices, main transcripts to replay as they are read)
+_count_here = False  # the worker counts every text of its results itself (a shared encoder), the parent none
 
 
 def init_worker(remembered: dict[str, int], max_line: int = DEFAULT_MAX_LINE,
-                 replay: tuple[Any, frozenset[str]] | None = None) -> None:
-    global _remembered, _max_line, _replay
+                 replay: tuple[Any, frozenset[str]] | None = None, count_here: bool = False) -> None:
+    global _remembered, _max_line, _replay, _count_here
     _remembered = remembered
     _max_line = max_line
     _replay = replay
+    _count_here = count_here
 
 
 ScanItem = tuple[str, "dict | str | None", dict[str, int], "list[dict] | None"]
@@ -448,9 +453,12 @@ def scan_one(tf: TranscriptFile) -> ScanItem:
     try:
         chunks = file_chunks(tf.path)
         # old_strings are counted by `scan`'s collect, once per distinct text, in the parent; a worker that
-        # replays the file counts them itself: its engine has counted the same edits (the cache answers)
+        # replays the file counts them itself: its engine has counted the same edits (the cache answers). A
+        # worker that shares the parent's encoder counts everything (`scan`)
         result = scan_chunks(chunks, tf, sizes, defer_tokens=True, replay=replay)
-        if replay is not None:
+        if _count_here:  # the encoder the parent built before the fork counts here, in parallel
+            settle(result, lazy_counter)
+        elif replay is not None:
             settle_tokens(result["events"], lazy_counter)
         return tf.path, result, sizes.new, replay.segments() if replay is not None else None
     except Skipped as exc:
@@ -595,19 +603,23 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
     if pool_min_bytes is None:
         pool_min_bytes = forked.min_bytes(forked.POOL_MIN_BYTES)  # spawned workers cost more to start
     if workers > 1 and len(todo) > 1 and total_bytes >= pool_min_bytes and forked.available():
-        # the scan's workers never count tokens: the parent counts the edits in collect, with a tokenizer it
-        # loads while they scan. The replay's workers do count: over a big history each needs tiktoken's
-        # encoder, so forked ones share one built here (built in each, it cost as much CPU again per worker,
-        # and its memory twice); over a small one they may never need it, and building it first would make
-        # them wait 0.3 s before they start.
-        if (replay is not None and replay[1] and forked.start_method() == "fork"
-                and total_bytes >= SHARED_ENCODER_MIN_BYTES):
+        # The replay's workers count tokens (what Read, Write and Edit put in the context): over a real history
+        # each would count in Python until its budget ran out, then build tiktoken's encoder (0.15-0.25 s), so
+        # forked ones share one built here and count all their results' texts with it, placeholder outputs
+        # and subagents' edits included, where the parent counted those after them (decisions 273, 460). Over
+        # a small history they may never need it, and building it first would make them wait.
+        count_here = (replay is not None and bool(replay[1]) and forked.start_method() == "fork"
+                      and total_bytes >= SHARED_ENCODER_MIN_BYTES)
+        if count_here:
+            from service.engine_setup.engines import shared_counter
             from service.engine_setup.tokenizer import load_o200k
 
             load_o200k()
-        with collector_paused(), forked.pool(scan_one, jobs, workers,
-                                             init=functools.partial(init_worker, cache.sizes, max_line, replay)) as scanned:
-            load_tokenizer()
+            shared_counter()  # the engine's modules too (40-50 ms in each worker): imported once, inherited
+        init = functools.partial(init_worker, cache.sizes, max_line, replay, count_here)
+        with collector_paused(), forked.pool(scan_one, jobs, workers, init=init) as scanned:
+            if not count_here:
+                load_tokenizer()
             if meanwhile:
                 meanwhile()
             for item in scanned:

@@ -52,6 +52,14 @@ def test_make_run_installs_the_program_alone(checkout):
     assert installs(make(checkout, "run")) == RUN
 
 
+def test_make_runs_install_ends_with_the_compiled_engine_step(checkout):
+    """Where a C compiler is found the step compiles the engine, else it says the pure engine runs (decision
+    461; tests/integration/engine/test_compiled_for_run.py runs it). Once installed, nothing is run again."""
+    plan = make(checkout, "run").splitlines()
+    step = [i for i, line in enumerate(plan) if line.endswith("python -m service.engine_setup.compiled --for-run")]
+    assert len(step) == 1 and plan[step[0] + 1] == "touch .venv/.installed-run", plan
+
+
 @pytest.mark.parametrize("target", ["test", "lint", "test-fast"])
 def test_the_developer_targets_install_their_tools(checkout, target):
     assert installs(make(checkout, target)) == DEV

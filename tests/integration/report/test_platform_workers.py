@@ -216,6 +216,34 @@ def test_the_scan_replays_the_main_transcripts_as_the_report_alone_would(tmp_pat
         restart.replayed_segments(mains, prices, None, scan.fingerprint)
 
 
+@pytest.mark.skipif(not forked.can_fork(), reason="no fork here")
+def test_workers_sharing_one_encoder_count_every_text_themselves(tmp_path, monkeypatch):
+    """Over a bigger history the parent builds tiktoken's encoder before the fork: the workers then count their
+    results' texts (edits of files they do not replay, placeholder outputs), the parent none; same figures."""
+    from service.engine_setup.engines import load_prices
+
+    files = _fixture_files(tmp_path)
+    mains = sorted(tf.path for tf in files if not tf.subagent)
+    plain = scan.scan(files, scan.ScanCache(None), workers=1)
+    monkeypatch.setattr(forked, "start_method", lambda *a, **k: "fork")
+    left: list[int] = []  # texts each result still held when the parent settled it
+    settle = scan.settle
+
+    def parent_settles(result, count):
+        left.append(sum(len(e["data"].get("old_strings") or ()) for e in result["events"])
+                    + len(result.get("placeholder_texts") or ()))
+        settle(result, count)
+
+    monkeypatch.setattr(scan, "settle", parent_settles)
+    for shared in (False, True):
+        monkeypatch.setattr(scan, "SHARED_ENCODER_MIN_BYTES", 0 if shared else 1 << 60)
+        left.clear()
+        got = scan.scan(files, scan.ScanCache(None), workers=2, pool_min_bytes=0,
+                        replay=(load_prices(), frozenset(mains[:1])), replayed={})
+        assert got == plain and len(left) == len(files)
+        assert (sum(left) == 0) == shared, "the parent counts only what workers without the encoder left"
+
+
 def _replayed_alone(path, prices, max_line=None, chunk_size=1 << 20):
     """What `ctxlamp replay` gives for a file's segments (the engine's own reader), as the report keeps them."""
     from service.engine_setup.engines import replay_file

@@ -49,6 +49,17 @@ def test_every_dependency_is_pinned_with_hashes_in_its_lock():
                 assert "--hash=sha256:" in line, f"{lock}: {name} has no hash"
 
 
+def test_the_compile_lock_pins_the_lint_tools_mypy_with_hashes():
+    """`make run` compiles the engine with the mypy `make lint` checks it with (service/engine_setup/compiled.py)."""
+    compile_pins, dev_pins = _locked("compile.lock"), _locked("dev.lock")
+    assert {"mypy", "setuptools"} <= set(compile_pins)
+    for name, lines in compile_pins.items():
+        assert all("--hash=sha256:" in line for line in lines), f"compile.lock: {name} has no hash"
+        assert [line.split()[0] for line in lines] == [line.split()[0] for line in dev_pins[name]], name
+    source = (ROOT / "service" / "engine_setup" / "compiled.py").read_text()
+    assert '"--require-hashes", "-r",' in source and 'COMPILE_LOCK = "requirements/compile.lock"' in source
+
+
 def test_the_makefile_installs_the_locks_with_their_hashes():
     make = (ROOT / "Makefile").read_text()
     for lock in ("run.lock", "dev.lock", "dist.lock"):
