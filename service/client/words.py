@@ -191,12 +191,13 @@ MOVE_ALSO = {"compact": "/compact", "restart": "a restart"}
 MOVE_AT_BREAK = {"compact": "/compact before your next message", "restart": "A restart with a handoff"}
 
 
-def _priced_move(advice: object, names: dict[str, str], pays_twice: bool) -> str:
-    """The advice's cheapest move and its saving, the other move's after it; empty while going on is cheapest
-    (or, with `pays_twice`, until the move saves its own price again)."""
-    if not isinstance(advice, dict) or advice.get("move") not in MOVE_NOW:
+def _priced_move(advice: object, names: dict[str, str], pays_twice: bool, move: object = None) -> str:
+    """The advice's cheapest move (or `move`) and its saving, the other move's after it; empty while going on
+    is cheapest (or, with `pays_twice`, until the move saves its own price again)."""
+    if not isinstance(advice, dict):
         return ""
-    if pays_twice and advice.get("pays_twice") is not True:
+    move = advice.get("move") if move is None else move
+    if move not in MOVE_NOW or (pays_twice and advice.get("pays_twice") is not True):
         return ""
     try:
         ahead = max(1, round(float(advice["horizon_calls"])))
@@ -204,7 +205,6 @@ def _priced_move(advice: object, names: dict[str, str], pays_twice: bool) -> str
         saves = {m: keep_going - float(advice[f"{m}_usd"]) for m in MOVE_NOW}
     except (KeyError, TypeError, ValueError, OverflowError):
         return ""
-    move = advice["move"]
     if not saves[move] > 0:
         return ""
     text = f"{names[move]} saves about {usd(saves[move])} over the next {plural(ahead, 'call')}"
@@ -223,11 +223,12 @@ def move_sentence(snapshot: dict | None) -> str:
 
 
 def break_move_sentence(cache: dict | None) -> str:
-    """The move the cache notice names (docs/measurement.md 16): the advice's cheapest once the cache is cold,
-    when the next message would write again all it carries. "A restart with a handoff saves about $1.10 over
-    the next 30 calls (estimate)." Empty while going on is cheapest even then."""
-    return _priced_move((cache or {}).get("cold_advice") if isinstance(cache, dict) else None, MOVE_AT_BREAK,
-                        pays_twice=False)
+    """The move the cache notice names (docs/measurement.md 16), the engine's `break_move`: a restart where the
+    advice for a cold cache (the next message writes again all it carries) names one, priced by that advice.
+    "A restart with a handoff saves about $1.10 over the next 30 calls (estimate)." Empty where it names none."""
+    if not isinstance(cache, dict) or cache.get("break_move") not in MOVE_AT_BREAK:
+        return ""
+    return _priced_move(cache.get("cold_advice"), MOVE_AT_BREAK, pays_twice=False, move=cache["break_move"])
 
 
 def saving_line(reminder: dict, snapshot: dict | None = None) -> str:

@@ -41,19 +41,23 @@ from typing import Any, NamedTuple
 from service.engine.advice import AdviceBasis, MovePrices, advise, compacted_prompt, compaction_request
 from service.engine.curve import Curve
 from service.engine.pickling import by_fields
-from service.client.payloads import Schedule
+from service.client.payloads import Advice, Move, Schedule
 from service.engine.restart_savings import Envelope, Line, better, Node
 
 MF_RANGE = (0.5, 4.0)  # the reminder interval's stakes, clamped (section 9): the one rule's constants
+BREAKS = "restart"  # the move the cache notice names at a break: a restart, where the cold advice names one
 
 
 @dataclass(frozen=True)
 class NoticeRule:
-    """The choices the seeds leave open (bench/advice.py tunes them): the interval's stakes range, and which
-    move a notice names ("cheaper": the advice's cheaper of restart and /compact; "restart": always)."""
+    """The choices the seeds leave open (bench/advice.py tunes them): the interval's stakes range, which move
+    a notice names ("cheaper": the advice's cheaper of restart and /compact; "restart": always), and which
+    move the cache notice names at a break (`breaks`: "restart" where the advice for a cold cache names a
+    restart; "cheaper": whichever move it names; "off": none, only to measure what the notice adds)."""
 
     mf_range: tuple[float, float] = MF_RANGE
     name: str = "cheaper"
+    breaks: str = BREAKS
 
     def __reduce__(self) -> tuple[Any, ...]:
         return by_fields(self)  # a worker rebuilds it (service/engine/pickling.py)
@@ -108,7 +112,7 @@ class _Follower:
     def step(self, c: ScheduleCall, basis: AdviceBasis, rule: NoticeRule = RULE) -> None:
         before, self.last = self.last, c
         if self.taken is None and before is not None and _break_notice(before, c, basis):
-            move = cold_move(before.stock - self.drop, before.b0 + self.offset, before, basis)
+            move = cold_move(before.stock - self.drop, before.b0 + self.offset, before, basis, rule)
             if move != "continue":  # the cache notice named a move: made before this call, as a rent notice's
                 self.taken = (before, move)
         if self.taken is not None:  # the user came back to work: the move is made, and paid, now
@@ -164,9 +168,18 @@ def _break_notice(before: ScheduleCall, c: ScheduleCall, basis: AdviceBasis) -> 
     return before.t is not None and c.t is not None and c.t - before.t >= before.ttl_s - basis.idle_notice_s
 
 
-def cold_move(stock: float, b0: float, c: ScheduleCall, basis: AdviceBasis) -> str:
-    """The move the cache notice names after call `c`: the advice's cheapest once the cache is cold."""
-    return advise(int(stock), b0, min(c.floor, stock), c.g, c.rates, basis, cold=True)["move"]
+def break_move(cold: Advice | None, rule: NoticeRule = RULE) -> Move:
+    """The move the cache notice names, from the advice for a cold cache: the engine's snapshot and the
+    followed schedule both ask this one function ("continue": the notice names none)."""
+    move: Move = cold["move"] if cold is not None else "continue"
+    if rule.breaks == "cheaper" or (rule.breaks == "restart" and move == "restart"):
+        return move
+    return "continue"
+
+
+def cold_move(stock: float, b0: float, c: ScheduleCall, basis: AdviceBasis, rule: NoticeRule = RULE) -> str:
+    """The move the cache notice names after call `c` at the counterfactual prompt `stock`."""
+    return break_move(advise(int(stock), b0, min(c.floor, stock), c.g, c.rates, basis, cold=True), rule)
 
 
 def restart_price(c: ScheduleCall) -> float:

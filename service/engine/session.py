@@ -27,7 +27,7 @@ from service.engine.parse import Entry, Malformed, human_prompt, parse_line
 from service.engine.moves import SegmentMoves, compacted_from
 from service.engine.prices import Price, PriceTable, call_label, family_of, modifier_value, split_label
 from service.engine.restart_savings import RestartLedger, restart_now
-from service.engine.schedule import ScheduleCall, ScheduleLedger, reminder_interval
+from service.engine.schedule import ScheduleCall, ScheduleLedger, break_move, reminder_interval
 from service.client.payloads import Cache, Lamp, LastReminder, RestartSavings, Skeleton, Snapshot
 from service.engine.tokens import TokenCounter
 from service.engine.window import SlidingSum, rounded_sum
@@ -921,10 +921,11 @@ class SessionEngine:
 
     def _cache(self, ttl: int, stock: int, b_def: float, p_w: float, last: _Call | None, g: float) -> Cache:
         """The prompt cache and what a cold one costs: the next message rewrites the whole prompt, a fresh
-        session with a handoff writes its useful part, and the move the advice names once it is cold (section
-        16). On a 1-hour cache a long prompt is compacted by Claude Code at 0.9 of the TTL after the last call,
+        session with a handoff writes its useful part, the advice once it is cold and the move the cache notice
+        names from it (section 16). On a 1-hour cache a long prompt is compacted by Claude Code at 0.9 of the TTL after the last call,
         unless the user turned that off."""
         last_t = self._seg.last_t
+        cold = self._moves().advice(last, b_def, g, cold=True)
         idle_at = idle_usd = None
         if ttl == 3600 and stock >= IDLE_COMPACT_MIN_TOKENS and last_t is not None and last is not None:
             priced = self._moves().compact_at(last)
@@ -934,7 +935,7 @@ class SessionEngine:
                 "cold_rewrite_usd": p_w * stock, "cold_rewrite_tokens": stock,
                 "fresh_start_usd": p_w * b_def, "fresh_start_tokens": int(b_def),
                 "idle_compact_at": idle_at, "idle_compact_usd": idle_usd,
-                "cold_advice": self._moves().advice(last, b_def, g, cold=True)}
+                "cold_advice": cold, "break_move": break_move(cold) if cold is not None else None}
 
     def _lamp(self, gate_open: bool, u: float | None, skeleton: Skeleton | None) -> Lamp:
         if self.transcript_missing:

@@ -63,7 +63,8 @@ def test_spend_per_day_is_ccusages_to_the_cent_and_the_unrecorded_output_stands_
 def test_following_every_notice_keeps_most_of_the_best_schedule_on_four_peoples_sessions(real_wild):
     # docs/benchmarks.md, issue 46: the engine's own `restart_savings.schedule` of every segment, summed. The
     # rent notices alone kept 83 % of the best schedule in hindsight; with the cache notice's move taken at
-    # each break (the advice for a cold cache) 87 %. Either person who holds the money keeps three quarters.
+    # each break (a restart where the advice for a cold cache names one) 89 %. Either person who holds the
+    # money keeps three quarters.
     from service.engine_setup.engines import load_prices, replay_file
 
     prices, per_person = load_prices(), {}
@@ -81,7 +82,7 @@ def test_following_every_notice_keeps_most_of_the_best_schedule_on_four_peoples_
                         assert s["best_usd"] >= s["followed_usd"] - 1e-9
     best = sum(b for b, _ in per_person.values())
     followed = sum(f for _, f in per_person.values())
-    assert best > 50 and followed / best >= 0.86
+    assert best > 50 and followed / best >= 0.87
     for person in ("marot-spotter", "M-Thisness-M-Claude"):
         b, f = per_person[person]
         assert f / b >= 0.75, person

@@ -93,6 +93,7 @@ def test_the_cold_caches_move_is_the_advice_with_the_next_call_written(n, growth
     # The cache notice names `cache.cold_advice`'s move (docs/measurement.md 16): the snapshot's own advice,
     # each move's first call at the write price; the followed schedule takes the same function's move.
     from service.engine.advice import MovePrices, advise
+    from service.engine.schedule import break_move
 
     eng, _ = run(one_hour(T.growing_session(n, growth=growth)) if hour else T.growing_session(n, growth=growth))
     snap = eng.snapshot()
@@ -102,6 +103,8 @@ def test_the_cold_caches_move_is_the_advice_with_the_next_call_written(n, growth
                   cold=True)
     got = snap["cache"]["cold_advice"]
     assert got is not None and got["move"] == want["move"]
+    assert snap["cache"]["break_move"] == break_move(want)  # the one rule the followed schedule takes
+    assert snap["cache"]["break_move"] == ("restart" if want["move"] == "restart" else "continue")
     for key in ("continue_usd", "compact_usd", "restart_usd", "saves_usd"):
         assert got[key] == pytest.approx(want[key], rel=1e-9)
     # the next call rewriting the prompt costs going on more than it costs the restart (a smaller prompt)
