@@ -188,12 +188,13 @@ MOVE_WHILE_GREEN = ("The lamp is green because the context is still short of its
                     "because the calls already re-read enough dead weight.")
 MOVE_ALSO = {"compact": "/compact", "restart": "a restart"}
 # the cache notice's move: made at the break, before the next message rewrites the prompt
-MOVE_AT_BREAK = {"compact": "/compact before your next message", "restart": "A restart with a handoff"}
+MOVE_AT_BREAK = {"compact": "/compact", "restart": "A restart"}
 
 
-def _priced_move(advice: object, names: dict[str, str], pays_twice: bool, move: object = None) -> str:
-    """The advice's cheapest move (or `move`) and its saving, the other move's after it; empty while going on
-    is cheapest (or, with `pays_twice`, until the move saves its own price again)."""
+def _priced_move(advice: object, names: dict[str, str], pays_twice: bool, move: object = None,
+                 other: bool = True) -> str:
+    """The advice's cheapest move (or `move`) and its saving, with `other` the other move's after it; empty
+    while going on is cheapest (or, with `pays_twice`, until the move saves its own price again)."""
     if not isinstance(advice, dict):
         return ""
     move = advice.get("move") if move is None else move
@@ -208,9 +209,9 @@ def _priced_move(advice: object, names: dict[str, str], pays_twice: bool, move: 
     if not saves[move] > 0:
         return ""
     text = f"{names[move]} saves about {usd(saves[move])} over the next {plural(ahead, 'call')}"
-    other = "restart" if move == "compact" else "compact"
-    if saves[other] > 0:
-        text += f"; {MOVE_ALSO[other]} about {usd(saves[other])}"
+    second = "restart" if move == "compact" else "compact"
+    if other and saves[second] > 0:
+        text += f"; {MOVE_ALSO[second]} about {usd(saves[second])}"
     return text + " (estimate)."
 
 
@@ -225,10 +226,12 @@ def move_sentence(snapshot: dict | None) -> str:
 def break_move_sentence(cache: dict | None) -> str:
     """The move the cache notice names (docs/measurement.md 16), the engine's `break_move`: a restart where the
     advice for a cold cache (the next message writes again all it carries) names one, priced by that advice.
-    "A restart with a handoff saves about $1.10 over the next 30 calls (estimate)." Empty where it names none."""
+    "A restart saves about $1.10 over the next 30 calls (estimate)." (within 80 columns) Empty where it names
+    none."""
     if not isinstance(cache, dict) or cache.get("break_move") not in MOVE_AT_BREAK:
         return ""
-    return _priced_move(cache.get("cold_advice"), MOVE_AT_BREAK, pays_twice=False, move=cache["break_move"])
+    return _priced_move(cache.get("cold_advice"), MOVE_AT_BREAK, pays_twice=False, move=cache["break_move"],
+                        other=False)
 
 
 def saving_line(reminder: dict, snapshot: dict | None = None) -> str:

@@ -70,7 +70,7 @@ def test_resume_onto_a_cold_cache_tells_the_user_both_prices_and_the_handoff_onl
         lines = out["systemMessage"].splitlines()
         # the move the advice names once the cache is cold, as the tray's cache notice names it (one rule)
         move = break_move_sentence(cache)
-        assert cache["cold_advice"]["move"] == "restart" and move.startswith("A restart with a handoff saves about ")
+        assert cache["cold_advice"]["move"] == "restart" and move.startswith("A restart saves about ")
         assert lines == [
             f"ctxlamp: cache cold after 50 min: your next message rewrites {tokens(cache['cold_rewrite_tokens'])} "
             f"tokens ({usd(cache['cold_rewrite_usd'])}).",
@@ -88,7 +88,7 @@ def test_resume_onto_a_cold_cache_tells_the_user_both_prices_and_the_handoff_onl
         out, _ = run_hook("session-start", resume(away=60), env)
         lines = out["systemMessage"].splitlines()
         assert lines[1].startswith("A fresh session with your handoff writes ")
-        assert lines[2].startswith("A restart with a handoff saves about ")
+        assert lines[2].startswith("A restart saves about ")
         assert lines[3] == f"To start fresh with it: /clear, then load token {token}."
         # a warm cache, or a startup: no message
         assert run_hook("session-start", resume(expired=False), env)[0] is None

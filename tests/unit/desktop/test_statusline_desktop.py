@@ -70,7 +70,7 @@ def test_idle_cache_notice_names_the_cold_caches_move_and_the_tooltip_the_same()
                          cold_advice=cold_advice, break_move=break_move(cold_advice))
     move = words.break_move_sentence(snap["cache"])
     saves = cold_advice["continue_usd"] - cold_advice["restart_usd"]
-    assert move.startswith(f"A restart with a handoff saves about {fmt.usd(saves)} over the next 30 calls")
+    assert move.startswith(f"A restart saves about {fmt.usd(saves)} over the next 30 calls")
     (title, body), = n.due({"s1": snap}, None, NOW)
     assert body.endswith(f"a handoff is cheapest made before a break. {move}")
     snap["cache"]["expires_at"] = "2026-01-01T12:00:00Z"
