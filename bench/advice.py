@@ -24,9 +24,11 @@ compacted prompt's first write is a call the transcript holds; it is not in eith
 
 **The rule as a policy** (`--policy`): per corpus, what following every notice saved against the
 best schedule of restarts and /compacts in hindsight (docs/measurement.md 14, misses priced), the
-engine's own `restart_savings.schedule` summed; and, with `--people DIR`, the open choices of the
-notice rule (service/engine/schedule.py's `NoticeRule` and the advice's horizon) tried on every
-person under DIR but `--holdout NAME`, the best on those tried on the held-out person apart.
+engine's own `restart_savings.schedule` summed (the rent notices' moves and, at every break, the
+cache notice's); and, with `--people DIR`, the open choices of the notice rule (service/engine/
+schedule.py's `NoticeRule`: the interval's clamp, the move a rent notice names, the move the cache
+notice names at a break; and the advice's horizon) tried on every person under DIR but `--holdout
+NAME`, the best on those tried on the held-out person apart.
 
     python bench/advice.py                   # the repo's fixtures and the demo
     python bench/advice.py --extra DIR       # and the transcripts under DIR, as a corpus of their own
