@@ -271,6 +271,10 @@ def test_a_cold_cache_names_the_move_the_cache_notice_names():
     facts = cold_facts()
     facts["session"]["cache"].update(cold_advice=cold, break_move="restart")
     assert line.cache_part(facts, False, NOW) == "cache cold: next msg rewrites $0.90 · restart saves ~$1.01/30 calls"
+    facts["handoff"] = True
+    assert line.cache_part(facts, False, NOW) == \
+        "cache cold: next msg rewrites $0.90 · restart w/ handoff saves ~$1.01/30 calls"
+    facts["handoff"] = False
     facts["session"]["cache"]["break_move"] = "continue"  # the notice names none: the fresh start as before
     assert line.cache_part(facts, False, NOW) == "cache cold: next msg rewrites $0.90 · fresh start $0.13"
 
