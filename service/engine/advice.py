@@ -18,7 +18,7 @@ the move's own price included, at the latest call's model and tier:
 **Once the cache has gone cold** (`cold`: a pause past the cache's life) the next call writes the whole
 prompt it carries, whichever move came before it: each move's first call pays `p_w` instead of its
 carry price for its starting prompt (`S`, `B0` or `C`). So at a break a restart saves the dead weight
-written again, which is why the cache notice names the move this advice names (docs/measurement.md 16).
+written again: the cache notice names the restart where this advice names one (docs/measurement.md 16).
 
 A share `m` of the coming calls miss the cache (this user's history: the share of calls that wrote
 more than half their prompt again); those pay the write price `p_w` for what they carry, so

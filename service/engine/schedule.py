@@ -26,8 +26,9 @@ notice is at least the notice gap old (held until then), and the user takes the 
 notice names, priced by the advice (section 15) at the counterfactual prompt, after that call
 ("at your next break"): it is made, and paid, when the next call comes, so a notice at a
 segment's last call costs nothing. The cache notice speaks too (section 16): at a pause that
-reaches the cache's life less the notice's lead, the user takes the move the advice names for a
-cold cache (the next call writes what it carries), made before the next call. Its moves are a
+reaches the cache's life less the notice's lead, the user takes the move it names (`break_move`:
+a restart where the advice for a cold cache, the next call writing what it carries, names one),
+made before the next call. Its moves are a
 schedule the programme above also prices, so the best schedule is never below it.
 
 Pure and deterministic, fed call by call as the replay lines are written.

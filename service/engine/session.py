@@ -921,9 +921,9 @@ class SessionEngine:
 
     def _cache(self, ttl: int, stock: int, b_def: float, p_w: float, last: _Call | None, g: float) -> Cache:
         """The prompt cache and what a cold one costs: the next message rewrites the whole prompt, a fresh
-        session with a handoff writes its useful part, the advice once it is cold and the move the cache notice
-        names from it (section 16). On a 1-hour cache a long prompt is compacted by Claude Code at 0.9 of the TTL after the last call,
-        unless the user turned that off."""
+        session with a handoff writes its useful part, the advice once it is cold and the move the cache
+        notice names from it (section 16). On a 1-hour cache a long prompt is compacted by Claude Code at 0.9
+        of the TTL after the last call, unless the user turned that off."""
         last_t = self._seg.last_t
         cold = self._moves().advice(last, b_def, g, cold=True)
         idle_at = idle_usd = None
