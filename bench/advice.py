@@ -24,9 +24,11 @@ compacted prompt's first write is a call the transcript holds; it is not in eith
 
 **The rule as a policy** (`--policy`): per corpus, what following every notice saved against the
 best schedule of restarts and /compacts in hindsight (docs/measurement.md 14, misses priced), the
-engine's own `restart_savings.schedule` summed; and, with `--people DIR`, the open choices of the
-notice rule (service/engine/schedule.py's `NoticeRule` and the advice's horizon) tried on every
-person under DIR but `--holdout NAME`, the best on those tried on the held-out person apart.
+engine's own `restart_savings.schedule` summed (the rent notices' moves and, at every break, the
+cache notice's); and, with `--people DIR`, the open choices of the notice rule (service/engine/
+schedule.py's `NoticeRule`: the interval's clamp, the move a rent notice names, the move the cache
+notice names at a break; and the advice's horizon) tried on every person under DIR but `--holdout
+NAME`, the best on those tried on the held-out person apart.
 
     python bench/advice.py                   # the repo's fixtures and the demo
     python bench/advice.py --extra DIR       # and the transcripts under DIR, as a corpus of their own
@@ -395,19 +397,21 @@ def tune(people_dir: Path, holdout: str) -> dict:
     people = {p.name: recorded_calls([p]) for p in sorted(people_dir.iterdir()) if p.is_dir()}
     if holdout not in people:
         raise SystemExit(f"no person {holdout!r} under {people_dir}: {', '.join(people)}")
-    grid = [(NoticeRule(mf_range=(lo, hi), name=name), horizon)
+    grid = [(NoticeRule(mf_range=(lo, hi), name=name, breaks=breaks), horizon)
             for lo, hi in ((0.25, 4.0), (0.5, 4.0), (1.0, 4.0), (0.5, 8.0), (1.0, 16.0))
-            for name in ("cheaper", "restart") for horizon in (10.0, 30.0, 60.0)]
+            for name in ("cheaper", "restart") for horizon in (10.0, 20.0, 30.0, 60.0)
+            for breaks in ("restart", "cheaper", "off")]
     rows = []
     for rule, horizon in grid:
         basis = replace(BASIS, horizon_calls=horizon).bounded()
         train = [replayed(segs, basis, rule) for name, segs in people.items() if name != holdout]
         best, followed = fsum(b for b, _ in train), fsum(f for _, f in train)
-        rows.append({"mf_range": rule.mf_range, "name": rule.name, "horizon": horizon,
+        rows.append({"mf_range": rule.mf_range, "name": rule.name, "horizon": horizon, "breaks": rule.breaks,
                      "train_capture": followed / best if best > 0 else None, "rule": rule, "basis": basis})
     chosen = max(rows, key=lambda r: (r["train_capture"] or 0.0))
     best, followed = replayed(people[holdout], chosen["basis"], chosen["rule"])
-    default = max(rows, key=lambda r: (r["mf_range"] == (0.5, 4.0), r["name"] == "cheaper", r["horizon"] == 30.0))
+    default = max(rows, key=lambda r: (r["mf_range"] == (0.5, 4.0), r["name"] == "cheaper", r["horizon"] == 30.0,
+                                       r["breaks"] == "restart"))
     d_best, d_followed = replayed(people[holdout], default["basis"], default["rule"])
     return {"grid": [{k: v for k, v in r.items() if k not in ("rule", "basis")} for r in rows],
             "chosen": {k: v for k, v in chosen.items() if k not in ("rule", "basis")},
@@ -434,8 +438,8 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps(tuned, indent=1))
             return
         for r in tuned["grid"]:
-            print(f"mf in {r['mf_range']}, notice names {r['name']:<8}, horizon {r['horizon']:>4.0f}: "
-                  f"{pct(r['train_capture'])} on the others")
+            print(f"mf in {r['mf_range']}, notice names {r['name']:<8}, horizon {r['horizon']:>4.0f}, "
+                  f"at breaks {r['breaks']:<8}: {pct(r['train_capture'])} on the others")
         print(f"chosen: {tuned['chosen']}; the default: {tuned['default']}")
         h = tuned["holdout"]
         print(f"held out, {h['person']}: following every notice {usd(h['followed_usd'])} = {pct(h['capture'])} "

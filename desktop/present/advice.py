@@ -67,7 +67,8 @@ def cache_lines(cache: dict, now: float, idle_compaction: bool = True) -> list[s
     # a clock time stays true without ticking; the menu shows the live countdown when opened
     clock = datetime.fromtimestamp(exp).strftime("%H:%M:%S")
     lines = [f"cache warm until {clock}; after that the next turn re-writes {fmt.usd(cold)}"]
-    fresh = words.cold_cache_lines(cache)[1:]
+    move = words.break_move_sentence(cache)  # said once the cache is cold (and in the notice before it expires)
+    fresh = [line for line in words.cold_cache_lines(cache)[1:] if line != move]
     if fresh:
         lines.append(fresh[0][0].lower() + fresh[0][1:])
     idle_at = fmt.parse_time(cache.get("idle_compact_at"))

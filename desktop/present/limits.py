@@ -97,10 +97,12 @@ class LimitNotices:
 
 class IdleCacheNotice:
     """Before an idle session's prompt cache expires: what the next message will re-write and cost, and what
-    a fresh session would write instead (the useful part, at the write price).
+    a fresh session would write instead (the useful part, at the write price), and the move the advice names
+    once the cache is cold.
 
     Status lines freeze between updates; the tray does not. Due `idle_notice_s` before the
-    expiry, for sessions whose re-write costs at least `idle_rewrite_usd`; once per expiry.
+    expiry, for sessions whose re-write costs at least `idle_rewrite_usd` or whose cold cache makes a move
+    pay (the followed schedule takes every such move); once per expiry.
     """
 
     def __init__(self, cfg: dict | None = None) -> None:
@@ -114,7 +116,9 @@ class IdleCacheNotice:
     def _candidate(self, snap: dict) -> tuple[float, float] | None:
         cache = snap.get("cache") or {}
         exp, cold = fmt.parse_time(cache.get("expires_at")), cache.get("cold_rewrite_usd")
-        if exp is None or not isinstance(cold, (int, float)) or cold < self.min_usd:
+        if exp is None or not isinstance(cold, (int, float)):
+            return None
+        if cold < self.min_usd and not words.break_move_sentence(cache):  # a move it names is always said
             return None
         if (str(snap.get("session_id")), str(cache.get("expires_at"))) in self.sent:
             return None
@@ -140,9 +144,10 @@ class IdleCacheNotice:
             ratio = ((limits or {}).get("five_hour") or {}).get("pct_per_usd")
             if isinstance(ratio, (int, float)) and ratio > 0:
                 body += f" (likely {cold * ratio:.1f}% of your 5-hour window)"
-            # beside it, the fresh start: the useful part written once (a cache notice: it informs)
-            fresh = words.cold_cache_lines(snap.get("cache"))[1:]
-            out.append(("ctxlamp: cache about to expire", body + "." + (f" {fresh[0]}" if fresh else "")))
+            # beside it, the fresh start (the useful part written once) and the move the advice names for a
+            # cold cache: the one rule the followed schedule takes at a break (docs/measurement.md 16)
+            after = words.cold_cache_lines(snap.get("cache"))[1:]
+            out.append(("ctxlamp: cache about to expire", " ".join([body + ".", *after])))
         return out
 
 

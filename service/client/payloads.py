@@ -59,7 +59,8 @@ class Window(TypedDict):
 class Cache(TypedDict):
     """The prompt cache: its lifetime, when it runs out, what rewriting the whole prompt costs once it is cold
     and what a fresh session writing only the useful part costs (USD, at the cache's write price); on a
-    1-hour cache with a long prompt, when Claude Code would compact it idle and what that costs."""
+    1-hour cache with a long prompt, when Claude Code would compact it idle and what that costs; and the
+    three moves priced once it is cold (the next call writes what it carries) and the cache notice's move."""
 
     ttl_s: int
     expires_at: str | None
@@ -69,6 +70,8 @@ class Cache(TypedDict):
     fresh_start_tokens: int
     idle_compact_at: str | None
     idle_compact_usd: float | None
+    cold_advice: Advice | None
+    break_move: Move | None  # the move the cache notice names ("continue": none); service/engine/schedule.py
 
 
 class Compactions(TypedDict):

@@ -187,15 +187,18 @@ MOVE_NOW = {"compact": "/compact now", "restart": "A restart now"}
 MOVE_WHILE_GREEN = ("The lamp is green because the context is still short of its sweet spot; the move pays "
                     "because the calls already re-read enough dead weight.")
 MOVE_ALSO = {"compact": "/compact", "restart": "a restart"}
+# the cache notice's move: made at the break, before the next message rewrites the prompt
+MOVE_AT_BREAK = {"compact": "/compact", "restart": "A restart"}
 
 
-def move_sentence(snapshot: dict | None) -> str:
-    """The cheapest move and its saving in one line (docs/measurement.md 15), the other move's saving after it:
-    "/compact now saves about $0.40 over the next 30 calls; a restart about $0.55 (estimate)." Empty while
-    going on is cheapest, and until the move saves its own price again (`pays_twice`): a move that only
-    breaks even over the coming calls lost more often than it saved (bench/advice.py)."""
-    advice = (snapshot or {}).get("advice")
-    if not isinstance(advice, dict) or advice.get("move") not in MOVE_NOW or advice.get("pays_twice") is not True:
+def _priced_move(advice: object, names: dict[str, str], pays_twice: bool, move: object = None,
+                 other: bool = True) -> str:
+    """The advice's cheapest move (or `move`) and its saving, with `other` the other move's after it; empty
+    while going on is cheapest (or, with `pays_twice`, until the move saves its own price again)."""
+    if not isinstance(advice, dict):
+        return ""
+    move = advice.get("move") if move is None else move
+    if move not in MOVE_NOW or (pays_twice and advice.get("pays_twice") is not True):
         return ""
     try:
         ahead = max(1, round(float(advice["horizon_calls"])))
@@ -203,14 +206,32 @@ def move_sentence(snapshot: dict | None) -> str:
         saves = {m: keep_going - float(advice[f"{m}_usd"]) for m in MOVE_NOW}
     except (KeyError, TypeError, ValueError, OverflowError):
         return ""
-    move = advice["move"]
     if not saves[move] > 0:
         return ""
-    text = f"{MOVE_NOW[move]} saves about {usd(saves[move])} over the next {plural(ahead, 'call')}"
-    other = "restart" if move == "compact" else "compact"
-    if saves[other] > 0:
-        text += f"; {MOVE_ALSO[other]} about {usd(saves[other])}"
+    text = f"{names[move]} saves about {usd(saves[move])} over the next {plural(ahead, 'call')}"
+    second = "restart" if move == "compact" else "compact"
+    if other and saves[second] > 0:
+        text += f"; {MOVE_ALSO[second]} about {usd(saves[second])}"
     return text + " (estimate)."
+
+
+def move_sentence(snapshot: dict | None) -> str:
+    """The cheapest move and its saving in one line (docs/measurement.md 15), the other move's saving after it:
+    "/compact now saves about $0.40 over the next 30 calls; a restart about $0.55 (estimate)." Empty while
+    going on is cheapest, and until the move saves its own price again (`pays_twice`): a move that only
+    breaks even over the coming calls lost more often than it saved (bench/advice.py)."""
+    return _priced_move((snapshot or {}).get("advice"), MOVE_NOW, pays_twice=True)
+
+
+def break_move_sentence(cache: dict | None) -> str:
+    """The move the cache notice names (docs/measurement.md 16), the engine's `break_move`: a restart where the
+    advice for a cold cache (the next message writes again all it carries) names one, priced by that advice.
+    "A restart saves about $1.10 over the next 30 calls (estimate)." (within 80 columns) Empty where it names
+    none."""
+    if not isinstance(cache, dict) or cache.get("break_move") not in MOVE_AT_BREAK:
+        return ""
+    return _priced_move(cache.get("cold_advice"), MOVE_AT_BREAK, pays_twice=False, move=cache["break_move"],
+                        other=False)
 
 
 def saving_line(reminder: dict, snapshot: dict | None = None) -> str:
@@ -298,10 +319,11 @@ def _amount(value) -> float | None:
 
 
 def cold_cache_lines(cache: dict | None, handoff: bool = False) -> list[str]:
-    """What a cold prompt cache costs, each line within 80 columns (docs/measurement.md section 16): going on
-    rewrites the whole prompt at the write price; a fresh session writes only the useful part. The restart
-    is named only when a handoff from before the break exists; without one both prices stand, and when a
-    handoff pays is said. `cache`: a snapshot's `cache` (cold_rewrite_*, fresh_start_*)."""
+    """What a cold prompt cache costs (docs/measurement.md section 16): going on rewrites the whole prompt at
+    the write price; a fresh session writes only the useful part; then the move the advice names for a cold
+    cache (`break_move_sentence`), when it names one. A fresh session with a handoff is said only when one
+    from before the break exists; without one both prices stand, and when a handoff pays is said. `cache`:
+    a snapshot's `cache` (cold_rewrite_*, fresh_start_*, cold_advice)."""
     cache = cache if isinstance(cache, dict) else {}
     rewrite, rewrite_tokens = _amount(cache.get("cold_rewrite_usd")), _amount(cache.get("cold_rewrite_tokens"))
     fresh, fresh_tokens = _amount(cache.get("fresh_start_usd")), _amount(cache.get("fresh_start_tokens"))
@@ -309,14 +331,15 @@ def cold_cache_lines(cache: dict | None, handoff: bool = False) -> list[str]:
         return ["Cache cold: your next message rewrites the whole prompt."]
     what = f"{tokens(rewrite_tokens)} tokens " if rewrite_tokens is not None else ""
     lines = [f"Cache cold: your next message rewrites {what}({usd(rewrite)})."]
+    move = break_move_sentence(cache)
     if fresh is None or fresh >= rewrite:
-        return lines
+        return lines + ([move] if move else [])
     size_ = f"{tokens(fresh_tokens)} " if fresh_tokens is not None else ""
     if handoff:
         lines.append(f"A fresh session with your handoff writes {size_}({usd(fresh)}).")
     else:
         lines.append(f"Fresh start: {size_}({usd(fresh)}); a handoff is cheapest made before a break.")
-    return lines
+    return lines + ([move] if move else [])
 
 
 def idle_compaction_line(cache: dict | None, clock: str) -> str:

@@ -311,6 +311,9 @@ class Following(ServicePart):
             basis = replace(basis, notice_gap_s=float(gap)).bounded()
         except (KeyError, TypeError, ValueError, ConfigError):  # a config without it: the default gap
             pass
+        lead = (self._svc.cfg.get("limits") or {}).get("idle_notice_s") if isinstance(self._svc.cfg, dict) else None
+        if isinstance(lead, (int, float)) and not isinstance(lead, bool):  # the cache notice's own lead
+            basis = replace(basis, idle_notice_s=float(lead)).bounded()
         cfg = self._svc.engine_cfg
         if cfg is None or cfg.advice == basis:
             return

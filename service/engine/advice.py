@@ -15,6 +15,11 @@ the move's own price included, at the latest call's model and tier:
   `σ = min(keep·S, S − F)`, F the segment's floor and `keep` what past compactions kept
   (Claude Code's `postTokens / preTokens`).
 
+**Once the cache has gone cold** (`cold`: a pause past the cache's life) the next call writes the whole
+prompt it carries, whichever move came before it: each move's first call pays `p_w` instead of its
+carry price for its starting prompt (`S`, `B0` or `C`). So at a break a restart saves the dead weight
+written again: the cache notice names the restart where this advice names one (docs/measurement.md 16).
+
 A share `m` of the coming calls miss the cache (this user's history: the share of calls that wrote
 more than half their prompt again); those pay the write price `p_w` for what they carry, so
 `carry` reads at `p_r + m·(p_w − p_r)` a token (docs/measurement.md 14's miss pricing).
@@ -40,6 +45,8 @@ DEFAULT_COMPACT_WRITE_SHARE = 1.0
 HORIZON_RANGE = (1.0, 2000.0)
 DEFAULT_NOTICE_GAP_S = 600.0  # reminders.min_gap's default: at most one notice per session this often
 NOTICE_GAP_RANGE = (0.0, 7 * 86400.0)
+DEFAULT_IDLE_NOTICE_S = 60.0  # limits.idle_notice_s's default: the cache notice comes this long before expiry
+IDLE_NOTICE_RANGE = (0.0, 3600.0)
 
 
 @dataclass(frozen=True)
@@ -50,7 +57,9 @@ class AdviceBasis:
     compact_keep: the summary's size against the prompt it summarized (`postTokens / preTokens`);
     compact_write_share: the share of the compaction request's prompt written to the cache;
     notice_gap_s: the least time between two notices (`reminders.min_gap`), for the followed schedule;
-    miss_share: the share of calls that miss the cache (they write what they carry).
+    miss_share: the share of calls that miss the cache (they write what they carry);
+    idle_notice_s: how long before the cache expires its notice comes (`limits.idle_notice_s`), for the
+    followed schedule: a pause this close to the cache's life or longer is a break the notice spoke in.
     """
 
     horizon_calls: float = DEFAULT_HORIZON_CALLS
@@ -58,6 +67,7 @@ class AdviceBasis:
     compact_write_share: float = DEFAULT_COMPACT_WRITE_SHARE
     notice_gap_s: float = DEFAULT_NOTICE_GAP_S
     miss_share: float = 0.0
+    idle_notice_s: float = DEFAULT_IDLE_NOTICE_S
 
     def __reduce__(self) -> tuple[Any, ...]:
         return by_fields(self)  # a worker rebuilds it (service/engine/pickling.py)
@@ -71,7 +81,8 @@ class AdviceBasis:
                            clamp(self.compact_keep, 0.0, 1.0, DEFAULT_COMPACT_KEEP),
                            clamp(self.compact_write_share, 0.0, 1.0, DEFAULT_COMPACT_WRITE_SHARE),
                            clamp(self.notice_gap_s, *NOTICE_GAP_RANGE, DEFAULT_NOTICE_GAP_S),
-                           clamp(self.miss_share, 0.0, 1.0, 0.0))
+                           clamp(self.miss_share, 0.0, 1.0, 0.0),
+                           clamp(self.idle_notice_s, *IDLE_NOTICE_RANGE, DEFAULT_IDLE_NOTICE_S))
 
 
 @dataclass(frozen=True)
@@ -111,16 +122,19 @@ def compaction_price(stock: float, summary: float, compacted: float, p: MovePric
 
 
 def advise(stock: int, b_default: float, floor: float, growth: float, p: MovePrices,
-           basis: AdviceBasis) -> Advice:
-    """The three moves after a call whose prompt was `stock` tokens, over `basis.horizon_calls` calls."""
+           basis: AdviceBasis, cold: bool = False) -> Advice:
+    """The three moves after a call whose prompt was `stock` tokens, over `basis.horizon_calls` calls;
+    `cold`: the cache has gone cold, so the next call writes the prompt each move leaves."""
     h = basis.horizon_calls
     m = basis.miss_share
-    keep_going = carry(stock, growth, h, p, m)
-    restart = b_default * (p.p_w5 - p.p_r) + carry(b_default, growth, h, p, m)
+    # the first call's carry at the write price, not the expected one, once the cache is cold
+    rewrite = (p.p_w - (p.p_r + m * (p.p_w - p.p_r))) if cold else 0.0
+    keep_going = carry(stock, growth, h, p, m) + rewrite * stock
+    restart = b_default * (p.p_w5 - p.p_r) + carry(b_default, growth, h, p, m) + rewrite * b_default
     summary, compacted = compacted_prompt(stock, floor, basis.compact_keep)
     own = {"continue": 0.0, "restart": b_default * (p.p_w5 - p.p_r),
            "compact": compaction_price(stock, summary, compacted, p, basis.compact_write_share)}
-    compact = own["compact"] + carry(compacted, growth, h, p, m)
+    compact = own["compact"] + carry(compacted, growth, h, p, m) + rewrite * compacted
     priced = {"continue": keep_going, "compact": compact, "restart": restart}
     move = min(MOVES, key=lambda m: (priced[m], MOVES.index(m)))
     saves = keep_going - priced[move]

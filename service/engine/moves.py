@@ -69,15 +69,16 @@ class SegmentMoves:
         return MovePrices(p_r=tier.p_r, p_w=tier.p_w1h if self.writes_1h else tier.p_w5, p_w5=tier.p_w5,
                           p_out=tier.p_out)
 
-    def advice(self, last: CallFigures | None, b_default: float, growth: float) -> Advice | None:
-        """The moves after the latest call; None before the segment's first call or without a price."""
+    def advice(self, last: CallFigures | None, b_default: float, growth: float, cold: bool = False) -> Advice | None:
+        """The moves after the latest call (`cold`: once the cache has gone cold); None before the segment's
+        first call or without a price."""
         seg = self.seg
         if last is None or seg.floor is None:
             return None
         rates = self._rates(last)
         if rates is None or rates.p_r <= 0:
             return None
-        return advise(last.stock, b_default, seg.floor, growth, rates, self.basis)
+        return advise(last.stock, b_default, seg.floor, growth, rates, self.basis, cold)
 
     def compact_at(self, call: CallFigures) -> tuple[float, float] | None:
         """A /compact after `call`: (tokens each later call would read less, what the compaction costs)."""

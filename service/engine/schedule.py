@@ -25,8 +25,11 @@ smaller context; it starts again after each move), its reminder becomes a notice
 notice is at least the notice gap old (held until then), and the user takes the move the
 notice names, priced by the advice (section 15) at the counterfactual prompt, after that call
 ("at your next break"): it is made, and paid, when the next call comes, so a notice at a
-segment's last call costs nothing. Its moves are a schedule the programme above also prices, so
-the best schedule is never below it.
+segment's last call costs nothing. The cache notice speaks too (section 16): at a pause that
+reaches the cache's life less the notice's lead, the user takes the move it names (`break_move`:
+a restart where the advice for a cold cache, the next call writing what it carries, names one),
+made before the next call. Its moves are a
+schedule the programme above also prices, so the best schedule is never below it.
 
 Pure and deterministic, fed call by call as the replay lines are written.
 """
@@ -39,19 +42,23 @@ from typing import Any, NamedTuple
 from service.engine.advice import AdviceBasis, MovePrices, advise, compacted_prompt, compaction_request
 from service.engine.curve import Curve
 from service.engine.pickling import by_fields
-from service.client.payloads import Schedule
+from service.client.payloads import Advice, Move, Schedule
 from service.engine.restart_savings import Envelope, Line, better, Node
 
 MF_RANGE = (0.5, 4.0)  # the reminder interval's stakes, clamped (section 9): the one rule's constants
+BREAKS = "restart"  # the move the cache notice names at a break: a restart, where the cold advice names one
 
 
 @dataclass(frozen=True)
 class NoticeRule:
-    """The choices the seeds leave open (bench/advice.py tunes them): the interval's stakes range, and which
-    move a notice names ("cheaper": the advice's cheaper of restart and /compact; "restart": always)."""
+    """The choices the seeds leave open (bench/advice.py tunes them): the interval's stakes range, which move
+    a notice names ("cheaper": the advice's cheaper of restart and /compact; "restart": always), and which
+    move the cache notice names at a break (`breaks`: "restart" where the advice for a cold cache names a
+    restart; "cheaper": whichever move it names; "off": none, only to measure what the notice adds)."""
 
     mf_range: tuple[float, float] = MF_RANGE
     name: str = "cheaper"
+    breaks: str = BREAKS
 
     def __reduce__(self) -> tuple[Any, ...]:
         return by_fields(self)  # a worker rebuilds it (service/engine/pickling.py)
@@ -84,6 +91,7 @@ class ScheduleCall(NamedTuple):
     bill_in: float  # the call's prompt bill
     wallet_p_r: float  # the wallet's rates (section 9): the segment's model
     wallet_p_w: float
+    ttl_s: float = 300.0  # the cache's life after this call (seconds): 1 hour where the segment writes that cache
 
 
 @dataclass
@@ -100,8 +108,14 @@ class _Follower:
     restarts: int = 0
     compactions: int = 0
     taken: tuple[ScheduleCall, str] | None = None  # the move a notice named, made when the next call comes
+    last: ScheduleCall | None = None  # the call before, for the pause the cache notice speaks in
 
     def step(self, c: ScheduleCall, basis: AdviceBasis, rule: NoticeRule = RULE) -> None:
+        before, self.last = self.last, c
+        if self.taken is None and before is not None and _break_notice(before, c, basis):
+            move = cold_move(before.stock - self.drop, before.b0 + self.offset, before, basis, rule)
+            if move != "continue":  # the cache notice named a move: made before this call, as a rent notice's
+                self.taken = (before, move)
         if self.taken is not None:  # the user came back to work: the move is made, and paid, now
             (before, move), self.taken = self.taken, None
             self.act(before, move, basis)
@@ -139,6 +153,7 @@ class _Follower:
         else:
             return
         self.phase = self.rho = 0.0  # the counterfactual session's wallet starts again
+        self.held = False  # a reminder of the session before the move is moot
 
 
 def named_move(stock: float, b0: float, c: ScheduleCall, basis: AdviceBasis, rule: NoticeRule = RULE) -> str:
@@ -147,6 +162,25 @@ def named_move(stock: float, b0: float, c: ScheduleCall, basis: AdviceBasis, rul
         return "restart"
     a = advise(int(stock), b0, min(c.floor, stock), c.g, c.rates, basis)
     return "compact" if a["compact_usd"] < a["restart_usd"] else "restart"
+
+
+def _break_notice(before: ScheduleCall, c: ScheduleCall, basis: AdviceBasis) -> bool:
+    """The pause between two calls reached the cache notice: the cache's life less the notice's lead."""
+    return before.t is not None and c.t is not None and c.t - before.t >= before.ttl_s - basis.idle_notice_s
+
+
+def break_move(cold: Advice | None, rule: NoticeRule = RULE) -> Move:
+    """The move the cache notice names, from the advice for a cold cache: the engine's snapshot and the
+    followed schedule both ask this one function ("continue": the notice names none)."""
+    move: Move = cold["move"] if cold is not None else "continue"
+    if rule.breaks == "cheaper" or (rule.breaks == "restart" and move == "restart"):
+        return move
+    return "continue"
+
+
+def cold_move(stock: float, b0: float, c: ScheduleCall, basis: AdviceBasis, rule: NoticeRule = RULE) -> str:
+    """The move the cache notice names after call `c` at the counterfactual prompt `stock`."""
+    return break_move(advise(int(stock), b0, min(c.floor, stock), c.g, c.rates, basis, cold=True), rule)
 
 
 def restart_price(c: ScheduleCall) -> float:

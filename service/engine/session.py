@@ -27,7 +27,7 @@ from service.engine.parse import Entry, Malformed, human_prompt, parse_line
 from service.engine.moves import SegmentMoves, compacted_from
 from service.engine.prices import Price, PriceTable, call_label, family_of, modifier_value, split_label
 from service.engine.restart_savings import RestartLedger, restart_now
-from service.engine.schedule import ScheduleCall, ScheduleLedger, reminder_interval
+from service.engine.schedule import ScheduleCall, ScheduleLedger, break_move, reminder_interval
 from service.client.payloads import Cache, Lamp, LastReminder, RestartSavings, Skeleton, Snapshot
 from service.engine.tokens import TokenCounter
 from service.engine.window import SlidingSum, rounded_sum
@@ -748,7 +748,7 @@ class SessionEngine:
         rates = MovePrices(p_r=tier.p_r, p_w=tier.p_w1h if self._p_w_is_1h() else tier.p_w5, p_w5=tier.p_w5,
                            p_out=tier.p_out)
         return ScheduleCall(index, call.t, carry, rates, stock, b0, float(seg.floor), self._g(), call.bill_in,
-                            seg.price.p_r, self._p_w())
+                            seg.price.p_r, self._p_w(), float(self._ttl()))
 
     def _count_restart(self, call: _Call) -> None:
         """Feed the call, as its replay line shows it, to the segment's restart counterfactual (section 14)."""
@@ -799,6 +799,10 @@ class SessionEngine:
         seg = self._seg
         cw5, cw1h = seg.mix.writes(seg.model)
         return cw1h > cw5
+
+    def _ttl(self) -> int:
+        """The prompt cache's life after a call (seconds): an hour where the segment writes that cache."""
+        return 3600 if self._p_w_is_1h() else 300
 
     def restart_estimate(self, calls_ahead: float,
                          snapshot: Snapshot | dict[str, Any] | None = None) -> dict[str, float | None] | None:
@@ -868,8 +872,7 @@ class SessionEngine:
             skeleton = curve.skeleton(cfg.eps_amber, cfg.eps_crit, u, with_curve)
             br = self._burn_rate()
         lamp = self._lamp(gate_open, u, skeleton)
-        cw5, cw1h = seg.mix.writes(seg.model)
-        ttl = 3600 if p is not None and p_w == p.p_w1h and cw1h > cw5 else 300
+        ttl = self._ttl() if p is not None else 300
         limit = p.context_window if p is not None else 200_000
         return {
             "session_id": self._session_id(),
@@ -908,7 +911,7 @@ class SessionEngine:
             "advice": self._moves().advice(last, b_def, g),
             "spend": {"bill_in_usd": seg.bill_in, "bill_out_usd": seg.bill_out},
             "window": {"tokens": stock, "limit": limit, "pct": 100.0 * stock / limit if limit else None},
-            "cache": self._cache(ttl, stock, b_def, p_w, last),
+            "cache": self._cache(ttl, stock, b_def, p_w, last, g),
             "compactions": {"manual": self.compactions["manual"], "auto": self.compactions["auto"],
                             "idle": self.compactions["idle"]},
             "skipped_lines": self.skipped_lines,
@@ -916,11 +919,13 @@ class SessionEngine:
             "updated_at": _iso(self._last_t),
         }
 
-    def _cache(self, ttl: int, stock: int, b_def: float, p_w: float, last: _Call | None) -> Cache:
+    def _cache(self, ttl: int, stock: int, b_def: float, p_w: float, last: _Call | None, g: float) -> Cache:
         """The prompt cache and what a cold one costs: the next message rewrites the whole prompt, a fresh
-        session with a handoff writes its useful part (section 16). On a 1-hour cache a long prompt is
-        compacted by Claude Code at 0.9 of the TTL after the last call, unless the user turned that off."""
+        session with a handoff writes its useful part, the advice once it is cold and the move the cache
+        notice names from it (section 16). On a 1-hour cache a long prompt is compacted by Claude Code at 0.9
+        of the TTL after the last call, unless the user turned that off."""
         last_t = self._seg.last_t
+        cold = self._moves().advice(last, b_def, g, cold=True)
         idle_at = idle_usd = None
         if ttl == 3600 and stock >= IDLE_COMPACT_MIN_TOKENS and last_t is not None and last is not None:
             priced = self._moves().compact_at(last)
@@ -929,7 +934,8 @@ class SessionEngine:
         return {"ttl_s": ttl, "expires_at": _iso(last_t + ttl) if last_t is not None else None,
                 "cold_rewrite_usd": p_w * stock, "cold_rewrite_tokens": stock,
                 "fresh_start_usd": p_w * b_def, "fresh_start_tokens": int(b_def),
-                "idle_compact_at": idle_at, "idle_compact_usd": idle_usd}
+                "idle_compact_at": idle_at, "idle_compact_usd": idle_usd,
+                "cold_advice": cold, "break_move": break_move(cold) if cold is not None else None}
 
     def _lamp(self, gate_open: bool, u: float | None, skeleton: Skeleton | None) -> Lamp:
         if self.transcript_missing:

@@ -18,7 +18,8 @@ from math import fsum
 from pathlib import Path
 from typing import Any
 
-CACHE_VERSION = 3  # 2: a segment keeps its rent and reminders; 3: misses priced, and the schedules
+CACHE_VERSION = 4  # 2: a segment keeps its rent and reminders; 3: misses priced, and the schedules; 4: the
+# followed schedule takes the cache notice's move at a break
 LABEL = "estimated"
 DEFINITION = ("per segment: a restart after call k with a handoff of B_default(k) saves "
               "(totalStock(k) - B_default(k)) x what each later call paid per prompt token (its cache-read "

@@ -148,9 +148,11 @@ def _money(value) -> float | None:
 
 
 def cold_words(f: dict) -> str:
-    """A cold cache priced (docs/measurement.md 16): "cache cold: next msg rewrites $0.90 · fresh start $0.13";
-    the restart is named ("restart w/ handoff") only when a handoff from before the break exists. Without the
-    service, Claude Code's own count of what the next message rewrites, else the bare fact."""
+    """A cold cache priced (docs/measurement.md 16): "cache cold: next msg rewrites $0.90 · fresh start $0.13"
+    (the fresh start "restart w/ handoff" when a handoff from before the break exists), or, where the cache
+    notice names a move (the engine's `break_move`), that move: "cache cold: next msg rewrites $0.90 · restart
+    saves ~$1.01/30 calls" ("restart w/ handoff saves ..." with one). Without the service, Claude Code's own count of what the next message rewrites,
+    else the bare fact."""
     cache = (f.get("session") or {}).get("cache") or {}
     rewrite, fresh = _money(cache.get("cold_rewrite_usd")), _money(cache.get("fresh_start_usd"))
     if rewrite is None:
@@ -158,9 +160,25 @@ def cold_words(f: dict) -> str:
         return f"cache cold: next msg rewrites {tokens(recache)} tokens" if isinstance(recache, int) and recache > 0 \
             else "cache cold"
     text = f"cache cold: next msg rewrites {usd(rewrite)}"
+    move = _break_move(cache, f.get("handoff") is True)
+    if move and len(text + move) <= 80:  # the move the notice names says more than the fresh start's price
+        return text + move
     if fresh is not None and fresh < rewrite:
         text += f"{SEP}{'restart w/ handoff' if f.get('handoff') is True else 'fresh start'} {usd(fresh)}"
     return text
+
+
+def _break_move(cache: dict, handoff: bool) -> str:
+    """The cache notice's move and what it saves once the cache is cold, as the tray says it ("restart w/
+    handoff" where the session left one before its break); empty without."""
+    move, cold = cache.get("break_move"), cache.get("cold_advice")
+    if move not in MOVE_WORDS or not isinstance(cold, dict):
+        return ""
+    keep_going, priced, ahead = (_money(cold.get(k)) for k in ("continue_usd", f"{move}_usd", "horizon_calls"))
+    if keep_going is None or priced is None or ahead is None or not keep_going - priced > 0:
+        return ""
+    name = "restart w/ handoff" if handoff and move == "restart" else MOVE_WORDS[move]
+    return f"{SEP}{name} saves ~{usd(keep_going - priced)}/{max(1, round(ahead))} calls"
 
 
 def cache_part(f: dict, color: bool, now: float) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from service.client.figures import tokens, usd
+from service.client.words import break_move_sentence
 from tests.support import transcripts as T
 from tests.support.corpus import ROOT
 
@@ -67,11 +68,14 @@ def test_resume_onto_a_cold_cache_tells_the_user_both_prices_and_the_handoff_onl
         out, took = run_hook("session-start", resume(), env)
         assert took < LIMIT_S and "hookSpecificOutput" not in out  # nothing into the session's context
         lines = out["systemMessage"].splitlines()
+        # the move the advice names once the cache is cold, as the tray's cache notice names it (one rule)
+        move = break_move_sentence(cache)
+        assert cache["cold_advice"]["move"] == "restart" and move.startswith("A restart saves about ")
         assert lines == [
             f"ctxlamp: cache cold after 50 min: your next message rewrites {tokens(cache['cold_rewrite_tokens'])} "
             f"tokens ({usd(cache['cold_rewrite_usd'])}).",
             f"Fresh start: {tokens(cache['fresh_start_tokens'])} ({usd(cache['fresh_start_usd'])}); a handoff is "
-            "cheapest made before a break."]
+            "cheapest made before a break.", move]
         # the session saves a handoff and answers once more before its break
         token = api.post("/api/v1/handoffs", {"task": "go on", "body": "notes", "project": T.CWD,
                                               "session_id": T.SID})["token"]
@@ -84,7 +88,8 @@ def test_resume_onto_a_cold_cache_tells_the_user_both_prices_and_the_handoff_onl
         out, _ = run_hook("session-start", resume(away=60), env)
         lines = out["systemMessage"].splitlines()
         assert lines[1].startswith("A fresh session with your handoff writes ")
-        assert lines[2] == f"To start fresh with it: /clear, then load token {token}."
+        assert lines[2].startswith("A restart saves about ")
+        assert lines[3] == f"To start fresh with it: /clear, then load token {token}."
         # a warm cache, or a startup: no message
         assert run_hook("session-start", resume(expired=False), env)[0] is None
         started, _ = run_hook("session-start", dict(resume(), source="startup"), env)

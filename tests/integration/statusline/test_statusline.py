@@ -332,8 +332,11 @@ def test_on_a_cold_cache_the_line_prices_the_rewrite_and_the_fresh_start_and_nam
     proc, _ = run_line(env, cold_json())
     assert proc.returncode == 0
     text = proc.stdout.decode().strip()
-    assert text.endswith(f"cache cold: next msg rewrites {usd(cache['cold_rewrite_usd'])} · fresh start "
-                         f"{usd(cache['fresh_start_usd'])}")
+    # the move the cache notice names (the engine's break_move, priced by its advice for a cold cache)
+    cold = cache["cold_advice"]
+    assert cache["break_move"] == "restart"
+    assert text.endswith(f"cache cold: next msg rewrites {usd(cache['cold_rewrite_usd'])} · restart saves "
+                         f"~{usd(cold['continue_usd'] - cold['restart_usd'])}/{round(cold['horizon_calls'])} calls")
     # the session saves a handoff and answers once more; Claude Code then says its cache went cold
     status, saved = api(service, "POST", "/api/v1/handoffs", {"task": "go on", "body": "notes", "project": T.CWD,
                                                               "session_id": T.SID})
@@ -346,7 +349,7 @@ def test_on_a_cold_cache_the_line_prices_the_rewrite_and_the_fresh_start_and_nam
     wait_for(lambda: next(s for s in api(service, "GET", "/api/v1/status")[1]["sessions"]
                           if s["session_id"] == T.SID)["calls"] > snap["calls"], what="the answer read")
     proc, _ = run_line(env, cold_json(warm=False))
-    assert "· restart w/ handoff $" in proc.stdout.decode()
+    assert "· restart w/ handoff saves ~$" in proc.stdout.decode()
 
 
 def test_the_service_keeps_the_sessions_misses_by_cause_and_the_report_and_session_view_say_them(env, service):

@@ -51,6 +51,39 @@ def test_idle_cache_notice_before_expiry_once_with_window_share():
     assert n.next_due(sessions, NOW) == NOW + 340
 
 
+def test_idle_cache_notice_names_the_cold_caches_move_and_the_tooltip_the_same():
+    # The engine's advice once the cache is cold: 150,000 tokens of which 20,000 useful, on Sonnet 4.5, and the
+    # move the cache notice names from it (the engine's `break_move`). The rewrite ($0.56) is under a $1
+    # threshold, yet the notice comes: it names a move, which the followed schedule takes at a break
+    # (docs/measurement.md 14, 16); the tooltip says the same sentence.
+    from desktop.present.advice import tooltip_text
+    from service.client import words
+    from service.engine.advice import AdviceBasis, MovePrices, advise
+    from service.engine.schedule import break_move
+
+    prices = MovePrices(p_r=0.3e-6, p_w=3.75e-6, p_w5=3.75e-6, p_out=15e-6)
+    cold_advice = advise(150_000, 20_000.0, 20_000.0, 2_000.0, prices, AdviceBasis(), cold=True)
+    assert cold_advice["move"] == "restart"
+    n = IdleCacheNotice({"limits": {"idle_rewrite_usd": 1.0, "idle_notice_s": 60}})
+    snap = cached(cold=0.5625)
+    snap["cache"].update(cold_rewrite_tokens=150_000, fresh_start_usd=0.075, fresh_start_tokens=20_000,
+                         cold_advice=cold_advice, break_move=break_move(cold_advice))
+    move = words.break_move_sentence(snap["cache"])
+    saves = cold_advice["continue_usd"] - cold_advice["restart_usd"]
+    assert move.startswith(f"A restart saves about {fmt.usd(saves)} over the next 30 calls")
+    (title, body), = n.due({"s1": snap}, None, NOW)
+    assert body.endswith(f"a handoff is cheapest made before a break. {move}")
+    snap["cache"]["expires_at"] = "2026-01-01T12:00:00Z"
+    text = tooltip_text(dict(snap, lamp={"state": "good", "colour": "green"}), NOW + 10**9)
+    assert move[0].lower() + move[1:] in text.splitlines()
+    # going on cheapest even cold, under the threshold: no notice, and no move said
+    quiet = cached("s2", cold=0.5625)
+    quiet["cache"].update(cold_advice=cold_advice, break_move="continue")
+    assert words.break_move_sentence(quiet["cache"]) == ""
+    assert IdleCacheNotice({"limits": {"idle_rewrite_usd": 1.0, "idle_notice_s": 60}}).due({"s2": quiet}, None,
+                                                                                           NOW) == []
+
+
 def test_idle_cache_notice_prices_the_fresh_start_beside_the_rewrite_and_informs():
     from desktop.present.advice import tooltip_text
     n = IdleCacheNotice({"limits": {"idle_rewrite_usd": 0.5, "idle_notice_s": 60}})

@@ -239,3 +239,49 @@ def test_the_basis_learns_the_miss_share_from_the_archived_segments():
     basis, where = advice_basis(rows * 3)  # six: the share over all their calls
     assert basis.miss_share == pytest.approx(0.1) and where["miss_share"] == "history"
     assert advice_basis([])[0].miss_share == 0.0
+
+
+# ---- once the cache has gone cold (docs/measurement.md 16) ------------------------------------------
+
+def test_a_cold_cache_prices_each_moves_first_call_at_the_write_price_by_hand():
+    # Sonnet 4.5 as above, floor 10,000 (= B0), prompts 10,000 then 14,000: warm, over 30 calls, the dead weight
+    # of 4,000 read 30 times ($0.036) does not pay the 10,000 rebuild ($0.0345) twice; going cold, the next call
+    # writes what it carries at $3.75/MTok instead of reading it at $0.30:
+    #   continue + 14,000 x 3.45e-6 = + $0.0483; restart + 10,000 x 3.45e-6 = + $0.0345
+    #   compact: C = 10,000 + min(0.06 x 14,000, 4,000) = 10,840, + 10,840 x 3.45e-6 = + $0.037398
+    _, events = run([T.prompt("go", 0), T.call("m1", 1, inn=0, cw5=10_000), T.call("m2", 2, inn=0, cw5=4_000,
+                                                                                     cr=10_000)])
+    eng_advice = calls_of(events)[-1]["advice"]
+    from service.engine.advice import MovePrices, advise
+
+    p = rates("claude-sonnet-4-5", 14_000)
+    prices = MovePrices(p_r=p["r"], p_w=p["w5"], p_w5=p["w5"], p_out=p["out"])
+    warm = advise(14_000, 10_000.0, 10_000.0, 4_000.0, prices, AdviceBasis())
+    cold = advise(14_000, 10_000.0, 10_000.0, 4_000.0, prices, AdviceBasis(), cold=True)
+    assert warm == eng_advice  # the same call, the same advice: the engine's is this function's
+    assert cold["continue_usd"] - warm["continue_usd"] == pytest.approx(0.0483, abs=1e-12)
+    assert cold["restart_usd"] - warm["restart_usd"] == pytest.approx(0.0345, abs=1e-12)
+    assert cold["compact_usd"] - warm["compact_usd"] == pytest.approx(0.037398, abs=1e-12)
+    check_consistent(cold)
+    assert cold["continue_usd"] - cold["restart_usd"] > warm["continue_usd"] - warm["restart_usd"]
+
+
+@SETTINGS
+@given(stock=st.integers(1, 2_000_000), b0=st.integers(1, 2_000_000), floor=st.integers(0, 2_000_000),
+       miss=st.sampled_from([0.0, 0.05, 1.0]), hour=st.booleans())
+def test_going_cold_never_makes_going_on_look_cheaper_against_a_restart(stock, b0, floor, miss, hour):
+    from service.engine.advice import MovePrices, advise
+
+    p = rates("claude-sonnet-4-5", stock)
+    prices = MovePrices(p_r=p["r"], p_w=p["w5"] * (1.6 if hour else 1.0), p_w5=p["w5"], p_out=p["out"])
+    basis = AdviceBasis(miss_share=miss)
+    warm = advise(stock, float(b0), float(min(floor, stock)), 500.0, prices, basis)
+    cold = advise(stock, float(b0), float(min(floor, stock)), 500.0, prices, basis, cold=True)
+    check_consistent(cold)
+    # the rewrite each move adds is its starting prompt at the write price less what it expected to pay
+    extra = prices.p_w - (prices.p_r + miss * (prices.p_w - prices.p_r))
+    assert cold["continue_usd"] - warm["continue_usd"] == pytest.approx(extra * stock, rel=1e-9, abs=1e-15)
+    assert cold["restart_usd"] - warm["restart_usd"] == pytest.approx(extra * b0, rel=1e-9, abs=1e-15)
+    if stock >= b0:  # a larger prompt than the useful stock: the cold cache widens the restart's lead
+        rounding = 1e-12 * (cold["continue_usd"] + cold["restart_usd"])  # differences of sums of large terms
+        assert (cold["continue_usd"] - cold["restart_usd"]) >= (warm["continue_usd"] - warm["restart_usd"]) - rounding

@@ -85,3 +85,29 @@ def test_compactions_by_who_started_them_and_replay_equals_live():
         live.feed_line(line)
         live.snapshot()
     assert live.snapshot()["compactions"] == eng.snapshot()["compactions"]
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(2, 40), growth=st.integers(500, 9000), hour=st.booleans())
+def test_the_cold_caches_move_is_the_advice_with_the_next_call_written(n, growth, hour):
+    # The cache notice names `cache.cold_advice`'s move (docs/measurement.md 16): the snapshot's own advice,
+    # each move's first call at the write price; the followed schedule takes the same function's move.
+    from service.engine.advice import MovePrices, advise
+    from service.engine.schedule import break_move
+
+    eng, _ = run(one_hour(T.growing_session(n, growth=growth)) if hour else T.growing_session(n, growth=growth))
+    snap = eng.snapshot()
+    tier = PRICES.lookup("claude-sonnet-4-5")[0].for_prompt(snap["totalStock"])
+    rates = MovePrices(p_r=tier.p_r, p_w=tier.p_w1h if hour else tier.p_w5, p_w5=tier.p_w5, p_out=tier.p_out)
+    want = advise(snap["totalStock"], snap["B_default"], snap["floor"], snap["g"], rates, eng.config.advice.bounded(),
+                  cold=True)
+    got = snap["cache"]["cold_advice"]
+    assert got is not None and got["move"] == want["move"]
+    assert snap["cache"]["break_move"] == break_move(want)  # the one rule the followed schedule takes
+    assert snap["cache"]["break_move"] == ("restart" if want["move"] == "restart" else "continue")
+    for key in ("continue_usd", "compact_usd", "restart_usd", "saves_usd"):
+        assert got[key] == pytest.approx(want[key], rel=1e-9)
+    # the next call rewriting the prompt costs going on more than it costs the restart (a smaller prompt)
+    if snap["B_default"] <= snap["totalStock"]:
+        warm = snap["advice"]
+        assert got["continue_usd"] - warm["continue_usd"] >= got["restart_usd"] - warm["restart_usd"] - 1e-12

@@ -67,3 +67,24 @@ def test_misses_by_cause_in_words():
         == "4 cache misses: 2 other, 1 tools changed, 1 model switch."
     assert misses_sentence({"misses": 0}) == "" and misses_sentence(None) == ""
     assert misses_sentence({"misses": True, "miss_causes": {"model_changed": 1}}) == ""
+
+
+@settings(max_examples=100, deadline=None)
+@given(saves=st.floats(0, 1e7, allow_nan=False), ahead=st.floats(1, 2000), handoff=st.booleans())
+def test_status_names_the_move_the_cache_notice_names_within_80_columns(saves, ahead, handoff):
+    # the engine's advice once cold and its `break_move` (a restart where it names one): the same sentence as
+    # the tray's notice and tooltip, after the rewrite and the fresh start
+    from service.client.words import break_move_sentence
+
+    cold = {"move": "restart", "horizon_calls": ahead, "continue_usd": saves, "restart_usd": 0.0, "compact_usd": 0.0,
+            "saves_usd": saves, "label": "estimated", "pays_twice": True}
+    s = snap(cold_advice=cold, break_move="restart")
+    lines = cold_words(s, NOW, handoff)
+    if saves > 0:
+        assert lines[-1] == break_move_sentence(s["cache"])
+        assert lines[-1].startswith(f"A restart saves about {usd(saves)} over the next ")
+        assert len(lines) == 3
+    else:
+        assert len(lines) == 2  # it saves nothing: no move said
+    assert all(len(line) <= 80 and "\n" not in line for line in lines)
+    assert cold_words(snap(cold_advice=cold, break_move="continue"), NOW, handoff) == lines[:2]

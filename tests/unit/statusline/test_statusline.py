@@ -264,12 +264,30 @@ def test_a_cold_cache_prices_the_rewrite_beside_the_fresh_start_and_names_the_re
     assert line.cache_part(dict(down, recache_tokens=None), False, NOW) == "cache cold"
 
 
+def test_a_cold_cache_names_the_move_the_cache_notice_names():
+    # the engine's advice once cold and its `break_move`: the status line says what the tray's notice says
+    cold = {"move": "restart", "horizon_calls": 30.0, "continue_usd": 2.0, "compact_usd": 1.6, "restart_usd": 0.99,
+            "saves_usd": 1.01, "label": "estimated", "pays_twice": True}
+    facts = cold_facts()
+    facts["session"]["cache"].update(cold_advice=cold, break_move="restart")
+    assert line.cache_part(facts, False, NOW) == "cache cold: next msg rewrites $0.90 · restart saves ~$1.01/30 calls"
+    facts["handoff"] = True
+    assert line.cache_part(facts, False, NOW) == \
+        "cache cold: next msg rewrites $0.90 · restart w/ handoff saves ~$1.01/30 calls"
+    facts["handoff"] = False
+    facts["session"]["cache"]["break_move"] = "continue"  # the notice names none: the fresh start as before
+    assert line.cache_part(facts, False, NOW) == "cache cold: next msg rewrites $0.90 · fresh start $0.13"
+
+
 @settings(max_examples=200, deadline=None)
 @given(rewrite=st.floats(0, 1e9, allow_nan=False), share=st.floats(0, 1), handoff=st.booleans(),
-       others=st.booleans())
-def test_every_cold_form_fits_one_status_line_of_80_columns(rewrite, share, handoff, others):
+       others=st.booleans(), saves=st.floats(0, 1e9, allow_nan=False), ahead=st.floats(1, 2000))
+def test_every_cold_form_fits_one_status_line_of_80_columns(rewrite, share, handoff, others, saves, ahead):
     facts = cold_facts(handoff=handoff)
     facts["session"]["cache"] = {"cold_rewrite_usd": rewrite, "fresh_start_usd": rewrite * share}
+    if others:  # the move the cache notice names, at any saving
+        facts["session"]["cache"].update(break_move="restart", cold_advice={
+            "move": "restart", "horizon_calls": ahead, "continue_usd": saves, "restart_usd": 0.0, "compact_usd": 0.0})
     text = line.cache_part(facts, False, NOW)
     assert "\n" not in text and len(text) <= 80
     assert text.startswith("cache cold")
