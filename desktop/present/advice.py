@@ -50,8 +50,9 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
     move = move_sentence(snapshot)
     if move:
         lines.append(move)
-        if lamp_colour(snapshot) in ("white", "green"):  # one sentence reconciles the colour and the move
-            lines.append(words.MOVE_WHILE_GREEN)
+        reconcile = words.move_and_colour(lamp_colour(snapshot))  # one sentence for a move under white or green
+        if reconcile:
+            lines.append(reconcile)
     return "\n".join(lines + cache_lines(snapshot.get("cache") or {}, now, idle_compaction))
 
 
@@ -126,10 +127,13 @@ def notice_why(red: bool, reminder: dict, snapshot: dict | None, notice: bool = 
                      "part once costs.")
         if colour in ("white", "green"):
             dhat = (snapshot or {}).get("dhat")
-            when = f" in about {fmt.plural(math.ceil(float(dhat)), 'call')}" if dhat is not None and float(dhat) > 0 \
-                else " later"
-            parts.append(f"The lamp is {colour}: no hurry, the sweet spot comes{when}; a restart at a natural "
-                         "break already pays.")
+            if dhat is not None and float(dhat) <= 0:  # green runs past the sweet spot too (docs/glossary.md)
+                parts.append(f"The lamp is {colour}: no hurry, the context is still around its sweet spot; a "
+                             "restart at a natural break already pays.")
+            else:
+                when = f" in about {fmt.plural(math.ceil(float(dhat)), 'call')}" if dhat is not None else " later"
+                parts.append(f"The lamp is {colour}: no hurry, the sweet spot comes{when}; a restart at a natural "
+                             "break already pays.")
     if not notice:
         return " ".join(parts)
     estimate = reminder.get("restart_now")
@@ -144,9 +148,20 @@ def notice_why(red: bool, reminder: dict, snapshot: dict | None, notice: bool = 
 # ---------- the Session tab ----------
 
 def session_advice(snapshot: dict | None) -> tuple[str, str]:
-    """(the advice now, its explanation) for the Session tab: the notice's words, said as the lamp stands."""
+    """(the advice now, its explanation) for the Session tab: the notice's words, said as the lamp stands, then
+    the move the tooltip, the status line and `ctxlamp status` name with the same figures."""
     if not snapshot:
         return "", ""
+    advice, why = _advice_as_the_lamp_stands(snapshot)
+    move = move_sentence(snapshot)
+    if not move:
+        return advice, why
+    colour = lamp_colour(snapshot)
+    reconcile = words.move_and_colour(colour) if f"The lamp is {colour}:" not in why else ""
+    return f"{advice} {move}", f"{reconcile} {why}".strip()
+
+
+def _advice_as_the_lamp_stands(snapshot: dict) -> tuple[str, str]:
     colour = lamp_colour(snapshot)
     laps = int(snapshot.get("laps") or 0)
     if colour == "red":
@@ -162,6 +177,8 @@ def session_advice(snapshot: dict | None) -> tuple[str, str]:
                 "The lamp is amber: the average cost per call, counting one restart, is past its lowest. A notice "
                 "comes when the rent on dead weight reaches a restart's cost.")
     if colour == "green":
+        if move_sentence(snapshot):  # a move pays already: "No restart needed" would contradict it
+            return f"Good: {position_words(snapshot)}.", ""  # the reconciling sentence explains it
         return (f"No restart needed: {position_words(snapshot)}.",
                 "The lamp is green: the context carries little dead weight yet.")
     return ("Warming up: the advice starts once the session has grown.",

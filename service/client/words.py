@@ -183,10 +183,18 @@ NOTICE_DO = {False: "Rent on dead weight has reached a restart's cost: prepare a
 
 
 MOVE_NOW = {"compact": "/compact now", "restart": "A restart now"}
-# said under a move while the lamp is white or green: the colour and the move answer two questions
-MOVE_WHILE_GREEN = ("The lamp is green because the context is still short of its sweet spot; the move pays "
+# said under a move while the lamp is white or green: the colour and the move answer two questions. Green runs on
+# both sides of the sweet spot (docs/glossary.md), so the sentence says "around", true on either side of it.
+MOVE_WHILE_GREEN = ("The lamp is green because the context is still around its sweet spot; the move pays "
+                    "because the calls already re-read enough dead weight.")
+MOVE_WHILE_WHITE = ("The lamp is white because the session is still too young to judge; the move pays "
                     "because the calls already re-read enough dead weight.")
 MOVE_ALSO = {"compact": "/compact", "restart": "a restart"}
+
+
+def move_and_colour(colour: str) -> str:
+    """The one sentence that reconciles a move with a white or green lamp (empty for amber and red)."""
+    return {"white": MOVE_WHILE_WHITE, "green": MOVE_WHILE_GREEN}.get(colour, "")
 
 
 def move_sentence(snapshot: dict | None) -> str:

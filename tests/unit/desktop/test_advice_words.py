@@ -41,11 +41,42 @@ def test_the_tooltip_names_the_move_its_saving_and_the_other_moves():
 @pytest.mark.parametrize("colour", ["white", "green", "amber", "red"])
 def test_a_move_under_a_green_lamp_is_reconciled_in_one_sentence(colour):
     """"good (green)" over "A restart now saves …" read as a contradiction: one sentence says why both hold."""
-    from service.client.words import MOVE_WHILE_GREEN
+    from service.client.words import MOVE_WHILE_GREEN, MOVE_WHILE_WHITE
 
     text = vm.tooltip_text({**LATE, "lamp": {**LATE["lamp"], "colour": colour}}, now=0.0).splitlines()
-    assert (MOVE_WHILE_GREEN in text) == (colour in ("white", "green"))
+    assert (MOVE_WHILE_GREEN in text) == (colour == "green")
+    assert (MOVE_WHILE_WHITE in text) == (colour == "white")  # a white lamp is never said to be green
     assert MOVE_WHILE_GREEN not in vm.tooltip_text({**FRESH, "lamp": {"colour": "green"}}, now=0.0)  # no move
+
+
+@pytest.mark.parametrize("dhat", [12.0, -14.0])
+def test_a_green_lamp_past_the_sweet_spot_is_not_said_to_be_short_of_it(dhat):
+    """The demo's lamp stays green for calls past the sweet spot (the green zone runs on both sides of it): the
+    tooltip said "14 calls past the sweet spot" above "the context is still short of its sweet spot", and the
+    Session tab "the sweet spot comes later"."""
+    snap = {**LATE, "dhat": dhat, "lamp": {**LATE["lamp"], "colour": "green", "state": "good"}}
+    for text in (vm.tooltip_text(snap, now=0.0), " ".join(vm.session_advice(snap)),
+                 vm.notice_why(False, {}, snap)):
+        assert "short of its sweet spot" not in text and "comes later" not in text, text
+        if dhat < 0:
+            assert "sweet spot comes" not in text, text
+    assert "14 calls past the sweet spot" in vm.tooltip_text(snap, now=0.0) or dhat > 0
+
+
+def test_the_session_tab_names_the_tooltips_move_with_its_figures():
+    """The tooltip said "A restart now saves about $0.81 over the next 30 calls" while the Session tab, at the
+    same moment, said only "The lamp is red: prepare a handoff…": one move, one set of figures."""
+    for colour, state in (("red", "critical"), ("amber", "warning"), ("green", "good")):
+        snap = {**LATE, "lamp": {**LATE["lamp"], "colour": colour, "state": state}}
+        move = vm.move_sentence(snap)
+        assert move and move in vm.tooltip_text(snap, now=0.0).splitlines()
+        advice, why = vm.session_advice(snap)
+        assert advice.endswith(move), (colour, advice)
+        assert "No restart needed" not in advice  # never beside a move that pays
+        if colour == "green":
+            assert "The lamp is green" in why, why
+    quiet = {**FRESH, "lamp": {"colour": "green", "state": "good"}}
+    assert vm.move_sentence(quiet) == "" and "saves about" not in " ".join(vm.session_advice(quiet))
 
 
 def test_a_fresh_segment_says_no_move_and_a_warm_cache_prices_a_model_switch():
@@ -119,3 +150,24 @@ def test_the_edits_sentence_agrees_in_number(misses, said):
              "str_replace_misses": {"total": misses}}
     (label, text), = [s for s in channel_sentences({"edit": edits}) if s[0] == "Edits"]
     assert text.endswith(said), text
+
+
+def test_status_names_the_tooltips_move_and_figures_within_80_columns():
+    """`ctxlamp status` showed the lamp and the rent but not the move the tooltip and the status line named, its
+    context read "3.1x" where the tooltip read "3.09x", and it said "first reminder" where the tray said notice."""
+    from service.cli.status import render
+
+    snap = {**LATE, "session_id": "s", "project": "/home/dev/webshop", "lamp": {"colour": "red", "state": "critical"}}
+    tooltip = vm.tooltip_text(snap, now=0.0).splitlines()
+    for columns in (80, None):
+        text = render({"sessions": [snap], "followed": "s"}, tty=False, columns=columns, now=0.0)
+        flat = " ".join(text.split())
+        assert " ".join(vm.move_sentence(snap).split()) in flat, text
+        assert f"{fmt.number(snap['x'])}x" in flat and f"{fmt.number(snap['xSweet'])}x" in flat, text
+        assert f"context {fmt.number(snap['x'])}x its useful part; sweet spot at {fmt.number(snap['xSweet'])}x" \
+            in tooltip
+        assert "reminder" not in text, text  # the user saw a notice
+        if columns:
+            assert max(len(line) for line in text.splitlines()) <= 80, text
+    quiet = {**FRESH, "session_id": "s", "lamp": {"colour": "green", "state": "good"}}
+    assert "saves about" not in render({"sessions": [quiet], "followed": "s"}, tty=False, now=0.0)
