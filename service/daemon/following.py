@@ -282,6 +282,8 @@ class Following(ServicePart):
                 self._on_reminder(sess, ev, sess.snapshot or {})
         archived = False
         for profile in sess.new_profiles():
+            if not archived and sess.snapshot is not None:  # its stretches are named by the session's folder
+                self._persist.remember_session(sess.snapshot, str(sess.path))
             self._persist.archive_profile(profile)
             archived = True
         if archived and not self._quiet_reminders:
