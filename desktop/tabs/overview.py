@@ -87,7 +87,7 @@ class OverviewTab(Tab):
         # stacked daily bars
         self.plot = charts.new_plot(html.escape(om.days_title(None)), "", "",
                                     left_unit="usd", bottom_unit="day", legend=True)
-        self.plot.setMinimumHeight(140)  # three tick labels apart; the window still fits 1000x700
+        self.plot.setMinimumHeight(136)  # three tick labels apart; the window still fits 1000x700 (a wrapped live row)
 
         # sessions, live sessions, limits, rent, channels
         self.sessions = QTableWidget(0, len(SESSION_COLUMNS))
