@@ -47,7 +47,7 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
         lines.append(f"context {fmt.number(x)}x its useful part")
     lines.append(f"rent so far {fmt.usd(snapshot.get('bill_cycle_usd'))}{notice_given(snapshot)}"
                  f" · {words.per_hour(snapshot)}")
-    move = move_sentence(snapshot)
+    move = words.advice_line(snapshot)  # the move, or after the notice its second line, as the snapshot stands
     if move:
         lines.append(move)
         reconcile = words.move_and_colour(lamp_colour(snapshot))  # one sentence for a move under white or green
@@ -153,7 +153,7 @@ def session_advice(snapshot: dict | None) -> tuple[str, str]:
     if not snapshot:
         return "", ""
     advice, why = _advice_as_the_lamp_stands(snapshot)
-    move = move_sentence(snapshot)
+    move = words.advice_line(snapshot)
     if not move:
         return advice, why
     colour = lamp_colour(snapshot)

@@ -87,7 +87,7 @@ def _lines(status: dict, tty: bool, notices: list[str] | None, narrow: bool, now
 
     from service.client.textsafe import printable as p
     from service.client.figures import plural
-    from service.client.words import move_sentence, session_name
+    from service.client.words import advice_line, session_name
 
     svc = status.get("service") or {}
     scan = svc.get("scan") or {}
@@ -114,7 +114,7 @@ def _lines(status: dict, tty: bool, notices: list[str] | None, narrow: bool, now
     followed = next((s for s in sessions if s.get("session_id") == status.get("followed")), sessions[0])
     lines.append("context: how many times bigger than its useful part · rent so far: paid on dead weight in this "
                  "stretch of work")
-    move = move_sentence(followed)  # the move the tooltip, the status line and the Session tab name, same figures
+    move = advice_line(followed)  # the move the tooltip and the Session tab name (the status line too), same figures
     if move:
         lines.append(f"{p(session_name(followed), 80)}: {move}")
     if (followed.get("restart_savings") or {}).get("first_reminder_call") is not None:

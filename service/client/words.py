@@ -221,6 +221,25 @@ def move_sentence(snapshot: dict | None) -> str:
     return text + " (estimate)."
 
 
+def restart_cost(snapshot: dict | None) -> float | None:
+    """What a restart's rebuild costs now: the useful part written at the price the cold prompt would be
+    (the reminder's `restart_usd`, from the snapshot it was raised with); None without a priced cache."""
+    snap = snapshot or {}
+    stock, cold = snap.get("totalStock") or 0, _amount((snap.get("cache") or {}).get("cold_rewrite_usd"))
+    useful = _amount(snap.get("B_default"))
+    return cold * useful / stock if cold is not None and useful is not None and stock else None
+
+
+def advice_line(snapshot: dict | None) -> str:
+    """The move and what it saves, as the tooltip, the Session tab and `ctxlamp status` say it as the session
+    stands: the priced moves once one pays twice; after the stretch's notice, the notice's second line priced
+    from this snapshot (so the figures the notice gave stay in sight, moving as the rent does); else nothing."""
+    move = move_sentence(snapshot)
+    if move or ((snapshot or {}).get("restart_savings") or {}).get("first_reminder_call") is None:
+        return move
+    return saving_line({}, snapshot)
+
+
 def saving_line(reminder: dict, snapshot: dict | None = None) -> str:
     """What changing course now saves, as briefly as the figures allow: the priced moves once one pays twice,
     else a restart's estimate over the calls this user's sessions usually run after a reminder, else its
@@ -235,7 +254,7 @@ def saving_line(reminder: dict, snapshot: dict | None = None) -> str:
         if saving > 0:
             return f"Saves about {usd(saving)} if the session runs {ahead} (estimate)."
         return f"Over {ahead} a restart would not earn its rebuild back (estimate)."
-    restart = reminder.get("restart_usd")
+    restart = reminder["restart_usd"] if reminder.get("restart_usd") is not None else restart_cost(snapshot)
     pp = reminder.get("payback_calls", (snapshot or {}).get("pp"))
     if restart is not None and pp is not None:
         return (f"A restart costs {usd(restart)} and pays for itself after "

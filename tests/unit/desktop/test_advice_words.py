@@ -171,3 +171,26 @@ def test_status_names_the_tooltips_move_and_figures_within_80_columns():
             assert max(len(line) for line in text.splitlines()) <= 80, text
     quiet = {**FRESH, "session_id": "s", "lamp": {"colour": "green", "state": "good"}}
     assert "saves about" not in render({"sessions": [quiet], "followed": "s"}, tty=False, now=0.0)
+
+
+def test_between_the_notice_and_a_move_that_pays_twice_every_surface_keeps_the_notices_figures():
+    """The demo's notice at call 32 said "A restart costs $0.14 and pays for itself after 21 calls" while no move
+    paid twice yet: the tooltip, the Session tab and `status` then said no figure at all. They say the notice's
+    second line now, priced from the same snapshot the service raised the reminder with."""
+    from service.cli.status import render
+    from service.client import words
+
+    snap = {**LATE, "session_id": "s", "advice": {**LATE["advice"], "pays_twice": False},
+            "lamp": {"colour": "green", "state": "good"}}
+    assert snap["restart_savings"]["first_reminder_call"] is not None and vm.move_sentence(snap) == ""
+    reminder = {"lap": 1, "restart_usd": words.restart_cost(snap), "payback_calls": snap["pp"],
+                "rent_usd": snap["bill_cycle_usd"]}  # as service/daemon/following.py raises it
+    second = vm.notice_text({"kind": "rent", "reminder": reminder}, snap).body.splitlines()[1]
+    assert second.startswith("A restart costs $") and "pays for itself after" in second
+    assert words.advice_line(snap) == second
+    assert second in vm.tooltip_text(snap, now=0.0).splitlines()
+    assert words.MOVE_WHILE_GREEN in vm.tooltip_text(snap, now=0.0).splitlines()  # good (green) beside it
+    assert vm.session_advice(snap)[0].endswith(second)
+    assert second in " ".join(render({"sessions": [snap], "followed": "s"}, tty=False, now=0.0).split())
+    before = {**snap, "restart_savings": {**snap["restart_savings"], "first_reminder_call": None}}
+    assert words.advice_line(before) == ""  # no notice yet, no move that pays twice: nothing to say
