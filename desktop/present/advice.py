@@ -67,7 +67,7 @@ def cache_lines(cache: dict, now: float, idle_compaction: bool = True) -> list[s
         return [line[0].lower() + line[1:] for line in words.cold_cache_lines(cache)]
     # a clock time stays true without ticking; the menu shows the live countdown when opened
     clock = datetime.fromtimestamp(exp).strftime("%H:%M:%S")
-    lines = [f"cache warm until {clock}; after that the next turn re-writes {fmt.usd(cold)}"]
+    lines = [f"cache warm until {clock}; after that your next message rewrites {fmt.usd(cold)}"]
     fresh = words.cold_cache_lines(cache)[1:]
     if fresh:
         lines.append(fresh[0][0].lower() + fresh[0][1:])
@@ -75,7 +75,7 @@ def cache_lines(cache: dict, now: float, idle_compaction: bool = True) -> list[s
     if idle_at is not None and idle_at > now and idle_compaction:
         lines.append(words.idle_compaction_line(cache, datetime.fromtimestamp(idle_at).strftime("%H:%M")))
     if cold:  # the cache is per model: a switch (or fast mode on or off) misses it now
-        lines.append(f"switching model now re-writes {fmt.usd(cold)}")
+        lines.append(f"switching model now rewrites {fmt.usd(cold)}")
     return lines
 
 

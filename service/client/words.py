@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from pathlib import PurePath
+from pathlib import PurePath, PureWindowsPath
 
 from service.client.figures import DASH, count, percent, plural, size, tokens, usd
 
@@ -158,10 +158,13 @@ def kept_copies(block: dict) -> str:
 
 
 def project_name(project: str | None) -> str:
-    """The project folder's name ("webshop" for /home/dev/webshop)."""
+    """The project folder's name ("webshop" for /home/dev/webshop, and for C:\\Users\\dev\\webshop: a
+    transcript written on Windows and read here, in a sync folder or a copied history, names it so too)."""
     if not project:
         return "unknown project"
-    return PurePath(str(project)).name or str(project)
+    text = str(project)
+    path = PureWindowsPath(text) if "\\" in text and "/" not in text else PurePath(text)
+    return path.name or text
 
 
 def session_label(project: str | None, started_at: str | None, now: float | None = None) -> str:

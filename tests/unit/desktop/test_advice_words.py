@@ -84,7 +84,7 @@ def test_a_fresh_segment_says_no_move_and_a_warm_cache_prices_a_model_switch():
     assert vm.move_sentence(FRESH) == ""
     text = vm.tooltip_text(FRESH, now=0.0)  # the fixture's cache is warm at t=0 (its expiry is in 2026)
     assert "saves about" not in text
-    assert f"switching model now re-writes {fmt.usd(FRESH['cache']['cold_rewrite_usd'])}" in text.splitlines()
+    assert f"switching model now rewrites {fmt.usd(FRESH['cache']['cold_rewrite_usd'])}" in text.splitlines()
 
 
 def test_the_notice_says_the_move_and_its_saving_on_its_second_line():
@@ -136,7 +136,7 @@ def test_the_status_line_says_the_move_and_a_switchs_price():
     # the money as the window says it: one format in the tray, the window, the terminal and the status line
     assert f"restart saves ~{fmt.usd(LATE['advice']['saves_usd'])}/30 calls" in got.split(line.SEP)
     got = line.render({"session": session, "service": "up"}, "{rewrite}", color=False, now=0.0)
-    assert got == f"switch re-writes {fmt.usd(LATE['cache']['cold_rewrite_usd'])}"
+    assert got == f"switch rewrites {fmt.usd(LATE['cache']['cold_rewrite_usd'])}"
     fresh = {k: FRESH.get(k) for k in SESSION_FIELDS}
     assert "saves" not in line.render({"session": fresh, "service": "up"}, color=False, now=0.0)
 
@@ -194,3 +194,13 @@ def test_between_the_notice_and_a_move_that_pays_twice_every_surface_keeps_the_n
     assert second in " ".join(render({"sessions": [snap], "followed": "s"}, tty=False, now=0.0).split())
     before = {**snap, "restart_savings": {**snap["restart_savings"], "first_reminder_call": None}}
     assert words.advice_line(before) == ""  # no notice yet, no move that pays twice: nothing to say
+
+
+def test_the_tooltip_says_rewrite_one_way_warm_or_cold():
+    """A warm cache's lines said "the next turn re-writes" and "switching model now re-writes", a cold one "your
+    next message rewrites" (the glossary's words): one word for one act, in the tooltip and the status line."""
+    for now in (0.0, 4e9):  # the fixture's cache is warm at 0, long cold by 4e9
+        text = vm.tooltip_text(LATE, now=now)
+        assert "re-write" not in text and "next turn" not in text, text
+        assert "your next message rewrites" in text.lower(), text
+    assert "re-write" not in line.render({"session": LATE, "service": "up"}, "{rewrite}", color=False, now=0)
