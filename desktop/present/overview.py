@@ -12,8 +12,8 @@ from datetime import date
 
 from desktop.present import fmt
 from desktop.present.lamp import project_name, session_label
-from service.client.words import (channel_sentences, compactions_sentence, followed_sentence,  # noqa: F401
-                                  model_name, unrecorded_output)  # (model_name: the tabs' model names)
+from service.client.words import (OLDER_DEVICE, channel_sentences, compactions_sentence,  # noqa: F401
+                                  followed_sentence, model_name, unrecorded_output)  # (model_name: the tabs' model names)
 
 PERIODS = ((1, "Today"), (7, "Last 7 days"), (30, "Last 30 days"))
 MAX_STACKS = 6  # bars stack the dearest few; the rest is one "other" layer
@@ -340,6 +340,8 @@ def device_rows(sync: dict | None, now: float | None = None) -> list[DeviceRow]:
         if d.get("stale"):
             seen += " (a while ago)"
             tip += " Not seen for a while: its last figures still count."
+        if d.get("older"):
+            tip += f" {OLDER_DEVICE}"
         rows.append(DeviceRow(name=name, spent=fmt.usd(d.get("total_usd")), calls=fmt.count(d.get("calls")),
                               last_seen=seen, tip=tip))
     return rows

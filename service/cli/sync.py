@@ -177,10 +177,12 @@ def run_devices(args: argparse.Namespace) -> int:
         return 0
     if not listing["devices"]:
         print(f"No device has written to {folder} yet (`ctxlamp sync --now` writes this one's).")
-    from service.sync.report import device_line
+    from service.sync.report import device_line, device_notes
 
     for d in listing["devices"]:
         print(f"{d['id'][:8]}  {device_line(d)}")
+        for note in device_notes(d):
+            print(f"{'':10}{note}")
     for row in listing["skipped"]:
         print(f"  {_safe(row['file'])}: {_safe(row['reason'])}")
     return 0

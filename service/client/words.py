@@ -299,6 +299,10 @@ def channel_sentences(ch: dict) -> list[tuple[str, str]]:
 
 # ---- Claude Code's own moves: its compactions, the cold cache (issue 47) ----------------------------
 
+# a sync device on an older ctxlamp (its files are format 1): it counts, without what its files did not hold yet
+OLDER_DEVICE = "Its ctxlamp is older: its compactions and schedules are not in the sums until it is updated."
+
+
 COMPACTED_BY = {"manual": "by you", "auto": "automatic", "idle": "while you were idle"}
 
 

@@ -16,7 +16,9 @@ once and forks the workers (on a first start it is started ahead, while the serv
 `prestart`); elsewhere each worker is a fresh interpreter. Either way a worker counts
 tokens with the Python counter and never builds tiktoken's encoder (76 MB a process). Below
 `forked.SPAWN_MIN_BYTES` of unread history one process is as fast, and the service's own thread
-reads it (the same functions).
+reads it (the same functions), unless the fork server was started ahead: its start is then paid
+already, and from `forked.POOL_MIN_BYTES` its workers read beside the service's loop, which reads
+the recent sessions meanwhile (decision 457).
 """
 from __future__ import annotations
 
@@ -178,7 +180,8 @@ def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engin
         # never forked from the service's own process, which runs threads: a fresh interpreter forks them
         # where the system can fork, else each worker is a fresh interpreter
         method = {"serial": "serial", "fork": "fork-server"}.get(forked.start_method(), "spawn")
-        if workers < 2 or len(plan_.jobs) < 2 or plan_.bytes < forked.min_bytes(forked.POOL_MIN_BYTES, method):
+        least = forked.POOL_MIN_BYTES if server is not None else forked.min_bytes(forked.POOL_MIN_BYTES, method)
+        if workers < 2 or len(plan_.jobs) < 2 or plan_.bytes < least:
             method = "serial"
     if server is not None and method != "fork-server":
         forked.dismiss(server)

@@ -142,8 +142,9 @@ class Following(ServicePart):
         held = {p.stem for p in self.not_started()}  # what the last checkpoint knew of them is kept
         self._svc.jobs.ckpt_states = {sid: st for sid, st in self._svc.jobs.ckpt_states.items() if sid in held}
         self._svc.scan = {"state": "scanning", "done": 0, "total": len(self.history_todo)}
+        self._svc.jobs.caught_up.set()  # the history's writes, held until now, go on (decision 457)
         self._svc.hub.publish("service", self._svc.service_block())
-        self._svc.jobs.start_scan(self.history_todo)
+        self._svc.jobs.start_scan(self.history_todo)  # unless its workers started it with the service
         self._svc.jobs.start_scheduler()
 
     def _start_session(self, path: Path, *, rotate: bool, mtime: float | None = None) -> LiveSession:

@@ -40,6 +40,11 @@ class Jobs(ServicePart):
         self._ckpt_armed = False
         self._fork_server: Any = None  # the first pass's, started ahead on a first start (prestart_first_pass)
         self._fork_server_lock = threading.Lock()
+        # the recent sessions were read (Following._caught_up_if_done): the history's writes and progress wait
+        # for it, so the store holds what it held when the two ran one after the other (decision 457)
+        self.caught_up = threading.Event()
+        self.caught_up.set()  # cleared while recent sessions are read at a start
+        self.scan_started = False
 
     def load_checkpoint(self) -> None:
         doc, rejected = checkpoint.load_latest(self._svc.paths.checkpoints)
@@ -167,14 +172,34 @@ class Jobs(ServicePart):
         self._svc.scan = {"state": "scanning", "done": 0, "total": len(todo)}
         return todo
 
+    def workers_ready(self) -> bool:
+        """A fork server was started ahead: the first pass reads in worker processes, beside the recent
+        sessions the service's loop reads, so it may start before they are read (decision 457)."""
+        with self._fork_server_lock:
+            return self._fork_server is not None
+
     def start_scan(self, todo: list[Path]) -> None:
         """The history scan of `todo`, then the report's summary prepared, on a thread of its own."""
+        if self.scan_started:
+            return
+        self.scan_started = True
+        if not self.caught_up.is_set():
+            log.info("history scan started beside the recent sessions (its writes wait for them)")
         threading.Thread(target=self._scan, args=(todo,), name="history-scan", daemon=True).start()
+
+    def _wait_caught_up(self) -> bool:
+        """Block until the recent sessions were read; False when the service stops first."""
+        while not self.caught_up.wait(0.2):
+            if self._svc.stopping.is_set():
+                return False
+        return True
 
     def _scan(self, todo: list[Path]) -> None:
         # idle once the history and the report's scan cache are complete (the Overview and any report
         # are then whole); the summary is prepared after that, and a report asked meanwhile waits for it
         prepare = self._first_pass(todo)
+        if not self._wait_caught_up():
+            return
         self._svc.scan["state"] = "idle"
         if self._svc.ready.is_set():
             self._svc.hub.publish("service", self._svc.service_block())
@@ -193,20 +218,26 @@ class Jobs(ServicePart):
         svc = self._svc
         history: set[str] = set()
         known = self._persist.history_states() if todo else {}
+        already: list[Path] = []  # unreadable, or read before as they are now: counted done once caught up
         for path in todo:
             try:
                 st = check(path)
             except Skipped as exc:
                 if not exc.gone:
                     svc.skipped.note(path, exc.reason)
-                svc.scan["done"] += 1
+                already.append(path)
                 continue
             if self._persist.history_current(known.get(str(path)), st):
-                svc.scan["done"] += 1
+                already.append(path)
             else:
                 history.add(str(path))
 
         def recorded(batch: list[first_pass.Recorded]) -> None:
+            if not self._wait_caught_up():  # written after the recent sessions, as when read after them
+                return
+            if already:
+                svc.scan["done"] += len(already)
+                already.clear()
             self._persist.record_history([(path, read) for path, read, _ in batch if read is not None])
             for path, read, why in batch:
                 if read is None and why is not None:
@@ -227,6 +258,8 @@ class Jobs(ServicePart):
         except Exception:
             log.exception("the first pass over the history failed (the report will read the transcripts)")
             return not svc.stopping.is_set()
+        if already and self._wait_caught_up():
+            svc.scan["done"] += len(already)
         log.info("history read in %.1f s: %d files, %.0f MB (the service's CPU meanwhile: %.1f s)",
                  time.monotonic() - began, len(planned.jobs), planned.bytes / 1e6, time.process_time() - cpu)
         return done

@@ -276,6 +276,7 @@ class Service:
             self.following.catch_up = {str(p): p for p in live}
             if live:
                 self.scan = {"state": "catching_up", "done": 0, "total": len(live)}
+                self.jobs.caught_up.clear()
             self.api = ApiServer(self)
             self.api.start()
             self.ready.set()
@@ -283,8 +284,10 @@ class Service:
             if not live:
                 self.jobs.start_scan(self.following.history_todo)
                 self.jobs.start_scheduler()
-            # else both start once the recent sessions are read (Following._caught_up_if_done): the scheduler's
-            # start (apscheduler's import, 0.04-0.06 s) would come before the lamp and the history's first pass
+            elif self.jobs.workers_ready():  # its workers read beside the loop; its writes wait (decision 457)
+                self.jobs.start_scan(self.following.history_todo)
+            # else the scan starts once the recent sessions are read (Following._caught_up_if_done), and the
+            # scheduler always then: its start (apscheduler's import, 0.04-0.06 s) would come before the lamp
             self._loop()
         except Defect as exc:
             return self._die(exc)

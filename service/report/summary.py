@@ -192,21 +192,36 @@ def _unwritten_requests(covered: list[dict], files: list[dict], events: list[dic
     return booked, guessed
 
 
+def compaction_events(events: list[dict]) -> list[dict]:
+    """Claude Code's compactions among the period's events (the transcripts' boundaries)."""
+    return [e for e in events if e["channel"] == "pinch" and e["kind"] == "compaction" and e["source"] == "transcript"]
+
+
+def started_by(event: dict) -> str:
+    """manual, auto or idle (a scan cached before `started_by` was kept: the boundary's trigger, auto)."""
+    by = event["data"].get("started_by")
+    return by if by in TRIGGERS else "auto"
+
+
+def priced_by_trigger(compactions: list[dict], prices: Callable, local_day: Callable[[Any], str | None]) -> dict:
+    """Each trigger's compactions priced by the report's one estimate (unwritten.estimated)."""
+    return {by: unwritten.estimated([e for e in compactions if started_by(e) == by], prices, local_day)
+            for by in TRIGGERS}
+
+
 def compactions_block(events: list[dict], prices: Callable, local_day: Callable[[Any], str | None]) -> dict:
     """Claude Code's compactions in the period by who started them (manual, auto, idle; a precomputed summary
     counts as idle), each priced by the report's one estimate of compaction requests (unwritten.estimated):
     the range from the prompt read all from the cache to all written, `cost_usd` its middle."""
-    mine = [e for e in events if e["channel"] == "pinch" and e["kind"] == "compaction" and e["source"] == "transcript"]
+    mine = compaction_events(events)
     by_trigger: dict[str, int] = dict.fromkeys(TRIGGERS, 0)
     by_session: dict[str, dict[str, int]] = {}
     for e in mine:
-        by = e["data"].get("started_by")
-        by = by if by in by_trigger else "auto"  # a scan cached before started_by: the boundary's trigger
+        by = started_by(e)
         by_trigger[by] += 1
         row = by_session.setdefault(str(e.get("session_id") or "?"), dict.fromkeys(TRIGGERS, 0))
         row[by] += 1
-    priced = {by: unwritten.estimated([e for e in mine if (e["data"].get("started_by") or "auto") == by],
-                                      prices, local_day) for by in TRIGGERS}
+    priced = priced_by_trigger(mine, prices, local_day)
     low, high = fsum(p["low_usd"] for p in priced.values()), fsum(p["high_usd"] for p in priced.values())
     return {"label": "estimated", "by_trigger": by_trigger, "count": len(mine),
             "cost_usd": _r((low + high) / 2), "cost_range_usd": {"low": _r(low), "high": _r(high)},

@@ -1,9 +1,10 @@
 """This device's file, computed from the same scan and sums as `ctxlamp report` (UTC days).
 
 The spend comes from the report's spend tally cut per session (tally.session_days), the requests Claude
-Code billed without writing them from the report's own booking, the rent and restart savings from the
-report's segments (the command's replay, or the service's profiles), and the savings channels per
-session and day from the report's channel sums (the team push's; ledgers that belong to no session
+Code billed without writing them from the report's own booking, the rent, restart savings and schedules
+from the report's segments (the command's replay, or the service's profiles), Claude Code's compactions
+as the report counts and prices them, and the savings channels per session and day from the report's
+channel sums (the team push's; ledgers that belong to no session
 apart, per day). Project folders leave the machine only as labels (the team's `projects` rule).
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable
 
 from service.sync.fileformat import (
-    CHANNEL_COLUMNS, CHANNELS, RESTART_COLUMNS, SPEND, SPEND_COLUMNS, DeviceFile, SessionFigures, day_of_row,
+    CHANNEL_COLUMNS, CHANNELS, RESTART_V1, SPEND, SPEND_COLUMNS, DeviceFile, SessionFigures, day_of_row,
     session_key,
 )
 from service.sync.settings import Device
@@ -71,7 +72,11 @@ def _add_restarts(sessions: dict[str, SessionFigures], segments: Iterable[dict])
     for (sid, day), profiles in sorted(groups.items()):
         sums = block(profiles, [], None, None, day_of)
         if sums["segments"]:
-            sessions[session_key(sid)].restart.append([day_of_row(day)] + [sums[c] for c in RESTART_COLUMNS[1:]])
+            plan = sums["schedule"]
+            sessions[session_key(sid)].restart.append(
+                [day_of_row(day), *(sums[c] for c in RESTART_V1[1:]), plan["segments"], plan["best_usd"],
+                 plan["best_restarts_only_usd"], plan["followed_usd"], plan["restarts_followed"],
+                 plan["restarts_best"], plan["compactions_followed"], plan["compactions_best"]])
 
 
 def _add_channels(sessions: dict[str, SessionFigures], results: dict, tally: Any, inputs: dict) -> list[list]:
@@ -88,6 +93,10 @@ def _add_channels(sessions: dict[str, SessionFigures], results: dict, tally: Any
     router = inputs.get("router")
     days = {day_of(r[0]) for r in (router or {}).get("requests", [])}
     keys = set(groups) | set(main_calls) | {("", d) for d in days}
+    for (sid, day), events in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        row = _compactions(events, tally.prices, day_of)
+        if sid and row:
+            sessions[session_key(sid)].compactions.append([day_of_row(day), *row])
     own: list[list] = []
     for sid, day in sorted(keys, key=lambda k: (k[0], k[1] or "")):
         period = Period(day, day) if day is not None else Period()
@@ -103,6 +112,20 @@ def _add_channels(sessions: dict[str, SessionFigures], results: dict, tally: Any
         row = [day_of_row(day), *figures]
         (sessions[session_key(sid)].channels if sid else own).append(row)
     return own
+
+
+def _compactions(events: list, prices: Any, day_of: Any) -> list | None:
+    """One session-day's compactions as COMPACTION_COLUMNS after the day (the report's own estimate), or None."""
+    from service.engine.compactions import TRIGGERS
+    from service.report.summary import compaction_events, priced_by_trigger, started_by
+
+    mine = compaction_events(events)
+    if not mine:
+        return None
+    priced = priced_by_trigger(mine, prices, day_of)
+    counts = [sum(1 for e in mine if started_by(e) == by) for by in TRIGGERS]
+    ranges = [priced[by][end] for by in TRIGGERS for end in ("low_usd", "high_usd")]
+    return [*counts, sum(p["unpriced_compactions"] for p in priced.values()), *ranges]
 
 
 def _figure(column: str, blocks: dict, block: str, dotted: str) -> float | int:

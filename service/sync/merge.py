@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from math import fsum
 
-from service.sync.fileformat import CHANNEL_COLUMNS, RESTART_COLUMNS, SPEND, SPEND_COLUMNS, DeviceFile
+from service.sync.fileformat import (
+    CHANNEL_COLUMNS, COMPACTION_COLUMNS, RESTART_COLUMNS, SPEND, SPEND_COLUMNS, DeviceFile,
+)
 
 TOKENS = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens")
 
@@ -55,6 +57,7 @@ class Sums:
     days: dict[str, dict] = field(default_factory=dict)
     restart: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     channels: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    compactions: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
     def add_spend(self, row: list) -> None:
         g = dict(zip(SPEND_COLUMNS, row))
@@ -87,6 +90,10 @@ class Sums:
     def add_channels(self, row: list) -> None:
         for column, value in zip(CHANNEL_COLUMNS[1:], row[1:]):
             self.channels[column].append(value)
+
+    def add_compactions(self, row: list) -> None:
+        for column, value in zip(COMPACTION_COLUMNS[1:], row[1:]):
+            self.compactions[column].append(value)
 
     def total(self, key: str) -> float:
         return fsum(self.money.get(key, []))
@@ -127,6 +134,9 @@ def merge(devices: list[DeviceFile], since: str | None = None, until: str | None
                 for row in s.channels:
                     if in_period(row[0], since, until):
                         sums.add_channels(row)
+                for row in s.compactions:
+                    if in_period(row[0], since, until):
+                        sums.add_compactions(row)
         for row in d.channels:
             if in_period(row[0], since, until):
                 for sums in counted:

@@ -6,7 +6,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from textwrap import wrap
+
 from service.client.textsafe import printable
+from service.client.words import OLDER_DEVICE
 from service.sync.run import SyncError, checked_folder, device_of, file_from
 from service.sync.settings import resolve
 
@@ -99,26 +102,36 @@ def devices_only(cfg: dict, config_dir: Path, since: str | None = None, until: s
 
 
 def device_lines(summary: dict) -> list[str]:
-    """The text report's devices: one line each, then one line per file left out."""
+    """The text report's devices: each on a line (its notes under it), then one line per file left out."""
     devices = summary.get("devices")
     if not devices:
         return []
     lines = ["", "Devices (sync folder; days in UTC):"]
-    lines += ["  " + device_line(d) for d in devices]
+    for d in devices:
+        lines += ["  " + device_line(d), *("    " + note for note in device_notes(d))]
     for row in (summary.get("sync") or {}).get("skipped") or []:
         lines.append(f"  {printable(row['file'], 120)}: {printable(row['reason'], 200)}")
     return lines
 
 
+NAME_COLUMNS = 24  # with the figures, a device's line fits 80 columns after `devices`' id or the report's indent
+
+
 def device_line(d: dict) -> str:
-    """One device as the terminal shows it: name, what it spent, its calls, when it was last seen."""
+    """One device as the terminal shows it: name, what it spent, its calls, when it last wrote."""
     from service.client.figures import count
     from service.client.words import when
 
-    tag = "  (this device)" if d["this"] else ""
-    stale = "  not seen for a while" if d["stale"] else ""
-    return (f"{printable(d['name'], 40):<40} ${d['total_usd']:>10,.2f} {count(d.get('calls', 0)):>8} calls  "
-            f"last seen {when(d['last_seen'])}{tag}{stale}")
+    tag = " (this device)" if d["this"] else ""
+    name = printable(d["name"], NAME_COLUMNS - len(tag)) + tag
+    return (f"{name:<{NAME_COLUMNS}} ${d['total_usd']:>10,.2f} {count(d.get('calls', 0)):>7} calls  "
+            f"seen {when(d['last_seen'], short=True)}")
+
+
+def device_notes(d: dict) -> list[str]:
+    """What to say under a device's line: not seen for a while, an older ctxlamp (each within 74 columns)."""
+    notes = ["Not seen for a while: its last figures still count."] if d["stale"] else []
+    return notes + (wrap(OLDER_DEVICE, 74) if d.get("older") else [])
 
 
 def devices_overview(doc: dict, cfg: dict, config_dir: Path, since: str, until: str) -> dict:

@@ -1,7 +1,7 @@
 """The report over every device: the sums of the devices' files put where the report keeps its figures.
 
-What sums across devices: spend, billed, tokens, rent, restart savings, the savings channels. Ratios
-are recomputed from the sums. What stays this device's: data quality, the per-session list, medians,
+What sums across devices: spend, billed, tokens, rent, restart savings and schedules, Claude Code's
+compactions, the savings channels. Ratios are recomputed from the sums. What stays this device's: data quality, the per-session list, medians,
 the per-tool search lines (the folder holds no per-tool figures), where the figures came from.
 Budgets read the billed days, so they count every device; plan limits are no part of a report.
 """
@@ -11,7 +11,8 @@ import copy
 from datetime import datetime, timezone
 from math import fsum
 
-from service.sync.fileformat import CHANNEL_COLUMNS, CHANNELS, RESTART_COLUMNS
+from service.engine.compactions import TRIGGERS
+from service.sync.fileformat import CHANNEL_COLUMNS, CHANNELS, RESTART_V1, VERSION
 from service.sync.merge import Merged, Sums, parse_instant
 
 
@@ -33,7 +34,8 @@ def devices_block(merged: Merged, this_id: str, now: datetime, stale_after_s: fl
         out.append({"id": d.id, "name": d.name,
                     "last_seen": seen.isoformat(timespec="seconds").replace("+00:00", "Z"),
                     "total_usd": _r(sums.billed()), "calls": sums.counts.get("calls", 0),
-                    "this": d.id == this_id, "stale": (now - seen).total_seconds() > stale_after_s})
+                    "this": d.id == this_id, "stale": (now - seen).total_seconds() > stale_after_s,
+                    "older": d.version < VERSION})
     return sorted(out, key=lambda x: (not x["this"], x["name"].casefold(), x["id"]))
 
 
@@ -61,12 +63,14 @@ def merged_summary(local: dict, merged: Merged, devices: list[dict], skipped: li
                    "by_day": {k: _r(fsum(v)) for k, v in sorted(t.billed_by_day.items())}})
     sp["billed"] = billed
     _restart(s.get("restart_savings"), t)
+    _compactions(s.get("compactions"), t)
     _channels(s, t)
     s["period"] = {**(s.get("period") or {}), "timezone": "UTC"}
     s["devices"] = devices
     s["sync"] = {"device": device, "days": "UTC", "skipped": [{"file": f, "reason": r} for f, r in skipped],
                  "this_device_only": ["data_quality", "spend.by_session", "spend.billed.by_session",
-                                      "spend.unwritten", "pinch.tokens_saved_median", "retrieval.tools", "sources"]}
+                                      "spend.unwritten", "compactions.by_session", "pinch.tokens_saved_median",
+                                      "retrieval.tools", "sources"]}
     return s
 
 
@@ -102,6 +106,7 @@ def merged_overview(doc: dict, merged: Merged, devices: list[dict], skipped: lis
                      "reminders": int(sum(t.restart.get("reminders", []))),
                      "segments_with_reminders": int(sum(t.restart.get("segments_with_reminders", [])))})
     _restart(s.get("restart_savings"), t)
+    _compactions(s.get("compactions"), t)
     _channels(s.setdefault("channels", {}), t)
     s["period"] = {**(s.get("period") or {}), "timezone": "UTC"}
     s["devices"] = devices
@@ -113,11 +118,42 @@ def merged_overview(doc: dict, merged: Merged, devices: list[dict], skipped: lis
 def _restart(rs: dict | None, t: Sums) -> None:
     if rs is None:
         return
-    for column in RESTART_COLUMNS[1:]:
-        values = t.restart.get(column, [])
-        rs[column] = _r(fsum(values)) if column.endswith("_usd") else int(sum(values))
+
+    def total(column: str) -> float:
+        return _r(fsum(t.restart.get(column, [])))
+
+    def count(column: str) -> int:
+        return int(sum(t.restart.get(column, [])))
+
+    for column in RESTART_V1[1:]:
+        rs[column] = total(column) if column.endswith("_usd") else count(column)
     with_reminders = fsum([rs["best_single_usd"], -rs["missed_usd"]])
     rs["capture"] = round(rs["first_reminder_usd"] / with_reminders, 6) if with_reminders > 0 else None
+    plan = rs.get("schedule")
+    if isinstance(plan, dict):
+        best, followed = total("schedule_best_usd"), total("schedule_followed_usd")
+        plan.update({"best_usd": best, "best_restarts_only_usd": total("schedule_best_restarts_only_usd"),
+                     "followed_usd": followed, "capture": round(followed / best, 6) if best > 0 else None,
+                     "segments": count("schedule_segments"),
+                     **{k: count(k) for k in ("restarts_followed", "restarts_best", "compactions_followed",
+                                              "compactions_best")}})
+
+
+def _compactions(block: dict | None, t: Sums) -> None:
+    """The compactions' counts and estimated cost, summed; which sessions had them stays this device's."""
+    if block is None:
+        return
+    c = t.compactions
+
+    def end(by: str, which: str) -> float:
+        return fsum(c.get(f"{by}_{which}_usd", []))
+
+    low, high = fsum(end(by, "low") for by in TRIGGERS), fsum(end(by, "high") for by in TRIGGERS)
+    by_trigger = {by: int(sum(c.get(by, []))) for by in TRIGGERS}
+    block.update({"by_trigger": by_trigger, "count": sum(by_trigger.values()), "cost_usd": _r((low + high) / 2),
+                  "cost_range_usd": {"low": _r(low), "high": _r(high)},
+                  "cost_usd_by_trigger": {by: _r((end(by, "low") + end(by, "high")) / 2) for by in TRIGGERS},
+                  "unpriced": int(sum(c.get("unpriced", [])))})
 
 
 def _channels(s: dict, t: Sums) -> None:

@@ -354,6 +354,45 @@ def test_the_api_opens_before_recent_sessions_are_read_and_laps_they_held_are_no
     assert s.get(f"/api/v1/reminders?session={sids[1]}")["reminders"]  # recorded all the same
 
 
+def test_a_first_start_reads_the_history_beside_the_recent_sessions_and_writes_it_after_them(svc, dirs):
+    """On a first start the history's first pass starts with the service, beside the recent sessions the loop
+    reads (decision 457); what it writes, and its progress, wait until they are read, so a client sees the
+    states in order and the store as when the two ran one after the other."""
+    home, claude = dirs
+    proj = claude / "projects" / "-p"
+    proj.mkdir()
+    data = REMINDERS.read_bytes()
+    recent = [f"0000000{n}-aaaa-4bbb-8ccc-dddddddddddd" for n in range(3)]
+    for n, sid in enumerate(recent):
+        dst = proj / f"{sid}.jsonl"
+        dst.write_bytes(data.replace(REMINDERS.stem.encode(), sid.encode()))
+        os.utime(dst, (time.time() - 100 + n,) * 2)
+    old = {}
+    for n, src in enumerate((COMPACT, CLEAR_FIRST, CLEAR_SECOND, SWITCH)):
+        dst = proj / src.name
+        shutil.copyfile(src, dst)
+        os.utime(dst, (time.time() - 3 * 86400 + n,) * 2)
+        old[src.stem] = dst
+    s = svc(extra_env={"CTXLAMP_CATCH_UP_PAUSE_S": "0.4"}).start(caught_up=False)
+    seen = []
+    while True:
+        scan = s.get("/api/v1/status")["service"]["scan"]
+        archived = {row["session_id"] for row in s.get("/api/v1/segments?limit=100")["segments"]}
+        seen.append(scan["state"])
+        if scan["state"] == "catching_up":
+            assert scan["total"] == len(recent) and scan["done"] <= scan["total"]
+            assert not archived & set(old), "the history is written only once the recent sessions are read"
+        if scan["state"] == "idle":
+            break
+        assert len(seen) < 2000, "the first pass did not end"
+        time.sleep(0.02)
+    order = [state for n, state in enumerate(seen) if n == 0 or seen[n - 1] != state]
+    assert order[0] == "catching_up" and order[-1] == "idle" and order.count("catching_up") == 1
+    assert set(old) <= archived
+    log = "\n".join(p.read_text() for p in home.rglob("*.log"))
+    assert log.index("history scan started beside the recent sessions") < log.index("caught up: ")
+
+
 # ---- checkpoints ------------------------------------------------------------------------------------
 def test_a_corrupted_newest_checkpoint_falls_back_to_the_one_before(svc, dirs):
     home, claude = dirs
@@ -571,7 +610,9 @@ def test_an_engine_defect_stops_measurement_archives_nothing_and_exits_non_zero(
     home, claude = dirs
     s = Svc(home, claude)
     s.err = open(s.err_path, "wb")
-    s.proc = subprocess.Popen([sys.executable, "-c", DEFECT_RUNNER], env=s.env, cwd=ROOT,
+    # the defect is put into the engine's Python methods, which the compiled build does not have: what is
+    # tested is the service's answer to an engine that raises, the same for either build
+    s.proc = subprocess.Popen([sys.executable, "-c", DEFECT_RUNNER], env={**s.env, "CTXLAMP_ENGINE": "pure"}, cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=s.err)
     try:
         s.info = wait_for(lambda: _discovery_of(home, s.proc.pid), what="api.json of this service")

@@ -22,6 +22,7 @@ ONLY_A = ("94d43126-6140-498c-a6f6-39f68241e74d", "99b248ac-b473-47e0-87ce-40f64
 ONLY_B = ("bbca98b8-62c3-4e7d-88bc-8397f9430d90", "c76116bc-c53e-4b2d-9ded-41b901c5448d",
           "e48519d4-da38-4beb-b310-e8a354dd20b4")
 MONEY = 1e-8  # the rent and restart sums are rounded to 9 decimals per stretch of work before they are added
+MICRO = 1e-5  # compactions are priced to the micro-dollar (the report's estimate), per session and day in a file
 
 
 def ctxlamp(env: dict, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -54,8 +55,15 @@ def figures(report: dict) -> dict:
         "calls": sp["calls"], "by_day": sp["billed"]["by_day"], "by_model": sp["by_model"],
         "tokens": {d: {k: v for k, v in row.items() if k.endswith("_tokens")} for d, row in sp["days"].items()},
         "models": {d: row["models"] for d, row in sp["days"].items()},
-        "restart": (rs["rent_usd"], rs["first_reminder_usd"], rs["best_single_usd"], rs["missed_usd"]),
+        "restart": (rs["rent_usd"], rs["first_reminder_usd"], rs["best_single_usd"], rs["missed_usd"],
+                    rs["schedule"]["best_usd"], rs["schedule"]["best_restarts_only_usd"],
+                    rs["schedule"]["followed_usd"]),
         "stretches": (rs["segments"], rs["segments_with_reminders"], rs["reminders"]),
+        "schedule": {k: rs["schedule"][k] for k in ("segments", "restarts_followed", "restarts_best",
+                                                    "compactions_followed", "compactions_best")},
+        "compactions": (report["compactions"]["by_trigger"], report["compactions"]["count"],
+                        report["compactions"]["unpriced"]),
+        "compaction_usd": (report["compactions"]["cost_usd"], *report["compactions"]["cost_range_usd"].values()),
         "channels": (report["edit"]["str_replace_calls"], report["edit"]["str_replace_misses"],
                      report["edit"]["str_replace_old_string_usd"], report["pinch"]["events"],
                      report["pinch"]["requests"], report["pinch"]["saved_usd"], report["pinch"]["share_pinched"],
@@ -68,6 +76,8 @@ def assert_same(got: dict, want: dict) -> None:
         g, w = got[key], want[key]
         if key in ("spend", "restart"):
             assert g == pytest.approx(w, abs=MONEY), key
+        elif key == "compaction_usd":
+            assert g == pytest.approx(w, abs=MICRO), key
         elif key in ("by_day", "by_model"):
             assert g.keys() == w.keys() and all(g[k] == pytest.approx(w[k], abs=MONEY) for k in w), key
         elif key == "channels":
@@ -245,7 +255,9 @@ def test_a_clock_skew_neither_hides_a_device_nor_keeps_it_fresh(world):
         seen = next(d for d in behind["devices"] if d["name"] == "desktop")
         assert seen["stale"] and seen["last_seen"].startswith((now - timedelta(days=30)).date().isoformat())
         assert_same(figures(behind), figures(world["want"]))  # its last figures still count
-        assert "last seen" in ctxlamp(world["a"], "devices").stdout
+        listing = ctxlamp(world["a"], "devices").stdout
+        assert " seen " in listing and "Not seen for a while" in listing
+        assert max(map(len, listing.splitlines())) <= 80
     finally:
         path.write_bytes(whole)
 

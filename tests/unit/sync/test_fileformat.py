@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from service.sync import folder as shared
-from service.sync.fileformat import CHANNEL_COLUMNS, RESTART_COLUMNS, SPEND_COLUMNS, BadFile, decode, encode
-from tests.support.sync_files import ID, KEY, good
+from service.sync.fileformat import (
+    CHANNEL_COLUMNS, RESTART_COLUMNS, RESTART_V1, SPEND_COLUMNS, BadFile, decode, encode,
+)
+from tests.support.sync_files import ID, KEY, good, version_1
 
 def test_a_file_reads_back_as_written():
     data = encode(good())
@@ -31,7 +33,9 @@ BAD = [
     ("spend", 3, -1), ("spend", 3, 2 ** 53 + 1), ("spend", 3, 1.5), ("spend", 6, True), ("spend", 10, -0.01),
     ("spend", 10, float("inf")), ("spend", 10, 1e10), ("spend", 13, "0.1"),
     ("restart", 2, -1e10), ("restart", 1, -0.5), ("restart", 6, -1),
+    ("restart", 11, -0.5), ("restart", 13, -1e10), ("restart", 14, 1.5), ("restart", 10, "1"),
     ("channels", 5, float("nan")), ("channels", 1, -3),
+    ("compactions", 1, -1), ("compactions", 3, 0.5), ("compactions", 5, -0.01), ("compactions", 10, 1e10),
 ]
 
 
@@ -44,7 +48,8 @@ def test_a_figure_out_of_its_range_refuses_the_file(part, index, value):
 
 
 @pytest.mark.parametrize("change,why", [
-    (lambda d: d.update(version=2), "version 2"),
+    (lambda d: d.update(version=3), "version 3"),
+    (lambda d: d.update(version=True), "version True"),
     (lambda d: d.update(format="other"), "not a ctxlamp"),
     (lambda d: d["device"].update(id="../../etc"), "no device id"),
     (lambda d: d.update(written_at="yesterday"), "not a time"),
@@ -58,6 +63,60 @@ def test_a_file_of_another_shape_is_refused_with_its_reason(change, why):
     change(doc)
     with pytest.raises(BadFile, match=why):
         decode(json.dumps(doc).encode())
+
+
+def test_a_file_an_older_ctxlamp_wrote_still_counts_without_schedules_or_compactions():
+    """A device not yet updated (format 1) keeps counting: its spend and restart figures sum, its rows
+    carry no schedule (0 segments with one), and the report says which device is older."""
+    from desktop.present.overview import device_rows
+    from service.sync.merge import merge
+    from service.sync.report import device_lines
+    from service.sync.view import devices_block, merged_summary, utc_now
+
+    old = decode(json.dumps(version_1(good())).encode())
+    new = good()
+    assert old.version == 1 and new.version == 2
+    s_old, s_new = old.sessions[KEY], new.sessions[KEY]
+    assert s_old.spend == s_new.spend and s_old.compactions == []
+    assert s_old.restart[0][:len(RESTART_V1)] == s_new.restart[0][:len(RESTART_V1)]
+    assert s_old.restart[0][len(RESTART_V1):] == [0] * (len(RESTART_COLUMNS) - len(RESTART_V1))
+    local = {"spend": {"billed": {}}, "restart_savings": {"schedule": {}}, "compactions": {}, "edit": {},
+             "pinch": {}, "retrieval": {}, "period": {}}
+    for device, schedules, compacted in ((old, 0, 0), (new, 1, 2)):
+        merged = merge([device])
+        devices = devices_block(merged, "f" * 32, utc_now(), 3600.0)
+        out = merged_summary(local, merged, devices, [], "all")
+        assert out["restart_savings"]["rent_usd"] == 0.2
+        assert out["restart_savings"]["schedule"]["segments"] == schedules
+        assert out["compactions"]["count"] == compacted
+        assert [d["older"] for d in devices] == [device is old]
+        text = "\n".join(device_lines(out))
+        assert ("ctxlamp is older" in text) is (device is old) and max(map(len, text.splitlines())) <= 80
+        tip = device_rows({"on": True, "devices": devices})[0].tip  # the Overview's device table
+        assert ("ctxlamp is older" in tip) is (device is old)
+
+
+def test_schedules_and_compactions_sum_across_devices():
+    """Two devices' schedules and compactions: the sums, the schedule's capture recomputed from them."""
+    from dataclasses import replace
+
+    from service.sync.merge import merge
+    from service.sync.view import devices_block, merged_summary, utc_now
+
+    other = replace(good(), id="f" * 32, name="desktop",
+                    sessions={"a" * 32: good().sessions[KEY]})
+    merged = merge([good(), other])
+    local = {"spend": {"billed": {}}, "restart_savings": {"schedule": {"label": "kept"}}, "compactions": {},
+             "edit": {}, "pinch": {}, "retrieval": {}, "period": {}}
+    out = merged_summary(local, merged, devices_block(merged, ID, utc_now(), 3600.0), [], "all")
+    plan = out["restart_savings"]["schedule"]
+    assert plan["best_usd"] == 0.8 and plan["followed_usd"] == -0.04 and plan["capture"] == -0.05
+    assert (plan["segments"], plan["restarts_best"], plan["compactions_best"], plan["label"]) == (2, 4, 2, "kept")
+    c = out["compactions"]
+    assert c["by_trigger"] == {"manual": 2, "auto": 0, "idle": 2} and c["count"] == 4
+    assert c["cost_range_usd"] == {"low": 0.06, "high": 0.26} and c["cost_usd"] == 0.16
+    assert c["cost_usd_by_trigger"] == {"manual": 0.06, "auto": 0.0, "idle": 0.1}
+    assert "compactions.by_session" in out["sync"]["this_device_only"]
 
 
 def test_columns_are_the_format_s():
