@@ -393,8 +393,8 @@ class TrayController(QObject):
             self.cache_action.setVisible(True)
             left = exp - now
             self.cache_action.setText(
-                f"Cache expires in {fmt.duration(left)} (then a turn re-writes {fmt.usd(cache.get('cold_rewrite_usd'))})"
-                if left > 0 else f"Cache expired: the next turn re-writes {fmt.usd(cache.get('cold_rewrite_usd'))}")
+                f"Cache expires in {fmt.duration(left)} (then your next message rewrites {fmt.usd(cache.get('cold_rewrite_usd'))})"
+                if left > 0 else f"Cache expired: your next message rewrites {fmt.usd(cache.get('cold_rewrite_usd'))}")
         limits = limits_text(self.limits, now)
         self.limits_action.setVisible(limits is not None)
         self.limits_action.setText(f"Plan: {limits}" if limits else "")

@@ -47,11 +47,12 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
         lines.append(f"context {fmt.number(x)}x its useful part")
     lines.append(f"rent so far {fmt.usd(snapshot.get('bill_cycle_usd'))}{notice_given(snapshot)}"
                  f" · {words.per_hour(snapshot)}")
-    move = move_sentence(snapshot)
+    move = words.advice_line(snapshot)  # the move, or after the notice its second line, as the snapshot stands
     if move:
         lines.append(move)
-        if lamp_colour(snapshot) in ("white", "green"):  # one sentence reconciles the colour and the move
-            lines.append(words.MOVE_WHILE_GREEN)
+        reconcile = words.move_and_colour(lamp_colour(snapshot))  # one sentence for a move under white or green
+        if reconcile:
+            lines.append(reconcile)
     return "\n".join(lines + cache_lines(snapshot.get("cache") or {}, now, idle_compaction))
 
 
@@ -66,7 +67,7 @@ def cache_lines(cache: dict, now: float, idle_compaction: bool = True) -> list[s
         return [line[0].lower() + line[1:] for line in words.cold_cache_lines(cache)]
     # a clock time stays true without ticking; the menu shows the live countdown when opened
     clock = datetime.fromtimestamp(exp).strftime("%H:%M:%S")
-    lines = [f"cache warm until {clock}; after that the next turn re-writes {fmt.usd(cold)}"]
+    lines = [f"cache warm until {clock}; after that your next message rewrites {fmt.usd(cold)}"]
     move = words.break_move_sentence(cache)  # said once the cache is cold (and in the notice before it expires)
     fresh = [line for line in words.cold_cache_lines(cache)[1:] if line != move]
     if fresh:
@@ -75,7 +76,7 @@ def cache_lines(cache: dict, now: float, idle_compaction: bool = True) -> list[s
     if idle_at is not None and idle_at > now and idle_compaction:
         lines.append(words.idle_compaction_line(cache, datetime.fromtimestamp(idle_at).strftime("%H:%M")))
     if cold:  # the cache is per model: a switch (or fast mode on or off) misses it now
-        lines.append(f"switching model now re-writes {fmt.usd(cold)}")
+        lines.append(f"switching model now rewrites {fmt.usd(cold)}")
     return lines
 
 
@@ -127,10 +128,13 @@ def notice_why(red: bool, reminder: dict, snapshot: dict | None, notice: bool = 
                      "part once costs.")
         if colour in ("white", "green"):
             dhat = (snapshot or {}).get("dhat")
-            when = f" in about {fmt.plural(math.ceil(float(dhat)), 'call')}" if dhat is not None and float(dhat) > 0 \
-                else " later"
-            parts.append(f"The lamp is {colour}: no hurry, the sweet spot comes{when}; a restart at a natural "
-                         "break already pays.")
+            if dhat is not None and float(dhat) <= 0:  # green runs past the sweet spot too (docs/glossary.md)
+                parts.append(f"The lamp is {colour}: no hurry, the context is still around its sweet spot; a "
+                             "restart at a natural break already pays.")
+            else:
+                when = f" in about {fmt.plural(math.ceil(float(dhat)), 'call')}" if dhat is not None else " later"
+                parts.append(f"The lamp is {colour}: no hurry, the sweet spot comes{when}; a restart at a natural "
+                             "break already pays.")
     if not notice:
         return " ".join(parts)
     estimate = reminder.get("restart_now")
@@ -145,9 +149,20 @@ def notice_why(red: bool, reminder: dict, snapshot: dict | None, notice: bool = 
 # ---------- the Session tab ----------
 
 def session_advice(snapshot: dict | None) -> tuple[str, str]:
-    """(the advice now, its explanation) for the Session tab: the notice's words, said as the lamp stands."""
+    """(the advice now, its explanation) for the Session tab: the notice's words, said as the lamp stands, then
+    the move the tooltip, the status line and `ctxlamp status` name with the same figures."""
     if not snapshot:
         return "", ""
+    advice, why = _advice_as_the_lamp_stands(snapshot)
+    move = words.advice_line(snapshot)
+    if not move:
+        return advice, why
+    colour = lamp_colour(snapshot)
+    reconcile = words.move_and_colour(colour) if f"The lamp is {colour}:" not in why else ""
+    return f"{advice} {move}", f"{reconcile} {why}".strip()
+
+
+def _advice_as_the_lamp_stands(snapshot: dict) -> tuple[str, str]:
     colour = lamp_colour(snapshot)
     laps = int(snapshot.get("laps") or 0)
     if colour == "red":
@@ -163,6 +178,8 @@ def session_advice(snapshot: dict | None) -> tuple[str, str]:
                 "The lamp is amber: the average cost per call, counting one restart, is past its lowest. A notice "
                 "comes when the rent on dead weight reaches a restart's cost.")
     if colour == "green":
+        if move_sentence(snapshot):  # a move pays already: "No restart needed" would contradict it
+            return f"Good: {position_words(snapshot)}.", ""  # the reconciling sentence explains it
         return (f"No restart needed: {position_words(snapshot)}.",
                 "The lamp is green: the context carries little dead weight yet.")
     return ("Warming up: the advice starts once the session has grown.",

@@ -140,7 +140,7 @@ class IdleCacheNotice:
             tokens = (snap.get("window") or {}).get("tokens")
             what = f"{tokens / 1000:.0f}k tokens" if isinstance(tokens, (int, float)) else "its context"
             body = (f"{session_name(snap)}: the prompt cache expires in {max(0, int(exp - now))} s. "
-                    f"The next message will re-write {what}, about {fmt.usd(cold)}")
+                    f"The next message will rewrite {what}, about {fmt.usd(cold)}")
             ratio = ((limits or {}).get("five_hour") or {}).get("pct_per_usd")
             if isinstance(ratio, (int, float)) and ratio > 0:
                 body += f" (likely {cold * ratio:.1f}% of your 5-hour window)"

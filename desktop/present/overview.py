@@ -198,11 +198,12 @@ def restart_sentence(rs: dict) -> str:
         return ""
     text = ""
     if rs.get("segments_with_reminders"):
-        text = (f" One restart per stretch, at its first notice, would have saved about "
+        text = (f" One restart per stretch, at its notice, would have saved about "
                 f"{fmt.usd(rs.get('first_reminder_usd'))} (estimate); the best single restart in hindsight, "
                 f"{fmt.usd(rs.get('best_single_usd'))}")
         capture = rs.get("capture")
-        text += f", so that first notice got {capture * 100:.0f}% of it." if capture is not None else "."
+        the = "the notice" if rs["segments_with_reminders"] == 1 else "the notices"
+        text += f", so {the} got {fmt.percent(capture, 0)} of it." if capture is not None else "."
     if rs.get("missed_segments"):
         text += (f" {fmt.plural(rs['missed_segments'], 'stretch', 'stretches')} without a notice could have "
                  f"saved {fmt.usd(rs.get('missed_usd'))} by a restart.")

@@ -87,7 +87,7 @@ class OverviewTab(Tab):
         # stacked daily bars
         self.plot = charts.new_plot(html.escape(om.days_title(None)), "", "",
                                     left_unit="usd", bottom_unit="day", legend=True)
-        self.plot.setMinimumHeight(140)  # three tick labels apart; the window still fits 1000x700
+        self.plot.setMinimumHeight(136)  # three tick labels apart; the window still fits 1000x700 (a wrapped live row)
 
         # sessions, live sessions, limits, rent, channels
         self.sessions = QTableWidget(0, len(SESSION_COLUMNS))
@@ -105,6 +105,9 @@ class OverviewTab(Tab):
 
         self.live = QListWidget()
         self.live.setToolTip("Sessions being measured now. Click one (or press Enter) to open it.")
+        # a long project folder wraps instead of hiding the lamp's words past the box's edge
+        self.live.setWordWrap(True)
+        self.live.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.live.setMinimumHeight(44)  # room for the meters below on a small window
         self.limits_box = QGroupBox("Plan limits and budgets")
         self.limits_lay = QVBoxLayout(self.limits_box)
@@ -319,8 +322,11 @@ class OverviewTab(Tab):
         if not self.live.count():
             self.live.addItem(QListWidgetItem("No live session: one shows here from its first call."))
         # up to three live sessions show whole; more scroll (the chart above gives up the height)
-        rows = min(self.live.count(), LIVE_ROWS_SHOWN)
-        self.live.setMinimumHeight(max(44, self.live.sizeHintForRow(0) * rows + 2 * self.live.frameWidth()))
+        rows = min(self.live.count(), LIVE_ROWS_SHOWN)  # a wrapped row is taller: each counts its own height
+        self.live.doItemsLayout()
+        heights = [max(self.live.sizeHintForRow(i), self.live.visualRect(self.live.model().index(i, 0)).height())
+                   for i in range(rows)]
+        self.live.setMinimumHeight(max(44, sum(heights) + 2 * self.live.frameWidth()))
 
     def show_limits(self, status: dict | None, now: float) -> None:
         while self.limits_lay.count():

@@ -145,16 +145,17 @@ def draw_curve(plot: pg.PlotWidget, view: CurveView) -> None:
     plot.plot(view.us, view.ys, pen=pg.mkPen(c["fg"], width=2))
     plot.addItem(pg.InfiniteLine(pos=1.0, angle=90, pen=pg.mkPen(c["good"], width=1, style=Qt.PenStyle.DotLine),
                                  label="sweet spot", labelOpts={"position": 0.6, "color": c["good"]}))
-    last_u = -1.0
+    here = view.point[0] if view.point is not None and math.isfinite(view.point[1]) else None
     for u, a, lap in view.reminders:
         shown = min(a, y_top * 0.99)
         plot.plot([u], [shown], pen=None, symbol="d", symbolSize=10, symbolBrush=c["warn"],
                   symbolPen=pg.mkPen(c["fg"], width=1))
-        if u - last_u >= view.u_max / 25:  # a number over each diamond that has room for one
-            txt = pg.TextItem("notice" if lap == 1 else str(lap), color=c["warn"], anchor=(0.5, 1))
+        # only the notice is named (the later diamonds are rent, not notices: no count of them), and not where
+        # "you are here" would cover it
+        if lap == 1 and (here is None or abs(u - here) >= view.u_max / 8):
+            txt = pg.TextItem("notice", color=c["warn"], anchor=(0.5, 1))
             plot.addItem(txt)
             txt.setPos(u, shown + 0.01)
-            last_u = u
     if view.point is not None and math.isfinite(view.point[1]):
         u, a = view.point
         colour = next((col for u0, u1, col in view.bands if u0 <= u < u1), "red" if view.bands else "white")
@@ -178,13 +179,15 @@ def _marks(plot: pg.PlotWidget, view: SeriesView, labels: bool) -> None:
                                      label="compacted" if labels else None,
                                      labelOpts={"position": 0.97, "color": c["fg"]}))
     span = (view.calls[-1] - view.calls[0]) if len(view.calls) > 1 else 1.0
-    last = -math.inf
+    named = list(view.reset_calls) if labels else []  # "compacted" is written at the top of those lines
     for call, lap in view.reminder_calls:
-        show = labels and call - last >= span / 9  # labels that do not run into each other
+        # a stretch's notice is named, the later restarts' worth of rent only drawn (no count of them), and only
+        # where the word does not run into another
+        show = labels and lap == 1 and all(abs(call - other) >= span / 9 for other in named)
         if show:
-            last = call
+            named.append(call)
         plot.addItem(pg.InfiniteLine(pos=call, angle=90, pen=pg.mkPen(c["warn"], width=1, style=Qt.PenStyle.DashLine),
-                                     label=("notice" if lap == 1 else str(lap)) if show else None,
+                                     label="notice" if show else None,
                                      labelOpts={"position": 0.9, "color": c["warn"]}))
 
 

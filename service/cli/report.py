@@ -359,14 +359,17 @@ def restart_lines(rs: dict | None) -> list[str]:
     """What restarting would have saved (docs/measurement.md 14), in the text report."""
     if not rs:
         return []
+    from service.client.figures import percent
+
     capture = rs.get("capture")
+    noticed = int(rs["segments_with_reminders"])  # a stretch's first reminder is its notice (docs/glossary.md)
     lines = [(f"Restarts would have saved (estimated, one per stretch of work): ${rs['first_reminder_usd']:.2f} "
-              f"restarting at the first reminder, ${rs['best_single_usd']:.2f} with the best single restart, "
+              f"restarting at the notice, ${rs['best_single_usd']:.2f} with the best single restart, "
               f"over {_stretches(rs['segments'])}")]
-    lines.append(f"  stretches with a reminder: {rs['segments_with_reminders']}"
-                 + (f"; its first reminder got {capture * 100:.0f}% of the best single restart"
-                    if capture is not None else ""))
-    lines.append(f"  missed (no reminder, a restart would have saved): ${rs['missed_usd']:.2f} "
+    lines.append(f"  stretches with a notice: {noticed}"
+                 + (f"; {'the notice' if noticed == 1 else 'the notices'} got {percent(capture, 0)} of the best "
+                    "single restart" if capture is not None else ""))
+    lines.append(f"  missed (no notice, a restart would have saved): ${rs['missed_usd']:.2f} "
                  f"in {_stretches(rs.get('missed_segments', 0))}")
     return lines
 

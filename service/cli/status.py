@@ -25,25 +25,27 @@ def _dot(colour: str, tty: bool) -> str:
 
 
 def _x(v) -> str:
-    return "-" if v is None else f"{float(v):.1f}x"
+    """Times the useful part, to two decimals as the tooltip and the window say it ("3.09x")."""
+    return "-" if v is None else f"{float(v):.2f}x"
 
 
 def ending_words(snapshot: dict) -> str:
-    """What restarting at the session's first reminder would have saved by now (docs/measurement.md 14)."""
+    """What restarting at the session's notice (its stretch's first reminder) would have saved by now
+    (docs/measurement.md 14), in the glossary's words: the user saw a notice, not a reminder."""
     from service.client.figures import usd
     from service.client.textsafe import printable as p
 
     rs = snapshot.get("restart_savings") or {}
     if rs.get("first_reminder_call") is None:
-        return "No reminder yet: the rent paid on dead weight has not reached a restart's cost."
+        return "No notice yet: the rent paid on dead weight has not reached a restart's cost."
     call = p(rs["first_reminder_call"], 12)  # the service's figures are printed as text: filtered too
     try:
         saved = float(rs.get("first_reminder_usd") or 0.0)
     except (TypeError, ValueError):
         saved = 0.0
-    text = (f"Restarting at the first reminder (after call {call}) with a handoff would have saved {usd(saved)} "
+    text = (f"Restarting at the notice (after call {call}) with a handoff would have saved {usd(saved)} "
             "by now (an estimate)" if saved >= 0 else
-            f"Restarting at the first reminder (after call {call}) would have cost {usd(-saved)} more than it "
+            f"Restarting at the notice (after call {call}) would have cost {usd(-saved)} more than it "
             "saved so far (an estimate)")
     if rs.get("best_call") is not None and rs.get("best_call") != rs["first_reminder_call"]:
         try:
@@ -85,7 +87,7 @@ def _lines(status: dict, tty: bool, notices: list[str] | None, narrow: bool, now
 
     from service.client.textsafe import printable as p
     from service.client.figures import plural
-    from service.client.words import session_name
+    from service.client.words import advice_line, session_name
 
     svc = status.get("service") or {}
     scan = svc.get("scan") or {}
@@ -112,6 +114,9 @@ def _lines(status: dict, tty: bool, notices: list[str] | None, narrow: bool, now
     followed = next((s for s in sessions if s.get("session_id") == status.get("followed")), sessions[0])
     lines.append("context: how many times bigger than its useful part · rent so far: paid on dead weight in this "
                  "stretch of work")
+    move = advice_line(followed)  # the move the tooltip and the Session tab name (the status line too), same figures
+    if move:
+        lines.append(f"{p(session_name(followed), 80)}: {move}")
     if (followed.get("restart_savings") or {}).get("first_reminder_call") is not None:
         lines.append(f"{p(session_name(followed), 80)}: {ending_words(followed)}")
     lines += cold_words(followed, time.time() if now is None else now, followed.get("session_id") in handoff_ready)

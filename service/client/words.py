@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from pathlib import PurePath
+from pathlib import PurePath, PureWindowsPath
 
 from service.client.figures import DASH, count, percent, plural, size, tokens, usd
 
@@ -158,10 +158,13 @@ def kept_copies(block: dict) -> str:
 
 
 def project_name(project: str | None) -> str:
-    """The project folder's name ("webshop" for /home/dev/webshop)."""
+    """The project folder's name ("webshop" for /home/dev/webshop, and for C:\\Users\\dev\\webshop: a
+    transcript written on Windows and read here, in a sync folder or a copied history, names it so too)."""
     if not project:
         return "unknown project"
-    return PurePath(str(project)).name or str(project)
+    text = str(project)
+    path = PureWindowsPath(text) if "\\" in text and "/" not in text else PurePath(text)
+    return path.name or text
 
 
 def session_label(project: str | None, started_at: str | None, now: float | None = None) -> str:
@@ -183,12 +186,20 @@ NOTICE_DO = {False: "Rent on dead weight has reached a restart's cost: prepare a
 
 
 MOVE_NOW = {"compact": "/compact now", "restart": "A restart now"}
-# said under a move while the lamp is white or green: the colour and the move answer two questions
-MOVE_WHILE_GREEN = ("The lamp is green because the context is still short of its sweet spot; the move pays "
+# said under a move while the lamp is white or green: the colour and the move answer two questions. Green runs on
+# both sides of the sweet spot (docs/glossary.md), so the sentence says "around", true on either side of it.
+MOVE_WHILE_GREEN = ("The lamp is green because the context is still around its sweet spot; the move pays "
+                    "because the calls already re-read enough dead weight.")
+MOVE_WHILE_WHITE = ("The lamp is white because the session is still too young to judge; the move pays "
                     "because the calls already re-read enough dead weight.")
 MOVE_ALSO = {"compact": "/compact", "restart": "a restart"}
 # the cache notice's move: made at the break, before the next message rewrites the prompt
 MOVE_AT_BREAK = {"compact": "/compact", "restart": "A restart"}
+
+
+def move_and_colour(colour: str) -> str:
+    """The one sentence that reconciles a move with a white or green lamp (empty for amber and red)."""
+    return {"white": MOVE_WHILE_WHITE, "green": MOVE_WHILE_GREEN}.get(colour, "")
 
 
 def _priced_move(advice: object, names: dict[str, str], pays_twice: bool, move: object = None,
@@ -234,6 +245,25 @@ def break_move_sentence(cache: dict | None) -> str:
                         other=False)
 
 
+def restart_cost(snapshot: dict | None) -> float | None:
+    """What a restart's rebuild costs now: the useful part written at the price the cold prompt would be
+    (the reminder's `restart_usd`, from the snapshot it was raised with); None without a priced cache."""
+    snap = snapshot or {}
+    stock, cold = snap.get("totalStock") or 0, _amount((snap.get("cache") or {}).get("cold_rewrite_usd"))
+    useful = _amount(snap.get("B_default"))
+    return cold * useful / stock if cold is not None and useful is not None and stock else None
+
+
+def advice_line(snapshot: dict | None) -> str:
+    """The move and what it saves, as the tooltip, the Session tab and `ctxlamp status` say it as the session
+    stands: the priced moves once one pays twice; after the stretch's notice, the notice's second line priced
+    from this snapshot (so the figures the notice gave stay in sight, moving as the rent does); else nothing."""
+    move = move_sentence(snapshot)
+    if move or ((snapshot or {}).get("restart_savings") or {}).get("first_reminder_call") is None:
+        return move
+    return saving_line({}, snapshot)
+
+
 def saving_line(reminder: dict, snapshot: dict | None = None) -> str:
     """What changing course now saves, as briefly as the figures allow: the priced moves once one pays twice,
     else a restart's estimate over the calls this user's sessions usually run after a reminder, else its
@@ -248,7 +278,7 @@ def saving_line(reminder: dict, snapshot: dict | None = None) -> str:
         if saving > 0:
             return f"Saves about {usd(saving)} if the session runs {ahead} (estimate)."
         return f"Over {ahead} a restart would not earn its rebuild back (estimate)."
-    restart = reminder.get("restart_usd")
+    restart = reminder["restart_usd"] if reminder.get("restart_usd") is not None else restart_cost(snapshot)
     pp = reminder.get("payback_calls", (snapshot or {}).get("pp"))
     if restart is not None and pp is not None:
         return (f"A restart costs {usd(restart)} and pays for itself after "

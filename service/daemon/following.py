@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from service.client.payloads import Snapshot
     from service.daemon.runtime import Service
 
+from service.client.words import restart_cost
 from service.ingest.live import Ingest, LiveSession, classify
 from service.ingest.transcript_file import Skipped, open_fd
 from service.daemon.part import ServicePart
@@ -283,6 +284,8 @@ class Following(ServicePart):
                 self._on_reminder(sess, ev, sess.snapshot or {})
         archived = False
         for profile in sess.new_profiles():
+            if not archived and sess.snapshot is not None:  # its stretches are named by the session's folder
+                self._persist.remember_session(sess.snapshot, str(sess.path))
             self._persist.archive_profile(profile)
             archived = True
         if archived and not self._quiet_reminders:
@@ -337,9 +340,7 @@ class Following(ServicePart):
             stored = not (ck and (seg, lap) <= ck)
         if not stored:
             return
-        stock = snap.get("totalStock") or 0
-        cold = (snap.get("cache") or {}).get("cold_rewrite_usd")
-        restart = cold * snap.get("B_default", 0) / stock if cold is not None and stock else None
+        restart = restart_cost(cast("dict", snap))  # the notice's rebuild, as the tooltip prices it after
         reminder = {"session_id": sid, "segment": seg, "lap": lap, "call": ev.get("call"), "at": ev.get("at"),
                     "restart_usd": restart, "payback_calls": snap.get("pp"),
                     "rent_usd": snap.get("bill_cycle_usd"), "restart_now": self._restart_now(sess, snap)}

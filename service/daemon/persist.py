@@ -18,6 +18,7 @@ from service.api.reads import Row, Unavailable
 from service.client.paths import Paths
 
 if TYPE_CHECKING:
+    from service.client.payloads import Snapshot
     from service.daemon.first_pass import HistoryRead
     from service.store import Store
 
@@ -131,6 +132,16 @@ class Persistence:
                          lambda s: s.history.history_locate(lineage_id, path, limit, page_size=page_size))
 
     # ---- writes the service makes -------------------------------------------------------
+    def remember_session(self, snapshot: "Snapshot | Row", path: str) -> None:
+        """A live session's row (its folder, transcript and model), written before its first archived stretch:
+        the History tab names a stretch by its session's folder, and only the first pass wrote the rows of the
+        sessions it read, so a live session's stretches read "unknown project"."""
+        sid = snapshot.get("session_id")
+        if sid:
+            self._call("upsert_session", lambda s: s.sessions.upsert_session(
+                str(sid), transcript=path, project=snapshot.get("project"), model=snapshot.get("model"),
+                seen_at=snapshot.get("updated_at")))
+
     def archive_profile(self, profile: Row) -> None:
         self._call("archive_profile", lambda s: s.sessions.archive_profile(profile))
         with self._version_lock:  # the live loop and the history scan both archive

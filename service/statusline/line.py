@@ -108,7 +108,7 @@ def advice_part(f: dict, color: bool) -> str:
 def rewrite_part(f: dict, color: bool) -> str:
     """What switching model (or fast mode) now costs: the whole prompt written to the cache again."""
     cold = ((f.get("session") or {}).get("cache") or {}).get("cold_rewrite_usd")
-    return f"switch re-writes {usd(cold)}" if isinstance(cold, (int, float)) and cold > 0 else ""
+    return f"switch rewrites {usd(cold)}" if isinstance(cold, (int, float)) and cold > 0 else ""
 
 
 def rent_part(f: dict, color: bool) -> str:

@@ -121,7 +121,7 @@ def test_status_and_report_in_a_second_shell_show_the_demo_make_run_plays(played
     assert not internal_words(text), internal_words(text)
 
     ending = run.out[run.out.index("The demo has written its last call."):].splitlines()[0]
-    assert re.search(r"Restarting at the first reminder \(after call \d+\) with a handoff would have saved "
+    assert re.search(r"Restarting at the notice \(after call \d+\) with a handoff would have saved "
                      r"\$\d", ending), ending
     assert not internal_words(run.out), internal_words(run.out)
     assert not internal_words(run.err), run.err

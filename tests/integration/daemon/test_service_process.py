@@ -189,6 +189,11 @@ def test_appends_line_by_line_and_in_random_chunks_match_replay(svc, dirs):
     # the compaction archived the first segment's profile
     segs = s.get(f"/api/v1/segments?session={end1['session_id']}")["segments"]
     assert [(p["segment"], p["end_reason"]) for p in segs] == [(0, "compact")]
+    # named by its session's folder, as the first pass names the stretches it read (the History tab said
+    # "unknown project" for every stretch a live session archived)
+    project = s.get("/api/v1/status")["sessions"]
+    assert segs[0]["project"] == next(x["project"] for x in project if x["session_id"] == end1["session_id"])
+    assert segs[0]["project"]
 
     # the CLI's one-shot view reads the same status
     out = subprocess.run([*CTXLAMP, "status", "--json"], env=s.env, cwd=ROOT, capture_output=True, text=True,

@@ -406,3 +406,30 @@ def test_the_settings_show_the_size_of_the_kept_transcripts(qtbot, ctx_home):
     shown = dict((form.itemAt(i, form.ItemRole.LabelRole).widget().text(),
                   form.itemAt(i, form.ItemRole.FieldRole).widget().text()) for i in range(form.rowCount()))
     assert shown["Kept copies of transcripts"] == "195 files, 5.6 MB: read once Claude Code deletes a transcript"
+
+
+def test_live_sessions_with_long_project_folders_show_their_lamps_words(qtbot):
+    """Real transcripts' folders are long ("agent-workflows-monorepo-v2"): the Live sessions box cut "— past the
+    sweet spot" at its edge behind a sideways scroll bar at the default size; a row wraps instead."""
+    from tests.support.layout import layout_problems
+
+    class LongNames(DemoSource):
+        def status(self) -> dict:
+            doc = super().status()
+            first = doc["sessions"][0]
+            doc["sessions"] = [{**first, "session_id": f"s{i}", "project": f"/home/dev/{name}"}
+                               for i, name in enumerate(("agent-workflows-monorepo-v2", "spotter-dashboard-0zw",
+                                                         "a-rather-long-project-folder-name"))]
+            return doc
+
+    win = MainWindow(LongNames())
+    qtbot.addWidget(win)
+    win.resize(1100, 760)
+    win.show()
+    win.load_all()
+    win.tabs.setCurrentIndex(0)
+    qtbot.wait(50)
+    live = win.overview_tab.live
+    assert live.count() == 3 and all("agent-workflows" in live.item(0).text() for _ in (0,))
+    assert not live.horizontalScrollBar().isVisible()
+    assert [p for p in layout_problems(win.overview_tab) if "list row" in p] == []

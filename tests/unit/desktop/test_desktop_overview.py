@@ -93,6 +93,8 @@ def test_model_and_project_names_are_words():
     assert om.model_name("claude-haiku-4-5-20251001") == "Haiku 4.5"
     assert om.model_name(None) == "unknown model"
     assert om.project_name("/home/dev/webshop") == "webshop"
+    # a transcript written on Windows (real-wild has them) read on Linux: the History tab said "C:\Users\Mischa"
+    assert om.project_name("C:\\Users\\dev\\webshop") == "webshop" == om.project_name("/home/dev/webshop/")
 
 
 def test_fast_calls_have_their_own_bars_and_name_and_unpriced_values_are_said():

@@ -15,7 +15,7 @@ def test_restart_lines_count_segments_in_the_singular_and_the_plural():
     assert "in 0 stretches of work" in one
     many = "\n".join(restart_lines(_block(3, 1)))
     assert "over 3 stretches of work\n" in many and many.endswith("in 1 stretch of work")
-    assert "its first reminder got 42% of the best single restart" in many
+    assert "the notice got 42 % of the best single restart" in many
     assert restart_lines(None) == []
 
 
