@@ -197,7 +197,9 @@ def restart_sentence(rs: dict) -> str:
     if not rs.get("segments"):
         return ""
     text = ""
-    if rs.get("segments_with_reminders"):
+    if followed_sentence(rs.get("schedule")):  # the lead priced following the notices: one figure for them (458)
+        text = f" The best single restart in hindsight would have saved {fmt.usd(rs.get('best_single_usd'))}."
+    elif rs.get("segments_with_reminders"):
         text = (f" One restart per stretch, at its notice, would have saved about "
                 f"{fmt.usd(rs.get('first_reminder_usd'))} (estimate); the best single restart in hindsight, "
                 f"{fmt.usd(rs.get('best_single_usd'))}")

@@ -363,6 +363,11 @@ def restart_lines(rs: dict | None) -> list[str]:
 
     capture = rs.get("capture")
     noticed = int(rs["segments_with_reminders"])  # a stretch's first reminder is its notice (docs/glossary.md)
+    if followed_lines(rs.get("schedule")):  # the lead priced following the notices: one figure for them (458)
+        return [f"The best single restart in hindsight would have saved ${rs['best_single_usd']:.2f} "
+                f"(estimated) over {_stretches(rs['segments'])}",
+                f"  missed (no notice, a restart would have saved): ${rs['missed_usd']:.2f} "
+                f"in {_stretches(rs.get('missed_segments', 0))}"]
     lines = [(f"Restarts would have saved (estimated, one per stretch of work): ${rs['first_reminder_usd']:.2f} "
               f"restarting at the notice, ${rs['best_single_usd']:.2f} with the best single restart, "
               f"over {_stretches(rs['segments'])}")]

@@ -30,14 +30,25 @@ def _x(v) -> str:
 
 
 def ending_words(snapshot: dict) -> str:
-    """What restarting at the session's notice (its stretch's first reminder) would have saved by now
-    (docs/measurement.md 14), in the glossary's words: the user saw a notice, not a reminder."""
+    """What following the session's notices would have saved by now against the best in hindsight, as the
+    report says it (docs/measurement.md 14); from a service without schedules, what restarting at its notice
+    (its stretch's first reminder) would have saved, in the glossary's words."""
     from service.client.figures import usd
     from service.client.textsafe import printable as p
+
+    from service.client.words import followed_sentence
 
     rs = snapshot.get("restart_savings") or {}
     if rs.get("first_reminder_call") is None:
         return "No notice yet: the rent paid on dead weight has not reached a restart's cost."
+    schedule = rs.get("schedule")
+    if isinstance(schedule, dict):  # the report's and the Overview's figure, for this session (decision 458)
+        try:
+            followed = followed_sentence({**schedule, "segments": 1})
+        except (TypeError, ValueError):  # not figures: the older frame below
+            followed = ""
+        if followed:
+            return followed
     call = p(rs["first_reminder_call"], 12)  # the service's figures are printed as text: filtered too
     try:
         saved = float(rs.get("first_reminder_usd") or 0.0)

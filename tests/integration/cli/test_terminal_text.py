@@ -193,6 +193,12 @@ def test_status_ending_words_print_the_services_figures_without_escape_codes():
     for text in (ending_words(snap), render({"sessions": [snap], "followed": "s"}, tty=False)):
         assert_clean(text.encode())
     assert "after call 3" in ending_words(snap) and "after call 9" in ending_words(snap)
+    # with the session's schedule: the report's words for following its notices (decision 458)
+    snap["restart_savings"]["schedule"] = {"best_usd": 2.0, "followed_usd": 1.5}
+    assert ending_words(snap) == "Following every notice would have saved $1.50, 75 % of the best in hindsight (estimate)."
+    snap["restart_savings"]["schedule"] = {"best_usd": f"2{CLEAR}", "followed_usd": 1.5}
+    assert_clean(ending_words(snap).encode())
+    assert "after call 3" in ending_words(snap)
 
 
 def test_calibrate_names_a_skipped_path_without_its_escape_codes(tmp_path, ctx_home):
