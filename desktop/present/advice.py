@@ -9,6 +9,7 @@ notice opens). When a notice is given is desktop/present/coalesce.py's rule.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -47,7 +48,7 @@ def tooltip_text(snapshot: dict | None, now: float, down_reason: str | None = No
         lines.append(f"context {fmt.number(x)}x its useful part")
     lines.append(f"rent so far {fmt.usd(snapshot.get('bill_cycle_usd'))}{notice_given(snapshot)}"
                  f" · {words.per_hour(snapshot)}")
-    move = words.advice_line(snapshot)  # the move, or after the notice its second line, as the snapshot stands
+    move = words.advice_line(snapshot, now)  # the move, or after the notice its second line, as the snapshot stands
     if move:
         lines.append(move)
         reconcile = words.move_and_colour(lamp_colour(snapshot))  # one sentence for a move under white or green
@@ -148,13 +149,16 @@ def notice_why(red: bool, reminder: dict, snapshot: dict | None, notice: bool = 
 
 # ---------- the Session tab ----------
 
-def session_advice(snapshot: dict | None) -> tuple[str, str]:
+def session_advice(snapshot: dict | None, now: float | None = None) -> tuple[str, str]:
     """(the advice now, its explanation) for the Session tab: the notice's words, said as the lamp stands, then
     the move the tooltip, the status line and `ctxlamp status` name with the same figures."""
     if not snapshot:
         return "", ""
     advice, why = _advice_as_the_lamp_stands(snapshot)
-    move = words.advice_line(snapshot)
+    now = time.time() if now is None else now
+    move = words.advice_line(snapshot, now)
+    if not move and words.cache_cold(snapshot, now):  # the tab shows no cache lines: the cache's move here (459)
+        move = words.break_move_sentence(snapshot.get("cache"))
     if not move:
         return advice, why
     colour = lamp_colour(snapshot)

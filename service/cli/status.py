@@ -125,7 +125,7 @@ def _lines(status: dict, tty: bool, notices: list[str] | None, narrow: bool, now
     followed = next((s for s in sessions if s.get("session_id") == status.get("followed")), sessions[0])
     lines.append("context: how many times bigger than its useful part · rent so far: paid on dead weight in this "
                  "stretch of work")
-    move = advice_line(followed)  # the move the tooltip and the Session tab name (the status line too), same figures
+    move = advice_line(followed, time.time() if now is None else now)  # the move the tooltip and the Session tab name (the status line too), same figures
     if move:
         lines.append(f"{p(session_name(followed), 80)}: {move}")
     if (followed.get("restart_savings") or {}).get("first_reminder_call") is not None:

@@ -254,10 +254,20 @@ def restart_cost(snapshot: dict | None) -> float | None:
     return cold * useful / stock if cold is not None and useful is not None and stock else None
 
 
-def advice_line(snapshot: dict | None) -> str:
+def cache_cold(snapshot: dict | None, now: float) -> bool:
+    """The session's prompt cache has expired by `now`: its next message writes the whole prompt again."""
+    expires = parse_time(((snapshot or {}).get("cache") or {}).get("expires_at"))
+    return expires is not None and expires <= now
+
+
+def advice_line(snapshot: dict | None, now: float | None = None) -> str:
     """The move and what it saves, as the tooltip, the Session tab and `ctxlamp status` say it as the session
     stands: the priced moves once one pays twice; after the stretch's notice, the notice's second line priced
-    from this snapshot (so the figures the notice gave stay in sight, moving as the rent does); else nothing."""
+    from this snapshot (so the figures the notice gave stay in sight, moving as the rent does); else nothing.
+    Once the cache is cold (by `now`) and the cache notice names a move, that move, priced for the cold
+    cache, is the one said (in the cache's lines): nothing here, so one move has one figure (decision 459)."""
+    if now is not None and cache_cold(snapshot, now) and break_move_sentence((snapshot or {}).get("cache")):
+        return ""
     move = move_sentence(snapshot)
     if move or ((snapshot or {}).get("restart_savings") or {}).get("first_reminder_call") is None:
         return move

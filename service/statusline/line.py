@@ -181,10 +181,15 @@ def _break_move(cache: dict, handoff: bool) -> str:
     return f"{SEP}{name} saves ~{usd(keep_going - priced)}/{max(1, round(ahead))} calls"
 
 
+def _cold(f: dict, now: float) -> bool:
+    """The prompt cache has expired: Claude Code's word first, else its expiry."""
+    expires = f.get("cache_expires_at")
+    return f.get("cache_warm") is False or (isinstance(expires, (int, float)) and expires - now < 1)
+
+
 def cache_part(f: dict, color: bool, now: float) -> str:
     expires = f.get("cache_expires_at")
-    warm = f.get("cache_warm")
-    if warm is False or (isinstance(expires, (int, float)) and expires - now < 1):  # Claude Code's word first
+    if _cold(f, now):
         return paint(cold_words(f), "amber", color)
     if not isinstance(expires, (int, float)):
         return ""
@@ -197,9 +202,19 @@ def context_part(f: dict, color: bool) -> str:
     return f"ctx {pct:.0f}%" if isinstance(pct, (int, float)) else ""
 
 
+def _says_break_move(f: dict, now: float) -> bool:
+    """The cache is cold and its part names the cache notice's move: that move, priced for the cold cache, is
+    the one said, so the advice's part (priced warm) stays out (decision 459)."""
+    if not _cold(f, now):
+        return False
+    move = _break_move((f.get("session") or {}).get("cache") or {}, f.get("handoff") is True)
+    return bool(move) and move in cold_words(f)
+
+
 def parts(facts: dict, color: bool, now: float) -> dict[str, str]:
     return {"lamp": lamp_part(facts, color), "position": position_part(facts, color),
-            "advice": advice_part(facts, color), "rewrite": rewrite_part(facts, color),
+            "advice": "" if _says_break_move(facts, now) else advice_part(facts, color),
+            "rewrite": rewrite_part(facts, color),
             "rent": rent_part(facts, color), "limits": limits_part(facts, color, now),
             "turn": turn_part(facts, color), "cache": cache_part(facts, color, now),
             "context": context_part(facts, color)}

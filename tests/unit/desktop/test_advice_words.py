@@ -55,7 +55,7 @@ def test_a_green_lamp_past_the_sweet_spot_is_not_said_to_be_short_of_it(dhat):
     tooltip said "14 calls past the sweet spot" above "the context is still short of its sweet spot", and the
     Session tab "the sweet spot comes later"."""
     snap = {**LATE, "dhat": dhat, "lamp": {**LATE["lamp"], "colour": "green", "state": "good"}}
-    for text in (vm.tooltip_text(snap, now=0.0), " ".join(vm.session_advice(snap)),
+    for text in (vm.tooltip_text(snap, now=0.0), " ".join(vm.session_advice(snap, now=0.0)),
                  vm.notice_why(False, {}, snap)):
         assert "short of its sweet spot" not in text and "comes later" not in text, text
         if dhat < 0:
@@ -70,7 +70,7 @@ def test_the_session_tab_names_the_tooltips_move_with_its_figures():
         snap = {**LATE, "lamp": {**LATE["lamp"], "colour": colour, "state": state}}
         move = vm.move_sentence(snap)
         assert move and move in vm.tooltip_text(snap, now=0.0).splitlines()
-        advice, why = vm.session_advice(snap)
+        advice, why = vm.session_advice(snap, now=0.0)
         assert advice.endswith(move), (colour, advice)
         assert "No restart needed" not in advice  # never beside a move that pays
         if colour == "green":
@@ -190,7 +190,7 @@ def test_between_the_notice_and_a_move_that_pays_twice_every_surface_keeps_the_n
     assert words.advice_line(snap) == second
     assert second in vm.tooltip_text(snap, now=0.0).splitlines()
     assert words.MOVE_WHILE_GREEN in vm.tooltip_text(snap, now=0.0).splitlines()  # good (green) beside it
-    assert vm.session_advice(snap)[0].endswith(second)
+    assert vm.session_advice(snap, now=0.0)[0].endswith(second)
     assert second in " ".join(render({"sessions": [snap], "followed": "s"}, tty=False, now=0.0).split())
     before = {**snap, "restart_savings": {**snap["restart_savings"], "first_reminder_call": None}}
     assert words.advice_line(before) == ""  # no notice yet, no move that pays twice: nothing to say
@@ -204,3 +204,33 @@ def test_the_tooltip_says_rewrite_one_way_warm_or_cold():
         assert "re-write" not in text and "next turn" not in text, text
         assert "your next message rewrites" in text.lower(), text
     assert "re-write" not in line.render({"session": LATE, "service": "up"}, "{rewrite}", color=False, now=0)
+
+
+def test_once_the_cache_is_cold_the_cache_notices_move_is_the_one_move_said():
+    """With the cache cold, the next message writes the whole prompt again: the move the cache notice names,
+    priced for that, is said, and the move priced warm beside it is not (two figures for one restart were
+    on the tray's tooltip: decision 459). While warm, the warm move is said."""
+    from service.cli.status import render
+
+    warm_move = {"move": "restart", "pays_twice": True, "horizon_calls": 30, "continue_usd": 1.0,
+                 "restart_usd": 0.5, "compact_usd": 0.9, "saves_usd": 0.5}
+    cold = {"move": "restart", "horizon_calls": 30, "continue_usd": 2.0, "restart_usd": 0.8, "compact_usd": 1.9}
+    cache = {"expires_at": "2026-01-01T12:00:00Z", "cold_rewrite_usd": 0.9, "cold_rewrite_tokens": 150_000,
+             "cold_advice": cold, "break_move": "restart"}
+    snap = {**LATE, "advice": warm_move, "cache": cache, "session_id": "s"}
+    expiry = fmt.parse_time(cache["expires_at"])
+    for now, said, unsaid in ((expiry - 60, "$0.50", "$1.20"), (expiry + 60, "$1.20", "$0.50")):
+        tip = vm.tooltip_text(snap, now)
+        status = render({"sessions": [snap], "followed": "s"}, tty=False, now=now)
+        advice, _ = vm.session_advice(snap, now)
+        for text in (tip, status, advice):
+            if now < expiry and text is tip:
+                assert said in text  # the cache line prices the rewrite; the move priced warm is said
+            else:
+                assert f"saves about {said}" in text, text
+            assert f"saves about {unsaid}" not in text, text
+    facts = {"session": {"advice": warm_move, "cache": cache}, "cache_warm": False}
+    text = line.render(facts, color=False, now=expiry + 60)
+    assert "restart saves ~$1.20/30 calls" in text and "$0.50" not in text, text
+    text = line.render({**facts, "cache_warm": True, "cache_expires_at": expiry + 300}, color=False, now=expiry)
+    assert "restart saves ~$0.50/30 calls" in text and "$1.20" not in text, text
