@@ -35,7 +35,6 @@ def ending_words(snapshot: dict) -> str:
     (its stretch's first reminder) would have saved, in the glossary's words."""
     from service.client.figures import usd
     from service.client.textsafe import printable as p
-
     from service.client.words import followed_sentence
 
     rs = snapshot.get("restart_savings") or {}
@@ -73,11 +72,9 @@ WIDE = 150  # the table's width; a narrower terminal gets a block of lines per s
 def cold_words(snapshot: dict, now: float, handoff: bool = False) -> list[str]:
     """A session whose prompt cache has expired: the rewrite beside the fresh start, lines of at most 80
     columns (service/client/words.py); nothing while the cache is warm."""
-    from service.client.words import cold_cache_lines, parse_time
+    from service.client.words import cache_cold, cold_cache_lines
 
-    cache = snapshot.get("cache") or {}
-    expires = parse_time(cache.get("expires_at"))
-    return cold_cache_lines(cache, handoff) if expires is not None and expires <= now else []
+    return cold_cache_lines(snapshot.get("cache"), handoff) if cache_cold(snapshot, now) else []
 
 
 def render(status: dict, tty: bool, notices: list[str] | None = None, columns: int | None = None,
@@ -125,12 +122,13 @@ def _lines(status: dict, tty: bool, notices: list[str] | None, narrow: bool, now
     followed = next((s for s in sessions if s.get("session_id") == status.get("followed")), sessions[0])
     lines.append("context: how many times bigger than its useful part · rent so far: paid on dead weight in this "
                  "stretch of work")
-    move = advice_line(followed, time.time() if now is None else now)  # the move the tooltip and the Session tab name (the status line too), same figures
+    now = time.time() if now is None else now
+    move = advice_line(followed, now)  # the move the tooltip, the Session tab and the status line name, same figures
     if move:
         lines.append(f"{p(session_name(followed), 80)}: {move}")
     if (followed.get("restart_savings") or {}).get("first_reminder_call") is not None:
         lines.append(f"{p(session_name(followed), 80)}: {ending_words(followed)}")
-    lines += cold_words(followed, time.time() if now is None else now, followed.get("session_id") in handoff_ready)
+    lines += cold_words(followed, now, followed.get("session_id") in handoff_ready)
     return lines + list(notices or [])
 
 

@@ -218,31 +218,35 @@ class Jobs(ServicePart):
         svc = self._svc
         history: set[str] = set()
         known = self._persist.history_states() if todo else {}
-        already: list[Path] = []  # unreadable, or read before as they are now: counted done once caught up
+        already = 0  # unreadable, or read before as they are now: counted done once caught up
         for path in todo:
             try:
                 st = check(path)
             except Skipped as exc:
                 if not exc.gone:
                     svc.skipped.note(path, exc.reason)
-                already.append(path)
+                already += 1
                 continue
             if self._persist.history_current(known.get(str(path)), st):
-                already.append(path)
+                already += 1
             else:
                 history.add(str(path))
+
+        def progress(files: int) -> None:
+            """`files` more done, with those done before the pass, once the recent sessions were read."""
+            nonlocal already
+            if self._wait_caught_up():
+                svc.scan["done"] += already + files
+                already = 0
 
         def recorded(batch: list[first_pass.Recorded]) -> None:
             if not self._wait_caught_up():  # written after the recent sessions, as when read after them
                 return
-            if already:
-                svc.scan["done"] += len(already)
-                already.clear()
             self._persist.record_history([(path, read) for path, read, _ in batch if read is not None])
             for path, read, why in batch:
                 if read is None and why is not None:
                     svc.skipped.note(Path(path), why)
-            svc.scan["done"] += len(batch)
+            progress(len(batch))
 
         max_line = config_mod.max_line_bytes(svc.cfg)
         began, cpu = time.monotonic(), time.process_time()
@@ -258,8 +262,7 @@ class Jobs(ServicePart):
         except Exception:
             log.exception("the first pass over the history failed (the report will read the transcripts)")
             return not svc.stopping.is_set()
-        if already and self._wait_caught_up():
-            svc.scan["done"] += len(already)
+        progress(0)
         log.info("history read in %.1f s: %d files, %.0f MB (the service's CPU meanwhile: %.1f s)",
                  time.monotonic() - began, len(planned.jobs), planned.bytes / 1e6, time.process_time() - cpu)
         return done

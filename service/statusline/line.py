@@ -151,8 +151,8 @@ def cold_words(f: dict) -> str:
     """A cold cache priced (docs/measurement.md 16): "cache cold: next msg rewrites $0.90 · fresh start $0.13"
     (the fresh start "restart w/ handoff" when a handoff from before the break exists), or, where the cache
     notice names a move (the engine's `break_move`), that move: "cache cold: next msg rewrites $0.90 · restart
-    saves ~$1.01/30 calls" ("restart w/ handoff saves ..." with one). Without the service, Claude Code's own count of what the next message rewrites,
-    else the bare fact."""
+    saves ~$1.01/30 calls" ("restart w/ handoff saves ..." with one). Without the service, Claude Code's own
+    count of what the next message rewrites, else the bare fact."""
     cache = (f.get("session") or {}).get("cache") or {}
     rewrite, fresh = _money(cache.get("cold_rewrite_usd")), _money(cache.get("fresh_start_usd"))
     if rewrite is None:
