@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         from service.report import scan
 
         cfg = load(Path(tmp) / "no-config.toml")
-        first_pass.init_worker({}, scan.DEFAULT_MAX_LINE, load_prices(None), engine_config(cfg), True, spawned=True)
+        first_pass.init_worker({}, scan.DEFAULT_MAX_LINE, load_prices(None), engine_config(cfg), True)
         reads = []
         for tf in scan.discover(args.corpus / ".claude" / "projects"):
             if not tf.subagent:

@@ -14,7 +14,7 @@ scheduler) and a child forked while one of them holds a lock waits for it foreve
 can fork, one fresh interpreter (a fork server, service/report/spawned.py) imports the readers
 once and forks the workers (on a first start it is started ahead, while the service builds itself:
 `prestart`); elsewhere each worker is a fresh interpreter. Either way a worker counts
-tokens with the Python counter and never builds tiktoken's encoder (76 MB a process). Below
+tokens with the Python counter, as every process does (decision 490). Below
 `forked.SPAWN_MIN_BYTES` of unread history one process is as fast, and the service's own thread
 reads it (the same functions), unless the fork server was started ahead: its start is then paid
 already, and from `forked.POOL_MIN_BYTES` its workers read beside the service's loop, which reads
@@ -39,26 +39,13 @@ from service.report.restart import Replay
 # What a worker needs besides the job: set once per worker by `init_worker`.
 _replay_with: tuple[Any, Any, bool] | None = None   # (prices, engine config, store prompts)
 
-# Characters a worker in a fresh interpreter counts with the Python counter before it builds tiktoken's
-# encoder: all of them. The encoder takes 76 MB in each process that builds it, and each worker built its
-# own once its share of Read, Write and Edit texts passed the small-text budget, so two workers held 200 MB
-# beside the service; the Python counter gives the same numbers and, over a worker's share, costs no more
-# CPU than building the encoder. A text it cannot count still goes to tiktoken.
-SPAWNED_SMALL_TEXT_BUDGET = 1 << 40
-
-
 log = logging.getLogger("ctxlamp.history")
 
-def init_worker(remembered: dict[str, int], max_line: int, prices: Any, engine_cfg: Any, store_prompts: bool,
-                spawned: bool = False) -> None:
-    """What each worker needs; `spawned`: it runs in a fresh interpreter (spawned, or forked by the fork server)."""
+def init_worker(remembered: dict[str, int], max_line: int, prices: Any, engine_cfg: Any, store_prompts: bool) -> None:
+    """What each worker needs."""
     global _replay_with
     scan.init_worker(remembered, max_line)
     _replay_with = (prices, engine_cfg, store_prompts)
-    if spawned:  # a fresh interpreter that has counted nothing yet: the budget is read at its first count
-        from service.engine_setup import tokenizer
-
-        tokenizer.SMALL_TEXT_BUDGET = SPAWNED_SMALL_TEXT_BUDGET
 
 
 @dataclass
@@ -186,8 +173,7 @@ def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engin
     if server is not None and method != "fork-server":
         forked.dismiss(server)
         server = None
-    # a worker in a fresh interpreter (forked by one, or spawned) counts with the Python counter
-    init = functools.partial(init_worker, cache.sizes, max_line, prices, engine_cfg, store_prompts, method != "serial")
+    init = functools.partial(init_worker, cache.sizes, max_line, prices, engine_cfg, store_prompts)
 
     history_paths = {tf.path for tf, wanted in plan_.jobs if wanted}
     batch: list[Recorded] = []

@@ -113,8 +113,7 @@ FAST_NAME = "o200k_base.sorted.marshal"
 _OLD_FAST_NAMES = ("o200k_base.marshal",)  # earlier layouts: removed when the new one is written
 
 _table: dict | None = None  # {"tokens", "ranks", "special", "pat_str"} from FAST_NAME
-_small = None  # SmallTextCounter over _table
-_small_budget = 0
+_small = None  # O200kCounter over _table
 
 
 def _tiktoken_stamp() -> str | None:
@@ -261,48 +260,34 @@ def _ranks_dict(table: dict) -> dict[bytes, int]:
     return ranks.table if ranks.table is not None else ranks.as_dict()
 
 
-# Text counted by SmallTextCounter before tiktoken's encoder is built: past about this
-# much, building it once (0.10-0.15 s) costs less than the Python counter's slower pace.
-SMALL_TEXT_BUDGET = 2_000_000
-# What a character of a text with any non-ASCII character costs the budget, in ASCII characters: the Python
-# counter reads such a text through per-class stand-ins at a quarter of its ASCII pace, where tiktoken's pace
-# hardly changes (real histories: 2.5 against 7.1 MB/s; tiktoken 9.3 against 11.2 MB/s). Real histories are
-# mostly such text (box drawing, accents, emoji in tool output), generated ones mostly ASCII.
-NON_ASCII_COST = 4
-
-
 def _small_counter():
     """The Python counter over the parsed table, or None when the table is not on disk yet."""
-    global _small, _table, _small_budget
+    global _small, _table
     with _lock:
-        if _small is None and _encoding is None:
+        if _small is None:
             if _table is None:
                 _table = _load_table(default_cache_dir())
             if _table is not None:
-                from service.engine_setup.o200k_count import SmallTextCounter, SortedRanks
+                from service.engine_setup.o200k_count import O200kCounter, SortedRanks
 
-                _small = SmallTextCounter(SortedRanks(_table["tokens"], _table["ranks"]), _table["pat_str"])
-                _small_budget = SMALL_TEXT_BUDGET
+                _small = O200kCounter(SortedRanks(_table["tokens"], _table["ranks"]), _table["pat_str"])
         return _small
 
 
 def encode_len(text: str) -> int:
     """o200k token count of `text`; special-token strings count as plain text, never an error.
 
-    Until SMALL_TEXT_BUDGET characters have been counted (those of a text outside ASCII weigh
-    NON_ASCII_COST each), and while tiktoken's encoder is not built, SmallTextCounter counts (the same
-    numbers).
+    The Python counter counts (the same numbers, decision 490); tiktoken's encoder is built only for a text
+    it hands back (a character this Python's Unicode does not know) or when the parsed table is missing, and
+    once built it counts everything.
     """
-    global _small_budget
-    if _encoding is None and _small_budget >= 0:
-        small = _small if _small is not None else _small_counter()
-        cost = len(text) if text.isascii() else len(text) * NON_ASCII_COST
-        if small is not None and cost <= _small_budget:
-            n = small.count(text)
-            if n is not None:
-                _small_budget -= cost
-                return n
-        _small_budget = -1  # from here on tiktoken counts
+    if _encoding is not None:  # built on purpose before workers fork (service/report/scan.py), or for a text
+        return len(_encoding.encode_ordinary(text))  # handed back: it counts at the Python counter's pace
+    small = _small if _small is not None else _small_counter()
+    if small is not None:
+        n = small.count(text)
+        if n is not None:
+            return n
     enc = _encoding if _encoding is not None else load_o200k()
     return len(enc.encode_ordinary(text))
 

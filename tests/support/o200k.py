@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from service.engine_setup import tokenizer as ts
-from service.engine_setup.o200k_count import SmallTextCounter
+from service.engine_setup.o200k_count import O200kCounter
 
 
 @pytest.fixture(scope="module")
@@ -15,7 +15,7 @@ def encoding(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def small(encoding):
-    return SmallTextCounter(encoding._mergeable_ranks, encoding._pat_str)
+    return O200kCounter(encoding._mergeable_ranks, encoding._pat_str)
 
 
 def tiktoken_len(encoding, text: str) -> int:

@@ -264,38 +264,3 @@ def test_the_history_written_in_batches_is_what_one_file_at_a_time_wrote(ctx_hom
             store.close()
 
 
-_WORKER = """
-import json, sys
-from service.daemon import first_pass
-from service.engine_setup import tokenizer as ts
-first_pass.init_worker({}, 1 << 20, None, None, True, spawned=sys.argv[1] == "spawned")
-texts = json.loads(sys.stdin.read())
-print(json.dumps({"counts": [ts.encode_len(t) for t in texts], "tiktoken_built": ts._encoding is not None}))
-"""
-
-
-def test_a_spawned_first_pass_worker_counts_without_building_tiktokens_encoder(tmp_path, encoding):
-    """Each spawned worker built its own 76 MB encoder once its share of Read, Write and Edit texts passed the
-    small-text budget: two workers tripled the service's memory during a first pass. The Python counter gives
-    the same numbers, so a spawned worker counts everything with it."""
-    from service.engine_setup import tokenizer as ts
-    from tests.support.o200k import tiktoken_len
-
-    home = tmp_path / "home"
-    ts.ensure_o200k_cache(home / "tiktoken")
-    ts._save_table(home / "tiktoken", encoding)
-    texts = ["x = 1\n" * (ts.SMALL_TEXT_BUDGET // 6 + 1), "def f(x):\n    return x  # naïve → 🎯\n", "words " * 50]
-    env = {**os.environ, "CTXLAMP_HOME": str(home), "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
-
-    def worker(kind: str) -> dict:
-        import json
-        import subprocess
-
-        done = subprocess.run([sys.executable, "-c", _WORKER, kind], input=json.dumps(texts), capture_output=True,
-                              text=True, env=env, timeout=120)
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)
-
-    counts = [tiktoken_len(encoding, t) for t in texts]
-    assert worker("spawned") == {"counts": counts, "tiktoken_built": False}
-    assert worker("serial") == {"counts": counts, "tiktoken_built": True}  # the service's own thread: as before

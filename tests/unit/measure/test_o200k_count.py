@@ -1,14 +1,14 @@
-"""The Python o200k counter for small texts gives tiktoken's counts, or hands the text back."""
+"""The Python o200k counter gives tiktoken's counts, or hands back a text with a character it does not know."""
 from __future__ import annotations
 
 import json
 import unicodedata
-from collections import Counter
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from service.engine_setup.o200k_count import MAX_MERGED_PIECE, O200K_PATTERN, SmallTextCounter, SortedRanks
+from service.engine_setup import o200k_count
+from service.engine_setup.o200k_count import HEAP_FROM, O200K_PATTERN, O200kCounter, SortedRanks, merged_parts
 from tests.support.o200k import tiktoken_len  # the fixtures `encoding` and `small` come from there too (conftest)
 from tests.support.corpus import all_transcripts, needs_real_fixtures, REAL_FIXTURES
 from tests.support.transcripts import read_jsonl
@@ -30,10 +30,25 @@ def test_unassigned_code_points_and_lone_surrogates_are_left_to_tiktoken(small):
     assert small.count(json.loads('"broken \\ud800 pair"')) is None
 
 
-def test_a_long_piece_that_is_no_token_is_left_to_tiktoken(encoding, small):
-    piece = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(MAX_MERGED_PIECE))  # one CJK run, > 256 bytes
-    assert small.count(piece) is None
-    assert small.count("x" * (MAX_MERGED_PIECE // 2)) == tiktoken_len(encoding, "x" * (MAX_MERGED_PIECE // 2))
+def test_long_pieces_count_as_tiktoken_counts_them(encoding, small):
+    """Past HEAP_FROM bytes the merge takes its pairs from a heap: the same parts as the scan, and as tiktoken."""
+    cjk = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(400))  # one piece of 1200 bytes, no token
+    for text in (cjk, "x" * 5000, "=-" * 3000, "aé" * 700, "0" * 3, "ab" * (HEAP_FROM // 2)):
+        assert small.count(text) == tiktoken_len(encoding, text), text[:20]
+
+
+_PIECE_PARTS = st.sampled_from([b"a", b"b", b"ab", b"th", b"e", b" ", b"\xe2\x86\x92", b"in", b"g", b"=", b"\xff"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECE_PARTS, min_size=2, max_size=120).map(b"".join))
+def test_the_heap_merge_leaves_the_parts_the_scan_and_tiktoken_leave(encoding, piece):
+    """Random pieces full of rank ties, short and long: the two merges and tiktoken's agree."""
+    ranks = encoding._mergeable_ranks
+    expected = len(encoding._encode_single_piece(piece))  # byte-pair merging alone, no split
+    assert o200k_count._merged_parts_by_heap(piece, ranks.get) == expected
+    assert o200k_count._merged_parts_by_scan(piece, ranks.get) == expected
+    assert merged_parts(piece, ranks.get) == expected
 
 
 _CODE_LIKE = st.sampled_from(["def ", "return", " self", "'s", "'LL", "'Re", "\r\n", "\n\n", "  ", "\t", "123456",
@@ -46,24 +61,26 @@ _CODE_LIKE = st.sampled_from(["def ", "return", " self", "'s", "'LL", "'Re", "\r
 def test_random_text_counts_as_tiktoken_counts_it(encoding, small, text):
     n = small.count(text)
     if n is None:  # only for what the counter declines
-        assert any(unicodedata.category(c) in ("Cn", "Cs") for c in text) or len(text.encode("utf-8", "replace")) > MAX_MERGED_PIECE
+        assert any(unicodedata.category(c) in ("Cn", "Cs") for c in text)
     else:
         assert n == tiktoken_len(encoding, text)
 
 
 _LINE_STARTS = st.sampled_from(["\n", "\r\n", "\n\n", " ", "\t", "/", ";", "a", "A", "'s", "'ſ", "1", "→", "é",
-                                "\u0301", "\u00a0", "\x85", "ſ", "日", "ǅ", "Ⅻ", "\u2028"])
+                                "\u0301", "\u00a0", "\x85", "ſ", "日", "ǅ", "Ⅻ", "\u2028", "🎯", "𝐀", "𐐨", "𝟙"])
 
 
 @settings(max_examples=500, deadline=None)
 @given(st.lists(_LINE_STARTS, min_size=1, max_size=40).map("".join))
 def test_text_outside_ascii_is_split_into_tiktokens_own_pieces(small, text):
-    """Not only the counts: the pieces themselves, where lines start and around the stand-ins."""
+    """Not only the counts: the pieces themselves, by the pattern over str and through stand-ins (where lines
+    start, around the stand-ins, beyond the Basic Multilingual Plane)."""
     import regex
 
-    text += "→"  # outside ASCII: the line-by-line reading
-    expected = Counter(p.encode() for p in regex.findall(O200K_PATTERN, text))
+    text += "→"  # outside ASCII
+    expected = [p.encode() for p in regex.findall(O200K_PATTERN, text)]
     assert small._mixed_pieces(text) == expected
+    assert [p if isinstance(p, bytes) else p.encode() for p in small.pieces_outside_ascii(text)] == expected
 
 
 def _texts_in(value) -> list[str]:
@@ -96,7 +113,7 @@ def test_the_sorted_table_answers_as_the_dict_before_and_after_it_becomes_one(en
 @pytest.mark.parametrize("source", ["fixtures", pytest.param("third-party", marks=needs_real_fixtures)])
 @pytest.mark.parametrize("lookup", ["dict", "sorted"])
 def test_every_text_of_the_real_transcripts_counts_as_tiktoken_counts_it(encoding, lookup, source):
-    small = SmallTextCounter(encoding._mergeable_ranks if lookup == "dict" else _sorted_ranks(encoding),
+    small = O200kCounter(encoding._mergeable_ranks if lookup == "dict" else _sorted_ranks(encoding),
                              encoding._pat_str)
     paths = all_transcripts() if source == "fixtures" else sorted(REAL_FIXTURES.rglob("*.jsonl"))
     texts = {t for path in paths for entry in read_jsonl(path) for t in _texts_in(entry)}
