@@ -126,8 +126,8 @@ class EditMeter:
 def settle_tokens(events: list[dict], count_tokens: Callable[[str], int]) -> None:
     """Count the old_strings a meter built without a tokenizer left in its events (in place).
 
-    The report's worker processes scan without loading the tokenizer; the parent
-    loads it once, while they scan, and counts here.
+    A scan defers them (`defer_tokens`) so that they are counted once per distinct text by whoever
+    settles the result: the worker that read the file, or the report's parent (service/report/scan.py).
     """
     for ev in events:
         olds = ev["data"].pop("old_strings", None)

@@ -150,7 +150,7 @@ class SpendCollector:
 
 def count_placeholders(result: dict, count_tokens: Callable[[str], int]) -> None:
     """A scan result's `placeholder_texts` -> `placeholder_tokens` (key -> tokens of what the call wrote), in
-    place: counted where the tokenizer is (the report's parent, never a pool worker)."""
+    place, by whoever settles the result (settle_tokens)."""
     texts = result.pop("placeholder_texts", None)
     if texts is not None:
         result["placeholder_tokens"] = {key: sum(count_tokens(t) for t in ts) for key, ts in texts.items()}

@@ -42,10 +42,11 @@ _replay_with: tuple[Any, Any, bool] | None = None   # (prices, engine config, st
 log = logging.getLogger("ctxlamp.history")
 
 def init_worker(remembered: dict[str, int], max_line: int, prices: Any, engine_cfg: Any, store_prompts: bool) -> None:
-    """What each worker needs."""
+    """What each worker needs (run once in a fork server, before it forks them)."""
     global _replay_with
-    scan.init_worker(remembered, max_line)
+    scan.init_worker(remembered, max_line, count_here=True)  # the worker counts its results' texts, not the service
     _replay_with = (prices, engine_cfg, store_prompts)
+    preload()
 
 
 @dataclass
@@ -101,11 +102,21 @@ def read_one(job: tuple[scan.TranscriptFile, bool]) -> Item:
         st = check(tf.path)
         history = _HistoryReplay(tf.path, prices, engine_cfg, store_prompts)
         result = scan.scan_chunks(scan.file_chunks(tf.path), tf, sizes, defer_tokens=True, replay=history.replay)
+        scan.settle(result, scan.lazy_counter)  # its engine counted the same edits: the counter remembers them
         return tf.path, result, sizes.new, history.close(st)
     except Skipped as exc:
         return tf.path, None if exc.gone else exc.reason, {}, None
     except OSError:
         return tf.path, None, {}, None
+
+
+def preload() -> None:
+    """What a fork server builds before its workers fork, ahead of its jobs when it was started ahead
+    (service/report/spawned.py): the token counter whole, which each worker would otherwise build at its
+    first text outside ASCII (0.15 s each)."""
+    from service.engine_setup.tokenizer import warm
+
+    warm()
 
 
 def prestart(workers: int | None = None) -> Any:
@@ -188,7 +199,6 @@ def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engin
         nonlocal since
         path, result, new_sizes, read = item
         if isinstance(result, dict):
-            scan.settle(result, scan.lazy_counter)
             cache.put(path, plan_.fps[path], result)
             if result.get("malformed"):  # named where a user looks for why a count is off
                 log.warning("%s: %d lines are not JSON objects; skipped", path, result["malformed"])

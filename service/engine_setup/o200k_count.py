@@ -99,6 +99,17 @@ class SortedRanks:
     def as_dict(self) -> dict[bytes, int]:
         return dict(zip(self.tokens, self.ranks))
 
+    def hash_now(self) -> None:
+        """Become the dict's own lookup now (a process about to count a lot, or to fork workers that will)."""
+        if self.table is None:
+            self.table = self.as_dict()
+            self.get = self.table.get
+
+
+def build_pattern() -> None:
+    """Build o200k's pattern over `str` now (a process about to fork workers that will count)."""
+    _bmp_pattern()
+
 
 class O200kCounter:
     """Counts with tiktoken's o200k table and its split pattern.

@@ -419,7 +419,7 @@ def load_tokenizer() -> None:
 _remembered: dict[str, int] = {}
 _max_line = DEFAULT_MAX_LINE
 _replay: tuple[Any, frozenset[str]] | None = None  # (prices, main transcripts to replay as they are read)
-_count_here = False  # the worker counts every text of its results itself (a shared encoder), the parent none
+_count_here = False  # the worker counts every text of its results itself (in parallel), the parent none
 
 
 def init_worker(remembered: dict[str, int], max_line: int = DEFAULT_MAX_LINE,
@@ -456,7 +456,7 @@ def scan_one(tf: TranscriptFile) -> ScanItem:
         # replays the file counts them itself: its engine has counted the same edits (the cache answers). A
         # worker that shares the parent's encoder counts everything (`scan`)
         result = scan_chunks(chunks, tf, sizes, defer_tokens=True, replay=replay)
-        if _count_here:  # the encoder the parent built before the fork counts here, in parallel
+        if _count_here:  # counted here, in parallel (with the encoder the parent built before the fork, if it did)
             settle(result, lazy_counter)
         elif replay is not None:
             settle_tokens(result["events"], lazy_counter)

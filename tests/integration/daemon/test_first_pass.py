@@ -124,6 +124,44 @@ def test_the_report_workers_give_what_one_process_gives(ctx_home):
         assert started.wait(10) == 0
 
 
+@pytest.mark.parametrize("method", ["serial", "spawn", pytest.param("fork-server", marks=pytest.mark.skipif(
+    not hasattr(os, "fork"), reason="a fork server runs only where the system can fork"))])
+def test_the_readers_count_their_results_texts_and_the_service_none(ctx_home, monkeypatch, method):
+    """Edits' old_strings and placeholder outputs are counted where the file was read: in a worker, not on the
+    service's thread beside its live sessions (it counted them all there, 0.3-0.7 s of a first pass)."""
+    projects, copied = _history(ctx_home)
+    files = scan.discover(projects)
+    arrived: list[tuple[int, int]] = []  # per result as it reaches the service: (texts left to count, edits counted)
+    real_pool = forked.pool
+
+    def texts_left(result: dict) -> tuple[int, int]:
+        edits = [ev["data"] for ev in result["events"] if "old_string_tokens" in ev["data"]]
+        return (len(result.get("placeholder_texts") or ()) + sum(len(d.get("old_strings") or ()) for d in edits),
+                sum(d["old_string_tokens"] is not None for d in edits))
+
+    class Watched:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __enter__(self):
+            return (arrived.append(texts_left(item[1])) or item for item in self.inner.__enter__()
+                    if isinstance(item[1], dict))
+
+        def __exit__(self, *exc):
+            return self.inner.__exit__(*exc)
+
+    monkeypatch.setattr(forked, "pool", lambda *a, **k: Watched(real_pool(*a, **k)))
+    cache = scan.ScanCache(None)
+    history = {str(p) for p in copied if "subagents" not in p.parts}
+    assert first_pass.run(first_pass.plan(files, cache, history), cache, max_line=scan.DEFAULT_MAX_LINE,
+                          prices=load_prices(), engine_cfg=None, store_prompts=True, method=method, workers=2,
+                          on_history=lambda batch: None)
+    assert len(arrived) == len(files)
+    assert sum(left for left, _ in arrived) == 0
+    assert sum(counted for _, counted in arrived) > 0, "the fixtures' edits were counted"
+    assert {p: cache.get(p, scan.fingerprint(p)) for p in cache.files} == scan.scan(files, scan.ScanCache(None), workers=1)
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="a fork server is started only where the system can fork")
 def test_a_fork_server_started_ahead_for_a_small_history_ends_unused(ctx_home):
     """Below the size where workers pay, the pass reads in the service's thread: the server started ahead
