@@ -142,11 +142,15 @@ def _synced(args: argparse.Namespace) -> dict | int | None:
     device's own report (sync off, `--device this`), which then lists the devices too."""
     from service.config import load
     from service.client.paths import app_paths
-    from service.sync.report import choice, synced_report
-    from service.sync.run import SyncError
+    from service.sync.settings import resolve
 
     paths = app_paths()
     cfg = load(paths.config_file)
+    if getattr(args, "device", None) is None and not resolve(cfg).on:
+        return None  # sync off: this device's report, without importing sync's files and formats (15 ms)
+    from service.sync.report import choice, synced_report
+    from service.sync.run import SyncError
+
     elsewhere = any((args.projects, args.lean_ctx, args.router_db, args.usage_db))
     try:
         asked = choice(cfg, getattr(args, "device", None))

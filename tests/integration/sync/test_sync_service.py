@@ -55,8 +55,8 @@ def test_the_command_turns_sync_on_in_the_running_service(svc, tmp_path):
     assert r.returncode == 0, r.stderr
     view = svc.get("/api/v1/sync")
     assert view["on"] and view["folder"] == str(folder.resolve())  # the service knows at once, no restart
-    status, _ = svc.request("POST", "/api/v1/sync/now", {})
-    assert status == 200
+    status, answer = svc.request("POST", "/api/v1/sync/now", {})
+    assert status == 200, answer
     r = subprocess.run([sys.executable, "-m", "service.cli", "sync", "--off"], env=env, cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and svc.get("/api/v1/sync")["on"] is False
