@@ -87,12 +87,29 @@ if sys.argv[4] == "1":  # the restart replay (docs/measurement.md 14) from the s
         except ValueError:
             pass
     out["decode_cpu_s"] = time.process_time() - c0
-    enc = tokenizer.load_o200k()
+    # the same texts by the Python counter in a fresh state (its table, pattern and pieces built as it goes), then
+    # again warm, and by tiktoken, its encoder's build apart (decision 490)
+    from service.engine_setup.o200k_count import O200kCounter, SortedRanks
+    table = tokenizer._load_table(tokenizer.default_cache_dir())
+    c0 = time.process_time()
+    import service.engine_setup.o200k_count as o200k_count
+    o200k_count._bmp = None
+    python_counter = O200kCounter(SortedRanks(table["tokens"], table["ranks"]), table["pat_str"])
+    by_python = [python_counter.count(text) for text in counted]
+    out["python_cold_cpu_s"] = time.process_time() - c0
     c0 = time.process_time()
     for text in counted:
-        enc.encode_ordinary(text)
+        python_counter.count(text)
+    out["python_warm_cpu_s"] = time.process_time() - c0
+    tokenizer._encoding = None
+    c0 = time.process_time()
+    enc = tokenizer.load_o200k()
+    out["tiktoken_build_cpu_s"] = time.process_time() - c0
+    c0 = time.process_time()
+    by_tiktoken = [len(enc.encode_ordinary(text)) for text in counted]
     out["tokens_cpu_s"] = time.process_time() - c0
     out["tokens_chars"] = sum(map(len, counted))
+    out["python_differs"] = sum(a is not None and a != b for a, b in zip(by_python, by_tiktoken))
 with scan.collector_paused():
     tally = spend_tally(prices.lookup)
     t = time.perf_counter()
@@ -169,7 +186,7 @@ def format_phases(r: dict) -> str:
     rows = ["| phase | seconds |", "|---|---:|",
             f"| imports (cli, channels, orjson) | {s['imports_s']:.3f} |",
             f"| discover + fingerprint {s['files']} files | {s['discover_s']:.3f} |",
-            f"| tokenizer load (o200k table + the small-text counter) | {a['tokenizer_load_s']:.3f} |",
+            f"| tokenizer load (o200k table + the Python counter) | {a['tokenizer_load_s']:.3f} |",
             f"| scan, one process, tokenizer already loaded | {a['scan_s']:.3f} (CPU {a['scan_cpu_s']:.3f}) |",
             f"| scan, one process, tokenizer loaded on the first edit | {s['scan_s']:.3f} (CPU {s['scan_cpu_s']:.3f}) |",
             f"| scan, {os.cpu_count()} forked workers, as `ctxlamp report` runs it (the parent loads the tokenizer meanwhile and counts the edits) | {p['scan_s']:.3f} (CPU {p['scan_cpu_s']:.3f}) |",
@@ -185,6 +202,9 @@ def format_phases(r: dict) -> str:
         rows.append(f"| of it, alone: decoding the lines the engine reads (the parser every reader uses) / tiktoken "
                     f"counting the {r['tokens_chars'] / 1e6:.1f} M characters the replay counted, its encoder built "
                     f"| CPU {r['decode_cpu_s']:.3f} / {r['tokens_cpu_s']:.3f} |")
+        rows.append(f"| those characters counted by tiktoken: its encoder's build / the count; by the Python counter: "
+                    f"from a fresh state / warm ({r['python_differs']} counts differ) | CPU {r['tiktoken_build_cpu_s']:.3f} "
+                    f"/ {r['tokens_cpu_s']:.3f}; {r['python_cold_cpu_s']:.3f} / {r['python_warm_cpu_s']:.3f} |")
     rows.append(f"| the floor: a bare interpreter reads every byte once in two processes and counts `\"usage\"`, "
                 f"nothing parsed (median of 5, interpreter start included) | {floor:.3f} |")
     return "\n".join(rows)

@@ -42,9 +42,9 @@ _replay_with: tuple[Any, Any, bool] | None = None   # (prices, engine config, st
 log = logging.getLogger("ctxlamp.history")
 
 def init_worker(remembered: dict[str, int], max_line: int, prices: Any, engine_cfg: Any, store_prompts: bool) -> None:
-    """What each worker needs (run once in a fork server, before it forks them)."""
+    """What each worker needs (a fork server runs it once, before it forks them)."""
     global _replay_with
-    scan.init_worker(remembered, max_line, count_here=True)  # the worker counts its results' texts, not the service
+    scan.init_worker(remembered, max_line)
     _replay_with = (prices, engine_cfg, store_prompts)
     preload()
 
@@ -94,6 +94,8 @@ def read_one(job: tuple[scan.TranscriptFile, bool]) -> Item:
     tf, wanted = job
     if not wanted:
         path, result, new_sizes, _ = scan.scan_one(tf)
+        if isinstance(result, dict):
+            scan.settle(result, scan.lazy_counter)  # counted where it was read, not on the service's thread
         return path, result, new_sizes, None
     assert _replay_with is not None, "init_worker first"
     prices, engine_cfg, store_prompts = _replay_with

@@ -21,6 +21,7 @@ import errno
 import functools
 import gc
 import os
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -340,7 +341,7 @@ def scan_chunks(chunks: Iterable[bytes], tf: TranscriptFile, sizes: SizeMemo,
     pending = (meters.edit.calls.pending, meters.retrieval.calls.pending)
 
     loads = orjson.loads
-    splitter = LineSplitter(_max_line)
+    splitter = LineSplitter(_worker.max_line)
     decoded: dict[int, Any] = {}
     bad: list[int] | None = [] if replay is None else None  # a replay counts them itself
     for data, stop, complete in complete_buffers(chunks, splitter):
@@ -416,19 +417,27 @@ def load_tokenizer() -> None:
     encode_len("")
 
 
-_remembered: dict[str, int] = {}
-_max_line = DEFAULT_MAX_LINE
-_replay: tuple[Any, frozenset[str]] | None = None  # (prices, main transcripts to replay as they are read)
-_count_here = False  # the worker counts every text of its results itself (in parallel), the parent none
+class _WorkerState(threading.local):
+    """What `init_worker` sets for the scans that follow, per thread: the service scans on several threads
+    (the first pass in its own, a served report or budgets in another), and a setting one of them made for
+    itself must not change what another reads."""
+
+    def __init__(self) -> None:
+        self.remembered: dict[str, int] = {}
+        self.max_line = DEFAULT_MAX_LINE
+        self.replay: tuple[Any, frozenset[str]] | None = None  # (prices, main transcripts to replay as they are read)
+        self.count_here = False  # the worker counts every text of its results itself (in parallel), the parent none
+
+
+_worker = _WorkerState()
 
 
 def init_worker(remembered: dict[str, int], max_line: int = DEFAULT_MAX_LINE,
                  replay: tuple[Any, frozenset[str]] | None = None, count_here: bool = False) -> None:
-    global _remembered, _max_line, _replay, _count_here
-    _remembered = remembered
-    _max_line = max_line
-    _replay = replay
-    _count_here = count_here
+    _worker.remembered = remembered
+    _worker.max_line = max_line
+    _worker.replay = replay
+    _worker.count_here = count_here
 
 
 ScanItem = tuple[str, "dict | str | None", dict[str, int], "list[dict] | None"]
@@ -436,7 +445,7 @@ ScanItem = tuple[str, "dict | str | None", dict[str, int], "list[dict] | None"]
 
 def worker_sizes() -> SizeMemo:
     """The file sizes this worker was given to remember, and what it learns (`SizeMemo.new`)."""
-    return SizeMemo(_remembered)
+    return SizeMemo(_worker.remembered)
 
 
 def scan_one(tf: TranscriptFile) -> ScanItem:
@@ -445,10 +454,10 @@ def scan_one(tf: TranscriptFile) -> ScanItem:
     read (service/report/restart.py's Replay): segments, else None."""
     sizes = worker_sizes()
     replay = None
-    if _replay is not None and tf.path in _replay[1]:
+    if _worker.replay is not None and tf.path in _worker.replay[1]:
         from service.report.restart import Replay
 
-        replay = Replay(tf.path, _replay[0])
+        replay = Replay(tf.path, _worker.replay[0])
     unread: list[dict] | None = [] if replay is not None else None  # an unreadable file has no segments
     try:
         chunks = file_chunks(tf.path)
@@ -456,7 +465,7 @@ def scan_one(tf: TranscriptFile) -> ScanItem:
         # replays the file counts them itself: its engine has counted the same edits (the cache answers). A
         # worker that shares the parent's encoder counts everything (`scan`)
         result = scan_chunks(chunks, tf, sizes, defer_tokens=True, replay=replay)
-        if _count_here:  # counted here, in parallel (with the encoder the parent built before the fork, if it did)
+        if _worker.count_here:  # counted here, in parallel (with the encoder the parent built before the fork, if it did)
             settle(result, lazy_counter)
         elif replay is not None:
             settle_tokens(result["events"], lazy_counter)
