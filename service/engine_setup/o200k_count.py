@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_left
+from array import array
 from heapq import heapify, heappop, heappush
 from itertools import accumulate
 from typing import Callable, Sequence
@@ -67,6 +68,11 @@ _LINES = re.compile(r"(?<=\n)(?=[ \t]+[!-~]|[!-.0-~])").split
 MAX_KNOWN_PIECES = 200_000
 # Merging a piece scans its pairs once a merge; from this length a heap finds the lowest pair instead.
 HEAP_FROM = 64
+# A longer piece (one run of letters or of symbols, megabytes long) is left to tiktoken, as merging it here
+# would hold about 60 bytes a byte of it (a 4 MiB piece: 4-20 s and 250 MB).
+MAX_MERGED_PIECE = 4 << 20
+_START_BITS = 40  # a heap entry: rank << _START_BITS | where the pair starts
+_START_MASK = (1 << _START_BITS) - 1
 _NO_PAIR = 1 << 62  # above every rank: a pair that is no token
 
 
@@ -147,6 +153,8 @@ class O200kCounter:
                 raw = piece.encode() if isinstance(piece, str) else piece  # kept as both: an ASCII text's
                 n = known.get(raw)                                          # pieces are bytes, another's str
                 if n is None:
+                    if len(raw) > MAX_MERGED_PIECE:
+                        return None
                     n = known[raw] = 1 if get(raw) is not None else merged_parts(raw, get)
                 known[piece] = n
             return sum(map(known.__getitem__, pieces))
@@ -272,24 +280,29 @@ def _merged_parts_by_scan(piece: bytes, get: Callable[[bytes], int | None]) -> i
 
 def _merged_parts_by_heap(piece: bytes, get: Callable[[bytes], int | None]) -> int:
     """merged_parts for a long piece: the pairs in a heap by (rank, start), so the lowest, leftmost among
-    equals, comes first as in the scan; an entry whose pair has changed since is skipped."""
+    equals, comes first as in the scan. An entry is one int (rank and start) and the parts are two arrays,
+    about 60 bytes a byte of the piece; a popped entry whose pair's rank has changed since is skipped."""
     n = len(piece)
-    after = list(range(1, n + 2))   # after[s]: where the part that starts at s ends
-    before = list(range(-1, n))     # before[s]: where the part that ends at s starts
-    heap = [(r, i, i + 2) for i in range(n - 1) if (r := get(piece[i:i + 2])) is not None]
+    after = array("q", range(1, n + 2))   # after[s]: where the part that starts at s ends (-1: no part starts there)
+    before = array("q", range(-1, n))     # before[e]: where the part that ends at e starts
+    heap = [r << _START_BITS | i for i in range(n - 1) if (r := get(piece[i:i + 2])) is not None]
     heapify(heap)
     parts = n
     while heap:
-        _, s, end = heappop(heap)
+        entry = heappop(heap)
+        s = entry & _START_MASK
         middle = after[s]
-        if not 0 < middle < n or after[middle] != end:
-            continue  # part s is gone or has grown since this pair was pushed
+        if not 0 < middle < n:
+            continue  # no part starts at s any more, or it is the last
+        end = after[middle]
+        if get(piece[s:end]) != entry >> _START_BITS:
+            continue  # the pair at s has changed since this entry was pushed
         after[s] = end
         before[end] = s
-        before[middle] = after[middle] = -1
+        after[middle] = before[middle] = -1
         parts -= 1
         if end < n and (r := get(piece[s:after[end]])) is not None:
-            heappush(heap, (r, s, after[end]))
+            heappush(heap, r << _START_BITS | s)
         if s > 0 and (r := get(piece[before[s]:end])) is not None:
-            heappush(heap, (r, before[s], end))
+            heappush(heap, r << _START_BITS | before[s])
     return parts

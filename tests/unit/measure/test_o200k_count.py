@@ -37,6 +37,14 @@ def test_long_pieces_count_as_tiktoken_counts_them(encoding, small):
         assert small.count(text) == tiktoken_len(encoding, text), text[:20]
 
 
+def test_a_piece_past_the_merge_limit_is_left_to_tiktoken(encoding, small, monkeypatch):
+    """Merging holds about 60 bytes a byte of the piece: a run megabytes long goes to tiktoken, as before."""
+    monkeypatch.setattr(o200k_count, "MAX_MERGED_PIECE", 1000)
+    counter = O200kCounter(encoding._mergeable_ranks, encoding._pat_str)  # nothing remembered yet
+    assert counter.count("word " + "qz" * 600) is None
+    assert counter.count("word " + "qz" * 400) == tiktoken_len(encoding, "word " + "qz" * 400)
+
+
 _PIECE_PARTS = st.sampled_from([b"a", b"b", b"ab", b"th", b"e", b" ", b"\xe2\x86\x92", b"in", b"g", b"=", b"\xff"])
 
 
