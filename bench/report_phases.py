@@ -89,12 +89,11 @@ if sys.argv[4] == "1":  # the restart replay (docs/measurement.md 14) from the s
     out["decode_cpu_s"] = time.process_time() - c0
     # the same texts by the Python counter in a fresh state (its table, pattern and pieces built as it goes), then
     # again warm, and by tiktoken, its encoder's build apart (decision 490)
-    from service.engine_setup.o200k_count import O200kCounter, SortedRanks
+    from service.engine_setup import o200k_count
     table = tokenizer._load_table(tokenizer.default_cache_dir())
     c0 = time.process_time()
-    import service.engine_setup.o200k_count as o200k_count
-    o200k_count._bmp = None
-    python_counter = O200kCounter(SortedRanks(table["tokens"], table["ranks"]), table["pat_str"])
+    o200k_count._bmp = None  # its pattern over str built again, as a fresh process does
+    python_counter = o200k_count.O200kCounter(o200k_count.SortedRanks(table["tokens"], table["ranks"]), table["pat_str"])
     by_python = [python_counter.count(text) for text in counted]
     out["python_cold_cpu_s"] = time.process_time() - c0
     c0 = time.process_time()

@@ -98,8 +98,7 @@ class SortedRanks:
             return self.table.get(piece)
         self.lookups += 1
         if self.lookups > self.DICT_AFTER:
-            self.table = self.as_dict()
-            self.get = self.table.get
+            self.hash_now()
         i = bisect_left(self.tokens, piece)
         return self.ranks[i] if i < len(self.tokens) and self.tokens[i] == piece else None
 
