@@ -14,7 +14,8 @@ scheduler) and a child forked while one of them holds a lock waits for it foreve
 can fork, one fresh interpreter (a fork server, service/report/spawned.py) imports the readers
 once and forks the workers (on a first start it is started ahead, while the service builds itself:
 `prestart`); elsewhere each worker is a fresh interpreter. Either way a worker counts
-tokens with the Python counter, as every process does (decision 490). Below
+tokens with the encoder a fork server built before it forked them, else with the Python counter
+(decisions 490, 493). Below
 `forked.SPAWN_MIN_BYTES` of unread history one process is as fast, and the service's own thread
 reads it (the same functions), unless the fork server was started ahead: its start is then paid
 already, and from `forked.POOL_MIN_BYTES` its workers read beside the service's loop, which reads
@@ -41,12 +42,13 @@ _replay_with: tuple[Any, Any, bool] | None = None   # (prices, engine config, st
 
 log = logging.getLogger("ctxlamp.history")
 
-def init_worker(remembered: dict[str, int], max_line: int, prices: Any, engine_cfg: Any, store_prompts: bool) -> None:
-    """What each worker needs (a fork server runs it once, before it forks them)."""
+def init_worker(remembered: dict[str, int], max_line: int, prices: Any, engine_cfg: Any, store_prompts: bool,
+                forks: int = 0) -> None:
+    """What each worker needs (a fork server runs it once, before it forks its `forks` workers)."""
     global _replay_with
     scan.init_worker(remembered, max_line)
     _replay_with = (prices, engine_cfg, store_prompts)
-    preload()
+    preload(forks)
 
 
 @dataclass
@@ -112,13 +114,17 @@ def read_one(job: tuple[scan.TranscriptFile, bool]) -> Item:
         return tf.path, None, {}, None
 
 
-def preload() -> None:
-    """What a fork server builds before its workers fork, ahead of its jobs when it was started ahead
-    (service/report/spawned.py): the token counter whole, which each worker would otherwise build at its
-    first text outside ASCII (0.15 s each)."""
-    from service.engine_setup.tokenizer import warm
+def preload(forks: int = 0) -> None:
+    """What the readers count with, built before their jobs come (service/report/spawned.py's `--preload`,
+    and `init_worker`). A fork server (`forks` > 1) builds tiktoken's encoder: the workers it forks share it
+    copy-on-write and count at its pace from their first text (decision 493). A lone worker builds the
+    Python counter whole: an encoder would be its own 76 MB and 0.2 s."""
+    from service.engine_setup import tokenizer
 
-    warm()
+    if forks > 1:
+        tokenizer.load_o200k()
+    else:
+        tokenizer.warm()
 
 
 def prestart(workers: int | None = None) -> Any:
@@ -186,7 +192,10 @@ def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engin
     if server is not None and method != "fork-server":
         forked.dismiss(server)
         server = None
-    init = functools.partial(init_worker, cache.sizes, max_line, prices, engine_cfg, store_prompts)
+    # an encoder shared by forked workers pays from the size where the cold report builds one for its own
+    shared = method == "fork-server" and plan_.bytes >= scan.SHARED_ENCODER_MIN_BYTES
+    init = functools.partial(init_worker, cache.sizes, max_line, prices, engine_cfg, store_prompts,
+                             workers if shared else 0)
 
     history_paths = {tf.path for tf, wanted in plan_.jobs if wanted}
     batch: list[Recorded] = []

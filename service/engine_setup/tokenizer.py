@@ -276,7 +276,10 @@ def _small_counter():
 
 def warm() -> None:
     """The Python counter whole, now: its table hashed and its pattern over `str` built (0.15 s), so that
-    processes forked from this one inherit them instead of each building its own."""
+    processes forked from this one inherit them instead of each building its own. Nothing once tiktoken's
+    encoder is built: `encode_len` counts with it."""
+    if _encoding is not None:
+        return
     small = _small_counter()
     if small is not None:
         from service.engine_setup.o200k_count import SortedRanks, build_pattern

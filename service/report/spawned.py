@@ -12,8 +12,8 @@ forks, so that is safe where the caller's process is not) and sends their result
 workers share what the init and the imports built instead of each starting an interpreter and
 importing the readers again.
 
-`--preload MODULE` imports the module before the first frame arrives, and calls its `preload()` if it
-has one: a caller that starts the interpreter ahead of its jobs (`forked.start_fork_server`) has it
+`--preload MODULE` imports the module before the first frame arrives, and calls its `preload(forks)` if it
+has one (`forks`: the workers that will share what it builds, 0 when this interpreter runs the jobs): a caller that starts the interpreter ahead of its jobs (`forked.start_fork_server`) has it
 ready, imports done, when they come.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     forks = int(options.get("--fork", 0))
     if "--preload" in options:
         module = importlib.import_module(options["--preload"])
-        getattr(module, "preload", lambda: None)()  # what the module would build in every worker, built once
+        getattr(module, "preload", lambda forks: None)(forks)  # what the module would build in every worker, once
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not break a frame
     jobs_in = sys.stdin.buffer

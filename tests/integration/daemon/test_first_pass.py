@@ -162,6 +162,49 @@ def test_the_readers_count_their_results_texts_and_the_service_none(ctx_home, mo
     assert {p: cache.get(p, scan.fingerprint(p)) for p in cache.files} == scan.scan(files, scan.ScanCache(None), workers=1)
 
 
+@pytest.mark.parametrize("forks, encoder", [(2, True), (0, False)])
+def test_a_fork_server_builds_the_encoder_its_workers_share_and_a_lone_worker_the_python_counter(ctx_home, forks,
+                                                                                                  encoder):
+    """Decision 493: forked workers count with one encoder built before they fork (0.2 s and 76 MB, shared);
+    a worker that is its own interpreter builds the Python counter instead, as its own encoder would cost it."""
+    import subprocess
+
+    probe = ("from service.daemon import first_pass; from service.engine_setup import tokenizer as t; "
+             f"first_pass.preload({forks}); "
+             "print(t._encoding is not None, t._small is not None and t._small.ranks.table is not None)")
+    out = subprocess.run([sys.executable, "-P", "-c", probe], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[3], env={**os.environ, "PYTHONPATH": str(
+                             Path(__file__).resolve().parents[3])}).stdout.split()
+    assert out == [str(encoder), str(not encoder)]
+
+
+def test_the_pass_asks_a_fork_server_for_a_shared_encoder_from_the_cold_reports_size(ctx_home, monkeypatch):
+    """The same size decides as for the cold report's own workers (scan.SHARED_ENCODER_MIN_BYTES): below it, the
+    workers count a small history with the Python counter rather than wait for an encoder's build."""
+    projects, copied = _history(ctx_home)
+    files = scan.discover(projects)
+    asked: list[tuple[str, int]] = []
+    real_pool = forked.pool
+
+    def watched(func, jobs, workers, init=None, **kw):
+        asked.append((kw["method"], init.args[-1]))
+        return real_pool(func, jobs, workers, init, method="serial")
+
+    monkeypatch.setattr(forked, "pool", watched)
+
+    def read(method: str) -> None:
+        cache = scan.ScanCache(None)
+        assert first_pass.run(first_pass.plan(files, cache, set()), cache, max_line=scan.DEFAULT_MAX_LINE,
+                              prices=load_prices(), engine_cfg=None, store_prompts=True, method=method,
+                              workers=2, on_history=lambda batch: None)
+
+    read("fork-server")
+    monkeypatch.setattr(scan, "SHARED_ENCODER_MIN_BYTES", 1)
+    read("fork-server")
+    read("spawn")
+    assert asked == [("fork-server", 0), ("fork-server", 2), ("spawn", 0)]
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="a fork server is started only where the system can fork")
 def test_a_fork_server_started_ahead_for_a_small_history_ends_unused(ctx_home):
     """Below the size where workers pay, the pass reads in the service's thread: the server started ahead
