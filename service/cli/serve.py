@@ -31,6 +31,9 @@ def run(args: argparse.Namespace) -> int:
 
         return cannot_start(paths, exc, lasting=False)
     try:
+        from service.daemon import ahead
+
+        fork_server = ahead.on_first_start(paths.data)  # before the service's imports: on the idle core
         from service.daemon.runtime import Service, cannot_start, setup_logging
 
         setup_logging(paths)  # before the settings: a bad value is named in the log
@@ -45,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         start_failure.clear(paths)
 
         polling = bool(getattr(args, "polling", False) or os.environ.get("CTXLAMP_POLLING"))
-        return Service(paths, cfg, force_polling=polling).run()
+        return Service(paths, cfg, force_polling=polling, fork_server=fork_server).run()
     finally:
         lock.release()
 

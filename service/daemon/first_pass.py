@@ -13,7 +13,7 @@ Workers are never forked from the service's process: it runs threads (the API, t
 scheduler) and a child forked while one of them holds a lock waits for it forever. Where the system
 can fork, one fresh interpreter (a fork server, service/report/spawned.py) imports the readers
 once and forks the workers (on a first start it is started ahead, while the service builds itself:
-`prestart`); elsewhere each worker is a fresh interpreter. Either way a worker counts
+service/daemon/ahead.py); elsewhere each worker is a fresh interpreter. Either way a worker counts
 tokens with the encoder a fork server built before it forked them, else with the Python counter
 (decisions 490, 493). Below
 `forked.SPAWN_MIN_BYTES` of unread history one process is as fast, and the service's own thread
@@ -125,18 +125,6 @@ def preload(forks: int = 0) -> None:
         tokenizer.load_o200k()
     else:
         tokenizer.warm()
-
-
-def prestart(workers: int | None = None) -> Any:
-    """Where the first pass will fork its workers from a fresh interpreter, start that interpreter now,
-    importing the readers while the service starts and reads its live sessions (about 0.1 s of a start
-    a new user waits through). None where it would not be used: another start method, one core."""
-    from service.report import forked
-
-    workers = workers if workers is not None else (os.cpu_count() or 1)
-    if forked.start_method() != "fork" or workers < 2:
-        return None
-    return forked.start_fork_server(workers, __name__)
 
 
 @dataclass

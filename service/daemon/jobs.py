@@ -143,16 +143,25 @@ class Jobs(ServicePart):
                 pass
 
     # ---- history scan ------------------------------------------------------------------------
-    def prestart_first_pass(self) -> None:
-        """On a first start (no report cache yet: every transcript is to be read), start the first pass's
-        fork server before the service builds itself, so its imports are done when the pass begins."""
-        from service.daemon import first_pass
+    def prestart_first_pass(self, started: Any = None) -> None:
+        """On a first start (no report cache yet: every transcript is to be read), hold the first pass's fork
+        server: `started` by `ctxlamp serve` before the service's imports (service/daemon/ahead.py), else
+        started now, before the service builds itself, so its imports are done when the pass begins."""
+        from service.daemon import ahead
 
-        if not (self._svc.paths.data / "cache" / "report-scan.json").exists():
-            try:
-                self._fork_server = first_pass.prestart()
-            except OSError as exc:  # the pass starts its own, or reads serially, as without it
-                log.warning("the first pass's workers could not be started ahead: %s", exc)
+        if not ahead.first_start(self._svc.paths.data):
+            if started is not None:
+                from service.report import forked
+
+                forked.dismiss(started)
+            return
+        if started is not None:
+            self._fork_server = started
+            return
+        try:
+            self._fork_server = ahead.start_fork_server()
+        except OSError as exc:  # the pass starts its own, or reads serially, as without it
+            log.warning("the first pass's workers could not be started ahead: %s", exc)
 
     def _take_fork_server(self) -> Any:
         with self._fork_server_lock:

@@ -123,8 +123,10 @@ class Service:
     """The service process: one main loop owning every engine (module docstring)."""
 
     def __init__(self, paths: Paths, cfg: dict, *, projects: Path | None = None,
-                 force_polling: bool = False) -> None:
+                 force_polling: bool = False, fork_server: Any = None) -> None:
+        """`fork_server`: the first pass's, started ahead by `ctxlamp serve` (service/daemon/ahead.py)."""
         self.paths = paths
+        self._fork_server_ahead = fork_server
         self.cfg = cfg
         self.projects = projects or claude_projects()
         self.force_polling = force_polling
@@ -260,7 +262,8 @@ class Service:
         setup_logging(self.paths)
         log.info("service starting, pid %s, watching %s", os.getpid(), self.projects)
         self._stop_on_signals()
-        self.jobs.prestart_first_pass()
+        self.jobs.prestart_first_pass(self._fork_server_ahead)
+        self._fork_server_ahead = None
         try:
             self._build()
         except (OSError, ValueError) as exc:  # e.g. an unreadable prices override: say which, do not start

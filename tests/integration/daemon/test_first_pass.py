@@ -15,7 +15,7 @@ import pytest
 
 from service import config as config_mod
 from service.client.paths import app_paths
-from service.daemon import first_pass
+from service.daemon import ahead, first_pass
 from service.daemon.runtime import Service
 from service.ingest.transcript_file import chunks
 from service.engine_setup.engines import new_engine
@@ -118,7 +118,7 @@ def test_the_report_workers_give_what_one_process_gives(ctx_home):
     assert spawned == serial
     if hasattr(os, "fork"):
         assert one_way("fork-server") == serial
-        started = first_pass.prestart(2)  # as a first start does, before the service builds itself
+        started = ahead.start_fork_server(2)  # as a first start does, before the service builds itself
         assert started is not None
         assert one_way("fork-server", started) == serial
         assert started.wait(10) == 0
@@ -210,7 +210,7 @@ def test_a_fork_server_started_ahead_for_a_small_history_ends_unused(ctx_home):
     """Below the size where workers pay, the pass reads in the service's thread: the server started ahead
     must not linger (a process per start that waits forever)."""
     projects, copied = _history(ctx_home)
-    started = first_pass.prestart(2)
+    started = ahead.start_fork_server(2)
     cache = scan.ScanCache(None)
     plan = first_pass.plan(scan.discover(projects), cache, {str(p) for p in copied})
     assert plan.bytes < forked.min_bytes(forked.POOL_MIN_BYTES, "fork-server")
@@ -223,7 +223,8 @@ def test_a_fork_server_started_ahead_for_a_small_history_ends_unused(ctx_home):
                                                              "only where the system can fork safely")
 def test_a_first_start_starts_the_fork_server_ahead_and_a_later_one_does_not(ctx_home):
     """Only a start with no report cache yet (every transcript to read) pays an interpreter ahead of the pass;
-    a service that stops before its pass ends it."""
+    a service that stops before its pass ends it. `ctxlamp serve` starts it before the service's imports and
+    hands it over; one handed to a start that is not a first start is ended."""
     projects, _ = _history(ctx_home)
     paths = app_paths()
     svc = Service(paths, config_mod.load(paths.config_file), projects=projects)
@@ -232,10 +233,20 @@ def test_a_first_start_starts_the_fork_server_ahead_and_a_later_one_does_not(ctx
     assert server is not None and server.poll() is None
     svc.jobs.dismiss_fork_server()
     assert server.wait(10) == 0 and svc.jobs._fork_server is None
+    handed = ahead.on_first_start(paths.data)
+    assert handed is not None
+    svc.jobs.prestart_first_pass(handed)
+    assert svc.jobs._fork_server is handed
+    svc.jobs.dismiss_fork_server()
+    assert handed.wait(10) == 0
     (paths.data / "cache").mkdir(parents=True, exist_ok=True)
     (paths.data / "cache" / "report-scan.json").write_text("{}")
+    assert ahead.on_first_start(paths.data) is None
     svc.jobs.prestart_first_pass()
     assert svc.jobs._fork_server is None
+    stray = ahead.start_fork_server(2)
+    svc.jobs.prestart_first_pass(stray)
+    assert svc.jobs._fork_server is None and stray.wait(10) == 0
 
 
 def _written(store) -> dict[str, list[dict]]:
