@@ -8,6 +8,7 @@ import logging
 import os
 import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -212,6 +213,10 @@ class Jobs(ServicePart):
         self._svc.scan["state"] = "idle"
         if self._svc.ready.is_set():
             self._svc.hub.publish("service", self._svc.service_block())
+        # the History now holds the old sessions' segments (written after the recent sessions were read, when
+        # the basis was last learnt): the priced moves take their horizon from them, and the live sessions are
+        # published again if it moved (on the loop, which owns the engines)
+        self._svc.queue.put(("task", self._svc.following.learn_advice_basis, Future()))
         if prepare:
             self._prepare_report()
         if not self._svc.stopping.is_set():

@@ -5,6 +5,7 @@ scan used to read every file one after the other.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -356,3 +357,62 @@ def test_the_history_written_in_batches_is_what_one_file_at_a_time_wrote(ctx_hom
             store.close()
 
 
+
+
+def test_the_live_sessions_take_the_advice_basis_the_first_pass_wrote_and_are_published_again(ctx_home):
+    """A first start learns the priced moves' basis once the recent sessions are read, before the old sessions'
+    segments are written (their writes wait for it): the live sessions kept the defaults, and the Session tab a
+    move priced on them, until a live session archived a segment. Once the pass is idle, the basis is learnt
+    from the History and the live sessions are published with it."""
+    import queue as queue_mod
+
+    from service.engine.advice import AdviceBasis
+    from service.report.restart import advice_basis
+
+    projects, copied = _history(ctx_home)
+    mains = sorted((p for p in copied if "subagents" not in p.parts and not p.name.startswith("agent-")),
+                   key=lambda p: p.stat().st_size)
+    live = projects / "live-project" / mains[-1].name.replace(mains[-1].stem[:8], "0ddba11e")
+    live.parent.mkdir()
+    shutil.copyfile(mains[-1], live)  # written now: a recent session
+    paths = app_paths()
+    svc = Service(paths, config_mod.load(paths.config_file), projects=projects)
+    try:
+        svc._build()
+        svc.ready.set()
+        published: list[dict] = []
+        client = svc.hub.subscribe()
+        svc.following.learn_advice_basis()  # at the start, from an empty History: the defaults
+        recent, old = svc.following.discover()
+        assert recent == [live]
+        svc.following.catch_up = {str(live): live}
+        svc.scan = {"state": "catching_up", "done": 0, "total": 1}
+        svc.jobs.caught_up.clear()
+        while svc.following.catch_up or any(svc.following._reading_on.values()):
+            with svc._live.lock:
+                svc.following.catch_up_where(None, limit=1)
+        assert svc.jobs.caught_up.is_set()
+        assert svc.engine_cfg.advice.horizon_calls == AdviceBasis().horizon_calls
+        svc.jobs._scan(svc.jobs.plan_scan(old))
+        assert svc.scan["state"] == "idle"
+        while not client.queue.empty():  # what was published before the basis was learnt again
+            client.queue.get_nowait()
+        while True:  # what the pass left for the loop
+            try:
+                kind, task, fut = svc.queue.get_nowait()
+            except queue_mod.Empty:
+                break
+            if kind == "task":
+                with svc._live.lock:
+                    task()
+        learnt, sources = advice_basis(svc.persist.restart_figures(10_000) or [])
+        assert sources["horizon"] == "history", "the fixtures' old sessions give a horizon of their own"
+        assert svc.engine_cfg.advice.horizon_calls == learnt.horizon_calls != AdviceBasis().horizon_calls
+        sess = next(iter(svc.registry.sessions.values()))
+        while not client.queue.empty():
+            event, _, data = client.queue.get_nowait().decode().partition("\ndata: ")
+            if event == "event: snapshot":
+                published.append(json.loads(data))
+        assert [snap["session_id"] for snap in published] == [sess.snapshot["session_id"]]
+    finally:
+        svc.persist.close()
