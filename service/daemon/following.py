@@ -166,16 +166,33 @@ class Following(ServicePart):
             sess.last_active = mtime
         if sess.snapshot is None:
             sess.refresh()
-        # the newest session of the project (and of all) is followed
-        fp = self._registry.followed_by_project.get(sess.project_dir)
-        cur = self._registry.sessions.get(fp) if fp else None
-        if cur is None or cur.last_active <= sess.last_active:
-            self._registry.followed_by_project[sess.project_dir] = str(path)
-        top = self._registry.followed
-        if top is None or top.last_active <= sess.last_active:
-            self._registry.followed_path = str(path)
+        self._follow_if_newest(sess, ties=True)
         self._rest_idle(sess)
         return sess
+
+    def _follow_if_newest(self, sess: LiveSession, *, ties: bool) -> None:
+        """The newest session of the project (and of all) is followed; with `ties`, also one as new (the later
+        started of sessions written at the same moment: the start order, oldest first, decides)."""
+        def newer(other: LiveSession | None) -> bool:
+            return other is None or other.last_active < sess.last_active or (
+                ties and other.last_active == sess.last_active)
+
+        fp = self._registry.followed_by_project.get(sess.project_dir)
+        if newer(self._registry.sessions.get(fp) if fp else None):
+            self._registry.followed_by_project[sess.project_dir] = str(sess.path)
+        if newer(self._registry.followed):
+            self._registry.followed_path = str(sess.path)
+
+    def _as_recent_as_its_file(self, sess: LiveSession, before: float) -> None:
+        """After a slice of a startup read: the session is as recent as its file, not as the moment this
+        slice read it, so which session is followed after a restart does not depend on which files were big
+        enough to be read in slices, nor on how fast (it took the followed place from the newest one)."""
+        try:
+            mtime = sess.path.stat().st_mtime
+        except OSError:
+            mtime = before
+        sess.last_active = max(before, mtime)
+        self._follow_if_newest(sess, ties=False)
 
     def _rest_idle(self, new: LiveSession) -> None:
         """Over `sessions.live_max` live sessions, those idle for longer than `sessions.live_hours` leave the
@@ -233,6 +250,7 @@ class Following(ServicePart):
             self.publish_snapshot(sess)
             return
         quiet = self._reading_on.pop(key, False)  # the rest of a startup read: laps recorded, not announced
+        active = sess.last_active
         self._quiet_reminders = quiet
         try:
             ing = self._pump(sess, budget=PUMP_BUDGET, until=time.monotonic() + PUMP_SLICE_S)
@@ -243,7 +261,10 @@ class Following(ServicePart):
         elif ing.bytes_read or ing.restarted or sess.missing:  # readable again, or simply gone
             self._svc.skipped.forget(path)
         if ing.bytes_read or ing.restarted:
-            self._registry.touch(sess)
+            if quiet:
+                self._as_recent_as_its_file(sess, active)
+            else:
+                self._registry.touch(sess)
             self._svc.jobs.arm_checkpoint()
         if ing.more:  # a big append: let API calls in between, then read on
             self._reading_on[key] = quiet

@@ -225,3 +225,48 @@ def test_a_session_that_left_idle_comes_back_with_the_paths_its_user_unticked(ct
         assert svc.registry.sessions[str(idle)].excluded == {unticked}
     finally:
         svc.persist.close()
+
+
+def test_the_followed_session_after_a_start_is_the_newest_whether_or_not_a_big_one_was_read_in_slices(ctx_home,
+                                                                                                       monkeypatch):
+    """A big recent transcript is read in slices at a start, between requests. Each slice used to mark it active
+    now and follow it, so the session followed after a restart depended on which files were big enough (and on
+    how fast the machine read them): a newcomer saw the followed session change with no transcript changed."""
+    from service import config as config_mod
+    from service.client.paths import app_paths
+    from service.daemon import following
+    from service.daemon.runtime import Service
+
+    projects = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects"
+    big = projects / "-big" / REMINDERS.name
+    small = projects / "-small" / COMPACT.name
+    for src, dst, age in ((REMINDERS, big, 600), (COMPACT, small, 300)):
+        dst.parent.mkdir(parents=True)
+        dst.write_bytes(src.read_bytes())
+        os.utime(dst, (time.time() - age,) * 2)
+    assert big.stat().st_size > 20 * 4096
+
+    def followed_after_start(budget: int) -> tuple[str, bool]:
+        monkeypatch.setattr(following, "PUMP_BUDGET", budget)
+        paths = app_paths()
+        svc = Service(paths, config_mod.load(paths.config_file), projects=projects)
+        svc._build()
+        try:
+            live, _ = svc.following.discover()
+            assert live == [big, small]  # oldest first
+            svc.following.catch_up = {str(p): p for p in live}
+            svc.scan = {"state": "catching_up", "done": 0, "total": 2}
+            sliced = False
+            while svc.following.catch_up or any(svc.following._reading_on.values()):
+                with svc.registry.lock:
+                    if svc.following.catch_up:
+                        svc.following.catch_up_where(None, limit=1)
+                    for path in list(svc.following._reading_on):
+                        sliced = True
+                        svc.following.on_change(Path(path), False)
+            return svc.registry.followed.session_id, sliced
+        finally:
+            svc.persist.close()
+
+    assert followed_after_start(4096) == (COMPACT.stem, True)
+    assert followed_after_start(8 << 20) == (COMPACT.stem, False)
