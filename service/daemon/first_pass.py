@@ -43,12 +43,18 @@ _replay_with: tuple[Any, Any, bool] | None = None   # (prices, engine config, st
 log = logging.getLogger("ctxlamp.history")
 
 def init_worker(remembered: dict[str, int], max_line: int, prices: Any, engine_cfg: Any, store_prompts: bool,
-                forks: int = 0) -> None:
-    """What each worker needs (a fork server runs it once, before it forks its `forks` workers)."""
+                shared: bool = False) -> None:
+    """What each worker needs (a fork server runs it once, before it forks them; `shared`: they share the
+    encoder it builds, else each counts with the Python counter, `preload`)."""
+    from service.engine_setup import tokenizer
+
     global _replay_with
     scan.init_worker(remembered, max_line)
     _replay_with = (prices, engine_cfg, store_prompts)
-    preload(forks)
+    if shared:
+        tokenizer.load_o200k()
+    else:
+        tokenizer.warm()  # nothing when a fork server started ahead built the encoder: it counts
 
 
 @dataclass
@@ -115,16 +121,35 @@ def read_one(job: tuple[scan.TranscriptFile, bool]) -> Item:
 
 
 def preload(forks: int = 0) -> None:
-    """What the readers count with, built before their jobs come (service/report/spawned.py's `--preload`,
-    and `init_worker`). A fork server (`forks` > 1) builds tiktoken's encoder: the workers it forks share it
-    copy-on-write and count at its pace from their first text (decision 493). A lone worker builds the
-    Python counter whole: an encoder would be its own 76 MB and 0.2 s."""
+    """What the readers count with, built before their jobs come (service/report/spawned.py's `--preload`). A
+    fork server (`forks` > 1) over a history of the size where the cold report builds one for its workers
+    builds tiktoken's encoder: the workers it forks share it copy-on-write and count at its pace from their
+    first text (decision 493). Otherwise the Python counter whole: a lone worker's encoder would be its own
+    76 MB and 0.2 s, and a small history is counted before an encoder would be built."""
     from service.engine_setup import tokenizer
 
-    if forks > 1:
+    if forks > 1 and _history_reaches(scan.SHARED_ENCODER_MIN_BYTES):
         tokenizer.load_o200k()
     else:
         tokenizer.warm()
+
+
+def _history_reaches(size: int) -> bool:
+    """Whether Claude Code's transcripts hold at least `size` bytes (walked on the core a starting service
+    leaves idle, until they do)."""
+    from service.client.paths import claude_projects
+
+    total = 0
+    for folder, _, names in os.walk(claude_projects()):
+        for name in names:
+            if name.endswith(".jsonl"):
+                try:
+                    total += os.stat(os.path.join(folder, name)).st_size
+                except OSError:
+                    continue
+                if total >= size:
+                    return True
+    return False
 
 
 @dataclass
@@ -182,8 +207,7 @@ def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engin
         server = None
     # an encoder shared by forked workers pays from the size where the cold report builds one for its own
     shared = method == "fork-server" and plan_.bytes >= scan.SHARED_ENCODER_MIN_BYTES
-    init = functools.partial(init_worker, cache.sizes, max_line, prices, engine_cfg, store_prompts,
-                             workers if shared else 0)
+    init = functools.partial(init_worker, cache.sizes, max_line, prices, engine_cfg, store_prompts, shared)
 
     history_paths = {tf.path for tf, wanted in plan_.jobs if wanted}
     batch: list[Recorded] = []

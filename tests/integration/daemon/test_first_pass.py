@@ -163,19 +163,22 @@ def test_the_readers_count_their_results_texts_and_the_service_none(ctx_home, mo
     assert {p: cache.get(p, scan.fingerprint(p)) for p in cache.files} == scan.scan(files, scan.ScanCache(None), workers=1)
 
 
-@pytest.mark.parametrize("forks, encoder", [(2, True), (0, False)])
-def test_a_fork_server_builds_the_encoder_its_workers_share_and_a_lone_worker_the_python_counter(ctx_home, forks,
-                                                                                                  encoder):
+@pytest.mark.parametrize("forks, history_mb, encoder", [(2, 11, True), (2, 1, False), (0, 11, False)])
+def test_a_fork_server_over_a_big_history_builds_the_encoder_its_workers_share(ctx_home, forks, history_mb, encoder):
     """Decision 493: forked workers count with one encoder built before they fork (0.2 s and 76 MB, shared);
-    a worker that is its own interpreter builds the Python counter instead, as its own encoder would cost it."""
+    over a small history, or in a worker that is its own interpreter, the Python counter is built instead."""
     import subprocess
 
+    projects = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects" / "-p"
+    projects.mkdir(parents=True)
+    with open(projects / "a.jsonl", "wb") as f:  # sparse: only its size is read
+        f.truncate(history_mb << 20)
+    root = Path(__file__).resolve().parents[3]
     probe = ("from service.daemon import first_pass; from service.engine_setup import tokenizer as t; "
              f"first_pass.preload({forks}); "
              "print(t._encoding is not None, t._small is not None and t._small.ranks.table is not None)")
-    out = subprocess.run([sys.executable, "-P", "-c", probe], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parents[3], env={**os.environ, "PYTHONPATH": str(
-                             Path(__file__).resolve().parents[3])}).stdout.split()
+    out = subprocess.run([sys.executable, "-P", "-c", probe], capture_output=True, text=True, check=True, cwd=root,
+                         env={**os.environ, "PYTHONPATH": str(root)}).stdout.split()
     assert out == [str(encoder), str(not encoder)]
 
 
@@ -188,7 +191,7 @@ def test_the_pass_asks_a_fork_server_for_a_shared_encoder_from_the_cold_reports_
     real_pool = forked.pool
 
     def watched(func, jobs, workers, init=None, **kw):
-        asked.append((kw["method"], init.args[-1]))
+        asked.append((kw["method"], init.args[-1]))  # shared: the workers count with the server's encoder
         return real_pool(func, jobs, workers, init, method="serial")
 
     monkeypatch.setattr(forked, "pool", watched)
@@ -203,7 +206,7 @@ def test_the_pass_asks_a_fork_server_for_a_shared_encoder_from_the_cold_reports_
     monkeypatch.setattr(scan, "SHARED_ENCODER_MIN_BYTES", 1)
     read("fork-server")
     read("spawn")
-    assert asked == [("fork-server", 0), ("fork-server", 2), ("spawn", 0)]
+    assert asked == [("fork-server", False), ("fork-server", True), ("spawn", False)]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="a fork server is started only where the system can fork")
