@@ -370,7 +370,8 @@ class Following(ServicePart):
             self._outbox.append(reminder)  # published right after the session's snapshot
             if sess.hold.notice(seg, cast("dict", snap.get("lamp")), time.time()):
                 self._release_hold_later(sess)
-        log.info("reminder: session %s segment %s lap %s", sid, seg, lap)
+        # one line a notice raised now; those a start finds crossed while it was away (a history's worth) are recorded
+        (log.debug if self._quiet_reminders else log.info)("reminder: session %s segment %s lap %s", sid, seg, lap)
 
     def _release_hold_later(self, sess: LiveSession) -> None:
         """Publish the session again when its notice's hold ends, so the colour it held does not linger."""

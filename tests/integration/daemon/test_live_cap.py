@@ -270,3 +270,37 @@ def test_the_followed_session_after_a_start_is_the_newest_whether_or_not_a_big_o
 
     assert followed_after_start(4096) == (COMPACT.stem, True)
     assert followed_after_start(8 << 20) == (COMPACT.stem, False)
+
+
+def test_reminders_a_start_finds_crossed_while_it_was_away_are_recorded_without_a_log_line_each(ctx_home, caplog):
+    """A first start over a history read every lap its recent sessions crossed into the service's log, one INFO
+    line each (57 on real-wild's recent sessions); they are recorded, not announced, and logged at DEBUG."""
+    import logging
+
+    from service import config as config_mod
+    from service.client.paths import app_paths
+    from service.daemon.runtime import Service
+
+    projects = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects"
+    path = projects / "-p" / REMINDERS.name
+    path.parent.mkdir(parents=True)
+    path.write_bytes(REMINDERS.read_bytes())
+    paths = app_paths()
+    svc = Service(paths, config_mod.load(paths.config_file), projects=projects)
+    svc._build()
+    try:
+        caplog.set_level(logging.DEBUG, logger="ctxlamp.service")
+        live, _ = svc.following.discover()
+        svc.following.catch_up = {str(p): p for p in live}
+        svc.scan = {"state": "catching_up", "done": 0, "total": 1}
+        while svc.following.catch_up or any(svc.following._reading_on.values()):
+            with svc.registry.lock:
+                svc.following.catch_up_where(None, limit=1)
+                for p in list(svc.following._reading_on):
+                    svc.following.on_change(Path(p), False)
+        recorded = svc.persist.reminders(REMINDERS.stem)
+        assert recorded, "the fixture's session crosses laps"
+        lines = [r for r in caplog.records if r.getMessage().startswith("reminder: session")]
+        assert len(lines) == len(recorded) and {r.levelno for r in lines} == {logging.DEBUG}
+    finally:
+        svc.persist.close()
