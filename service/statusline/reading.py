@@ -89,8 +89,8 @@ def _ttl_s(value) -> float | None:
 
 def _cause(value) -> str | None:
     """A miss cause's name (`ttl_expired_5m`, `model_changed`, ...): lower-case letters, digits and _ only."""
-    if isinstance(value, str) and 0 < len(value) <= 40 and all(c.isdigit() or "a" <= c <= "z" or c == "_"
-                                                               for c in value):
+    if (isinstance(value, str) and 0 < len(value) <= 40 and value.isascii() and value.strip("_")  # no "²", no "_"
+            and all(c.isdigit() or "a" <= c <= "z" or c == "_" for c in value)):
         return value
     return None
 

@@ -10,7 +10,7 @@ import json
 import math
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from service.client import where
 from service.statusline import fastjson, line, reading
@@ -224,6 +224,7 @@ def test_the_whole_prompt_cache_of_2_1_332_is_read_field_by_field():
 
 
 @settings(max_examples=200, deadline=None)
+@example({"miss_causes": {"\u00b2": 1, "_": 2, "ok_1": 3}, "last_miss_cause": {"causes": ["\u0663", "_", "ok"]}})
 @given(st.dictionaries(st.sampled_from(list(MISSED)), st.one_of(
     st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True), st.text(max_size=60),
     st.lists(st.text(max_size=50), max_size=40), st.dictionaries(st.text(max_size=50), st.integers(-5, 10**12),
