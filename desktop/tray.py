@@ -86,6 +86,7 @@ class TrayController(QObject):
             stream.service.connect(self.on_service)
             stream.limits.connect(self.on_limits)
             stream.budgets.connect(self.on_budgets)
+            stream.followed.connect(self.on_followed)
             stream.disconnected.connect(self.on_disconnected)
         if supervisor is not None:
             supervisor.gave_up.connect(self.on_service_gave_up)
@@ -221,6 +222,19 @@ class TrayController(QObject):
         if self.window is not None:
             self.window.on_live_snapshot(snap)
         self.coalescer.observe(sid, int(snap.get("segment") or 0), lamp_colour(snap), time.time())
+
+    def on_followed(self, data: dict) -> None:
+        """The service follows another session: the lamp, the tooltip and the open window show it, unless the
+        user chose one in the menu (decision 496)."""
+        sid = data.get("session_id")
+        if sid is not None and not isinstance(sid, str):
+            return
+        before = self.followed
+        self.service_followed = sid
+        self.refresh()
+        now = self.followed
+        if now != before and now is not None and self.window is not None and self.window.isVisible():
+            self.window.load(now, self.sessions.get(now))
 
     def on_limits(self, limits: dict | None) -> None:
         """The plan limits (status, or a `limits` event): tooltip and menu, and a notice per threshold passed."""

@@ -23,6 +23,7 @@ class EventStream(QThread):
     service = Signal(dict)
     limits = Signal(dict)
     budgets = Signal(dict)
+    followed = Signal(dict)
     connected = Signal()
     disconnected = Signal(str)
 
@@ -115,3 +116,5 @@ class EventStream(QThread):
             self.limits.emit(obj)
         elif name == "budgets":
             self.budgets.emit(obj)
+        elif name == "followed":
+            self.followed.emit(obj)

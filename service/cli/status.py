@@ -253,8 +253,8 @@ def run(args: argparse.Namespace) -> int:
         for event, data in client.events():
             if event == "snapshot":
                 sessions[data["session_id"]] = data
-                newest = max(sessions.values(), key=lambda s: s.get("updated_at") or "")
-                state["followed"] = newest["session_id"]  # the service follows the most recently active
+            elif event == "followed":  # the service's own choice, as the tray shows it (decision 496)
+                state["followed"] = data.get("session_id")
             elif event == "rotated":
                 sessions.pop(data.get("from"), None)
             elif event == "service":

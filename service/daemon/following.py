@@ -49,12 +49,24 @@ class Following(ServicePart):
         self._reading_on: dict[str, bool] = {}         # path -> quiet: sessions still being read, in slices
         self._usual_run: tuple[int, float | None, int] | None = None  # (profiles_version, median, segments)
         self._basis_version: int | None = None         # profiles_version the advice's basis was learnt at
+        self._followed_told: str | None = None         # the followed session the last `followed` event named
 
     # ---- outputs ---------------------------------------------------------------------------
     def publish_snapshot(self, sess: LiveSession) -> None:
         if self._svc.ready.is_set() and sess.snapshot is not None:
             self._svc.hub.publish("snapshot", sess.snapshot)
         self._flush_reminders()
+        self.tell_followed()
+
+    def tell_followed(self) -> None:
+        """A `followed` event when the session the service follows is another one (it grew, a start found it
+        the newest, the hook named it): the tray, the window and `ctxlamp status` then show the one this
+        service follows, never a guess of their own (decision 496). Clients learn it first from /status."""
+        followed = self._registry.followed
+        sid = followed.session_id if followed is not None else None
+        if sid != self._followed_told and self._svc.ready.is_set():
+            self._followed_told = sid
+            self._svc.hub.publish("followed", {"session_id": sid})
 
     def _flush_reminders(self) -> None:
         """Reminders go out after the snapshot of their session, so a client knows the session."""
@@ -425,6 +437,7 @@ class Following(ServicePart):
             self._svc.hub.publish("rotated", {"from": old.session_id, "to": successor.session_id if successor else None,
                                          "project": old.project_dir})
             self._flush_reminders()
+            self.tell_followed()
 
     def rotate(self, session_id: str, transcript_path: str | None = None, cwd: str | None = None) -> dict:
         """POST /rotate (runs on the loop): follow `session_id` in its project."""

@@ -758,3 +758,49 @@ def test_an_unusable_database_does_not_stop_measurement(svc, dirs):
     got = s.get(f"/api/v1/reminders?session={end['session_id']}")["reminders"]
     assert [(r["segment"], r["lap"]) for r in got] == [(r["segment"], r["lap"]) for r in reminders]
     assert "database" in s.stderr()  # said once, on stderr
+
+
+# ---- one followed session, said the same way everywhere ---------------------------------------------
+def test_the_live_status_follows_the_session_the_service_follows_not_the_newest_timestamp(svc, dirs):
+    """`ctxlamp status` guessed the followed session from the newest entry time after each snapshot, and the
+    tray kept the one /status named at connect: after a start, or when an older session grew, the terminal,
+    the tray and the status line named different sessions. The service now says which it follows (a
+    `followed` event) and both show that one (decision 496)."""
+    import threading
+
+    _, claude = dirs
+    s = svc().start()
+    alpha, beta = claude / "projects" / "-home-user-alpha", claude / "projects" / "-home-user-beta"
+    alpha.mkdir()
+    beta.mkdir()
+    lines = SWITCH.read_bytes().splitlines(keepends=True)
+    first = alpha / SWITCH.name
+    first.write_bytes(b"".join(lines[:len(lines) // 2]))
+    wait_for(lambda: s.get("/api/v1/status")["followed"], what="the first session followed")
+    append_lines(COMPACT, beta / COMPACT.name)  # its entries are the newest of the two
+    end_b, _ = replay_end_status(beta / COMPACT.name)
+    wait_for_snapshot(s, end_b["session_id"], end_b)
+    assert s.get("/api/v1/status")["followed"] == end_b["session_id"]
+
+    live = subprocess.Popen([*CTXLAMP, "status"], env=s.env, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    frames: list[str] = []
+    reader = threading.Thread(target=lambda: frames.extend(iter(live.stdout.readline, "")), daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: any(line.startswith("→") for line in frames), what="the live status's first frame")
+        with open(first, "ab") as out:  # the person goes back to the older session: it grows
+            out.write(b"".join(lines[len(lines) // 2:]))
+        end_a, _ = replay_end_status(first)
+        wait_for_snapshot(s, end_a["session_id"], end_a)
+        assert end_a["updated_at"] < end_b["updated_at"], "the grown session's entries stay the older ones"
+        assert s.get("/api/v1/status")["followed"] == end_a["session_id"]
+        def arrow_row() -> int | None:
+            """Which row of the latest whole frame is marked followed (its rows: newest entries first)."""
+            heads = [i for i, line in enumerate(frames) if line.startswith("ctxlamp: ")]
+            rows = [line for line in frames[heads[-1]:] if line[2:3] == "●"] if heads else []
+            return next((i for i, row in enumerate(rows) if row.startswith("→")), None) if len(rows) == 2 else None
+
+        wait_for(lambda: arrow_row() == 1, what="the live status marking the grown session (the second row)")
+    finally:
+        live.terminate()
+        live.wait(10)

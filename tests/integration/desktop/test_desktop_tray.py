@@ -64,6 +64,27 @@ def test_the_followed_session_decides_the_colour_and_the_menu_can_switch(tray):
     assert tray.followed == "b" and tray.colour() == "green"
 
 
+def test_the_lamp_follows_the_session_the_service_says_it_follows_unless_the_user_chose(qtbot, ctx_home):
+    """Decision 496: the tray kept the session /status named when it connected; when the service followed
+    another (an older session grew, a start found it newest), the lamp showed one session and `ctxlamp status`
+    another. The stream's `followed` event moves the lamp; a session the user picked in the menu stays."""
+    stream = EventStream()
+    t = TrayController(ApiSource(), stream=stream, open_window_without_tray=False)
+    try:
+        t.set_status({"sessions": [snap("a", "red", "critical"), snap("b", "green")], "followed": "a",
+                      "service": {}})
+        assert t.followed == "a" and t.colour() == "red"
+        stream._dispatch("followed", {"session_id": "b"})
+        assert t.followed == "b" and t.colour() == "green"
+        stream._dispatch("followed", {"session_id": 7})  # not a session id: ignored
+        assert t.followed == "b"
+        t.follow("a")
+        stream._dispatch("followed", {"session_id": "b"})
+        assert t.followed == "a"
+    finally:
+        t.shutdown()
+
+
 def test_while_the_service_reads_recent_sessions_the_tooltip_says_so(tray):
     tray.set_status({"sessions": [], "followed": None,
                      "service": {"scan": {"state": "catching_up", "done": 1, "total": 9}}})
