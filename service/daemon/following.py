@@ -53,7 +53,7 @@ class Following(ServicePart):
 
     # ---- outputs ---------------------------------------------------------------------------
     def publish_snapshot(self, sess: LiveSession) -> None:
-        if self._svc.ready.is_set() and sess.snapshot is not None:
+        if self._svc.ready.is_set() and sess.snapshot is not None and sess.begun:
             self._svc.hub.publish("snapshot", sess.snapshot)
         self._flush_reminders()
         self.tell_followed()
@@ -185,6 +185,9 @@ class Following(ServicePart):
     def _follow_if_newest(self, sess: LiveSession, *, ties: bool) -> None:
         """The newest session of the project (and of all) is followed; with `ties`, also one as new (the later
         started of sessions written at the same moment: the start order, oldest first, decides)."""
+        if not sess.begun:  # a file of session titles alone is no session to follow (decision 497)
+            return
+
         def newer(other: LiveSession | None) -> bool:
             return other is None or other.last_active < sess.last_active or (
                 ties and other.last_active == sess.last_active)

@@ -105,6 +105,14 @@ class LiveSession:
         self.finished = False
         self.excluded: set[str] = set()
 
+    @property
+    def begun(self) -> bool:
+        """Whether the transcript holds a session yet: a call, or an entry naming its project. Claude Code also
+        writes files of session titles alone (`summary` lines); one is not listed, published or followed until
+        a session starts in it (decision 497)."""
+        snap = self.snapshot
+        return snap is not None and bool(snap.get("calls") or snap.get("project"))
+
     def _new_engine(self) -> None:
         from service.engine import LineSplitter
 
@@ -242,7 +250,7 @@ class Registry:
     def snapshots(self) -> list[Snapshot]:
         """Every live session's snapshot, most recently active first."""
         live = sorted(self.sessions.values(), key=lambda s: s.last_active, reverse=True)
-        return [s.snapshot for s in live if s.snapshot is not None]
+        return [s.snapshot for s in live if s.snapshot is not None and s.begun]
 
     # -- changes -----------------------------------------------------------
     def add(self, path: Path, *, rotate: bool) -> tuple[LiveSession, LiveSession | None]:
@@ -271,14 +279,14 @@ class Registry:
         if self.followed_by_project.get(sess.project_dir) == key:
             del self.followed_by_project[sess.project_dir]
         if self.followed_path == key:
-            newest = max(self.sessions.values(), key=lambda s: s.last_active, default=None)
+            newest = max((s for s in self.sessions.values() if s.begun), key=lambda s: s.last_active, default=None)
             self.followed_path = str(newest.path) if newest is not None else None
 
     def touch(self, sess: LiveSession) -> None:
         """`sess` just grew: it becomes its project's and the tray's followed session."""
         self.changes += 1
         key = str(sess.path)
-        if key in self.sessions:
+        if key in self.sessions and sess.begun:
             self.followed_by_project[sess.project_dir] = key
             self.followed_path = key
 

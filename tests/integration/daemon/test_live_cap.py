@@ -304,3 +304,48 @@ def test_reminders_a_start_finds_crossed_while_it_was_away_are_recorded_without_
         assert len(lines) == len(recorded) and {r.levelno for r in lines} == {logging.DEBUG}
     finally:
         svc.persist.close()
+
+
+def test_a_file_of_session_titles_alone_is_not_listed_or_followed_until_a_session_starts_in_it(ctx_home):
+    """Claude Code writes files holding only `summary` lines (a session's title): on real-wild 8 of a start's
+    12 recent files. Each was listed as a live session, "unknown project, warming up, $0", and the newest
+    took the lamp. Such a file is read and kept, but listed, published and followed only once a session
+    starts in it (decision 497)."""
+    from service import config as config_mod
+    from service.client.paths import app_paths
+    from service.daemon.runtime import Service
+
+    projects = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects"
+    real = projects / "-real" / COMPACT.name
+    titles = projects / "-titles" / "0ddba11e-aaaa-4bbb-8ccc-dddddddddddd.jsonl"
+    for path, data, age in ((real, COMPACT.read_bytes(), 600),
+                            (titles, b'{"type":"summary","summary":"Fix the build","leafUuid":"x"}\n', 60)):
+        path.parent.mkdir(parents=True)
+        path.write_bytes(data)
+        os.utime(path, (time.time() - age,) * 2)
+    paths = app_paths()
+    svc = Service(paths, config_mod.load(paths.config_file), projects=projects)
+    svc._build()
+    svc.ready.set()
+    client = svc.hub.subscribe()
+    try:
+        live, _ = svc.following.discover()
+        assert live == [real, titles]
+        svc.following.catch_up = {str(p): p for p in live}
+        svc.scan = {"state": "catching_up", "done": 0, "total": 2}
+        with svc.registry.lock:
+            svc.following.catch_up_where(None)
+        status = svc.status()
+        assert [s["session_id"] for s in status["sessions"]] == [COMPACT.stem]
+        assert status["followed"] == COMPACT.stem
+        published = [m.decode() for m in list(client.queue.queue)]
+        assert not any(titles.stem in m for m in published if m.startswith("event: snapshot"))
+        with open(titles, "ab") as out:  # a session starts in it
+            out.write(COMPACT.read_bytes().replace(COMPACT.stem.encode(), titles.stem.encode()))
+        with svc.registry.lock:
+            svc.following.on_change(titles, False)
+        status = svc.status()
+        assert status["followed"] == titles.stem
+        assert sorted(s["session_id"] for s in status["sessions"]) == sorted([COMPACT.stem, titles.stem])
+    finally:
+        svc.persist.close()
