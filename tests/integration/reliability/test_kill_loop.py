@@ -91,8 +91,11 @@ def _check_against_replay(svc: Service, dst: Path, home: Path, replay_home: Path
     end, reminders, segments = replay(dst, replay_home)
     sid = end["session_id"]
     want = meaningful(end)
-    wait_for(lambda: meaningful(svc.api.session(sid)) == want, timeout=30,
-             what=f"status == replay {want} (got {meaningful(svc.api.session(sid))})")
+    if end.get("calls") or end.get("project"):
+        wait_for(lambda: meaningful(svc.api.session(sid)) == want, timeout=30,
+                 what=f"status == replay {want} (got {meaningful(svc.api.session(sid))})")
+    else:  # Claude Code's queue lines alone, no session in the file yet: read (the service caught up) but not
+        assert svc.api.session(sid) is None  # listed (decision 497)
     got = [(r["segment"], r["lap"], r["call"]) for r in svc.api.get(f"/api/v1/reminders?session={sid}")["reminders"]]
     want = [(r["segment"], r["lap"], r["call"]) for r in reminders]
     # the live engine raises a reminder with the call that crossed the lap, not at the next call
