@@ -46,15 +46,10 @@ def init_worker(remembered: dict[str, int], max_line: int, prices: Any, engine_c
                 shared: bool = False) -> None:
     """What each worker needs (a fork server runs it once, before it forks them; `shared`: they share the
     encoder it builds, else each counts with the Python counter, `preload`)."""
-    from service.engine_setup import tokenizer
-
     global _replay_with
     scan.init_worker(remembered, max_line)
     _replay_with = (prices, engine_cfg, store_prompts)
-    if shared:
-        tokenizer.load_o200k()
-    else:
-        tokenizer.warm()  # nothing when a fork server started ahead built the encoder: it counts
+    _build_counter(shared)  # nothing more when a fork server started ahead built the encoder: it counts
 
 
 @dataclass
@@ -126,9 +121,15 @@ def preload(forks: int = 0) -> None:
     builds tiktoken's encoder: the workers it forks share it copy-on-write and count at its pace from their
     first text (decision 493). Otherwise the Python counter whole: a lone worker's encoder would be its own
     76 MB and 0.2 s, and a small history is counted before an encoder would be built."""
+    _build_counter(forks > 1 and _history_reaches(scan.SHARED_ENCODER_MIN_BYTES))
+
+
+def _build_counter(shared: bool) -> None:
+    """tiktoken's encoder, for workers that share it; else the Python counter whole (`tokenizer.warm`, which
+    leaves an encoder already built in charge)."""
     from service.engine_setup import tokenizer
 
-    if forks > 1 and _history_reaches(scan.SHARED_ENCODER_MIN_BYTES):
+    if shared:
         tokenizer.load_o200k()
     else:
         tokenizer.warm()

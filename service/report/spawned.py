@@ -13,8 +13,9 @@ workers share what the init and the imports built instead of each starting an in
 importing the readers again.
 
 `--preload MODULE` imports the module before the first frame arrives, and calls its `preload(forks)` if it
-has one (`forks`: the workers that will share what it builds, 0 when this interpreter runs the jobs): a caller that starts the interpreter ahead of its jobs (`forked.start_fork_server`) has it
-ready, imports done, when they come.
+has one (`forks`: the workers that will share what it builds, 0 when this interpreter runs the jobs): a
+caller that starts the interpreter ahead of its jobs (`forked.start_fork_server`) has it ready, imports
+done, when they come.
 """
 from __future__ import annotations
 
