@@ -13,6 +13,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import posixpath
+import re
 from bisect import bisect_left
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -177,6 +178,16 @@ class _Segment:
     compacted_from: tuple[float, float, float | None] | None = None  # the /compact before: (pre, floor, post)
 
 
+_SESSION_FILE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.jsonl")
+
+
+def own_session_id(transcript: str) -> str | None:
+    """The session a transcript's name says it holds (Claude Code names it `<session id>.jsonl`), or None
+    for a file named otherwise (a copy, a fixture): then its first entry's `sessionId` names it."""
+    name = re.split(r"[\\/]", transcript)[-1]
+    return name[:-6] if _SESSION_FILE.fullmatch(name) else None
+
+
 class SessionEngine:
     """The measurement of one session (one main transcript)."""
 
@@ -199,6 +210,7 @@ class SessionEngine:
         self.config = config or EngineConfig()
         self._path_exists = path_exists or (lambda _p: True)
         self.session_id: str | None = None
+        self._own_id = own_session_id(transcript)  # None: the file is not named as Claude Code names a session
         self.cwd: str | None = None
         self.skipped_lines = 0
         self.held_back_bytes = 0  # an unfinished last line the reader is holding (set by the reader)
@@ -271,7 +283,7 @@ class SessionEngine:
 
     def _note_identity(self, e: Entry) -> None:
         if self.session_id is None and isinstance(e.get("sessionId"), str):
-            self.session_id = e["sessionId"]
+            self.session_id = self._own_id or e["sessionId"]  # a resumed file opens with another session's copies
         if self.cwd is None and isinstance(e.get("cwd"), str):
             self.cwd = e["cwd"]
 
@@ -321,6 +333,8 @@ class SessionEngine:
             raise Malformed("assistant message is not an object")
         if isinstance(e.get("requestSessionId"), str) and e["requestSessionId"] != e.get("sessionId"):
             return  # a copy of a call billed in another session (a fork's history): the floor holds it
+        if self._own_id is not None and isinstance(e.get("sessionId"), str) and e["sessionId"] != self._own_id:
+            return  # the same, as an older Claude Code's resume copied it: under the session it came from
         content = msg.get("content")
         if isinstance(content, list):
             cwd = e.get("cwd") if isinstance(e.get("cwd"), str) else self.cwd

@@ -18,8 +18,8 @@ from math import fsum
 from pathlib import Path
 from typing import Any
 
-CACHE_VERSION = 4  # 2: a segment keeps its rent and reminders; 3: misses priced, and the schedules; 4: the
-# followed schedule takes the cache notice's move at a break
+CACHE_VERSION = 5  # 2: a segment keeps its rent and reminders; 3: misses priced, and the schedules; 4: the
+# followed schedule takes the cache notice's move at a break; 5: a resumed transcript is its own session
 LABEL = "estimated"
 DEFINITION = ("per segment: a restart after call k with a handoff of B_default(k) saves "
               "(totalStock(k) - B_default(k)) x what each later call paid per prompt token (its cache-read "
@@ -48,13 +48,15 @@ def block(segments: Iterable[dict], live: Iterable[dict], since: str | None, unt
           day_of: Callable[[Any], str | None] = _day) -> dict:
     """The period's sums: segments that ended in it (profiles) plus the open ones (live snapshots).
 
-    A live segment whose profile is also given (the same session and segment) counts once, live.
+    A live segment whose profile is also given (the same session and segment) counts once, live; one
+    with no call yet is no segment, as the engine archives none for it.
     """
     rows: dict[tuple[Any, Any], tuple[str | None, dict]] = {}
     for p in segments:
         rows[(p.get("session_id"), p.get("segment"))] = (day_of(p.get("ended_at") or p.get("started_at")), p)
     for s in live:
-        rows[(s.get("session_id"), s.get("segment"))] = (day_of(s.get("updated_at")), s)
+        if (figures_of(s) or {}).get("calls") != 0:
+            rows[(s.get("session_id"), s.get("segment"))] = (day_of(s.get("updated_at")), s)
     first: list[float] = []
     compact_first: list[float] = []
     best: list[float] = []

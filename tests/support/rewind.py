@@ -3,6 +3,7 @@ their steps, files and the fake API's log, and the engine's events over them fed
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from service.engine import LineSplitter
 from service.engine_setup.engines import load_prices, new_engine
@@ -18,8 +19,10 @@ API = {r["id"]: r for r in map(json.loads, (FIXTURE / "api.jsonl").read_text().s
 PRICES = load_prices()
 
 
-def events_of(data: bytes, full: bool = True, cuts: list[int] | None = None) -> tuple[list[dict], object]:
-    eng = new_engine(str(MAIN), PRICES, full_events=full)
+def events_of(data: bytes, full: bool = True, cuts: list[int] | None = None, path: Path = MAIN
+              ) -> tuple[list[dict], object]:
+    """The engine's events over `data`, read as the transcript `path` (whose name says whose session it is)."""
+    eng = new_engine(str(path), PRICES, full_events=full)
     splitter, pos = LineSplitter(), 0
     for cut in (cuts or []) + [len(data)]:
         for line in splitter.feed(data[pos:pos + cut]):

@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -86,3 +88,38 @@ def test_following_every_notice_keeps_most_of_the_best_schedule_on_four_peoples_
     for person in ("marot-spotter", "M-Thisness-M-Claude"):
         b, f = per_person[person]
         assert f / b >= 0.75, person
+
+
+def test_the_served_report_and_a_cold_one_say_the_same_of_every_segment(real_wild, tmp_path):
+    # The service's report sums the segments its History keeps and its live sessions; `--no-service` replays
+    # every transcript. Real-wild holds a chain of four files an older Claude Code wrote on `--resume`, each
+    # opening with the ones before under their session's id: read as one session they collided, and the two
+    # reports kept different files' figures ($49.35 against $47.77 followed, decision 498).
+    from bench.real_history import lay_out
+    from tests.support.harness import service_env
+    from tests.support.servicectl import running_service
+
+    from service.client.api import ApiClient
+
+    lay_out(real_wild, tmp_path / "user")
+    home = tmp_path / "ctx"
+    home.mkdir()
+    env = service_env(home, tmp_path / "user" / ".claude", HOME=str(tmp_path / "user"), TZ="UTC")
+
+    def report(*extra: str, ctx: Path = home) -> dict:
+        proc = subprocess.run([sys.executable, "-m", "service.cli", "report", "--json", *extra], capture_output=True,
+                              cwd=ROOT, env={**env, "CTXLAMP_HOME": str(ctx)}, timeout=600, text=True)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    cold = report("--no-service", "--no-cache", ctx=tmp_path / "cold")
+    with running_service(env, home, timeout=120) as (_proc, info):
+        client = ApiClient(info, timeout=60)
+        deadline = time.monotonic() + 300
+        while client.get("/api/v1/status")["service"]["scan"]["state"] != "idle":
+            assert time.monotonic() < deadline, "the service's first pass did not finish"
+            time.sleep(0.2)
+        served = report()
+    assert served["restart_savings"]["segments"] == cold["restart_savings"]["segments"] > 80
+    assert served["restart_savings"] == cold["restart_savings"]
+    assert served["spend"]["by_day"] == cold["spend"]["by_day"]

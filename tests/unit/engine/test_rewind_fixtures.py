@@ -73,7 +73,7 @@ def test_every_billed_call_is_counted_the_abandoned_ones_included():
 
 
 def test_a_forked_session_counts_only_its_own_calls_and_starts_at_its_live_context():
-    events, _ = events_of(FORK.read_bytes())
+    events, _ = events_of(FORK.read_bytes(), path=FORK)
     calls = [e for e in events if e["event"] == "call"]
     (own,) = [i for i, r in API.items() if r["match"] == "RW-FORK"]
     assert [c["key"] for c in calls] == [own]  # the copied history was billed in the session it came from
