@@ -108,8 +108,8 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
          f"claude-monitor {peers.MONITOR_VERSION} (PyPI, own venv)",
          "- corpus: `python bench/corpus.py --mb SIZE --out DIR` (copies of tests/fixtures with fresh ids "
          "and times shifted by whole days; half of the copies get varied texts)",
-         f"- {args.runs} interleaved runs per tool (the order rotates each round), after one untimed run of each "
-         "(every tool reads from a warm page cache); figures are medians. CPU = user+sys of the process and the "
+         f"- {args.runs} interleaved runs per tool (the order rotates each round), each right after an untimed run of "
+         "the same command (every tool reads from a warm page cache every time); figures are medians. CPU = user+sys of the process and the "
          "children it waited for (os.wait4); peak RSS = ru_maxrss as GNU time reports it for the command (the largest single process of the tree, not the sum of its workers).",
          "", "Commands (each with HOME and CLAUDE_CONFIG_DIR pointed at the corpus, TZ=UTC):", ""]
     for name, cmd in (next(iter(sizes.values()))["peers"]["commands"] if sizes else {}).items():
