@@ -283,8 +283,10 @@ class Registry:
             self.followed_path = str(newest.path) if newest is not None else None
 
     def touch(self, sess: LiveSession) -> None:
-        """`sess` just grew: it becomes its project's and the tray's followed session."""
+        """`sess` just grew, or the hook named it: it becomes its project's and the tray's followed session, as
+        active as now (a startup read of an older file, going on in slices, no longer takes its place)."""
         self.changes += 1
+        sess.last_active = max(sess.last_active, time.time())
         key = str(sess.path)
         if key in self.sessions and sess.begun:
             self.followed_by_project[sess.project_dir] = key

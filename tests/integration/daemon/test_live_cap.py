@@ -272,6 +272,48 @@ def test_the_followed_session_after_a_start_is_the_newest_whether_or_not_a_big_o
     assert followed_after_start(8 << 20) == (COMPACT.stem, False)
 
 
+def test_the_session_the_hook_names_during_a_start_stays_followed_while_a_newer_one_is_still_read(ctx_home,
+                                                                                                  monkeypatch):
+    """The hook names the session a person works in. At a start a newer transcript may still be read in slices;
+    each slice leaves it as recent as its file (decision 495), and it took the followed place from the session
+    the hook had named, older on disk: the lamp left the session in use (seen on CI, where it depended on
+    which files were still being read when the hook came)."""
+    from service import config as config_mod
+    from service.client.paths import app_paths
+    from service.daemon import following
+    from service.daemon.runtime import Service
+
+    projects = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects"
+    named = projects / "-named" / COMPACT.name
+    newer = projects / "-newer" / REMINDERS.name
+    for src, dst, age in ((COMPACT, named, 600), (REMINDERS, newer, 300)):
+        dst.parent.mkdir(parents=True)
+        dst.write_bytes(src.read_bytes())
+        os.utime(dst, (time.time() - age,) * 2)
+    monkeypatch.setattr(following, "PUMP_BUDGET", 4096)
+    paths = app_paths()
+    svc = Service(paths, config_mod.load(paths.config_file), projects=projects)
+    svc._build()
+    try:
+        live, _ = svc.following.discover()
+        assert live == [named, newer]
+        svc.following.catch_up = {str(p): p for p in live}
+        svc.scan = {"state": "catching_up", "done": 0, "total": 2}
+        with svc.registry.lock:
+            svc.following.catch_up_where(None, limit=2)
+            assert str(newer) in svc.following._reading_on  # still being read, in slices
+            svc.following.rotate(COMPACT.stem, transcript_path=str(named))
+        assert svc.registry.followed.session_id == COMPACT.stem
+        while any(svc.following._reading_on.values()):
+            with svc.registry.lock:
+                for path in list(svc.following._reading_on):
+                    svc.following.on_change(Path(path), False)
+        assert svc.registry.followed.session_id == COMPACT.stem
+        assert svc.registry.sessions[str(newer)].snapshot["calls"] > 0  # read to its end all the same
+    finally:
+        svc.persist.close()
+
+
 def test_reminders_a_start_finds_crossed_while_it_was_away_are_recorded_without_a_log_line_each(ctx_home, caplog):
     """A first start over a history read every lap its recent sessions crossed into the service's log, one INFO
     line each (57 on real-wild's recent sessions); they are recorded, not announced, and logged at DEBUG."""
