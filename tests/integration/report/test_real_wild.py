@@ -122,4 +122,10 @@ def test_the_served_report_and_a_cold_one_say_the_same_of_every_segment(real_wil
         served = report()
     assert served["restart_savings"]["segments"] == cold["restart_savings"]["segments"] > 80
     assert served["restart_savings"] == cold["restart_savings"]
-    assert served["spend"]["by_day"] == cold["spend"]["by_day"]
+    # the rest of the report too, but what only a running service knows (the status line's readings) and
+    # where each keeps its own files
+    for doc in (served, cold):
+        doc["spend"].get("unwritten", {}).pop("statusline", None)
+        doc.pop("cache_misses", None)
+        doc.pop("sources", None)
+    assert served == cold
