@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.support.corpus import scenario_session
@@ -227,46 +228,69 @@ def test_a_session_that_left_idle_comes_back_with_the_paths_its_user_unticked(ct
         svc.persist.close()
 
 
-def test_the_followed_session_after_a_start_is_the_newest_whether_or_not_a_big_one_was_read_in_slices(ctx_home,
-                                                                                                       monkeypatch):
-    """A big recent transcript is read in slices at a start, between requests. Each slice used to mark it active
-    now and follow it, so the session followed after a restart depended on which files were big enough (and on
-    how fast the machine read them): a newcomer saw the followed session change with no transcript changed."""
+def _aged(projects: Path, files: list[tuple[Path, str, int]]) -> list[Path]:
+    """Copies of (transcript, project folder, age in seconds), each written that long ago."""
+    out = []
+    for src, folder, age in files:
+        dst = projects / folder / src.name
+        dst.parent.mkdir(parents=True)
+        dst.write_bytes(src.read_bytes())
+        os.utime(dst, (time.time() - age,) * 2)
+        out.append(dst)
+    return out
+
+
+@contextmanager
+def _starting(projects: Path, monkeypatch, budget: int):
+    """A service built over `projects` that reads `budget` bytes a turn of its loop, its recent sessions found
+    and not read yet (the test turns its loop by hand)."""
     from service import config as config_mod
     from service.client.paths import app_paths
     from service.daemon import following
     from service.daemon.runtime import Service
 
+    monkeypatch.setattr(following, "PUMP_BUDGET", budget)
+    paths = app_paths()
+    svc = Service(paths, config_mod.load(paths.config_file), projects=projects)
+    svc._build()
+    try:
+        live, _ = svc.following.discover()
+        svc.following.catch_up = {str(p): p for p in live}
+        svc.scan = {"state": "catching_up", "done": 0, "total": len(live)}
+        yield svc, live
+    finally:
+        svc.persist.close()
+
+
+def _read_on(svc) -> bool:
+    """The sessions still read in slices, one slice each; whether there were any."""
+    sliced = False
+    with svc.registry.lock:
+        for path in list(svc.following._reading_on):
+            sliced = True
+            svc.following.on_change(Path(path), False)
+    return sliced
+
+
+def test_the_followed_session_after_a_start_is_the_newest_whether_or_not_a_big_one_was_read_in_slices(ctx_home,
+                                                                                                       monkeypatch):
+    """A big recent transcript is read in slices at a start, between requests. Each slice used to mark it active
+    now and follow it, so the session followed after a restart depended on which files were big enough (and on
+    how fast the machine read them): a newcomer saw the followed session change with no transcript changed."""
     projects = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects"
-    big = projects / "-big" / REMINDERS.name
-    small = projects / "-small" / COMPACT.name
-    for src, dst, age in ((REMINDERS, big, 600), (COMPACT, small, 300)):
-        dst.parent.mkdir(parents=True)
-        dst.write_bytes(src.read_bytes())
-        os.utime(dst, (time.time() - age,) * 2)
+    big, small = _aged(projects, [(REMINDERS, "-big", 600), (COMPACT, "-small", 300)])
     assert big.stat().st_size > 20 * 4096
 
     def followed_after_start(budget: int) -> tuple[str, bool]:
-        monkeypatch.setattr(following, "PUMP_BUDGET", budget)
-        paths = app_paths()
-        svc = Service(paths, config_mod.load(paths.config_file), projects=projects)
-        svc._build()
-        try:
-            live, _ = svc.following.discover()
+        with _starting(projects, monkeypatch, budget) as (svc, live):
             assert live == [big, small]  # oldest first
-            svc.following.catch_up = {str(p): p for p in live}
-            svc.scan = {"state": "catching_up", "done": 0, "total": 2}
             sliced = False
             while svc.following.catch_up or any(svc.following._reading_on.values()):
-                with svc.registry.lock:
-                    if svc.following.catch_up:
+                if svc.following.catch_up:
+                    with svc.registry.lock:
                         svc.following.catch_up_where(None, limit=1)
-                    for path in list(svc.following._reading_on):
-                        sliced = True
-                        svc.following.on_change(Path(path), False)
+                sliced = _read_on(svc) or sliced
             return svc.registry.followed.session_id, sliced
-        finally:
-            svc.persist.close()
 
     assert followed_after_start(4096) == (COMPACT.stem, True)
     assert followed_after_start(8 << 20) == (COMPACT.stem, False)
@@ -277,41 +301,20 @@ def test_the_session_the_hook_names_during_a_start_stays_followed_while_a_newer_
     """The hook names the session a person works in. At a start a newer transcript may still be read in slices;
     each slice leaves it as recent as its file (decision 495), and it took the followed place from the session
     the hook had named, older on disk: the lamp left the session in use (seen on CI, where it depended on
-    which files were still being read when the hook came)."""
-    from service import config as config_mod
-    from service.client.paths import app_paths
-    from service.daemon import following
-    from service.daemon.runtime import Service
-
+    which files were still being read when the hook came; decision 500)."""
     projects = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects"
-    named = projects / "-named" / COMPACT.name
-    newer = projects / "-newer" / REMINDERS.name
-    for src, dst, age in ((COMPACT, named, 600), (REMINDERS, newer, 300)):
-        dst.parent.mkdir(parents=True)
-        dst.write_bytes(src.read_bytes())
-        os.utime(dst, (time.time() - age,) * 2)
-    monkeypatch.setattr(following, "PUMP_BUDGET", 4096)
-    paths = app_paths()
-    svc = Service(paths, config_mod.load(paths.config_file), projects=projects)
-    svc._build()
-    try:
-        live, _ = svc.following.discover()
+    named, newer = _aged(projects, [(COMPACT, "-named", 600), (REMINDERS, "-newer", 300)])
+    with _starting(projects, monkeypatch, 4096) as (svc, live):
         assert live == [named, newer]
-        svc.following.catch_up = {str(p): p for p in live}
-        svc.scan = {"state": "catching_up", "done": 0, "total": 2}
         with svc.registry.lock:
             svc.following.catch_up_where(None, limit=2)
             assert str(newer) in svc.following._reading_on  # still being read, in slices
             svc.following.rotate(COMPACT.stem, transcript_path=str(named))
         assert svc.registry.followed.session_id == COMPACT.stem
-        while any(svc.following._reading_on.values()):
-            with svc.registry.lock:
-                for path in list(svc.following._reading_on):
-                    svc.following.on_change(Path(path), False)
+        while _read_on(svc):
+            pass
         assert svc.registry.followed.session_id == COMPACT.stem
         assert svc.registry.sessions[str(newer)].snapshot["calls"] > 0  # read to its end all the same
-    finally:
-        svc.persist.close()
 
 
 def test_reminders_a_start_finds_crossed_while_it_was_away_are_recorded_without_a_log_line_each(ctx_home, caplog):
