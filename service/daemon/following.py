@@ -174,8 +174,8 @@ class Following(ServicePart):
             self._reading_on[str(path)] = self._quiet_reminders
             self.sliced = True
             self._svc.on_file_event(path, False)
-        if mtime is not None:
-            sess.last_active = mtime
+        # a start's read is as recent as its file; a session that appears or the hook names is active now
+        sess.last_active = mtime if mtime is not None else time.time()
         if sess.snapshot is None:
             sess.refresh()
         self._follow_if_newest(sess, ties=True)
@@ -198,15 +198,14 @@ class Following(ServicePart):
         if newer(self._registry.followed):
             self._registry.followed_path = str(sess.path)
 
-    def _as_recent_as_its_file(self, sess: LiveSession, before: float) -> None:
+    def _as_recent_as_its_file(self, sess: LiveSession) -> None:
         """After a slice of a startup read: the session is as recent as its file, not as the moment this
         slice read it, so which session is followed after a restart does not depend on which files were big
         enough to be read in slices, nor on how fast (it took the followed place from the newest one)."""
         try:
-            mtime = sess.path.stat().st_mtime
+            sess.last_active = max(sess.last_active, sess.path.stat().st_mtime)
         except OSError:
-            mtime = before
-        sess.last_active = max(before, mtime)
+            pass
         self._follow_if_newest(sess, ties=False)
 
     def _rest_idle(self, new: LiveSession) -> None:
@@ -265,7 +264,6 @@ class Following(ServicePart):
             self.publish_snapshot(sess)
             return
         quiet = self._reading_on.pop(key, False)  # the rest of a startup read: laps recorded, not announced
-        active = sess.last_active
         self._quiet_reminders = quiet
         try:
             ing = self._pump(sess, budget=PUMP_BUDGET, until=time.monotonic() + PUMP_SLICE_S)
@@ -277,7 +275,7 @@ class Following(ServicePart):
             self._svc.skipped.forget(path)
         if ing.bytes_read or ing.restarted:
             if quiet:
-                self._as_recent_as_its_file(sess, active)
+                self._as_recent_as_its_file(sess)
             else:
                 self._registry.touch(sess)
             self._svc.jobs.arm_checkpoint()

@@ -100,7 +100,7 @@ class LiveSession:
         self._new_engine()
         self.snapshot: Snapshot | None = None
         self.hold = LampHold()        # the published colour's hold while a notice is young
-        self.last_active = 0.0        # wall time of the latest bytes read
+        self.last_active = 0.0        # when it grew or the hook named it; after a start's read, its file's mtime
         self.missing = False
         self.finished = False
         self.excluded: set[str] = set()
@@ -170,10 +170,7 @@ class LiveSession:
             if (budget is not None and out.bytes_read >= budget) or (until is not None and time.monotonic() >= until):
                 out.more = True
                 break
-        if out.bytes_read or out.restarted:
-            self.last_active = time.time()
-            self.refresh()
-        elif out.went_missing:
+        if out.bytes_read or out.restarted or out.went_missing:
             self.refresh()
         return out
 
