@@ -136,20 +136,18 @@ def _build_counter(shared: bool) -> None:
 
 
 def _history_reaches(size: int) -> bool:
-    """Whether Claude Code's transcripts hold at least `size` bytes (walked on the core a starting service
-    leaves idle, until they do)."""
+    """Whether the transcripts the pass will find (the report's `discover`) hold at least `size` bytes (on the
+    core a starting service leaves idle, until they do)."""
     from service.client.paths import claude_projects
 
     total = 0
-    for folder, _, names in os.walk(claude_projects()):
-        for name in names:
-            if name.endswith(".jsonl"):
-                try:
-                    total += os.stat(os.path.join(folder, name)).st_size
-                except OSError:
-                    continue
-                if total >= size:
-                    return True
+    for tf in scan.discover(claude_projects()):
+        try:
+            total += os.stat(tf.path).st_size
+        except OSError:
+            continue
+        if total >= size:
+            return True
     return False
 
 
