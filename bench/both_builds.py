@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.peers import base_env
+from service.report.scan import discover
 
 # run in each build's interpreter: the replay of every file given on stdin, one digest a file
 _REPLAYS = """
@@ -58,8 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", type=Path, required=True, help="a folder holding .claude/projects")
     args = ap.parse_args(argv)
     projects = args.corpus / ".claude" / "projects"
-    mains = sorted(str(p) for p in projects.rglob("*.jsonl")
-                   if "subagents" not in p.parts and not p.name.startswith("agent-"))
+    mains = [tf.path for tf in discover(projects) if not tf.subagent]  # the report's own rule for a main transcript
     env = base_env(args.corpus)
     began = time.monotonic()
     compiled = _build(env, mains)
