@@ -135,6 +135,15 @@ def ctxlamp_cmd() -> list[str]:
     return [str(exe) if exe.exists() else shutil.which("ctxlamp") or "ctxlamp", "report", "--json"]
 
 
+def fresh_home(homes: Path, name: str) -> Path:
+    """homes/name: no scan cache and no report cache, but the tokenizer set up as homes/warmup has it (a cold
+    report run there first), as after a user's first run."""
+    home = homes / name
+    if (homes / "warmup" / "tiktoken").is_dir():
+        shutil.copytree(homes / "warmup" / "tiktoken", home / "tiktoken")
+    return home
+
+
 SERVED = "ctxlamp, service running"  # `ctxlamp report` as users run it: a service answers
 
 
@@ -180,11 +189,7 @@ def compare_run(corpus: Path, peers: Peers, runs: int = 5, with_monitor: bool = 
         timed(ctxlamp_cmd(), ctx_env(homes / "warmup"))  # sets the tokenizer up, as a user's first run does
 
         def fresh(name: str) -> Path:
-            """A home with no scan cache and no report cache, but the tokenizer set up (as after the first run)."""
-            home = homes / name
-            if (homes / "warmup" / "tiktoken").is_dir():
-                shutil.copytree(homes / "warmup" / "tiktoken", home / "tiktoken")
-            return home
+            return fresh_home(homes, name)
 
         load = []
         for i in range(runs):

@@ -3,7 +3,8 @@
 At 50 MB and 500 MB of generated history (bench/corpus.py): ctxlamp's cold and
 warm `report --json` against ccusage and claude-monitor (bench/peers.py), the
 per-day totals against ccusage with each difference explained
-(bench/compare_totals.py); then replay throughput (bench/replay.py), one
+(bench/compare_totals.py), what exact token counting costs the cold report
+(bench/counting_bound.py); then replay throughput (bench/replay.py), one
 long segment's replay (bench/long_segment.py), one long turn's records
 (bench/long_turn.py), the
 service's append-to-snapshot latency (bench/latency.py), idle CPU
@@ -141,6 +142,12 @@ def write_doc(path: Path, m: dict, sizes: dict, extra: dict, args) -> str:
             L += [f"## Where a cold report's time goes ({size} MB, bench/report_phases.py)", "",
                   "Each phase timed on its own in a fresh process (so the tokenizer load shows apart); "
                   f"load average after: {ph['loadavg_after']}.", "", report_phases_table(ph), ""]
+        bound = s.get("bound")
+        if bound and not bound.get("error"):
+            from bench.counting_bound import format_result
+            L += [f"## What exact counting costs a cold report ({size} MB, bench/counting_bound.py)", "",
+                  "The cold report beside the same report with its token counting taken out (figures wrong on "
+                  "purpose), and ccusage, in alternating rounds (decision 501).", "", format_result(bound), ""]
     L += ["## Service and engine", ""]
     rep = extra.get("replay") or {}
     if rep.get("error"):
@@ -307,8 +314,9 @@ def main(argv: list[str] | None = None) -> int:
                 from bench import long_turn
                 extra["long_turn"] = attempt("long turn", long_turn.measure)
             if mb == max(args.sizes):
-                from bench import report_phases
+                from bench import counting_bound, report_phases
                 s["phases"] = attempt("report phases", report_phases.measure, corpus)
+                s["bound"] = attempt("counting bound", counting_bound.measure, corpus, args.runs, tools.ccusage)
             if not args.skip_service and mb == max(args.sizes):
                 from bench import service_start
                 extra["start"] = attempt("service start", service_start.measure, corpus)

@@ -282,3 +282,30 @@ def test_the_tree_peak_counts_a_child_started_from_another_thread():
             os.kill(child, signal.SIGKILL)
         parent.kill()
         parent.wait()
+
+
+@pytest.mark.timeout(120)
+def test_the_counting_bound_takes_out_the_counts_and_nothing_else(tmp_path):
+    """bench/counting_bound.py's second command is the same report with counting taken out: its spend is the
+    real report's, and what the counts decide (the restart figures, the edit channel) is not."""
+    from bench.counting_bound import uncounted_cmd
+    from bench.peers import base_env, ctxlamp_cmd
+
+    _corpus(tmp_path, 1)
+    reports = []
+    for i, cmd in enumerate((ctxlamp_cmd(), uncounted_cmd())):
+        home = tmp_path / f"home{i}"
+        done = subprocess.run(cmd, env={**base_env(tmp_path), "CTXLAMP_HOME": str(home)}, capture_output=True,
+                              timeout=100, cwd=ROOT)
+        assert done.returncode == 0, done.stderr[-2000:]
+        reports.append(json.loads(done.stdout))
+    counted, uncounted = reports
+    assert uncounted["spend"] == counted["spend"]
+    assert uncounted["restart_savings"]["segments"] == counted["restart_savings"]["segments"] > 0
+    assert uncounted["restart_savings"] != counted["restart_savings"]
+    assert uncounted["edit"] != counted["edit"]
+    out = subprocess.run([PY, str(ROOT / "bench" / "counting_bound.py"), "--corpus", str(tmp_path), "--runs", "1",
+                          "--no-ccusage"], capture_output=True, text=True, timeout=100, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert re.search(r"\| cold report, counting taken out \| \d+\.\d+ \|", out.stdout)
+    assert re.search(r"exact counting: -?\d+% of the cold report's wall time", out.stdout)
