@@ -188,9 +188,6 @@ def compare_run(corpus: Path, peers: Peers, runs: int = 5, with_monitor: bool = 
 
         timed(ctxlamp_cmd(), ctx_env(homes / "warmup"))  # sets the tokenizer up, as a user's first run does
 
-        def fresh(name: str) -> Path:
-            return fresh_home(homes, name)
-
         load = []
         for i in range(runs):
             order = ["ccusage", "claude-monitor", "ctxlamp"] if with_monitor else ["ccusage", "ctxlamp"]
@@ -207,8 +204,8 @@ def compare_run(corpus: Path, peers: Peers, runs: int = 5, with_monitor: bool = 
                     tools["claude-monitor"].runs.append(r)
                     outputs["claude-monitor"] = r.out
                 else:
-                    timed(ctxlamp_cmd(), ctx_env(fresh(f"pre{i}")))  # untimed, as the others'
-                    home = fresh(f"run{i}")
+                    timed(ctxlamp_cmd(), ctx_env(fresh_home(homes, f"pre{i}")))  # untimed, as the others'
+                    home = fresh_home(homes, f"run{i}")
                     r = timed(ctxlamp_cmd(), ctx_env(home))
                     tools["ctxlamp cold"].runs.append(r)
                     outputs["ctxlamp"] = r.out
