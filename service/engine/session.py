@@ -181,10 +181,15 @@ class _Segment:
 _SESSION_FILE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.jsonl")
 
 
+def file_name(transcript: str) -> str:
+    """The transcript's file name, its folders cut at either separator (a Windows path has backslashes)."""
+    return re.split(r"[\\/]", transcript)[-1]
+
+
 def own_session_id(transcript: str) -> str | None:
     """The session a transcript's name says it holds (Claude Code names it `<session id>.jsonl`), or None
     for a file named otherwise (a copy, a fixture): then its first entry's `sessionId` names it."""
-    name = re.split(r"[\\/]", transcript)[-1]
+    name = file_name(transcript)
     return name[:-6] if _SESSION_FILE.fullmatch(name) else None
 
 
@@ -836,7 +841,8 @@ class SessionEngine:
         return restart_now(stock, float(snapshot.get("B_default") or 0), tier.p_r, tier.p_w5, calls_ahead)
 
     def _session_id(self) -> str:
-        return self.session_id or posixpath.basename(self.transcript).removesuffix(".jsonl")
+        """The session's id; before its first entry names it, the one its file name says (decision 502)."""
+        return self.session_id or self._own_id or file_name(self.transcript).removesuffix(".jsonl")
 
     def _reminder_event(self, reminder: LastReminder) -> dict[str, Any]:
         return {"event": "reminder", "session_id": self._session_id(), "segment": self._seg.index, **reminder}

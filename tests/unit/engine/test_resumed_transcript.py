@@ -72,3 +72,15 @@ def test_the_session_name_is_read_from_either_separator_and_only_in_claude_codes
     assert own_session_id(f"/p/{RESUMED.upper()}.jsonl") is None
     assert own_session_id(f"/p/{RESUMED}.jsonl.bak") is None
     assert own_session_id(f"/p/agent-{RESUMED[:8]}.jsonl") is None
+
+
+def test_before_its_first_entry_a_session_is_named_by_its_file_with_either_separator():
+    """A live session's file can be read before Claude Code has written an entry naming it: its status then
+    names the session its file name says, never a whole Windows path (decision 502)."""
+    from service.engine_setup.engines import new_engine
+
+    for folder in (r"C:\Users\a\.claude\projects\p", "/home/a/.claude/projects/p"):
+        sep = "\\" if folder.startswith("C:") else "/"
+        for name, expected in ((f"{RESUMED}.jsonl", RESUMED), ("exported-copy.jsonl", "exported-copy")):
+            engine = new_engine(folder + sep + name, PRICES)
+            assert engine.snapshot()["session_id"] == expected, (folder, name)
