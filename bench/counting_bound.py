@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.peers import base_env, ctxlamp_cmd, default_cache, fresh_home, install, timed
+from bench.peers import base_env, cold_timed, ctxlamp_cmd, default_cache, install, timed, warm_timed
 from bench.rounds import alternating
 
 # `ctxlamp report` with counting taken out: no encoder, no Python counter, a length for a count
@@ -51,21 +51,11 @@ def measure(corpus: Path, runs: int, ccusage: Path | None) -> dict:
     try:
         timed(ctxlamp_cmd(), {**env, "CTXLAMP_HOME": str(homes / "warmup")})  # the tokenizer set up
 
-        def report(cmd: list[str], label: str):
-            def job(r: int):
-                timed(cmd, {**env, "CTXLAMP_HOME": str(fresh_home(homes, f"{label}-pre{r}"))})  # untimed
-                return timed(cmd, {**env, "CTXLAMP_HOME": str(fresh_home(homes, f"{label}-{r}"))})
-            return job
-
-        jobs = {"cold report": report(ctxlamp_cmd(), "cold"), "cold report, counting taken out": report(
-            uncounted_cmd(), "uncounted")}
+        jobs = {"cold report": lambda r: cold_timed(ctxlamp_cmd(), env, homes, f"cold-{r}"),
+                "cold report, counting taken out": lambda r: cold_timed(uncounted_cmd(), env, homes, f"uncounted-{r}")}
         if ccusage is not None:
             cc_cmd = [str(ccusage), "claude", "daily", "--json", "--offline"]
-
-            def cc(r: int):
-                timed(cc_cmd, env)
-                return timed(cc_cmd, env)
-            jobs["ccusage daily"] = cc
+            jobs["ccusage daily"] = lambda r: warm_timed(cc_cmd, env)
         got = alternating(runs, jobs)
     finally:
         shutil.rmtree(homes, ignore_errors=True)

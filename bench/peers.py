@@ -135,6 +135,19 @@ def ctxlamp_cmd() -> list[str]:
     return [str(exe) if exe.exists() else shutil.which("ctxlamp") or "ctxlamp", "report", "--json"]
 
 
+def warm_timed(cmd: list[str], env: dict[str, str]) -> Run:
+    """`cmd` timed right after an untimed run of it: it reads from a warm page cache (decision 499)."""
+    timed(cmd, env)
+    return timed(cmd, env)
+
+
+def cold_timed(cmd: list[str], env: dict[str, str], homes: Path, name: str) -> Run:
+    """ctxlamp's `cmd` timed in the fresh home homes/name, right after an untimed run of it in another fresh
+    home: no cache of its own, a warm page cache (decision 499)."""
+    timed(cmd, {**env, "CTXLAMP_HOME": str(fresh_home(homes, name + "-pre"))})
+    return timed(cmd, {**env, "CTXLAMP_HOME": str(fresh_home(homes, name))})
+
+
 def fresh_home(homes: Path, name: str) -> Path:
     """homes/name: no scan cache and no report cache, but the tokenizer set up as homes/warmup has it (a cold
     report run there first), as after a user's first run."""
@@ -194,25 +207,20 @@ def compare_run(corpus: Path, peers: Peers, runs: int = 5, with_monitor: bool = 
             order = order[i % len(order):] + order[:i % len(order)]  # rotate: no tool always runs first
             for name in order:
                 if name == "ccusage":
-                    timed(cc_cmd, env)  # untimed: the page cache holds what it reads
-                    r = timed(cc_cmd, env)
+                    r = warm_timed(cc_cmd, env)
                     tools["ccusage"].runs.append(r)
                     outputs["ccusage"] = r.out
                 elif name == "claude-monitor":
-                    timed(mon_cmd, env)
-                    r = timed(mon_cmd, env)
+                    r = warm_timed(mon_cmd, env)
                     tools["claude-monitor"].runs.append(r)
                     outputs["claude-monitor"] = r.out
                 else:
-                    timed(ctxlamp_cmd(), ctx_env(fresh_home(homes, f"pre{i}")))  # untimed, as the others'
-                    home = fresh_home(homes, f"run{i}")
-                    r = timed(ctxlamp_cmd(), ctx_env(home))
+                    r = cold_timed(ctxlamp_cmd(), env, homes, f"run{i}")
                     tools["ctxlamp cold"].runs.append(r)
                     outputs["ctxlamp"] = r.out
-                    tools["ctxlamp warm"].runs.append(timed(ctxlamp_cmd(), ctx_env(home)))
+                    tools["ctxlamp warm"].runs.append(timed(ctxlamp_cmd(), ctx_env(homes / f"run{i}")))
                     if service is not None:
-                        timed(ctxlamp_cmd(), ctx_env(service.home))
-                        r = timed(ctxlamp_cmd(), ctx_env(service.home))
+                        r = warm_timed(ctxlamp_cmd(), ctx_env(service.home))
                         tools[SERVED].runs.append(r)
                         outputs[SERVED] = r.out
             load.append(os.getloadavg()[0])
