@@ -24,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.bytecode import compile_checkout
 from bench.peers import base_env, cold_timed, ctxlamp_cmd, default_cache, install, timed, warm_timed
 from bench.rounds import alternating
 
@@ -46,6 +47,7 @@ def uncounted_cmd() -> list[str]:
 
 
 def measure(corpus: Path, runs: int, ccusage: Path | None) -> dict:
+    compile_checkout(ROOT)
     env = base_env(corpus)
     homes = Path(tempfile.mkdtemp(prefix="ctxlamp-bench-bound-"))
     try:

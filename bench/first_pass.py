@@ -34,6 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.bytecode import compile_checkout
 from bench.first_run import SET_UP
 from bench.peers import base_env, timed
 from bench.rounds import alternating
@@ -140,8 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.dated:
         print(f"dated {date_files(args.corpus / '.claude' / 'projects')} transcripts")
     codes = {"this": str(ROOT / ".venv" / "bin" / "ctxlamp")}
+    compile_checkout(ROOT)
     for other in args.code:
         codes[other.name] = str(other / ".venv" / "bin" / "ctxlamp")
+        compile_checkout(other)
     print("load average before:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
     with tempfile.TemporaryDirectory(prefix="ctxlamp-first-pass-") as tmp:
         tokenizer = Path(tmp) / "set-up" / "tiktoken"

@@ -38,6 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+from bench.bytecode import compile_checkout  # noqa: E402
+
 CCUSAGE_PKG = "@ccusage/ccusage-linux-x64"
 CCUSAGE_VERSION = "20.0.24"
 MONITOR_PKG = "claude-monitor"
@@ -175,6 +179,7 @@ class Tool:
 
 def compare_run(corpus: Path, peers: Peers, runs: int = 5, with_monitor: bool = True, with_service: bool = True) -> dict:
     """Interleaved runs of every tool; medians, ratios and the last outputs."""
+    compile_checkout(ROOT)
     env = base_env(corpus)
     projects = corpus / ".claude" / "projects"
     tools = {name: Tool(name) for name in ("ccusage", "claude-monitor", "ctxlamp cold", "ctxlamp warm", SERVED)}

@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.bytecode import compile_checkout
 from bench.rounds import alternating
 from bench.service_proc import ServiceProcess
 from tests.support import transcripts as T
@@ -97,16 +98,6 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
-def _compile_the_line() -> None:
-    """An installed package has its bytecode compiled (pip does it); this checkout may run with
-    PYTHONDONTWRITEBYTECODE, which would time the compiler instead: compile what the command imports."""
-    import compileall
-
-    for package in ("statusline", "client"):  # the line imports service.client's where, privdir and proof
-        compileall.compile_dir(str(ROOT / "service" / package), quiet=1)
-    compileall.compile_file(str(ROOT / "service" / "__init__.py"), quiet=1)
-
-
 @contextlib.contextmanager
 def _serving_a_session(root: Path = ROOT) -> Iterator[SourceService]:
     """A service from this checkout (or `root`) over one session, done with its startup reading."""
@@ -136,7 +127,7 @@ def _children_print_nowhere() -> Iterator[None]:
 
 def measure(runs: int = 100, form: str = "script") -> dict:
     """Start a service, run the command `runs` times; wall and CPU figures in ms."""
-    _compile_the_line()
+    compile_checkout(ROOT)
     with _serving_a_session() as svc:
         env = dict(svc.env, PYTHONPATH=str(ROOT))
         cmd = command(form)
@@ -177,7 +168,7 @@ def compare(runs: int = 100, loads: tuple[int, ...] = (0, 4)) -> dict:
 
     from service.statusline.settings import command as installed_command
 
-    _compile_the_line()
+    compile_checkout(ROOT)
     line_cmd = installed_command(python=sys.executable)
     floor_cmd = f"{shlex.quote(sys.executable)} -S -c pass"
     phases = []
@@ -216,12 +207,8 @@ def compare(runs: int = 100, loads: tuple[int, ...] = (0, 4)) -> dict:
 def against(other: Path, runs: int = 100) -> dict:
     """This checkout's status line and `other`'s (another checkout of ctxlamp, e.g. the commit before a
     change), each against its own checkout's service, and the bare interpreter, in turns."""
-    import compileall
-
-    _compile_the_line()
-    for package in ("statusline", "client"):
-        compileall.compile_dir(str(other / "service" / package), quiet=1)
-    compileall.compile_file(str(other / "service" / "__init__.py"), quiet=1)
+    compile_checkout(ROOT)
+    compile_checkout(other)
     floor = [sys.executable, "-S", "-c", "pass"]
     with _serving_a_session() as mine, _serving_a_session(other) as theirs:
         envs = {"this": dict(mine.env), "other": dict(theirs.env), "floor": dict(mine.env)}

@@ -309,3 +309,40 @@ def test_the_counting_bound_takes_out_the_counts_and_nothing_else(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert re.search(r"\| cold report, counting taken out \| \d+\.\d+ \|", out.stdout)
     assert re.search(r"exact counting: -?\d+% of the cold report's wall time", out.stdout)
+
+
+def test_a_bench_times_bytecode_not_the_compiler(tmp_path):
+    """A module edited since its last bytecode gets a current one before the timed runs (PYTHONDONTWRITEBYTECODE
+    would otherwise recompile it in every run), and a checkout that does not compile stops the bench."""
+    import importlib.util
+
+    from bench.bytecode import compile_checkout
+
+    module = tmp_path / "probe_pkg" / "module.py"
+    module.parent.mkdir()
+    module.write_text("ANSWER = 1\n")
+    cached = Path(importlib.util.cache_from_source(str(module)))
+    compile_checkout(tmp_path, ("probe_pkg",))
+    assert cached.is_file()
+    module.write_text("ANSWER = 2  # edited\n")
+    os.utime(module, (cached.stat().st_mtime + 5,) * 2)
+    compile_checkout(tmp_path, ("probe_pkg",))
+    probe = "import sys; sys.path.insert(0, sys.argv[1]); import probe_pkg.module as m; print(m.ANSWER)"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONVERBOSE": "1"}
+    proc = subprocess.run([PY, "-c", probe, str(tmp_path)], capture_output=True, text=True, env=env, timeout=30)
+    assert proc.stdout.strip() == "2"
+    assert f"matches {module}" in proc.stderr  # read from the bytecode, not compiled again
+    module.write_text("ANSWER = (\n")
+    with pytest.raises(SystemExit, match="cannot compile"):
+        compile_checkout(tmp_path, ("probe_pkg",))
+
+
+@pytest.mark.timeout(120)
+def test_restart_bench_times_a_start_after_the_first_pass(tmp_path):
+    """bench/restart.py: a first start over a small corpus, then a timed restart of a real service."""
+    _corpus(tmp_path, 1)
+    out = subprocess.run([PY, str(ROOT / "bench" / "restart.py"), "--corpus", str(tmp_path), "--runs", "1"],
+                         capture_output=True, text=True, timeout=110, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    m = re.search(r"this: restart to idle (\d+\.\d+) s, its CPU (\d+\.\d+) s, peak (\d+\.\d+) MB", out.stdout)
+    assert m and all(float(x) > 0 for x in m.groups()), out.stdout
