@@ -193,6 +193,10 @@ def run(plan_: Plan, cache: scan.ScanCache, *, max_line: int, prices: Any, engin
     `server`: a fork server started ahead (`prestart`); used when the plan needs one, else dismissed."""
     from service.report import forked
 
+    if not plan_.jobs:  # every file read already: no reader, and no counter built for one (0.15-0.2 s)
+        if server is not None:
+            forked.dismiss(server)
+        return True
     workers = workers if workers is not None else (os.cpu_count() or 1)
     if method is None:  # `method` given: a test of one way
         # never forked from the service's own process, which runs threads: a fresh interpreter forks them

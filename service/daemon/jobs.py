@@ -133,6 +133,8 @@ class Jobs(ServicePart):
                     self._disarm()
             if self._svc.sync is not None:
                 self._svc.sync.after_checkpoint()
+            if self._svc.kept_counts is not None:
+                self._svc.kept_counts.save()  # what the next start reads again, counted already
             return path
 
     def _disarm(self) -> None:

@@ -46,6 +46,7 @@ from service.client.paths import Paths, claude_projects
 if TYPE_CHECKING:
     from service.api.server import ApiServer
     from service.engine import EngineConfig, PriceTable
+    from service.engine_setup.kept_counts import KeptCounts
     from service.ingest.watch import Watcher
     from service.store import Store
     from service.team.job import TeamPusher
@@ -152,6 +153,7 @@ class Service:
         self.prices: PriceTable | None = None
         self.registry: Registry | None = None
         self.turn_sink = None
+        self.kept_counts: KeptCounts | None = None  # the token counts of the last run (decision 504)
         from service.limits.book import Book
 
         self.readings = Book(paths.data / "statusline.json")  # what Claude Code's status line reported
@@ -186,8 +188,11 @@ class Service:
         self.persist = Persistence.open(self.paths, self.cfg)
         self.registry.entry_sink = self._with_turn_records(self.persist.entry_sink)
         from service.engine_setup.engines import shared_counter
+        from service.engine_setup.kept_counts import KeptCounts, path_in
 
-        shared_counter().count("warm up")  # load o200k now, not in the middle of the first live append
+        self.kept_counts = KeptCounts(shared_counter(), path_in(self.paths.data))
+        if not self.kept_counts.load():  # else the counter is built for the first text they lack, if any
+            shared_counter().count("warm up")  # load o200k now, not in the middle of the first live append
 
     def _with_turn_records(self, other):
         """Turn records (history search) read the same entries as the other sinks (service/history/sink.py)."""
@@ -449,7 +454,7 @@ class Service:
             self.api.remove_discovery()
         # checkpoint_now takes the checkpoint lock, then the registry's, as the scheduler's job does;
         # calling it with the registry's lock held would deadlock against a job already running
-        self.jobs.checkpoint_now(force=True)
+        self.jobs.checkpoint_now(force=True)  # and the token counts
         with self._live.lock:
             for sess in list(self._live.sessions.values()):
                 try:

@@ -13,6 +13,7 @@ from typing import Callable
 # Texts remembered before the cache starts afresh: a long-lived service must not grow without bound
 # (about 100 bytes an entry).
 MAX_CACHED = 200_000
+DIGEST_BYTES = 16  # a text's key: blake2b of its UTF-8
 
 
 class TokenCounter:
@@ -29,7 +30,7 @@ class TokenCounter:
         if self._cache is None:
             self.misses += 1
             return self._encode_len(text)
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=DIGEST_BYTES).digest()
         n = self._cache.get(key)
         if n is None:
             self.misses += 1
@@ -39,6 +40,16 @@ class TokenCounter:
         else:
             self.hits += 1
         return n
+
+    def known(self) -> dict[bytes, int]:
+        """A copy of the counts remembered (digest -> count), for a caller that keeps them between runs."""
+        return dict(self._cache) if self._cache is not None else {}
+
+    def learn(self, counts: dict[bytes, int]) -> None:
+        """Counts of the same texts made earlier (service/engine_setup/kept_counts.py): the same numbers."""
+        if self._cache is not None:
+            room = MAX_CACHED - len(self._cache)
+            self._cache.update(counts if len(counts) <= room else dict(list(counts.items())[:room]))
 
     def tok(self, text: str, ratio: float) -> int:
         """tok(text) = ceil(n_o200k(text) * ratio), as docs/measurement.md section 5 defines it."""
