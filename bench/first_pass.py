@@ -12,15 +12,17 @@ Each timed run follows an untimed cold report of the same build (`warm_up`): a w
 `--dated` first sets each transcript's modification time to its last entry's time, as a real
 history has them (the corpus writes every file now, which makes all of them live sessions at a
 start); only the files of the last `[sessions] live_hours` are then live.
-`--code DIR` (repeatable) runs another checkout's `DIR/.venv/bin/ctxlamp` in the same rounds.
+`--code DIR` (repeatable) runs another checkout's `DIR/.venv/bin/ctxlamp` in the same rounds; `--bound`
+also this checkout's first pass with the service's own counting taken out (decision 505).
 
-    python bench/first_pass.py --corpus DIR [--runs 3] [--dated] [--code DIR ...]
+    python bench/first_pass.py --corpus DIR [--runs 3] [--dated] [--code DIR ...] [--bound]
 """
 from __future__ import annotations
 
 import argparse
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -131,12 +133,38 @@ def cold_report(exe: str, corpus: Path, home: Path, tokenizer: Path) -> dict:
     return {"wall_s": r.wall_s, "cpu_s": r.cpu_s, "rss_mb": r.rss_mb}
 
 
+# `--bound`: this checkout's service with its own counting taken out (its live sessions' texts get len // 4
+# for a count and no counter is built: figures wrong on purpose); its fork server and workers count as always.
+# Against this checkout's cold report it says what the first pass would reach if that counting were free.
+BOUND = "this, the service counting nothing"
+UNCOUNTED_SERVICE = """
+import sys
+from service.engine_setup import tokenizer
+tokenizer.encode_len = lambda text: len(text) // 4
+tokenizer.warm = lambda: None
+from service.cli import entry
+sys.argv = ["ctxlamp", *sys.argv[1:]]
+entry()
+"""
+
+
+def uncounted_service(folder: Path) -> str:
+    """A command standing for `ctxlamp` that runs this checkout's service without its own counting."""
+    script = folder / "ctxlamp-uncounted"
+    python = shlex.quote(str(ROOT / ".venv" / "bin" / "python"))
+    script.write_text(f'#!/bin/sh\nexec {python} -P -c {shlex.quote(UNCOUNTED_SERVICE)} "$@"\n')
+    script.chmod(0o755)
+    return str(script)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, required=True, help="a folder holding .claude/projects")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--dated", action="store_true", help="set each transcript's mtime to its last entry's time")
     ap.add_argument("--code", type=Path, action="append", default=[], help="another checkout to run alongside")
+    ap.add_argument("--bound", action="store_true",
+                    help="also this checkout's first pass with the service's own counting taken out")
     args = ap.parse_args(argv)
     if args.dated:
         print(f"dated {date_files(args.corpus / '.claude' / 'projects')} transcripts")
@@ -150,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
         tokenizer = Path(tmp) / "set-up" / "tiktoken"
         subprocess.run([sys.executable, "-c", SET_UP, str(tokenizer)], check=True, cwd=ROOT)
         jobs: dict[str, Callable[[int], dict]] = {}
+        if args.bound:
+            bound = uncounted_service(Path(tmp))
+            jobs[f"{BOUND}: first pass"] = lambda r: first_pass(bound, args.corpus, Path(tmp) / f"bound-{r}", tokenizer)
         for name, exe in codes.items():
             jobs[f"{name}: first pass"] = lambda r, exe=exe, name=name: first_pass(
                 exe, args.corpus, Path(tmp) / f"{name}-serve-{r}", tokenizer)
@@ -168,8 +199,8 @@ def main(argv: list[str] | None = None) -> int:
         keys = [k for k in runs[0] if k != "steps"]
         print(f"{name:>24}: " + ", ".join(f"{k} {statistics.median(r[k] for r in runs):.3f}" for k in keys)
               + f"  (runs: {', '.join(str(round(r.get('idle_s', r.get('wall_s')), 2)) for r in runs)})")
-    for name in codes:
-        fp, cr = results[f"{name}: first pass"], results[f"{name}: cold report"]
+    for name in [*codes, *([BOUND] if args.bound else [])]:
+        fp, cr = results[f"{name}: first pass"], results[f"{'this' if name == BOUND else name}: cold report"]
         ratios = sorted(a["idle_s"] / b["wall_s"] for a, b in zip(fp, cr))
         print(f"{name}: first pass to idle / cold report, per round: {', '.join(f'{x:.2f}' for x in ratios)}")
         print(f"{name}: the service's steps, seconds from its launch (its log), per round:")
