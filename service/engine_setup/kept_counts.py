@@ -87,6 +87,17 @@ def _checksum(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=_SUM).digest()
 
 
+_taught: set[str] = set()  # the files whose counts this process's counter has (one start, many reports)
+
+
+def learn_once(path: Path) -> int:
+    """Teach this process's counter (`shared_counter`) the counts kept in `path`, unless it has them: a
+    report run alone counts only what the service did not; one the service builds finds them taught."""
+    from service.engine_setup.engines import shared_counter
+
+    return 0 if str(path) in _taught else KeptCounts(shared_counter(), path).load()
+
+
 class KeptCounts:
     """One counter's counts, read at a start and written again when it has counted something new."""
 
@@ -98,6 +109,7 @@ class KeptCounts:
         """Teach the counter the kept counts; how many."""
         known = read(self.path)
         self.counter.learn(known)
+        _taught.add(str(self.path))
         self._saved_at = self.counter.misses
         if known:
             log.info("token counts: %d known from the last run", len(known))

@@ -149,7 +149,7 @@ def _build_report(request: ReportRequest, workers: int | None, progress: bool, k
     cache = scan.ScanCache(sources.cache_dir / "report-scan.json" if request.use_cache else None, sources.max_line)
     plan = _RestartPlan.of(request, sources, files, fps) if request.restart_savings else None
     results, table, tally, skipped = _scan_transcripts(request, files, fps, cache, sources.max_line, workers, progress,
-                                                       plan)
+                                                       plan, sources.cache_dir if request.use_cache else None)
     snapshots = _snapshot_file(sources, request.use_cache)
     read = _read_ledgers(sources, cache, snapshots)
 
@@ -237,8 +237,8 @@ def _snapshot_file(sources: _Sources, use_cache: bool) -> Any:
 # ---- scanning -----------------------------------------------------------------------------------
 
 def _scan_transcripts(request: ReportRequest, files: list, fps: dict[str, Any], cache: Any, max_line: int,
-                      workers: int | None, progress: bool, plan: _RestartPlan | None = None
-                      ) -> tuple[dict, Any, Any, dict[str, str]]:
+                      workers: int | None, progress: bool, plan: _RestartPlan | None = None,
+                      counts_in: Path | None = None) -> tuple[dict, Any, Any, dict[str, str]]:
     """Every transcript's scan result (cached per file), with the price table and the spend tally fed meanwhile.
 
     With a restart plan, the main transcripts it names are replayed by the scan as it reads them
@@ -260,7 +260,7 @@ def _scan_transcripts(request: ReportRequest, files: list, fps: dict[str, Any], 
     results = scan.scan(files, cache, progress=printer, fingerprints=fps, workers=workers, meanwhile=prepare,
                         on_result=lambda path, result: loaded[1].add(path, result), max_line=max_line,
                         skipped=skipped, replay=(early, plan.paths) if plan is not None and early is not None else None,
-                        replayed=plan.replayed if plan is not None else None)
+                        replayed=plan.replayed if plan is not None else None, counts_in=counts_in)
     if printer:
         printer.finish()
     table, tally = loaded

@@ -554,7 +554,7 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
          pool_min_bytes: int | None = None, meanwhile: Callable[[], None] | None = None,
          on_result: Callable[[str, dict], None] | None = None, max_line: int = DEFAULT_MAX_LINE,
          skipped: dict[str, str] | None = None, replay: tuple[Any, frozenset[str]] | None = None,
-         replayed: dict[str, list[dict]] | None = None) -> dict[str, dict]:
+         replayed: dict[str, list[dict]] | None = None, counts_in: Path | None = None) -> dict[str, dict]:
     """Results for every file: cached where unchanged, scanned (in parallel when worth it) otherwise.
 
     `meanwhile` is work the caller needs next (loading prices, say): the parent
@@ -563,7 +563,9 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
     Files that are not readable regular files (service/ingest/transcript_file.py) have
     no result; `skipped` gets path -> why. Lines over `max_line` bytes are skipped.
     `replay` = (prices, paths): main transcripts among those scanned to replay with the engine from
-    the same read (their restart figures); `replayed` gets path -> their segments.
+    the same read (their restart figures); `replayed` gets path -> their segments. `counts_in`: the
+    cache folder where the service keeps its token counts (service/engine_setup/kept_counts.py), taught
+    to the counter before a replay (and its forked workers) would count those texts again.
     """
     results: dict[str, dict] = {}
     todo: list[tuple[TranscriptFile, list[int]]] = []
@@ -579,6 +581,10 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
         if meanwhile:
             meanwhile()
         return results
+    if counts_in is not None and replay is not None and replay[1]:
+        from service.engine_setup.kept_counts import NAME, learn_once
+
+        learn_once(counts_in / NAME)
     todo.sort(key=lambda x: -x[1][1])  # biggest first: the workers finish together
     total_bytes = sum(fp[1] for _, fp in todo)
     fps = {tf.path: fp for tf, fp in todo}

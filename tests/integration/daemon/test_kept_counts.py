@@ -5,11 +5,16 @@ new, and its figures are the ones a replay from byte zero gives. A damaged file 
 """
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from service.engine_setup import kept_counts
-from tests.support.corpus import scenario_session
+from tests.support.corpus import ROOT, scenario_session
 from tests.support.harness import replay, wait_for
 from tests.support.service_proc import wait_for_snapshot
 
@@ -55,3 +60,45 @@ def test_a_restart_counts_nothing_again_and_keeps_its_figures(svc, dirs):
     assert _idle_paths(third) == paths
     assert third.stop() == 0
     assert kept.read_bytes() == written  # counted afresh, the same numbers
+
+
+# `ctxlamp report` with each text it counts named on stderr (a line each, as it is counted)
+TALLIED = """
+import sys
+from service.engine_setup import tokenizer
+plain = tokenizer.encode_len
+tokenizer.encode_len = lambda text: print("counted a text", file=sys.stderr, flush=True) or plain(text)
+from service.cli import entry
+sys.argv = ["ctxlamp", *sys.argv[1:]]
+entry()
+"""
+
+
+def _report_counting(home: Path, claude: Path) -> tuple[dict, int]:
+    env = {**os.environ, "CTXLAMP_HOME": str(home), "CLAUDE_CONFIG_DIR": str(claude), "TZ": "UTC"}
+    out = subprocess.run([sys.executable, "-c", TALLIED, "report", "--json", "--no-service"], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=120, check=True)
+    report = json.loads(out.stdout)
+    return report["restart_savings"], out.stderr.count("counted a text")
+
+
+def test_a_report_run_alone_counts_only_what_the_service_did_not(svc, dirs):
+    home, claude = dirs
+    project = claude / "projects" / "-work"
+    project.mkdir(parents=True)
+    live = project / SESSION.name
+    live.write_bytes(SESSION.read_bytes())
+    os.utime(live, (time.time() - 60,) * 2)
+    s = svc().start()
+    _idle_paths(s)
+    assert s.stop() == 0
+    assert kept_counts.read(kept_counts.path_in(home))
+    os.utime(live, (time.time() - 30,) * 2)  # the session changed since the report's cache: replayed again
+    bare = home.parent / "bare-home"
+    shutil.copytree(home, bare)
+    kept_counts.path_in(bare).unlink()
+
+    figures, counted = _report_counting(home, claude)
+    figures_bare, counted_bare = _report_counting(bare, claude)
+    assert figures == figures_bare
+    assert counted_bare >= 10 and counted <= counted_bare // 4, (counted, counted_bare)
