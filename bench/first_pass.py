@@ -37,6 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.bytecode import compile_checkout
+from bench.counting_bound import UNCOUNTED
 from bench.first_run import SET_UP
 from bench.peers import base_env, timed
 from bench.rounds import alternating
@@ -133,26 +134,18 @@ def cold_report(exe: str, corpus: Path, home: Path, tokenizer: Path) -> dict:
     return {"wall_s": r.wall_s, "cpu_s": r.cpu_s, "rss_mb": r.rss_mb}
 
 
-# `--bound`: this checkout's service with its own counting taken out (its live sessions' texts get len // 4
-# for a count and no counter is built: figures wrong on purpose); its fork server and workers count as always.
-# Against this checkout's cold report it says what the first pass would reach if that counting were free.
+# `--bound`: this checkout's service with its own counting taken out, as bench/counting_bound.py takes it out of
+# the report (`encode_len` answers len // 4 and no counter is built: figures wrong on purpose); its fork server
+# and workers, other interpreters, count as always. Against this checkout's cold report it says what the first
+# pass would reach if that counting were free.
 BOUND = "this, the service counting nothing"
-UNCOUNTED_SERVICE = """
-import sys
-from service.engine_setup import tokenizer
-tokenizer.encode_len = lambda text: len(text) // 4
-tokenizer.warm = lambda: None
-from service.cli import entry
-sys.argv = ["ctxlamp", *sys.argv[1:]]
-entry()
-"""
 
 
 def uncounted_service(folder: Path) -> str:
     """A command standing for `ctxlamp` that runs this checkout's service without its own counting."""
     script = folder / "ctxlamp-uncounted"
     python = shlex.quote(str(ROOT / ".venv" / "bin" / "python"))
-    script.write_text(f'#!/bin/sh\nexec {python} -P -c {shlex.quote(UNCOUNTED_SERVICE)} "$@"\n')
+    script.write_text(f'#!/bin/sh\nexec {python} -P -c {shlex.quote(UNCOUNTED)} "$@"\n')
     script.chmod(0o755)
     return str(script)
 

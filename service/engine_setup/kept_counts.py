@@ -5,11 +5,11 @@ context is most of that work: 0.2 s of CPU and the Python counter's 34 MB (its t
 12 recent sessions of a real history. The counter already knows each text by a digest of its content
 (`TokenCounter`); keeping those counts in the data folder lets the next start count only what is new, and
 build the counter only if something is. The file is read as bytes, never unpickled or unmarshalled, and
-refused whole unless its size, kind and o200k table match: a count is exact or it is not used.
+refused whole unless its layout, o200k table and checksum match: a count is exact or it is not used.
 
-Layout: MAGIC, a sha256 of o200k's table and split pattern (32 bytes), the number of counts (4 bytes, little-endian), that
-many 16-byte digests, as many counts (4 bytes each, little-endian), and a blake2b checksum of all that
-(16 bytes): a file damaged on the disk is counted afresh.
+Layout: MAGIC, a sha256 of o200k's table and split pattern (32 bytes), the number of counts (4 bytes,
+little-endian), that many 16-byte digests, as many counts (4 bytes each, little-endian), and a blake2b
+checksum of all that (16 bytes): a file damaged on the disk is counted afresh.
 """
 from __future__ import annotations
 
