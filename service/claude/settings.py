@@ -349,9 +349,11 @@ def _atomic_write(path: Path, text: str, mode: int, expect: object = _ANY) -> No
     system has no atomic swap: compare, then rename -- a window of microseconds instead of none.)"""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.ctxlamp-tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    # the text as it is, on every system: Windows opens a descriptor in text mode unless told, and a text
+    # layer translating "\n" would turn the user's line ends into "\r\n" (through both, "\r\r\n")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), mode)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())

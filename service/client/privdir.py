@@ -57,8 +57,11 @@ def write_private(path: str | os.PathLike[str], data: bytes, *, durable: bool = 
         os.unlink(tmp)  # a leftover of a crashed writer with our name, or a link somebody planted there
     except FileNotFoundError:
         pass
-    # created afresh, never through a link: the name is ours alone until the rename
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    # created afresh, never through a link: the name is ours alone until the rename; in binary mode, as
+    # Windows opens a descriptor in text mode unless told (each "\n" written as "\r\n": a gzip copy or
+    # the kept counts broken)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_BINARY", 0), 0o600)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

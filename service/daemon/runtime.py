@@ -67,7 +67,8 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
     the base class opens it with the umask's 0644)."""
 
     def _open(self) -> Any:  # the base class's hook (returns its stream)
-        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        # binary: the text layer writes the line ends (a Windows descriptor in text mode would double the "\r")
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
         if hasattr(os, "fchmod"):
             try:
                 os.fchmod(fd, 0o600)  # a file an older version left wider

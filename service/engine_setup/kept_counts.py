@@ -45,7 +45,8 @@ def path_in(data: Path) -> Path:
 def read(path: Path) -> dict[bytes, int]:
     """digest -> count from `path`; empty when it is missing, another layout or table, or damaged."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))  # a planted link is not ours
+        # a planted link is not ours; binary, else Windows would read "\r\n" as "\n" and byte 26 as the end
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
     except OSError:
         return {}
     try:

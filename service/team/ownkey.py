@@ -30,7 +30,8 @@ def load_or_make(folder: Path) -> str:
         return key
     make_private_dirs(folder)
     tmp = folder / f".{FILE_NAME}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0),
+                 0o600)  # binary: the text layer writes the line end once
     try:
         with os.fdopen(fd, "w", encoding="ascii") as fh:
             fh.write(secrets.token_hex(KEY_HEX // 2) + "\n")
@@ -51,7 +52,7 @@ def load_or_make(folder: Path) -> str:
 def _read(path: Path) -> str | None:
     """The key in `path` (None when there is no file); ValueError when it is not one (never followed: a link)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         return None
     with os.fdopen(fd, encoding="ascii", errors="replace") as fh:

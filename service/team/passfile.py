@@ -91,7 +91,7 @@ def _link(path: Path) -> Unsafe:
 def _read_lines(path: Path) -> list[str]:
     """The lines of the file at `path` itself (none when there is none); Unsafe for a link or a non-file."""
     try:
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | getattr(os, "O_BINARY", 0))  # its bytes as they are
     except FileNotFoundError:
         return []
     except OSError as exc:
