@@ -27,13 +27,18 @@ def _idle_paths(s) -> list[dict]:
     return s.get(f"/api/v1/sessions/{SESSION.stem}/series")["paths"]
 
 
-def test_a_restart_counts_nothing_again_and_keeps_its_figures(svc, dirs):
-    home, claude = dirs
-    project = claude / "projects" / "-work"
-    project.mkdir(parents=True)
-    live = project / SESSION.name
+def _recent_session(claude: Path) -> Path:
+    """SESSION's transcript, written a minute ago: a live session at a start."""
+    live = claude / "projects" / "-work" / SESSION.name
+    live.parent.mkdir(parents=True)
     live.write_bytes(SESSION.read_bytes())
     os.utime(live, (time.time() - 60,) * 2)
+    return live
+
+
+def test_a_restart_counts_nothing_again_and_keeps_its_figures(svc, dirs):
+    home, claude = dirs
+    live = _recent_session(claude)
     end, _, _ = replay(live, home.parent / "replay-home")
     kept = kept_counts.path_in(home)
 
@@ -84,11 +89,7 @@ def _report_counting(home: Path, claude: Path) -> tuple[dict, int]:
 
 def test_a_report_run_alone_counts_only_what_the_service_did_not(svc, dirs):
     home, claude = dirs
-    project = claude / "projects" / "-work"
-    project.mkdir(parents=True)
-    live = project / SESSION.name
-    live.write_bytes(SESSION.read_bytes())
-    os.utime(live, (time.time() - 60,) * 2)
+    live = _recent_session(claude)
     s = svc().start()
     _idle_paths(s)
     assert s.stop() == 0
