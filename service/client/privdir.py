@@ -42,6 +42,14 @@ def make_private_dirs(path: str | os.PathLike[str]) -> str:
     return target
 
 
+def open_own(path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int:
+    """`os.open` of a file that must be the one at `path` itself, for its bytes: never through a link (where
+    the system can tell; Windows cannot, so callers that must refuse one there check `is_symlink` too), and
+    in binary mode (Windows opens a descriptor in text mode unless told: each "\n" written becomes "\r\n",
+    and a byte 26 read ends the file; decision 506)."""
+    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0), mode)
+
+
 def write_private(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> None:
     """Atomic write (temp file + rename), mode 0600, so a crash never leaves half a file.
 
@@ -57,11 +65,8 @@ def write_private(path: str | os.PathLike[str], data: bytes, *, durable: bool = 
         os.unlink(tmp)  # a leftover of a crashed writer with our name, or a link somebody planted there
     except FileNotFoundError:
         pass
-    # created afresh, never through a link: the name is ours alone until the rename; in binary mode, as
-    # Windows opens a descriptor in text mode unless told (each "\n" written as "\r\n": a gzip copy or
-    # the kept counts broken)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-                 | getattr(os, "O_BINARY", 0), 0o600)
+    # created afresh, never through a link: the name is ours alone until the rename
+    fd = open_own(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

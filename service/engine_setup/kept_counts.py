@@ -20,7 +20,7 @@ import os
 import sys
 from pathlib import Path
 
-from service.client.privdir import write_private
+from service.client.privdir import open_own, write_private
 from service.engine import TokenCounter
 from service.engine.tokens import DIGEST_BYTES, MAX_CACHED
 from service.engine_setup.o200k_count import O200K_PATTERN
@@ -45,8 +45,7 @@ def path_in(data: Path) -> Path:
 def read(path: Path) -> dict[bytes, int]:
     """digest -> count from `path`; empty when it is missing, another layout or table, or damaged."""
     try:
-        # a planted link is not ours; binary, else Windows would read "\r\n" as "\n" and byte 26 as the end
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+        fd = open_own(path, os.O_RDONLY)  # a planted link is not ours
     except OSError:
         return {}
     try:

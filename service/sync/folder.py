@@ -88,9 +88,10 @@ def _opened(data: bytes, passphrase: str | None) -> bytes:
 
 def _read_bytes(path: Path) -> bytes:
     """The file's bytes, never through a link and never more than a device file may hold."""
+    from service.client.privdir import open_own
     from service.sync.fileformat import MAX_BYTES
 
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+    fd = open_own(path, os.O_RDONLY)
     with os.fdopen(fd, "rb") as f:
         data = f.read(MAX_BYTES + 1)
     return data

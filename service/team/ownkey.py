@@ -12,6 +12,8 @@ import secrets
 import string
 from pathlib import Path
 
+from service.client.privdir import make_private_dirs, open_own
+
 FILE_NAME = "team-project-key"
 KEY_HEX = 64  # 256 random bits
 
@@ -22,16 +24,13 @@ def load_or_make(folder: Path) -> str:
     Made whole in a private temp file and linked into place, which fails when anything (a file, a
     planted link) is there already: two processes that race agree on the first one's key.
     """
-    from service.client.privdir import make_private_dirs
-
     path = folder / FILE_NAME
     key = _read(path)
     if key is not None:
         return key
     make_private_dirs(folder)
     tmp = folder / f".{FILE_NAME}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0),
-                 0o600)  # binary: the text layer writes the line end once
+    fd = open_own(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)  # binary: the text layer writes the line end once
     try:
         with os.fdopen(fd, "w", encoding="ascii") as fh:
             fh.write(secrets.token_hex(KEY_HEX // 2) + "\n")
@@ -52,7 +51,7 @@ def load_or_make(folder: Path) -> str:
 def _read(path: Path) -> str | None:
     """The key in `path` (None when there is no file); ValueError when it is not one (never followed: a link)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+        fd = open_own(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     with os.fdopen(fd, encoding="ascii", errors="replace") as fh:

@@ -20,8 +20,9 @@ import stat
 import tempfile
 from pathlib import Path
 
+from service.client.privdir import open_own
+
 FIELDS = 5  # host:port:database:user:password
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # Windows has none: the is_symlink check below still holds
 
 
 class Unsafe(OSError):
@@ -91,7 +92,7 @@ def _link(path: Path) -> Unsafe:
 def _read_lines(path: Path) -> list[str]:
     """The lines of the file at `path` itself (none when there is none); Unsafe for a link or a non-file."""
     try:
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW | getattr(os, "O_BINARY", 0))  # its bytes as they are
+        fd = open_own(path, os.O_RDONLY)  # where there is no O_NOFOLLOW, the is_symlink check above holds
     except FileNotFoundError:
         return []
     except OSError as exc:
