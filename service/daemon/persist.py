@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
@@ -38,9 +37,13 @@ class Persistence:
         self.error = error
         self._warned: set[str] = set()
         self.entry_sink = None  # (session, entry) -> None; set when the store keeps channels/turns
-        self.profiles_version = 0  # moves after each archived profile: what was read from them may be stale
-        self._version_lock = threading.Lock()
         self._all_segments: tuple[tuple[int, int], list[Row]] | None = None  # ((version, limit), rows)
+
+    @property
+    def profiles_version(self) -> int:
+        """Moves once an archived profile is in the database (not when it is asked for: a batch commits later),
+        so what was read from the profiles before that is known to be stale."""
+        return self.store.writer.landed("profile") if self.store is not None else 0
 
     @classmethod
     def open(cls, paths: Paths, cfg: dict) -> "Persistence":
@@ -84,11 +87,11 @@ class Persistence:
     # ---- the API's reads (StoreReads, service/api/reads.py) ------------------------------
     def segments(self, session_id: str | None = None, limit: int = 100) -> list[Row]:
         """Archived profiles, newest first. Every segment (no session named) is what each report and Overview
-        answer reads: kept until a profile is archived, and only once no archived profile waits to be written
+        answer reads: kept until an archived profile is committed, and only once no archived profile waits to be written
         (the rows read meanwhile may lack it). 933 profiles took 50 ms to read and build."""
         if session_id is not None:
             return self._ask("segments", lambda s: s.sessions.segments(session_id, limit))
-        key = (self.profiles_version, limit)
+        key = (self.profiles_version, limit)  # taken before the rows are read
         kept = self._all_segments
         if kept is not None and kept[0] == key:
             return [dict(row) for row in kept[1]]
@@ -144,8 +147,6 @@ class Persistence:
 
     def archive_profile(self, profile: Row) -> None:
         self._call("archive_profile", lambda s: s.sessions.archive_profile(profile))
-        with self._version_lock:  # the live loop and the history scan both archive
-            self.profiles_version += 1
 
     def record_reminder(self, session_id: str, segment: int, lap: int, call: Any, at: Any) -> bool | None:
         """True when new, False when the store already had it, None when there is no store."""

@@ -123,6 +123,7 @@ class Writer:
         self._operations: dict[str, Operation] = {}
         self._pending: list[QueuedWrite] = []
         self._inflight: list[QueuedWrite] = []  # queued writes being retried right now (still visible to reads)
+        self._landed: dict[str, int] = {}  # kind -> writes of it committed (moves only after the commit)
         self._dropped = 0
         self._dropped_mark = 0  # _dropped when the current fault began
         self._faults: dict[str, str] = {}
@@ -346,6 +347,8 @@ class Writer:
             self._fault(exc)
             self._queue_after_fault(ops)
             return None
+        for op in ops:
+            self._landed[op.kind] = self._landed.get(op.kind, 0) + 1
         if not quiet:
             self._recovered(saved_on_success)
         return results
@@ -489,6 +492,11 @@ class Writer:
     @property
     def pending_writes(self) -> int:
         return len(self._pending)
+
+    def landed(self, kind: str) -> int:
+        """How many writes of `kind` were committed so far. It moves only once a write is in the database,
+        so what a reader built from rows read before that moment is known to be stale (lock-free on purpose)."""
+        return self._landed.get(kind, 0)
 
     @property
     def dropped_writes(self) -> int:

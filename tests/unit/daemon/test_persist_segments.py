@@ -2,7 +2,9 @@
 and never answers with a list that lacks a profile archived before the question."""
 from __future__ import annotations
 
+import dataclasses
 import random
+import threading
 
 import pytest
 
@@ -46,3 +48,28 @@ def test_a_caller_that_changes_its_answer_does_not_change_the_next_one(persist):
     first[0]["calls"] = 999
     first.clear()
     assert [p["calls"] for p in persist.segments(limit=ALL)] == [3]
+
+
+def test_an_answer_read_while_the_history_commits_is_not_kept_after_the_commit(persist):
+    """The first pass archives its profiles in one batch, which commits after they are asked for. An Overview
+    asking at that moment reads the rows as they were; the next answer, after the commit, holds the new ones
+    (in CI under load the kept answer lacked the whole history until the next archived profile)."""
+    persist.archive_profile(_profile("a", 0, calls=1))
+    assert len(persist.segments(limit=ALL)) == 1
+    writer = persist.store.writer
+    operation = writer._operations["profile"]
+    asked: list[list[dict]] = []
+
+    def land_while_another_thread_asks(m, payloads):
+        operation.apply_many(m, payloads)  # in the transaction, not committed yet
+        reader = threading.Thread(target=lambda: asked.append(persist.segments(limit=ALL)))
+        reader.start()
+        reader.join()
+
+    writer._operations["profile"] = dataclasses.replace(operation, apply_many=land_while_another_thread_asks)
+    with persist.store.batch():
+        persist.archive_profile(_profile("b", 0, calls=2))
+        persist.archive_profile(_profile("c", 0, calls=3))
+    assert [len(rows) for rows in asked] == [1]  # the database before the commit
+    got = persist.segments(limit=ALL)
+    assert got == _fresh(persist) and {p["session_id"] for p in got} == {"a", "b", "c"}
