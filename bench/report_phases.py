@@ -109,6 +109,18 @@ if sys.argv[4] == "1":  # the restart replay (docs/measurement.md 14) from the s
     out["tokens_cpu_s"] = time.process_time() - c0
     out["tokens_chars"] = sum(map(len, counted))
     out["python_differs"] = sum(a is not None and a != b for a, b in zip(by_python, by_tiktoken))
+    try:  # another exact o200k counter, timed where it is installed, never a dependency (decision 508)
+        import riptoken
+    except ImportError:
+        riptoken = None
+    if riptoken is not None:
+        c0 = time.process_time()
+        rip = riptoken.CoreBPE(enc._mergeable_ranks, enc._special_tokens, enc._pat_str)
+        out["riptoken_build_cpu_s"] = time.process_time() - c0
+        c0 = time.process_time()
+        by_rip = [len(rip.encode_ordinary(text)) for text in counted]
+        out["riptoken_cpu_s"] = time.process_time() - c0
+        out["riptoken_differs"] = sum(a != b for a, b in zip(by_rip, by_tiktoken))
 with scan.collector_paused():
     tally = spend_tally(prices.lookup)
     t = time.perf_counter()
@@ -204,6 +216,10 @@ def format_phases(r: dict) -> str:
         rows.append(f"| those characters counted by tiktoken: its encoder's build / the count; by the Python counter: "
                     f"from a fresh state / warm ({r['python_differs']} counts differ) | CPU {r['tiktoken_build_cpu_s']:.3f} "
                     f"/ {r['tokens_cpu_s']:.3f}; {r['python_cold_cpu_s']:.3f} / {r['python_warm_cpu_s']:.3f} |")
+        if "riptoken_cpu_s" in r:
+            rows.append(f"| the same by riptoken (installed for the bench only): its build / the count "
+                        f"({r['riptoken_differs']} counts differ from tiktoken's) | CPU {r['riptoken_build_cpu_s']:.3f} "
+                        f"/ {r['riptoken_cpu_s']:.3f} |")
     rows.append(f"| the floor: a bare interpreter reads every byte once in two processes and counts `\"usage\"`, "
                 f"nothing parsed (median of 5, interpreter start included) | {floor:.3f} |")
     return "\n".join(rows)
