@@ -2,7 +2,8 @@
 
 First pass: `ctxlamp serve` on an empty data folder (the tokenizer set up, as after the first
 run) until it says its scan is `idle` (on its event stream, as the window hears it): the moment a new user's Overview and report
-are complete. Its CPU to that moment; its peak memory: the service's own VmHWM, and the largest
+are complete. Its CPU to that moment (the service with the children it reaped, and its whole tree: every
+process read while it lived, the fork server and the workers too); its peak memory: the service's own VmHWM, and the largest
 sums of the RSS and of the PSS (shared pages counted once) of the service and its worker processes
 seen while it read (sampled every 50 ms), until the report's summary it prepares after `idle` is
 written.
@@ -41,7 +42,7 @@ from bench.counting_bound import UNCOUNTED
 from bench.first_run import SET_UP
 from bench.peers import base_env, timed
 from bench.rounds import alternating
-from bench.service_proc import ServiceProcess, read_proc_stat, tree_pss_mb, tree_rss_mb
+from bench.service_proc import ServiceProcess, read_proc_stat, tree_cpu_s, tree_pss_mb, tree_rss_mb
 
 _TIME = re.compile(rb'"timestamp":"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)')
 
@@ -91,6 +92,7 @@ def first_pass(exe: str, corpus: Path, home: Path, tokenizer: Path) -> dict:
     shutil.copytree(tokenizer, home / "tiktoken")
     launched = time.time()
     peak = [0.0, 0.0]
+    cpu_seen: dict[int, float] = {}
     stop = threading.Event()
     with ServiceProcess(home, corpus / ".claude", exe=exe) as svc:
         def sample() -> None:
@@ -101,6 +103,7 @@ def first_pass(exe: str, corpus: Path, home: Path, tokenizer: Path) -> dict:
             while not stop.is_set():
                 try:
                     rss = tree_rss_mb(svc.pid)
+                    tree_cpu_s(svc.pid, cpu_seen)
                     peak[0] = max(peak[0], rss)
                     if rss >= pss_at + 5 or ticks % 10 == 0:
                         peak[1] = max(peak[1], tree_pss_mb(svc.pid))
@@ -115,6 +118,7 @@ def first_pass(exe: str, corpus: Path, home: Path, tokenizer: Path) -> dict:
         svc.wait_status()
         idle = svc.wait_idle_told()
         at_idle = read_proc_stat(svc.pid)
+        tree_cpu = tree_cpu_s(svc.pid, cpu_seen)
         # the report's summary is prepared after idle (decision 315): the peaks include it
         summary = home / "cache" / "report-last.json"
         deadline = time.monotonic() + 30
@@ -123,7 +127,8 @@ def first_pass(exe: str, corpus: Path, home: Path, tokenizer: Path) -> dict:
         stop.set()
         sampler.join()
         st = read_proc_stat(svc.pid)
-    return {"idle_s": idle, "cpu_s": at_idle["cpu_s"] + at_idle["children_cpu_s"], "hwm_mb": st["hwm_mb"],
+    return {"idle_s": idle, "cpu_s": at_idle["cpu_s"] + at_idle["children_cpu_s"], "tree_cpu_s": tree_cpu,
+            "hwm_mb": st["hwm_mb"],
             "tree_peak_mb": peak[0], "tree_pss_peak_mb": peak[1], "steps": timeline(home / "service.log", launched)}
 
 

@@ -58,6 +58,22 @@ def tree_pss_mb(pid: int) -> float:
     return _tree_sum(pid, pss)
 
 
+def tree_cpu_s(pid: int, seen: dict[int, float]) -> float:
+    """CPU seconds the process's tree has used so far: each process's own time, as last read while it lived
+    (`seen`, kept between calls by the caller, who reads often enough). The process's children figure counts a
+    child only once it is reaped, and a fork server's workers only once it reaped them and was reaped."""
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def own(p: int) -> float:
+        raw = Path(f"/proc/{p}/stat").read_text()
+        fields = raw[raw.rindex(")") + 2:].split()
+        seen[p] = (int(fields[11]) + int(fields[12])) / ticks
+        return 0.0
+
+    _tree_sum(pid, own)
+    return sum(seen.values())
+
+
 def _tree_sum(pid: int, measure: Callable[[int], float]) -> float:
     total = measure(pid)
     kids: set[str] = set()

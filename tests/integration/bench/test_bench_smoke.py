@@ -362,3 +362,6 @@ def test_first_pass_bench_sets_the_service_beside_a_cold_report_and_its_bound(tm
         m = re.search(rf"^{re.escape(name)}: first pass to idle / cold report, per round: (\d+\.\d+)$", out.stdout,
                       re.MULTILINE)
         assert m and float(m.group(1)) > 0, out.stdout
+    # the whole tree's CPU to idle (the fork server and workers read while they lived), beside the service's
+    m = re.search(r"^ +this: first pass: idle_s \S+, cpu_s (\d+\.\d+), tree_cpu_s (\d+\.\d+),", out.stdout, re.MULTILINE)
+    assert m and float(m.group(2)) > 0 and float(m.group(1)) > 0, out.stdout
