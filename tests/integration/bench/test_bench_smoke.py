@@ -365,3 +365,16 @@ def test_first_pass_bench_sets_the_service_beside_a_cold_report_and_its_bound(tm
     # the whole tree's CPU to idle (the fork server and workers read while they lived), beside the service's
     m = re.search(r"^ +this: first pass: idle_s \S+, cpu_s (\d+\.\d+), tree_cpu_s (\d+\.\d+),", out.stdout, re.MULTILINE)
     assert m and float(m.group(2)) > 0 and float(m.group(1)) > 0, out.stdout
+
+
+@pytest.mark.timeout(120)
+def test_report_phases_bench_times_each_counter_over_the_texts_the_replay_counts(corpus):
+    """bench/report_phases.py: the cold report's phases, and the replay's texts counted by tiktoken and by the
+    Python counter, which give the same counts (another counter is timed only where it is installed)."""
+    out = subprocess.run([PY, str(ROOT / "bench" / "report_phases.py"), "--corpus", str(corpus)],
+                         capture_output=True, text=True, timeout=110, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    m = re.search(r"by the Python counter: from a fresh state / warm \((\d+) counts differ\) \| CPU (\d+\.\d+)",
+                  out.stdout)
+    assert m and m.group(1) == "0" and float(m.group(2)) > 0, out.stdout
+    assert re.search(r"restart replay of [1-9]\d* main transcripts", out.stdout), out.stdout
