@@ -14,9 +14,10 @@ Each timed run follows an untimed cold report of the same build (`warm_up`): a w
 history has them (the corpus writes every file now, which makes all of them live sessions at a
 start); only the files of the last `[sessions] live_hours` are then live.
 `--code DIR` (repeatable) runs another checkout's `DIR/.venv/bin/ctxlamp` in the same rounds; `--bound`
-also this checkout's first pass with the service's own counting taken out (decision 505).
+also this checkout's first pass with the service's own counting taken out (decision 505); `--known-counts`
+also its first pass with the counts its recent sessions need kept from an earlier start (decision 509).
 
-    python bench/first_pass.py --corpus DIR [--runs 3] [--dated] [--code DIR ...] [--bound]
+    python bench/first_pass.py --corpus DIR [--runs 3] [--dated] [--code DIR ...] [--bound] [--known-counts]
 """
 from __future__ import annotations
 
@@ -87,9 +88,12 @@ def warm_up(exe: str, corpus: Path, home: Path, tokenizer: Path) -> None:
     timed([exe, "report", "--json", "--no-service"], {**base_env(corpus), "CTXLAMP_HOME": str(pre)})
 
 
-def first_pass(exe: str, corpus: Path, home: Path, tokenizer: Path) -> dict:
+def first_pass(exe: str, corpus: Path, home: Path, tokenizer: Path, counts: Path | None = None) -> dict:
     warm_up(exe, corpus, home, tokenizer)
     shutil.copytree(tokenizer, home / "tiktoken")
+    if counts is not None:  # `--known-counts`: the token counts an earlier start kept
+        (home / "cache").mkdir(mode=0o700)
+        shutil.copyfile(counts, home / "cache" / "o200k-counts.bin")
     launched = time.time()
     peak = [0.0, 0.0]
     cpu_seen: dict[int, float] = {}
@@ -139,6 +143,24 @@ def cold_report(exe: str, corpus: Path, home: Path, tokenizer: Path) -> dict:
     return {"wall_s": r.wall_s, "cpu_s": r.cpu_s, "rss_mb": r.rss_mb}
 
 
+# `--known-counts`: this checkout's first start with the token counts of its recent sessions known, as kept by an
+# earlier start over the same corpus (decision 504): what handing the service its counts from the workers, which
+# count at tiktoken's pace, could reach at best (decision 509).
+KNOWN = "this, its recent sessions' counts known"
+
+
+def kept_counts(exe: str, corpus: Path, home: Path, tokenizer: Path) -> Path:
+    """The counts file a first start over `corpus` keeps (written as it stops), for `--known-counts`."""
+    shutil.copytree(tokenizer, home / "tiktoken")
+    with ServiceProcess(home, corpus / ".claude", exe=exe) as svc:
+        svc.wait_status()
+        svc.wait_idle_told()
+    counts = home / "cache" / "o200k-counts.bin"
+    if not counts.is_file():
+        raise SystemExit(f"the first start kept no token counts in {counts}")
+    return counts
+
+
 # `--bound`: this checkout's service with its own counting taken out, as bench/counting_bound.py takes it out of
 # the report (`encode_len` answers len // 4 and no counter is built: figures wrong on purpose); its fork server
 # and workers, other interpreters, count as always. Against this checkout's cold report it says what the first
@@ -163,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--code", type=Path, action="append", default=[], help="another checkout to run alongside")
     ap.add_argument("--bound", action="store_true",
                     help="also this checkout's first pass with the service's own counting taken out")
+    ap.add_argument("--known-counts", action="store_true",
+                    help="also this checkout's first pass with its recent sessions' token counts known")
     args = ap.parse_args(argv)
     if args.dated:
         print(f"dated {date_files(args.corpus / '.claude' / 'projects')} transcripts")
@@ -179,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.bound:
             bound = uncounted_service(Path(tmp))
             jobs[f"{BOUND}: first pass"] = lambda r: first_pass(bound, args.corpus, Path(tmp) / f"bound-{r}", tokenizer)
+        if args.known_counts:
+            counts = kept_counts(codes["this"], args.corpus, Path(tmp) / "counts-kept", tokenizer)
+            jobs[f"{KNOWN}: first pass"] = lambda r: first_pass(codes["this"], args.corpus, Path(tmp) / f"known-{r}",
+                                                                tokenizer, counts)
         for name, exe in codes.items():
             jobs[f"{name}: first pass"] = lambda r, exe=exe, name=name: first_pass(
                 exe, args.corpus, Path(tmp) / f"{name}-serve-{r}", tokenizer)
@@ -197,8 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         keys = [k for k in runs[0] if k != "steps"]
         print(f"{name:>24}: " + ", ".join(f"{k} {statistics.median(r[k] for r in runs):.3f}" for k in keys)
               + f"  (runs: {', '.join(str(round(r.get('idle_s', r.get('wall_s')), 2)) for r in runs)})")
-    for name in [*codes, *([BOUND] if args.bound else [])]:
-        fp, cr = results[f"{name}: first pass"], results[f"{'this' if name == BOUND else name}: cold report"]
+    for name in [*codes, *([BOUND] if args.bound else []), *([KNOWN] if args.known_counts else [])]:
+        fp, cr = results[f"{name}: first pass"], results[f"{'this' if name in (BOUND, KNOWN) else name}: cold report"]
         ratios = sorted(a["idle_s"] / b["wall_s"] for a, b in zip(fp, cr))
         print(f"{name}: first pass to idle / cold report, per round: {', '.join(f'{x:.2f}' for x in ratios)}")
         print(f"{name}: the service's steps, seconds from its launch (its log), per round:")

@@ -353,12 +353,13 @@ def test_restart_bench_times_a_start_after_the_first_pass(tmp_path):
 @pytest.mark.timeout(180)
 def test_first_pass_bench_sets_the_service_beside_a_cold_report_and_its_bound(tmp_path):
     """bench/first_pass.py over a small corpus: this checkout's first pass, the same with the service's own
-    counting taken out (`--bound`), each against the cold report."""
+    counting taken out (`--bound`) and with the counts an earlier start kept (`--known-counts`), each against
+    the cold report."""
     _corpus(tmp_path, 1)
     out = subprocess.run([PY, str(ROOT / "bench" / "first_pass.py"), "--corpus", str(tmp_path), "--runs", "1",
-                          "--bound"], capture_output=True, text=True, timeout=170, cwd=ROOT)
+                          "--bound", "--known-counts"], capture_output=True, text=True, timeout=170, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
-    for name in ("this", "this, the service counting nothing"):
+    for name in ("this", "this, the service counting nothing", "this, its recent sessions' counts known"):
         m = re.search(rf"^{re.escape(name)}: first pass to idle / cold report, per round: (\d+\.\d+)$", out.stdout,
                       re.MULTILINE)
         assert m and float(m.group(1)) > 0, out.stdout
