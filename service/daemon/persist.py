@@ -87,8 +87,8 @@ class Persistence:
     # ---- the API's reads (StoreReads, service/api/reads.py) ------------------------------
     def segments(self, session_id: str | None = None, limit: int = 100) -> list[Row]:
         """Archived profiles, newest first. Every segment (no session named) is what each report and Overview
-        answer reads: kept until an archived profile is committed, and only once no archived profile waits to be written
-        (the rows read meanwhile may lack it). 933 profiles took 50 ms to read and build."""
+        answer reads: kept until an archived profile is committed (decision 507), and only once no archived
+        profile waits to be written (the rows read meanwhile may lack it). 933 profiles took 50 ms to read."""
         if session_id is not None:
             return self._ask("segments", lambda s: s.sessions.segments(session_id, limit))
         key = (self.profiles_version, limit)  # taken before the rows are read
