@@ -1,11 +1,14 @@
-"""A service's restart over a history it has read, and a report run alone after a session changed.
+"""A service's restart over a history it has read, and a report run alone after it.
 
 What a user meets at every login: the first pass is done, and the start reads its recent sessions
 again from byte zero (their live engines) and finds nothing else to read. One home per checkout gets
 a first start, then `--runs` restarts are timed in turns (bench/rounds.py), each from the launch to
 the `idle` event: its CPU and peak memory too. Then, in turns, `ctxlamp report --json --no-service`
 in the same home right after the newest transcript's modification time moved a second on (the bench
-moves it: the report reads that session again, as after a day's work with no service up).
+moves it: the report reads that session again, as after a day's work with no service up). Then, in
+turns, the first report run alone after the service: its restart cache and summary removed, which the
+service does not write (its own reports take the figures from the History), so the report replays every
+main transcript without scanning it (decision 510).
 Use a dated corpus (`bench/first_pass.py --dated`), else every transcript is recent.
 
     python bench/restart.py --corpus DIR [--runs 5] [--code DIR ...]
@@ -46,6 +49,14 @@ def report_after_change(exe: str, corpus: Path, home: Path) -> dict:
     return {"wall_s": r.wall_s, "cpu_s": r.cpu_s, "hwm_mb": r.rss_mb}
 
 
+def first_report_alone(exe: str, corpus: Path, home: Path) -> dict:
+    """The report alone in a home the service filled, as the first time (no restart cache, no summary)."""
+    for name in ("report-restart.json", "report-last.json"):
+        (home / "cache" / name).unlink(missing_ok=True)
+    r = timed([exe, "report", "--json", "--no-service"], {**base_env(corpus), "CTXLAMP_HOME": str(home)})
+    return {"wall_s": r.wall_s, "cpu_s": r.cpu_s, "hwm_mb": r.rss_mb}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, required=True, help="a folder holding .claude/projects")
@@ -65,9 +76,12 @@ def main(argv: list[str] | None = None) -> int:
                                            for name in codes})
         reports = alternating(args.runs, {name: (lambda r, n=name: report_after_change(exes[n], args.corpus, homes[n]))
                                           for name in codes})
+        firsts = alternating(args.runs, {name: (lambda r, n=name: first_report_alone(exes[n], args.corpus, homes[n]))
+                                         for name in codes})
     print("load average after:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
     for what, results, wall in (("restart to idle", restarts, "idle_s"),
-                                ("report after a change", reports, "wall_s")):
+                                ("report after a change", reports, "wall_s"),
+                                ("first report alone after the service", firsts, "wall_s")):
         for name, runs in results.items():
             med = {k: statistics.median(r[k] for r in runs) for k in (wall, "cpu_s", "hwm_mb")}
             walls = ", ".join(f"{r[wall]:.2f}" for r in runs)

@@ -343,7 +343,12 @@ def replayed_segments(paths: list[str], prices: Any, cache_file: Path | None,
     todo.sort(key=lambda t: (-t[0], t[1]))  # biggest first: the workers finish together
     jobs = [(path, prices, max_line) for _, path, _ in todo]
     workers = workers if workers is not None else (os.cpu_count() or 1)
-    if workers > 1 and len(jobs) > 1 and forked.available() and sum(t[0] for t in todo) >= forked.POOL_MIN_BYTES:
+    total = sum(t[0] for t in todo)
+    if workers > 1 and len(jobs) > 1 and forked.available() and total >= forked.POOL_MIN_BYTES:
+        from service.report import scan
+
+        if total >= scan.SHARED_ENCODER_MIN_BYTES:  # as the scan's replaying workers do (decision 510)
+            scan.share_encoder()
         with forked.ForkedMap(_replay_one, jobs, workers) as results:
             done += list(results)
     else:

@@ -339,13 +339,13 @@ def test_a_bench_times_bytecode_not_the_compiler(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_restart_bench_times_a_start_after_the_first_pass(tmp_path):
-    """bench/restart.py: a first start over a small corpus, then a timed restart of a real service and a
-    report run alone after a session changed."""
+    """bench/restart.py: a first start over a small corpus, then a timed restart of a real service, a report
+    run alone after a session changed, and the first report run alone after the service."""
     _corpus(tmp_path, 1)
     out = subprocess.run([PY, str(ROOT / "bench" / "restart.py"), "--corpus", str(tmp_path), "--runs", "1"],
                          capture_output=True, text=True, timeout=110, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
-    for what in ("restart to idle", "report after a change"):
+    for what in ("restart to idle", "report after a change", "first report alone after the service"):
         m = re.search(rf"this: {what} (\d+\.\d+) s, its CPU (\d+\.\d+) s, peak (\d+\.\d+) MB", out.stdout)
         assert m and all(float(x) > 0 for x in m.groups()), out.stdout
 

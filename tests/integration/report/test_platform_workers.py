@@ -244,6 +244,26 @@ def test_workers_sharing_one_encoder_count_every_text_themselves(tmp_path, monke
         assert (sum(left) == 0) == shared, "the parent counts only what workers without the encoder left"
 
 
+@pytest.mark.skipif(not forked.can_fork(), reason="no fork here")
+def test_a_replay_without_a_scan_shares_the_encoder_from_the_same_size(tmp_path, monkeypatch):
+    """A report run alone after the service filled the scan cache replays its main transcripts without scanning
+    them: from the size where the scan's workers share tiktoken's encoder, these workers share it too, built by
+    the parent before the fork (decision 510); the same segments either way."""
+    from service.engine_setup import tokenizer
+    from service.engine_setup.engines import load_prices
+    from service.report import restart
+
+    mains = sorted(tf.path for tf in _fixture_files(tmp_path) if not tf.subagent)
+    prices = load_prices()
+    want = restart.replayed_segments(mains, prices, None, scan.fingerprint, workers=1)
+    monkeypatch.setattr(forked, "POOL_MIN_BYTES", 0)
+    for shared in (False, True):
+        monkeypatch.setattr(scan, "SHARED_ENCODER_MIN_BYTES", 0 if shared else 1 << 60)
+        monkeypatch.setattr(tokenizer, "_encoding", None)
+        assert restart.replayed_segments(mains, prices, None, scan.fingerprint, workers=2) == want
+        assert (tokenizer._encoding is not None) == shared, "built before the workers fork, only from that size"
+
+
 def _replayed_alone(path, prices, max_line=None, chunk_size=1 << 20):
     """What `ctxlamp replay` gives for a file's segments (the engine's own reader), as the report keeps them."""
     from service.engine_setup.engines import replay_file
