@@ -46,6 +46,15 @@ def shared_counter(use_cache: bool = True) -> TokenCounter:
     return _counter
 
 
+def share_encoder() -> TokenCounter:
+    """The shared counter with tiktoken's encoder built, before workers fork: they share both copy-on-write and
+    count at tiktoken's pace from their first text (decisions 460, 510)."""
+    from service.engine_setup.tokenizer import load_o200k
+
+    load_o200k()
+    return shared_counter()  # the engine's modules too (40-50 ms in each worker): imported once, inherited
+
+
 def new_engine(transcript: str, prices: PriceTable, config: EngineConfig | None = None,
                counter: TokenCounter | None = None, full_events: bool = True,
                call_rows: bool = True, restart_only: bool = False) -> SessionEngine:

@@ -387,12 +387,12 @@ def _restart_savings(request: ReportRequest, sources: _Sources, files: list, ski
     """What restarting would have saved (docs/measurement.md 14): the main transcripts replayed, cached per file
     (most of them by the scan, as it read them). The service's report, the Overview and the team push
     take theirs from the service's own profiles, so they spare the replay."""
-    from service.report import restart
+    from service.report import restart, scan
     from service.days import DayOf
 
     mains = [tf.path for tf in files if not tf.subagent and tf.path not in skipped]
     segments = restart.replayed_segments(mains, table, plan.cache_file, plan.fps.get, sources.max_line,
                                          since=request.since, workers=workers, cache=plan.cache,
-                                         replayed=plan.replayed)
+                                         replayed=plan.replayed, share_from=scan.SHARED_ENCODER_MIN_BYTES)
     plan.segments = list(segments)
     return restart.block(segments, [], request.since, request.until, DayOf(request.zone))

@@ -319,14 +319,15 @@ def to_replay(paths: list[str], cache: dict[str, Any], fingerprint: Callable[[st
 def replayed_segments(paths: list[str], prices: Any, cache_file: Path | None,
                       fingerprint: Callable[[str], Any], max_line: int | None = None, *,
                       since: str | None = None, workers: int | None = None,
-                      cache: dict[str, Any] | None = None, replayed: dict[str, list[dict]] | None = None
-                      ) -> list[dict]:
+                      cache: dict[str, Any] | None = None, replayed: dict[str, list[dict]] | None = None,
+                      share_from: int | None = None) -> list[dict]:
     """Every segment profile of these main transcripts, replayed (cached by each file's fingerprint).
 
     Files last written before `since` are not replayed (their cached segments are kept). `cache`:
     the cache file's entries when the caller loaded them already; `replayed`: segments of files
     replayed already (by the scan, as it read them). The others to replay are shared among forked
-    workers when there are enough bytes of them.
+    workers when there are enough bytes of them; from `share_from` bytes they share tiktoken's encoder,
+    built before they fork (the scan's `SHARED_ENCODER_MIN_BYTES`, decision 510).
     """
     import os
 
@@ -345,10 +346,10 @@ def replayed_segments(paths: list[str], prices: Any, cache_file: Path | None,
     workers = workers if workers is not None else (os.cpu_count() or 1)
     total = sum(t[0] for t in todo)
     if workers > 1 and len(jobs) > 1 and forked.available() and total >= forked.POOL_MIN_BYTES:
-        from service.report import scan
+        if share_from is not None and total >= share_from:
+            from service.engine_setup.engines import share_encoder
 
-        if total >= scan.SHARED_ENCODER_MIN_BYTES:  # as the scan's replaying workers do (decision 510)
-            scan.share_encoder()
+            share_encoder()
         with forked.ForkedMap(_replay_one, jobs, workers) as results:
             done += list(results)
     else:

@@ -626,6 +626,8 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
         count_here = (replay is not None and bool(replay[1]) and forked.start_method() == "fork"
                       and total_bytes >= SHARED_ENCODER_MIN_BYTES)
         if count_here:
+            from service.engine_setup.engines import share_encoder
+
             share_encoder()
         init = functools.partial(init_worker, cache.sizes, max_line, replay, count_here)
         with collector_paused(), forked.pool(scan_one, jobs, workers, init=init) as scanned:
@@ -643,16 +645,6 @@ def scan(files: list[TranscriptFile], cache: ScanCache, *, workers: int | None =
             for job in jobs:
                 collect(scan_one(job))
     return results
-
-
-def share_encoder() -> None:
-    """tiktoken's encoder and the engine's counter, built here before workers fork: they share them
-    copy-on-write and count at tiktoken's pace from their first text (decision 460)."""
-    from service.engine_setup.engines import shared_counter
-    from service.engine_setup.tokenizer import load_o200k
-
-    load_o200k()
-    shared_counter()  # the engine's modules too (40-50 ms in each worker): imported once, inherited
 
 
 @contextmanager

@@ -247,8 +247,8 @@ def test_workers_sharing_one_encoder_count_every_text_themselves(tmp_path, monke
 @pytest.mark.skipif(not forked.can_fork(), reason="no fork here")
 def test_a_replay_without_a_scan_shares_the_encoder_from_the_same_size(tmp_path, monkeypatch):
     """A report run alone after the service filled the scan cache replays its main transcripts without scanning
-    them: from the size where the scan's workers share tiktoken's encoder, these workers share it too, built by
-    the parent before the fork (decision 510); the same segments either way."""
+    them: from the size it is given (the report gives the scan's own), its workers share tiktoken's encoder,
+    built by the parent before the fork (decision 510); the same segments either way."""
     from service.engine_setup import tokenizer
     from service.engine_setup.engines import load_prices
     from service.report import restart
@@ -257,10 +257,12 @@ def test_a_replay_without_a_scan_shares_the_encoder_from_the_same_size(tmp_path,
     prices = load_prices()
     want = restart.replayed_segments(mains, prices, None, scan.fingerprint, workers=1)
     monkeypatch.setattr(forked, "POOL_MIN_BYTES", 0)
+    size = sum(os.path.getsize(path) for path in mains)
     for shared in (False, True):
-        monkeypatch.setattr(scan, "SHARED_ENCODER_MIN_BYTES", 0 if shared else 1 << 60)
         monkeypatch.setattr(tokenizer, "_encoding", None)
-        assert restart.replayed_segments(mains, prices, None, scan.fingerprint, workers=2) == want
+        got = restart.replayed_segments(mains, prices, None, scan.fingerprint, workers=2,
+                                        share_from=size if shared else size + 1)
+        assert got == want
         assert (tokenizer._encoding is not None) == shared, "built before the workers fork, only from that size"
 
 
