@@ -347,11 +347,13 @@ def _atomic_write(path: Path, text: str, mode: int, expect: object = _ANY) -> No
     temp file is swapped in atomically and what it displaced is checked; if that is not what we
     planned from, it is swapped back and SettingsChanged tells the caller to plan again. (Where the
     system has no atomic swap: compare, then rename -- a window of microseconds instead of none.)"""
+    from service.client.privdir import open_own
+
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.ctxlamp-tmp")
-    # the text as it is, on every system: Windows opens a descriptor in text mode unless told, and a text
-    # layer translating "\n" would turn the user's line ends into "\r\n" (through both, "\r\r\n")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), mode)
+    # the text as it is, on every system (binary, and no newline translation: through both, the user's "\n"
+    # would become "\r\r\n"), and never written through a link waiting at the temporary name
+    fd = open_own(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)

@@ -67,8 +67,11 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
     the base class opens it with the umask's 0644)."""
 
     def _open(self) -> Any:  # the base class's hook (returns its stream)
-        # binary: the text layer writes the line ends (a Windows descriptor in text mode would double the "\r")
-        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+        from service.client.privdir import open_own
+
+        # binary, the text layer writes the line ends (a Windows descriptor in text mode would double the
+        # "\r"); never through a link planted at the log's name (setup_logging then logs to stderr)
+        fd = open_own(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         if hasattr(os, "fchmod"):
             try:
                 os.fchmod(fd, 0o600)  # a file an older version left wider

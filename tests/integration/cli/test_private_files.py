@@ -181,3 +181,23 @@ def test_two_threads_replacing_the_same_file_both_succeed_and_leave_one_whole(tm
     assert errors == []
     assert path.read_bytes() in bodies
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left behind
+
+
+def test_a_link_planted_at_the_log_or_at_the_settings_temp_name_is_never_written_through(tmp_path):
+    """The service log and the temporary file Claude Code's settings are written through open by `open_own`:
+    a link waiting at either name is refused (the log then goes to stderr), its target keeps its bytes."""
+    from service.claude.settings import _atomic_write
+    from service.daemon.runtime import PrivateRotatingFileHandler
+
+    target = tmp_path / "victim.txt"
+    target.write_text("theirs")
+    log = tmp_path / "service.log"
+    log.symlink_to(target)
+    with pytest.raises(OSError):
+        PrivateRotatingFileHandler(str(log), maxBytes=1 << 20, backupCount=3, encoding="utf-8")
+    settings = tmp_path / "claude" / "settings.json"
+    settings.parent.mkdir()
+    (settings.parent / f".{settings.name}.{os.getpid()}.ctxlamp-tmp").symlink_to(target)
+    with pytest.raises(OSError):
+        _atomic_write(settings, "{}\n", 0o600)
+    assert target.read_text() == "theirs" and not settings.exists()
