@@ -45,14 +45,18 @@ def report_after_change(exe: str, corpus: Path, home: Path) -> dict:
     newest = max((corpus / ".claude" / "projects").glob("*/*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
     st = newest.stat()
     os.utime(newest, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
-    r = timed([exe, "report", "--json", "--no-service"], {**base_env(corpus), "CTXLAMP_HOME": str(home)})
-    return {"wall_s": r.wall_s, "cpu_s": r.cpu_s, "hwm_mb": r.rss_mb}
+    return report_alone(exe, corpus, home)
 
 
 def first_report_alone(exe: str, corpus: Path, home: Path) -> dict:
     """The report alone in a home the service filled, as the first time (no restart cache, no summary)."""
     for name in ("report-restart.json", "report-last.json"):
         (home / "cache" / name).unlink(missing_ok=True)
+    return report_alone(exe, corpus, home)
+
+
+def report_alone(exe: str, corpus: Path, home: Path) -> dict:
+    """`ctxlamp report --json --no-service` in `home`, timed."""
     r = timed([exe, "report", "--json", "--no-service"], {**base_env(corpus), "CTXLAMP_HOME": str(home)})
     return {"wall_s": r.wall_s, "cpu_s": r.cpu_s, "hwm_mb": r.rss_mb}
 
